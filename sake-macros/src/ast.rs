@@ -1,0 +1,226 @@
+//! A typed view of an annotated function: its parameters sorted into arguments and the
+//! `Context`, its doc comments, its return type. The original syn nodes are kept for spans.
+
+use proc_macro2::Span;
+use quote::quote;
+use syn::{Attribute, FnArg, Ident, ItemFn, Pat, ReturnType, Type};
+
+use crate::attr::{self, ArgAttrs, Kind};
+use crate::ctxt::Ctxt;
+
+pub(crate) enum ParamKind {
+    /// An argument the client sends.
+    Argument,
+    /// The request's `Context`.
+    Context,
+}
+
+pub(crate) struct Param {
+    pub ident: Ident,
+    pub ty: Type,
+    pub kind: ParamKind,
+    /// `#[doc]` attributes: the argument's description.
+    pub docs: Vec<Attribute>,
+    /// `#[serde]` and `#[schemars]` attributes, forwarded to the argument struct.
+    pub forwarded: Vec<Attribute>,
+}
+
+pub(crate) struct Func {
+    /// The function as it will be emitted: parameter attributes the macro consumed removed.
+    pub item: ItemFn,
+    pub params: Vec<Param>,
+    pub description: Option<String>,
+    pub ret: Type,
+}
+
+/// The text of `///` comments: lines joined with `\n`, one leading space per line removed.
+pub(crate) fn doc_text(attrs: &[Attribute]) -> Option<String> {
+    let mut lines = Vec::new();
+    for attr in attrs {
+        if !attr.path().is_ident("doc") {
+            continue;
+        }
+        if let syn::Meta::NameValue(nv) = &attr.meta
+            && let syn::Expr::Lit(l) = &nv.value
+            && let syn::Lit::Str(s) = &l.lit
+        {
+            let v = s.value();
+            for line in v.lines() {
+                lines.push(line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned());
+            }
+        }
+    }
+    let text = lines.join("\n");
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+fn last_segment_is(ty: &Type, name: &str) -> bool {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == name && s.arguments.is_none()),
+        _ => false,
+    }
+}
+
+fn contains_impl_trait(ty: &Type) -> bool {
+    let s = quote!(#ty).to_string();
+    s.starts_with("impl ") || s.contains("< impl ") || s.contains(", impl ")
+}
+
+impl Func {
+    pub fn analyse(cx: &Ctxt, kind: Kind, mut item: ItemFn) -> Func {
+        let sig = &item.sig;
+        let what = kind.attr();
+        if let Some(c) = &sig.constness {
+            cx.error_spanned_by(c, format!("a {what} function cannot be `const`"));
+        }
+        if let syn::Safety::Unsafe(u) = &sig.safety {
+            cx.error_spanned_by(
+                u,
+                format!(
+                    "a {what} function cannot be `unsafe`: clients call it with arbitrary input"
+                ),
+            );
+        }
+        if let Some(abi) = &sig.abi {
+            cx.error_spanned_by(
+                abi,
+                format!("a {what} function cannot have an `extern` ABI"),
+            );
+        }
+        if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+            cx.error_spanned_by(
+                &sig.generics,
+                format!("a {what} function cannot be generic: the server needs one concrete signature to build its schema; write a non-generic wrapper that calls your generic function"),
+            );
+        }
+        if let Some(v) = &sig.variadic {
+            cx.error_spanned_by(v, format!("a {what} function cannot be variadic"));
+        }
+        let ret = match &sig.output {
+            ReturnType::Default => syn::parse_quote!(()),
+            ReturnType::Type(_, ty) => {
+                if contains_impl_trait(ty) {
+                    cx.error_spanned_by(
+                        ty,
+                        format!("a {what} function must name its return type, not `impl Trait`"),
+                    );
+                }
+                (**ty).clone()
+            }
+        };
+
+        let mut params = Vec::new();
+        let mut context_seen: Option<Span> = None;
+        for input in item.sig.inputs.iter_mut() {
+            let pt = match input {
+                FnArg::Receiver(r) => {
+                    cx.error_spanned_by(
+                        &*r,
+                        format!("a {what} function cannot take `self`: annotate a free function (it may call your method)"),
+                    );
+                    continue;
+                }
+                FnArg::Typed(pt) => pt,
+            };
+            // Sort the parameter's attributes: ours are consumed, Rust's stay.
+            let mut docs = Vec::new();
+            let mut forwarded = Vec::new();
+            let mut arg_attrs = ArgAttrs::default();
+            let mut kept = Vec::new();
+            for a in pt.attrs.drain(..) {
+                if a.path().is_ident("doc") {
+                    docs.push(a);
+                } else if a.path().is_ident("serde") || a.path().is_ident("schemars") {
+                    forwarded.push(a);
+                } else if a.path().is_ident("arg") {
+                    attr::parse_arg_attr(cx, &a, &mut arg_attrs);
+                } else {
+                    kept.push(a);
+                }
+            }
+            pt.attrs = kept;
+            let ident = match &*pt.pat {
+                Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => pi.ident.clone(),
+                other => {
+                    cx.error_spanned_by(
+                        other,
+                        format!("a {what} parameter must be a plain name, not a pattern: the name is the argument's name in the schema"),
+                    );
+                    continue;
+                }
+            };
+            let ty = (*pt.ty).clone();
+            let is_context = !arg_attrs.force && last_segment_is(&ty, "Context");
+            if is_context {
+                if let Some(_first) = context_seen {
+                    cx.error_spanned_by(
+                        &ty,
+                        format!("a {what} function takes at most one `Context`"),
+                    );
+                }
+                context_seen = Some(ident.span());
+                if !docs.is_empty() || !forwarded.is_empty() {
+                    cx.error_spanned_by(&ident, "the `Context` parameter is not an argument: it takes no doc comment, #[serde] or #[schemars]");
+                }
+                params.push(Param {
+                    ident,
+                    ty,
+                    kind: ParamKind::Context,
+                    docs,
+                    forwarded,
+                });
+                continue;
+            }
+            match &ty {
+                Type::Reference(r) => {
+                    cx.error_spanned_by(
+                        r,
+                        format!("a {what} argument must be an owned type: it is deserialized from the request (use String for &str, Vec<T> for &[T])"),
+                    );
+                    continue;
+                }
+                t if contains_impl_trait(t) => {
+                    cx.error_spanned_by(
+                        t,
+                        format!("a {what} argument must have a concrete type, not `impl Trait`"),
+                    );
+                    continue;
+                }
+                _ => {}
+            }
+            params.push(Param {
+                ident,
+                ty,
+                kind: ParamKind::Argument,
+                docs,
+                forwarded,
+            });
+        }
+        let description = doc_text(&item.attrs);
+        Func {
+            item,
+            params,
+            description,
+            ret,
+        }
+    }
+
+    pub fn arguments(&self) -> impl Iterator<Item = &Param> {
+        self.params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Argument))
+    }
+
+    pub fn is_async(&self) -> bool {
+        self.item.sig.asyncness.is_some()
+    }
+
+    pub fn ident(&self) -> &Ident {
+        &self.item.sig.ident
+    }
+}

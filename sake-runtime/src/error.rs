@@ -1,0 +1,49 @@
+//! Errors of start-up and serving. Request-time failures are [`RpcError`](crate::RpcError)s,
+//! answered on the wire; these stop the server.
+
+/// Why the server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Two functions registered the same tool or prompt name, or the same resource URI.
+    #[error(
+        "two {kind}s are named `{name}`: one at {first}, one at {second}; give one of them another name (#[{kind}(name = \"...\")])"
+    )]
+    Duplicate {
+        /// `tool`, `prompt` or `resource`.
+        kind: &'static str,
+        /// The name or URI.
+        name: String,
+        /// Where the first is defined.
+        first: String,
+        /// Where the second is defined.
+        second: String,
+    },
+    /// A registered item is invalid (a hand-built descriptor, or a macro bypassed).
+    #[error("{kind} `{name}` at {location}: {reason}")]
+    InvalidDefinition {
+        /// `tool`, `prompt` or `resource`.
+        kind: &'static str,
+        /// Its name or URI.
+        name: String,
+        /// Where it is defined.
+        location: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The server could not listen on the address.
+    #[error("could not listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An I/O error while serving.
+    #[error("I/O error while serving: {0}")]
+    Io(#[from] std::io::Error),
+    /// A builder option has an unusable value.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}

@@ -1,0 +1,152 @@
+//! The request methods sake serves, and in which era each exists.
+
+use super::version::Era;
+
+/// A client-to-server request method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// `server/discover` (2026-07-28).
+    Discover,
+    /// `initialize` (handshake revisions).
+    Initialize,
+    /// `ping` (handshake revisions).
+    Ping,
+    /// `logging/setLevel` (handshake revisions).
+    SetLevel,
+    /// `tools/list`.
+    ToolsList,
+    /// `tools/call`.
+    ToolsCall,
+    /// `prompts/list`.
+    PromptsList,
+    /// `prompts/get`.
+    PromptsGet,
+    /// `resources/list`.
+    ResourcesList,
+    /// `resources/templates/list`.
+    ResourceTemplatesList,
+    /// `resources/read`.
+    ResourcesRead,
+    /// `resources/subscribe` (handshake revisions).
+    ResourcesSubscribe,
+    /// `resources/unsubscribe` (handshake revisions).
+    ResourcesUnsubscribe,
+    /// `completion/complete`.
+    Complete,
+    /// `subscriptions/listen` (2026-07-28).
+    Listen,
+}
+
+/// Which server capability a method needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// Nothing.
+    Nothing,
+    /// `tools`.
+    Tools,
+    /// `prompts`.
+    Prompts,
+    /// `resources`.
+    Resources,
+    /// `completions`.
+    Completions,
+    /// `logging`.
+    Logging,
+}
+
+impl Method {
+    /// Parses a method name; `None` for methods sake does not know in any era.
+    pub fn parse(name: &str) -> Option<Method> {
+        Some(match name {
+            "server/discover" => Method::Discover,
+            "initialize" => Method::Initialize,
+            "ping" => Method::Ping,
+            "logging/setLevel" => Method::SetLevel,
+            "tools/list" => Method::ToolsList,
+            "tools/call" => Method::ToolsCall,
+            "prompts/list" => Method::PromptsList,
+            "prompts/get" => Method::PromptsGet,
+            "resources/list" => Method::ResourcesList,
+            "resources/templates/list" => Method::ResourceTemplatesList,
+            "resources/read" => Method::ResourcesRead,
+            "resources/subscribe" => Method::ResourcesSubscribe,
+            "resources/unsubscribe" => Method::ResourcesUnsubscribe,
+            "completion/complete" => Method::Complete,
+            "subscriptions/listen" => Method::Listen,
+            _ => return None,
+        })
+    }
+
+    /// Parses a method name and keeps it only if it exists in `era`.
+    pub fn parse_in(name: &str, era: Era) -> Option<Method> {
+        Method::parse(name).filter(|m| m.exists_in(era))
+    }
+
+    /// Whether the method exists in an era. 2026-07-28 removed the handshake, `ping`,
+    /// `logging/setLevel` and resource subscriptions; it added discovery and listening.
+    pub fn exists_in(self, era: Era) -> bool {
+        match self {
+            Method::Discover | Method::Listen => era == Era::Modern,
+            Method::Initialize
+            | Method::Ping
+            | Method::SetLevel
+            | Method::ResourcesSubscribe
+            | Method::ResourcesUnsubscribe => era == Era::Legacy,
+            _ => true,
+        }
+    }
+
+    /// The server capability the method needs.
+    pub fn needs(self) -> Needs {
+        match self {
+            Method::ToolsList | Method::ToolsCall => Needs::Tools,
+            Method::PromptsList | Method::PromptsGet => Needs::Prompts,
+            Method::ResourcesList
+            | Method::ResourceTemplatesList
+            | Method::ResourcesRead
+            | Method::ResourcesSubscribe
+            | Method::ResourcesUnsubscribe => Needs::Resources,
+            Method::Complete => Needs::Completions,
+            Method::SetLevel => Needs::Logging,
+            Method::Discover | Method::Initialize | Method::Ping | Method::Listen => Needs::Nothing,
+        }
+    }
+
+    /// Whether the method is named by `Mcp-Name` on 2026-07-28 HTTP, and by which param.
+    pub fn name_param(self) -> Option<&'static str> {
+        match self {
+            Method::ToolsCall | Method::PromptsGet => Some("name"),
+            Method::ResourcesRead => Some("uri"),
+            _ => None,
+        }
+    }
+
+    /// Whether a 2026-07-28 answer may be `input_required`.
+    pub fn allows_input_required(self) -> bool {
+        matches!(
+            self,
+            Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removed_methods_do_not_exist_in_2026() {
+        for m in [
+            "initialize",
+            "ping",
+            "logging/setLevel",
+            "resources/subscribe",
+            "resources/unsubscribe",
+        ] {
+            assert_eq!(Method::parse_in(m, Era::Modern), None, "{m}");
+            assert!(Method::parse_in(m, Era::Legacy).is_some(), "{m}");
+        }
+        assert_eq!(Method::parse_in("server/discover", Era::Legacy), None);
+        assert_eq!(Method::parse_in("unknown/method", Era::Modern), None);
+    }
+}

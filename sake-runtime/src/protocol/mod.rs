@@ -1,0 +1,11 @@
+//! The Model Context Protocol on the wire: revisions, JSON-RPC framing, `_meta`, methods, data
+//! types and the per-revision rendering step.
+
+pub mod jsonrpc;
+pub mod meta;
+pub mod methods;
+pub mod render;
+pub mod types;
+pub mod version;
+
+pub use version::{Era, Features, Revision};

@@ -1,0 +1,450 @@
+//! The rendering step: shapes listings, results and errors for the revision a request speaks.
+//!
+//! Everything is built in its 2026-07-28 form; this module drops or moves what an older
+//! revision does not define. It is the one place, with the revision table in `version.rs`,
+//! that knows how revisions differ on the wire.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::jsonrpc::{RpcError, code};
+use super::types::{Implementation, Prompt, Resource, ResourceTemplate, Tool};
+use super::version::{Features, Revision};
+
+/// Caching hints (`ttlMs`, `cacheScope`) of 2026-07-28 list and read results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheHints {
+    /// Freshness in milliseconds.
+    pub ttl_ms: u64,
+    /// Whether results may be shared across users (`public`) or not (`private`).
+    pub scope: CacheScope,
+}
+
+/// `cacheScope`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheScope {
+    /// No user-specific data; shareable.
+    Public,
+    /// Reuse only within the same authorization context.
+    Private,
+}
+
+impl CacheScope {
+    fn as_str(self) -> &'static str {
+        match self {
+            CacheScope::Public => "public",
+            CacheScope::Private => "private",
+        }
+    }
+}
+
+/// What the renderer needs to know about the server, serialised once at start-up.
+#[derive(Clone, Debug)]
+pub struct ResultEnv {
+    /// `,"_meta":{"io.modelcontextprotocol/serverInfo":{...}}` for modern results.
+    server_info_meta: Vec<u8>,
+    server_info: Value,
+    /// Hints for list and read results.
+    pub cache: CacheHints,
+}
+
+impl ResultEnv {
+    /// Prepares the rendering of results for a server.
+    pub fn new(server_info: &Implementation, cache: CacheHints) -> Self {
+        let info = implementation(server_info, Revision::LATEST);
+        let mut server_info_meta = br#","_meta":{"io.modelcontextprotocol/serverInfo":"#.to_vec();
+        server_info_meta.extend_from_slice(&serde_json::to_vec(&info).unwrap_or_default());
+        server_info_meta.extend_from_slice(b"}");
+        ResultEnv {
+            server_info_meta,
+            server_info: info,
+            cache,
+        }
+    }
+}
+
+/// Whether a result carries caching hints on 2026-07-28.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cache {
+    /// `server/discover`, lists, `resources/read`.
+    Cacheable,
+    /// Everything else.
+    None,
+}
+
+/// The kind of result being rendered, for what older revisions drop from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// `tools/call`.
+    CallTool,
+    /// `prompts/get`.
+    GetPrompt,
+    /// `resources/read`.
+    ReadResource,
+    /// Anything whose fields every revision shares.
+    Plain,
+}
+
+/// Renders a result object for `rev`: `resultType`, caching hints and `serverInfo` on
+/// 2026-07-28; the revision's own shape before.
+pub fn result<T: Serialize + ?Sized>(
+    rev: Revision,
+    env: &ResultEnv,
+    shape: Shape,
+    cache: Cache,
+    body: &T,
+) -> Vec<u8> {
+    let f = rev.features();
+    if f.result_type {
+        match serde_json::to_vec(body) {
+            Ok(bytes) if !has_top_level_meta(&bytes) => modern_splice(env, cache, &bytes),
+            _ => {
+                let value = serde_json::to_value(body).unwrap_or(Value::Object(Map::new()));
+                modern_value(env, cache, value)
+            }
+        }
+    } else {
+        let mut value = serde_json::to_value(body).unwrap_or(Value::Object(Map::new()));
+        legacy_shape(f, shape, &mut value);
+        serde_json::to_vec(&value).unwrap_or_else(|_| b"{}".to_vec())
+    }
+}
+
+/// Renders an already-built JSON object (lists and discover, built once at start-up).
+pub fn result_value(rev: Revision, env: &ResultEnv, cache: Cache, value: Value) -> Vec<u8> {
+    if rev.features().result_type {
+        modern_value(env, cache, value)
+    } else {
+        serde_json::to_vec(&value).unwrap_or_else(|_| b"{}".to_vec())
+    }
+}
+
+/// A cheap check: serde output of our result types puts `_meta` last, at top level, only when
+/// set. A false positive merely takes the slower path.
+fn has_top_level_meta(bytes: &[u8]) -> bool {
+    bytes.windows(8).any(|w| w == b"\"_meta\":")
+}
+
+fn modern_splice(env: &ResultEnv, cache: Cache, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + env.server_info_meta.len() + 64);
+    out.extend_from_slice(br#"{"resultType":"complete""#);
+    if cache == Cache::Cacheable {
+        out.extend_from_slice(br#","ttlMs":"#);
+        out.extend_from_slice(env.cache.ttl_ms.to_string().as_bytes());
+        out.extend_from_slice(br#","cacheScope":""#);
+        out.extend_from_slice(env.cache.scope.as_str().as_bytes());
+        out.push(b'"');
+    }
+    out.extend_from_slice(&env.server_info_meta);
+    // `body` is a JSON object: `{}` or `{"k":...}`.
+    if body.len() > 2 {
+        out.push(b',');
+        out.extend_from_slice(&body[1..]);
+    } else {
+        out.push(b'}');
+    }
+    out
+}
+
+fn modern_value(env: &ResultEnv, cache: Cache, value: Value) -> Vec<u8> {
+    let mut obj = match value {
+        Value::Object(obj) => obj,
+        _ => Map::new(),
+    };
+    let mut out = Map::with_capacity(obj.len() + 4);
+    out.insert("resultType".into(), "complete".into());
+    if cache == Cache::Cacheable {
+        out.insert("ttlMs".into(), env.cache.ttl_ms.into());
+        out.insert("cacheScope".into(), env.cache.scope.as_str().into());
+    }
+    let mut meta = match obj.remove("_meta") {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    meta.entry(super::meta::SERVER_INFO)
+        .or_insert_with(|| env.server_info.clone());
+    out.extend(obj);
+    out.insert("_meta".into(), Value::Object(meta));
+    serde_json::to_vec(&out).unwrap_or_else(|_| b"{}".to_vec())
+}
+
+fn legacy_shape(f: &Features, shape: Shape, value: &mut Value) {
+    let Value::Object(obj) = value else { return };
+    match shape {
+        Shape::CallTool => {
+            let keep_structured = f.structured_output
+                && (!f.object_only_schemas
+                    || obj.get("structuredContent").is_some_and(Value::is_object));
+            if !keep_structured {
+                obj.remove("structuredContent");
+            }
+            if let Some(Value::Array(blocks)) = obj.get_mut("content") {
+                blocks.iter_mut().for_each(|b| content_block(f, b));
+            }
+        }
+        Shape::GetPrompt => {
+            if let Some(Value::Array(messages)) = obj.get_mut("messages") {
+                for m in messages {
+                    if let Some(c) = m.get_mut("content") {
+                        content_block(f, c);
+                    }
+                }
+            }
+        }
+        Shape::ReadResource | Shape::Plain => {}
+    }
+}
+
+/// Shapes one content block for a revision. A `resource_link` on 2025-03-26, which has none,
+/// becomes a text block naming the link, so that nothing the tool said is lost.
+fn content_block(f: &Features, block: &mut Value) {
+    let Value::Object(obj) = block else { return };
+    if !f.resource_links && obj.get("type").and_then(Value::as_str) == Some("resource_link") {
+        let uri = obj.get("uri").and_then(Value::as_str).unwrap_or_default();
+        let name = obj.get("name").and_then(Value::as_str).unwrap_or(uri);
+        let text = match obj.get("description").and_then(Value::as_str) {
+            Some(d) => format!("{name} <{uri}>: {d}"),
+            None => format!("{name} <{uri}>"),
+        };
+        *block = serde_json::json!({ "type": "text", "text": text });
+        return;
+    }
+    strip_listing(f, obj);
+    if let Some(Value::Object(res)) = obj.get_mut("resource") {
+        strip_listing(f, res);
+    }
+}
+
+/// Drops the fields of a listed object (tool, prompt, resource, block) a revision lacks.
+fn strip_listing(f: &Features, obj: &mut Map<String, Value>) {
+    if !f.icons {
+        obj.remove("icons");
+    }
+    if !f.titles {
+        obj.remove("title");
+    }
+    if !f.last_modified
+        && let Some(Value::Object(a)) = obj.get_mut("annotations")
+    {
+        a.remove("lastModified");
+    }
+}
+
+/// A tool as `rev` lists it.
+pub fn tool(t: &Tool, rev: Revision) -> Value {
+    let f = rev.features();
+    let mut v = serde_json::to_value(t).unwrap_or(Value::Null);
+    let Value::Object(obj) = &mut v else { return v };
+    if !f.titles {
+        // 2025-03-26 has no top-level title; its tools keep one in `annotations.title`.
+        if let Some(title) = obj.remove("title") {
+            let ann = obj
+                .entry("annotations")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(ann) = ann {
+                ann.entry("title").or_insert(title);
+            }
+        }
+    }
+    if !f.structured_output {
+        obj.remove("outputSchema");
+    }
+    strip_listing(f, obj);
+    v
+}
+
+/// A prompt as `rev` lists it.
+pub fn prompt(p: &Prompt, rev: Revision) -> Value {
+    let f = rev.features();
+    let mut v = serde_json::to_value(p).unwrap_or(Value::Null);
+    if let Value::Object(obj) = &mut v {
+        strip_listing(f, obj);
+        if let Some(Value::Array(args)) = obj.get_mut("arguments") {
+            for a in args {
+                if let Value::Object(a) = a {
+                    strip_listing(f, a);
+                }
+            }
+        }
+    }
+    v
+}
+
+/// A resource as `rev` lists it.
+pub fn resource(r: &Resource, rev: Revision) -> Value {
+    let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
+    if let Value::Object(obj) = &mut v {
+        strip_listing(rev.features(), obj);
+    }
+    v
+}
+
+/// A resource template as `rev` lists it.
+pub fn template(t: &ResourceTemplate, rev: Revision) -> Value {
+    let mut v = serde_json::to_value(t).unwrap_or(Value::Null);
+    if let Value::Object(obj) = &mut v {
+        strip_listing(rev.features(), obj);
+    }
+    v
+}
+
+/// An `Implementation` (serverInfo) as `rev` shows it.
+pub fn implementation(i: &Implementation, rev: Revision) -> Value {
+    let f = rev.features();
+    let mut v = serde_json::to_value(i).unwrap_or(Value::Null);
+    if let Value::Object(obj) = &mut v {
+        if !f.icons {
+            obj.remove("icons");
+            obj.remove("description");
+            obj.remove("websiteUrl");
+        }
+        if !f.titles {
+            obj.remove("title");
+        }
+    }
+    v
+}
+
+/// Adapts an error to a revision: "resource not found" is -32002 before 2026-07-28 and
+/// -32602 in it.
+pub fn error(rev: Revision, mut err: RpcError) -> RpcError {
+    if err.code == code::RESOURCE_NOT_FOUND_LEGACY {
+        err.code = rev.features().resource_not_found_code;
+    }
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::types::{CallToolResult, Content, ToolAnnotations};
+    use serde_json::json;
+
+    fn env() -> ResultEnv {
+        ResultEnv::new(
+            &Implementation::new("srv", "1.0"),
+            CacheHints {
+                ttl_ms: 1000,
+                scope: CacheScope::Public,
+            },
+        )
+    }
+
+    fn parse(b: Vec<u8>) -> Value {
+        serde_json::from_slice(&b).unwrap()
+    }
+
+    #[test]
+    fn modern_results_carry_result_type_server_info_and_hints() {
+        let r = CallToolResult::success(vec![Content::text("x")]);
+        assert_eq!(
+            parse(result(
+                Revision::V2026_07_28,
+                &env(),
+                Shape::CallTool,
+                Cache::None,
+                &r
+            )),
+            json!({"resultType": "complete",
+                   "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "srv", "version": "1.0"}},
+                   "content": [{"type": "text", "text": "x"}]})
+        );
+        assert_eq!(
+            parse(result(
+                Revision::V2026_07_28,
+                &env(),
+                Shape::Plain,
+                Cache::Cacheable,
+                &json!({})
+            )),
+            json!({"resultType": "complete", "ttlMs": 1000, "cacheScope": "public",
+                   "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "srv", "version": "1.0"}}})
+        );
+    }
+
+    #[test]
+    fn a_result_meta_is_merged_with_server_info() {
+        let mut r = CallToolResult::success(vec![]);
+        r.meta = Some(serde_json::from_value(json!({"x": 1})).unwrap());
+        assert_eq!(
+            parse(result(
+                Revision::V2026_07_28,
+                &env(),
+                Shape::CallTool,
+                Cache::None,
+                &r
+            )),
+            json!({"resultType": "complete", "content": [],
+                   "_meta": {"x": 1, "io.modelcontextprotocol/serverInfo": {"name": "srv", "version": "1.0"}}})
+        );
+    }
+
+    #[test]
+    fn legacy_results_drop_what_their_revision_lacks() {
+        let mut r = CallToolResult::structured(&json!([1, 2])).unwrap();
+        r.content.push(Content::resource_link("test://a", "a"));
+        let v = parse(result(
+            Revision::V2025_06_18,
+            &env(),
+            Shape::CallTool,
+            Cache::None,
+            &r,
+        ));
+        assert_eq!(
+            v,
+            json!({"content": [{"type": "text", "text": "[1,2]"},
+                               {"type": "resource_link", "uri": "test://a", "name": "a"}]})
+        );
+        let v = parse(result(
+            Revision::V2025_03_26,
+            &env(),
+            Shape::CallTool,
+            Cache::None,
+            &r,
+        ));
+        assert_eq!(
+            v,
+            json!({"content": [{"type": "text", "text": "[1,2]"}, {"type": "text", "text": "a <test://a>"}]})
+        );
+        let r = CallToolResult::structured(&json!({"a": 1})).unwrap();
+        let v = parse(result(
+            Revision::V2025_11_25,
+            &env(),
+            Shape::CallTool,
+            Cache::None,
+            &r,
+        ));
+        assert_eq!(v["structuredContent"], json!({"a": 1}));
+    }
+
+    #[test]
+    fn titles_move_into_annotations_on_2025_03_26() {
+        let t = Tool {
+            name: "t".into(),
+            title: Some("T".into()),
+            description: Some("d".into()),
+            icons: None,
+            input_schema: json!({"type": "object", "properties": {}}),
+            output_schema: Some(json!({"type": "object"})),
+            annotations: Some(ToolAnnotations {
+                read_only_hint: Some(true),
+                ..Default::default()
+            }),
+            meta: None,
+        };
+        assert_eq!(
+            tool(&t, Revision::V2025_03_26),
+            json!({"name": "t", "description": "d", "inputSchema": {"type": "object", "properties": {}},
+                   "annotations": {"readOnlyHint": true, "title": "T"}})
+        );
+        assert_eq!(tool(&t, Revision::V2025_06_18)["title"], "T");
+    }
+
+    #[test]
+    fn resource_not_found_changes_code_by_revision() {
+        let e = RpcError::new(code::RESOURCE_NOT_FOUND_LEGACY, "nf");
+        assert_eq!(error(Revision::V2026_07_28, e.clone()).code, -32602);
+        assert_eq!(error(Revision::V2025_06_18, e).code, -32002);
+    }
+}

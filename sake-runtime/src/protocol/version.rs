@@ -1,0 +1,252 @@
+//! The four protocol revisions sake serves, and what each one allows.
+//!
+//! Every behaviour that differs between revisions is answered here, as data: handlers never
+//! compare version strings. The rendering step (`render.rs`) and the transports read the
+//! [`Features`] of a request's revision.
+
+use std::fmt;
+
+/// A revision of the Model Context Protocol that sake serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Revision {
+    /// 2025-03-26: the first Streamable HTTP revision (batches, no `title`, no structured output).
+    V2025_03_26,
+    /// 2025-06-18: structured tool output, elicitation, `MCP-Protocol-Version` header.
+    V2025_06_18,
+    /// 2025-11-25: icons, URL elicitation, SSE polling.
+    V2025_11_25,
+    /// 2026-07-28: stateless; every request carries its version and capabilities in `_meta`.
+    V2026_07_28,
+}
+
+/// Whether a revision is served statelessly or through an `initialize` handshake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Era {
+    /// 2026-07-28: no handshake, no session; `_meta` on every request.
+    Modern,
+    /// 2025-03-26 to 2025-11-25: `initialize`, then a session.
+    Legacy,
+}
+
+/// Which elicitation modes a revision knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElicitationModes {
+    /// No elicitation at all.
+    None,
+    /// Form mode only.
+    Form,
+    /// Form and URL mode.
+    FormAndUrl,
+}
+
+/// What a revision allows; one row of the revision table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Features {
+    /// Handshake or stateless.
+    pub era: Era,
+    /// Results carry `resultType`.
+    pub result_type: bool,
+    /// List and read results carry `ttlMs` and `cacheScope`.
+    pub cache_hints: bool,
+    /// Results carry `_meta["io.modelcontextprotocol/serverInfo"]`.
+    pub server_info_meta: bool,
+    /// Top-level `title` on tools, prompts, resources, templates, prompt arguments, Implementation.
+    pub titles: bool,
+    /// `structuredContent` and `outputSchema`.
+    pub structured_output: bool,
+    /// `inputSchema`, `outputSchema` and `structuredContent` must be JSON objects.
+    pub object_only_schemas: bool,
+    /// `resource_link` content blocks.
+    pub resource_links: bool,
+    /// `annotations.lastModified`.
+    pub last_modified: bool,
+    /// `icons`, `Implementation.description` and `Implementation.websiteUrl`.
+    pub icons: bool,
+    /// JSON-RPC batches (arrays) inside a session.
+    pub batches: bool,
+    /// The `MCP-Protocol-Version` header is required after the handshake.
+    pub version_header_required: bool,
+    /// Elicitation modes the revision defines.
+    pub elicitation: ElicitationModes,
+    /// The code for "resource not found".
+    pub resource_not_found_code: i32,
+    /// `completion/complete` takes `context.arguments`.
+    pub completion_context: bool,
+    /// SSE polling (SEP-1699): priming event, `retry`, resumption with `Last-Event-ID`.
+    pub sse_polling: bool,
+}
+
+const MODERN: Features = Features {
+    era: Era::Modern,
+    result_type: true,
+    cache_hints: true,
+    server_info_meta: true,
+    titles: true,
+    structured_output: true,
+    object_only_schemas: false,
+    resource_links: true,
+    last_modified: true,
+    icons: true,
+    batches: false,
+    version_header_required: true,
+    elicitation: ElicitationModes::FormAndUrl,
+    resource_not_found_code: -32602,
+    completion_context: true,
+    sse_polling: false,
+};
+
+const V2025_11_25: Features = Features {
+    era: Era::Legacy,
+    result_type: false,
+    cache_hints: false,
+    server_info_meta: false,
+    titles: true,
+    structured_output: true,
+    object_only_schemas: true,
+    resource_links: true,
+    last_modified: true,
+    icons: true,
+    batches: false,
+    version_header_required: true,
+    elicitation: ElicitationModes::FormAndUrl,
+    resource_not_found_code: -32002,
+    completion_context: true,
+    sse_polling: true,
+};
+
+const V2025_06_18: Features = Features {
+    icons: false,
+    elicitation: ElicitationModes::Form,
+    sse_polling: false,
+    ..V2025_11_25
+};
+
+const V2025_03_26: Features = Features {
+    titles: false,
+    structured_output: false,
+    resource_links: false,
+    last_modified: false,
+    batches: true,
+    version_header_required: false,
+    elicitation: ElicitationModes::None,
+    completion_context: false,
+    ..V2025_06_18
+};
+
+impl Revision {
+    /// Every served revision, newest first.
+    pub const ALL: [Revision; 4] = [
+        Revision::V2026_07_28,
+        Revision::V2025_11_25,
+        Revision::V2025_06_18,
+        Revision::V2025_03_26,
+    ];
+    /// The handshake revisions, newest first.
+    pub const LEGACY: [Revision; 3] = [
+        Revision::V2025_11_25,
+        Revision::V2025_06_18,
+        Revision::V2025_03_26,
+    ];
+    /// The newest revision.
+    pub const LATEST: Revision = Revision::V2026_07_28;
+    /// The newest handshake revision: the counter-offer to an unknown `initialize` version.
+    pub const LATEST_LEGACY: Revision = Revision::V2025_11_25;
+
+    /// The revision's date string, as it appears on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Revision::V2025_03_26 => "2025-03-26",
+            Revision::V2025_06_18 => "2025-06-18",
+            Revision::V2025_11_25 => "2025-11-25",
+            Revision::V2026_07_28 => "2026-07-28",
+        }
+    }
+
+    /// Parses a wire version string; `None` for anything sake does not serve.
+    pub fn parse(s: &str) -> Option<Revision> {
+        match s {
+            "2025-03-26" => Some(Revision::V2025_03_26),
+            "2025-06-18" => Some(Revision::V2025_06_18),
+            "2025-11-25" => Some(Revision::V2025_11_25),
+            "2026-07-28" => Some(Revision::V2026_07_28),
+            _ => None,
+        }
+    }
+
+    /// Whether `s` names a handshake-era revision, served or not (`2024-11-05` included).
+    ///
+    /// An `MCP-Protocol-Version` header with such a value never makes a request modern.
+    pub fn is_legacy_version_string(s: &str) -> bool {
+        matches!(s, "2024-11-05" | "2025-03-26" | "2025-06-18" | "2025-11-25")
+    }
+
+    /// The revision's row of the table.
+    pub const fn features(self) -> &'static Features {
+        match self {
+            Revision::V2025_03_26 => &V2025_03_26,
+            Revision::V2025_06_18 => &V2025_06_18,
+            Revision::V2025_11_25 => &V2025_11_25,
+            Revision::V2026_07_28 => &MODERN,
+        }
+    }
+
+    /// Handshake or stateless.
+    pub const fn era(self) -> Era {
+        self.features().era
+    }
+
+    /// A dense index (0 for 2025-03-26 … 3 for 2026-07-28), for per-revision tables.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Whether this is the stateless 2026-07-28 revision.
+    pub const fn is_modern(self) -> bool {
+        matches!(self.era(), Era::Modern)
+    }
+}
+
+impl fmt::Display for Revision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_revision() {
+        for r in Revision::ALL {
+            assert_eq!(Revision::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(Revision::parse("2024-11-05"), None);
+        assert_eq!(Revision::parse("v999.0.0"), None);
+    }
+
+    #[test]
+    fn table_rows_differ_where_the_spec_says() {
+        let f = Revision::V2025_03_26.features();
+        assert!(f.batches && !f.titles && !f.structured_output && !f.version_header_required);
+        let f = Revision::V2025_06_18.features();
+        assert!(!f.batches && f.titles && f.structured_output && !f.icons);
+        assert_eq!(f.elicitation, ElicitationModes::Form);
+        let f = Revision::V2025_11_25.features();
+        assert!(f.icons && f.sse_polling && f.object_only_schemas && !f.result_type);
+        let f = Revision::V2026_07_28.features();
+        assert!(f.result_type && f.cache_hints && !f.object_only_schemas);
+        assert_eq!(f.resource_not_found_code, -32602);
+        assert_eq!(
+            Revision::V2025_11_25.features().resource_not_found_code,
+            -32002
+        );
+    }
+
+    #[test]
+    fn legacy_strings_include_unserved_2024() {
+        assert!(Revision::is_legacy_version_string("2024-11-05"));
+        assert!(!Revision::is_legacy_version_string("2026-07-28"));
+    }
+}

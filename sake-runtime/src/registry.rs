@@ -1,0 +1,395 @@
+//! The registry: every `#[tool]`, `#[prompt]` and `#[resource]` in the binary, collected from
+//! `inventory`, sorted, validated, and turned into the listings each revision shows.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::handler::{IconDef, PromptDef, ResourceDef, ToolDef};
+use crate::protocol::types::{
+    Icon, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations,
+};
+use crate::protocol::{Revision, render};
+use crate::schema;
+use crate::uri_template::UriTemplate;
+
+/// A registered tool with its schemas built.
+pub(crate) struct ToolEntry {
+    pub def: &'static ToolDef,
+    pub listing: Tool,
+    /// Why the handshake revisions cannot show this tool, if they cannot.
+    pub legacy_unavailable: Option<String>,
+}
+
+/// A registered resource template, parsed.
+pub(crate) struct TemplateEntry {
+    pub def: &'static ResourceDef,
+    pub template: UriTemplate,
+}
+
+/// Every tool, prompt and resource of the server, in a stable order.
+pub struct Registry {
+    pub(crate) tools: Vec<ToolEntry>,
+    tool_index: HashMap<&'static str, usize>,
+    pub(crate) prompts: Vec<&'static PromptDef>,
+    prompt_index: HashMap<&'static str, usize>,
+    pub(crate) resources: Vec<&'static ResourceDef>,
+    resource_index: HashMap<&'static str, usize>,
+    pub(crate) templates: Vec<TemplateEntry>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field(
+                "tools",
+                &self.tools.iter().map(|t| t.def.name).collect::<Vec<_>>(),
+            )
+            .field(
+                "prompts",
+                &self.prompts.iter().map(|p| p.name).collect::<Vec<_>>(),
+            )
+            .field(
+                "resources",
+                &self.resources.iter().map(|r| r.uri).collect::<Vec<_>>(),
+            )
+            .field(
+                "templates",
+                &self.templates.iter().map(|t| t.def.uri).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// A tool name must match `^[A-Za-z0-9_.-]{1,64}$`.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+impl Registry {
+    /// Collects everything annotated in this binary.
+    pub fn collect() -> Result<Registry, Error> {
+        Registry::from_defs(
+            inventory::iter::<ToolDef>(),
+            inventory::iter::<PromptDef>(),
+            inventory::iter::<ResourceDef>(),
+        )
+    }
+
+    /// Builds a registry from explicit descriptors (a subset of the binary's, for example).
+    pub fn from_defs(
+        tools: impl IntoIterator<Item = &'static ToolDef>,
+        prompts: impl IntoIterator<Item = &'static PromptDef>,
+        resources: impl IntoIterator<Item = &'static ResourceDef>,
+    ) -> Result<Registry, Error> {
+        let mut tools: Vec<&'static ToolDef> = tools.into_iter().collect();
+        tools.sort_by(|a, b| {
+            a.name
+                .cmp(b.name)
+                .then(a.location.file.cmp(b.location.file))
+        });
+        let mut tool_index = HashMap::new();
+        let mut entries = Vec::with_capacity(tools.len());
+        for (i, def) in tools.iter().enumerate() {
+            if i > 0 && tools[i - 1].name == def.name {
+                return Err(Error::Duplicate {
+                    kind: "tool",
+                    name: def.name.to_owned(),
+                    first: tools[i - 1].location.to_string(),
+                    second: def.location.to_string(),
+                });
+            }
+            if !is_valid_tool_name(def.name) {
+                return Err(invalid(
+                    "tool",
+                    def.name,
+                    &def.location,
+                    "a tool name must match ^[A-Za-z0-9_.-]{1,64}$",
+                ));
+            }
+            if def.description.trim().is_empty() {
+                return Err(invalid(
+                    "tool",
+                    def.name,
+                    &def.location,
+                    "a tool needs a description",
+                ));
+            }
+            tool_index.insert(def.name, i);
+            entries.push(tool_entry(def));
+        }
+
+        let mut prompts: Vec<&'static PromptDef> = prompts.into_iter().collect();
+        prompts.sort_by(|a, b| a.name.cmp(b.name));
+        let mut prompt_index = HashMap::new();
+        for (i, def) in prompts.iter().enumerate() {
+            if i > 0 && prompts[i - 1].name == def.name {
+                return Err(Error::Duplicate {
+                    kind: "prompt",
+                    name: def.name.to_owned(),
+                    first: prompts[i - 1].location.to_string(),
+                    second: def.location.to_string(),
+                });
+            }
+            prompt_index.insert(def.name, i);
+        }
+
+        let mut statics = Vec::new();
+        let mut templates = Vec::new();
+        for def in resources {
+            let template = UriTemplate::parse(def.uri)
+                .map_err(|e| invalid("resource", def.uri, &def.location, &e.reason))?;
+            if template.is_static() {
+                statics.push(def);
+            } else {
+                templates.push(TemplateEntry { def, template });
+            }
+        }
+        statics.sort_by(|a, b| a.uri.cmp(b.uri));
+        templates.sort_by(|a, b| a.def.uri.cmp(b.def.uri));
+        let mut resource_index = HashMap::new();
+        for (i, def) in statics.iter().enumerate() {
+            if i > 0 && statics[i - 1].uri == def.uri {
+                return Err(Error::Duplicate {
+                    kind: "resource",
+                    name: def.uri.to_owned(),
+                    first: statics[i - 1].location.to_string(),
+                    second: def.location.to_string(),
+                });
+            }
+            resource_index.insert(def.uri, i);
+        }
+        for pair in templates.windows(2) {
+            if pair[0].def.uri == pair[1].def.uri {
+                return Err(Error::Duplicate {
+                    kind: "resource",
+                    name: pair[0].def.uri.to_owned(),
+                    first: pair[0].def.location.to_string(),
+                    second: pair[1].def.location.to_string(),
+                });
+            }
+        }
+
+        let registry = Registry {
+            tools: entries,
+            tool_index,
+            prompts,
+            prompt_index,
+            resources: statics,
+            resource_index,
+            templates,
+        };
+        for entry in &registry.tools {
+            if let Some(reason) = &entry.legacy_unavailable {
+                tracing::warn!(
+                    tool = entry.def.name,
+                    reason = %reason,
+                    revisions = "2025-11-25, 2025-06-18, 2025-03-26",
+                    "tool `{}` is left out of the handshake revisions' lists: {reason}; 2026-07-28 lists and calls it",
+                    entry.def.name
+                );
+            }
+        }
+        Ok(registry)
+    }
+
+    pub(crate) fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.tool_index.get(name).map(|&i| &self.tools[i])
+    }
+
+    pub(crate) fn prompt(&self, name: &str) -> Option<&'static PromptDef> {
+        self.prompt_index.get(name).map(|&i| self.prompts[i])
+    }
+
+    pub(crate) fn static_resource(&self, uri: &str) -> Option<&'static ResourceDef> {
+        self.resource_index.get(uri).map(|&i| self.resources[i])
+    }
+
+    /// Whether anything offers completions.
+    pub(crate) fn has_completions(&self) -> bool {
+        self.prompts.iter().any(|p| p.complete.is_some())
+            || self.templates.iter().any(|t| t.def.complete.is_some())
+    }
+
+    /// The tools one revision lists, rendered for it.
+    pub fn tools_for(&self, rev: Revision) -> Vec<Value> {
+        self.tools
+            .iter()
+            .filter(|t| !(rev.features().object_only_schemas && t.legacy_unavailable.is_some()))
+            .map(|t| render::tool(&t.listing, rev))
+            .collect()
+    }
+
+    /// The prompts one revision lists, rendered for it.
+    pub fn prompts_for(&self, rev: Revision) -> Vec<Value> {
+        self.prompts
+            .iter()
+            .map(|p| render::prompt(&prompt_listing(p), rev))
+            .collect()
+    }
+
+    /// The static resources one revision lists, rendered for it.
+    pub fn resources_for(&self, rev: Revision) -> Vec<Value> {
+        self.resources
+            .iter()
+            .map(|r| render::resource(&resource_listing(r), rev))
+            .collect()
+    }
+
+    /// The resource templates one revision lists, rendered for it.
+    pub fn templates_for(&self, rev: Revision) -> Vec<Value> {
+        self.templates
+            .iter()
+            .map(|t| render::template(&template_listing(t.def), rev))
+            .collect()
+    }
+}
+
+fn invalid(
+    kind: &'static str,
+    name: &str,
+    location: &crate::handler::Location,
+    reason: &str,
+) -> Error {
+    Error::InvalidDefinition {
+        kind,
+        name: name.to_owned(),
+        location: location.to_string(),
+        reason: reason.to_owned(),
+    }
+}
+
+fn icons(defs: &[IconDef]) -> Option<Vec<Icon>> {
+    (!defs.is_empty()).then(|| {
+        defs.iter()
+            .map(|d| Icon {
+                src: d.src.to_owned(),
+                mime_type: d.mime_type.map(str::to_owned),
+                sizes: (!d.sizes.is_empty())
+                    .then(|| d.sizes.iter().map(|s| (*s).to_owned()).collect()),
+                theme: d.theme.map(str::to_owned),
+            })
+            .collect()
+    })
+}
+
+fn tool_entry(def: &'static ToolDef) -> ToolEntry {
+    let input_schema = (def.input_schema)();
+    let output_schema = (def.output_schema)();
+    let legacy_unavailable = if !schema::is_object_schema(&input_schema) {
+        Some("its input schema is not a JSON object".to_owned())
+    } else if output_schema
+        .as_ref()
+        .is_some_and(|s| !schema::is_object_schema(s))
+    {
+        Some(
+            "its output schema is not a JSON object (return a struct, or a String for text only)"
+                .to_owned(),
+        )
+    } else {
+        None
+    };
+    let annotations = ToolAnnotations {
+        title: def.hints.title.map(str::to_owned),
+        read_only_hint: def.hints.read_only,
+        destructive_hint: def.hints.destructive,
+        idempotent_hint: def.hints.idempotent,
+        open_world_hint: def.hints.open_world,
+    };
+    ToolEntry {
+        def,
+        listing: Tool {
+            name: def.name.to_owned(),
+            title: def.title.map(str::to_owned),
+            description: Some(def.description.to_owned()),
+            icons: icons(def.icons),
+            input_schema,
+            output_schema,
+            annotations: (!annotations.is_empty()).then_some(annotations),
+            meta: None,
+        },
+        legacy_unavailable,
+    }
+}
+
+fn prompt_listing(def: &PromptDef) -> Prompt {
+    Prompt {
+        name: def.name.to_owned(),
+        title: def.title.map(str::to_owned),
+        description: Some(def.description.to_owned()),
+        arguments: prompt_arguments(&(def.arguments)()),
+        icons: icons(def.icons),
+        meta: None,
+    }
+}
+
+/// The arguments of a prompt, read from the schema of its argument struct: each property in
+/// declaration order, required when the schema says so (that is, when it is not an `Option`).
+fn prompt_arguments(schema: &Value) -> Option<Vec<PromptArgument>> {
+    let props = schema.get("properties")?.as_object()?;
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let args: Vec<PromptArgument> = props
+        .iter()
+        .map(|(name, prop)| PromptArgument {
+            name: name.clone(),
+            title: None,
+            description: prop
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            required: Some(required.contains(&name.as_str())),
+        })
+        .collect();
+    (!args.is_empty()).then_some(args)
+}
+
+fn resource_listing(def: &ResourceDef) -> Resource {
+    Resource {
+        uri: def.uri.to_owned(),
+        name: def.name.to_owned(),
+        title: def.title.map(str::to_owned),
+        description: def.description.map(str::to_owned),
+        mime_type: def.mime_type.map(str::to_owned),
+        size: None,
+        icons: icons(def.icons),
+        annotations: None,
+        meta: None,
+    }
+}
+
+fn template_listing(def: &ResourceDef) -> ResourceTemplate {
+    ResourceTemplate {
+        uri_template: def.uri.to_owned(),
+        name: def.name.to_owned(),
+        title: def.title.map(str::to_owned),
+        description: def.description.map(str::to_owned),
+        mime_type: def.mime_type.map(str::to_owned),
+        icons: icons(def.icons),
+        annotations: None,
+        meta: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_follow_the_pattern() {
+        assert!(is_valid_tool_name("add"));
+        assert!(is_valid_tool_name("a.b-c_D9"));
+        assert!(is_valid_tool_name(&"x".repeat(64)));
+        assert!(!is_valid_tool_name(&"x".repeat(65)));
+        assert!(!is_valid_tool_name(""));
+        assert!(!is_valid_tool_name("a/b"));
+        assert!(!is_valid_tool_name("a b"));
+    }
+}

@@ -1,0 +1,454 @@
+//! The server: the builder users configure, and what it builds at start-up.
+
+pub mod context;
+pub(crate) mod dispatch;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use crate::error::Error;
+use crate::protocol::render::{self, Cache, CacheHints, CacheScope, ResultEnv};
+use crate::protocol::types::{
+    Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
+};
+use crate::protocol::{Revision, jsonrpc::RpcError};
+use crate::registry::Registry;
+use crate::transport::http::admission::HostPolicy;
+
+/// An MCP server, configured with a builder and served over HTTP.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), sake::Error> {
+/// sake::Server::from_registry()
+///     .name("demo")
+///     .version("1.0.0")
+///     .serve_http("127.0.0.1:3000")
+///     .await
+/// # }
+/// ```
+#[must_use = "a Server does nothing until it is served"]
+pub struct Server {
+    registry: Option<Result<Registry, Error>>,
+    pub(crate) config: Config,
+}
+
+/// The builder's settings.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub info: Implementation,
+    pub instructions: Option<String>,
+    pub path: String,
+    pub hosts: HostPolicy,
+    pub origins: Vec<String>,
+    pub max_body_bytes: usize,
+    pub page_size: Option<usize>,
+    pub cache: CacheHints,
+    pub stream_buffer: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let name = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "sake-server".to_owned());
+        Config {
+            info: Implementation::new(name, "0.0.0"),
+            instructions: None,
+            path: "/mcp".to_owned(),
+            hosts: HostPolicy::Loopback,
+            origins: Vec::new(),
+            max_body_bytes: 4 * 1024 * 1024,
+            page_size: None,
+            cache: CacheHints {
+                ttl_ms: 60_000,
+                scope: CacheScope::Public,
+            },
+            stream_buffer: 64,
+        }
+    }
+}
+
+impl Server {
+    /// A server of everything annotated with `#[tool]`, `#[prompt]` and `#[resource]` in
+    /// this binary.
+    pub fn from_registry() -> Server {
+        Server {
+            registry: None,
+            config: Config::default(),
+        }
+    }
+
+    /// A server of an explicit registry (see [`Registry::from_defs`]).
+    pub fn with_registry(registry: Registry) -> Server {
+        Server {
+            registry: Some(Ok(registry)),
+            config: Config::default(),
+        }
+    }
+
+    /// The name clients see (`serverInfo.name`). Defaults to the executable's name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.config.info.name = name.into();
+        self
+    }
+
+    /// The version clients see (`serverInfo.version`); pass `env!("CARGO_PKG_VERSION")`.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.config.info.version = version.into();
+        self
+    }
+
+    /// A display name (2025-06-18 and later).
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.config.info.title = Some(title.into());
+        self
+    }
+
+    /// A description of the server (2025-11-25 and later).
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.config.info.description = Some(description.into());
+        self
+    }
+
+    /// The server's home page (2025-11-25 and later).
+    pub fn website_url(mut self, url: impl Into<String>) -> Self {
+        self.config.info.website_url = Some(url.into());
+        self
+    }
+
+    /// Instructions for the model on how to use the server.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.config.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The HTTP path of the MCP endpoint. Defaults to `/mcp`.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.config.path = path.into();
+        self
+    }
+
+    /// The host names (without port) the server answers to, as DNS-rebinding protection.
+    ///
+    /// By default only loopback names (`localhost`, `127.0.0.1`, `[::1]`) are accepted in
+    /// `Host` and `Origin`; anything else gets 403. Set this when serving under a real name.
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.config.hosts = HostPolicy::Names(
+            hosts
+                .into_iter()
+                .map(|h| h.into().to_ascii_lowercase())
+                .collect(),
+        );
+        self
+    }
+
+    /// Turns off the `Host` and `Origin` checks (behind a proxy that already does them).
+    pub fn allow_any_host(mut self) -> Self {
+        self.config.hosts = HostPolicy::Any;
+        self
+    }
+
+    /// Browser origins (`https://app.example.com`) allowed besides the allowed hosts.
+    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.config.origins = origins
+            .into_iter()
+            .map(|o| o.into().to_ascii_lowercase())
+            .collect();
+        self
+    }
+
+    /// The largest request body accepted; larger ones get 413. Defaults to 4 MiB.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_body_bytes = bytes;
+        self
+    }
+
+    /// Splits lists into pages of this many items (`nextCursor`). Defaults to one page.
+    pub fn page_size(mut self, items: usize) -> Self {
+        self.config.page_size = Some(items.max(1));
+        self
+    }
+
+    /// How long clients may cache lists and reads (`ttlMs`, 2026-07-28). Defaults to 60 s.
+    pub fn cache_ttl(mut self, ttl: Duration) -> Self {
+        self.config.cache.ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self
+    }
+
+    /// Whether cached lists and reads may be shared between users (`cacheScope`).
+    pub fn cache_scope(mut self, scope: CacheScope) -> Self {
+        self.config.cache.scope = scope;
+        self
+    }
+
+    /// How many notifications may wait on one response stream before the sender waits.
+    pub fn stream_buffer(mut self, messages: usize) -> Self {
+        self.config.stream_buffer = messages.max(1);
+        self
+    }
+
+    /// Collects and validates everything, and builds each revision's lists: what serving
+    /// does first. Fails on duplicate names and invalid definitions.
+    pub fn build(self) -> Result<Service, Error> {
+        let registry = match self.registry {
+            Some(r) => r?,
+            None => Registry::collect()?,
+        };
+        Ok(Service {
+            shared: Arc::new(Shared::new(registry, self.config)?),
+        })
+    }
+
+    /// An axum `Router` serving the endpoint at the configured path, to merge into an
+    /// application (`app.merge(router)`) and wrap in tower layers.
+    pub fn into_router(self) -> Result<axum::Router, Error> {
+        Ok(self.build()?.router())
+    }
+
+    /// Serves Streamable HTTP on `addr` until the process ends.
+    pub async fn serve_http(
+        self,
+        addr: impl tokio::net::ToSocketAddrs + std::fmt::Display,
+    ) -> Result<(), Error> {
+        self.serve_http_with_shutdown(addr, std::future::pending())
+            .await
+    }
+
+    /// Serves Streamable HTTP on `addr` until `signal` completes; in-flight requests finish.
+    pub async fn serve_http_with_shutdown(
+        self,
+        addr: impl tokio::net::ToSocketAddrs + std::fmt::Display,
+        signal: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), Error> {
+        let service = self.build()?;
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: addr.to_string(),
+                source,
+            })?;
+        service.serve(listener, signal).await
+    }
+}
+
+/// A built server: cheap to clone, ready to serve.
+#[derive(Clone)]
+pub struct Service {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("name", &self.shared.config.info.name)
+            .field("registry", &self.shared.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Service {
+    /// The registry being served.
+    pub fn registry(&self) -> &Registry {
+        &self.shared.registry
+    }
+
+    /// An axum `Router` serving the endpoint at the configured path.
+    pub fn router(&self) -> axum::Router {
+        crate::transport::http::router(self.shared.clone())
+    }
+
+    /// Serves on a bound listener until `signal` completes.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        signal: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), Error> {
+        use axum::serve::ListenerExt as _;
+        let local = listener.local_addr()?;
+        tracing::info!(
+            "serving MCP on http://{local}{} (revisions 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)",
+            self.shared.config.path
+        );
+        let listener = listener.tap_io(|tcp| {
+            // Nagle's algorithm stalls small streamed responses by tens of milliseconds.
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(signal)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Pages of a list, each a rendered result object.
+#[derive(Debug, Default)]
+pub(crate) struct Pages(pub Vec<Bytes>);
+
+/// One revision's lists.
+#[derive(Debug, Default)]
+pub(crate) struct RevisionLists {
+    pub tools: Pages,
+    pub prompts: Pages,
+    pub resources: Pages,
+    pub templates: Pages,
+}
+
+/// Everything built at start-up, shared by every request.
+pub(crate) struct Shared {
+    pub registry: Registry,
+    pub config: Config,
+    pub env: ResultEnv,
+    pub capabilities: ServerCapabilities,
+    pub lists: [RevisionLists; 4],
+    pub discover: Bytes,
+}
+
+impl Shared {
+    fn new(registry: Registry, config: Config) -> Result<Shared, Error> {
+        if !config.path.starts_with('/') {
+            return Err(Error::Config(format!(
+                "the endpoint path must start with '/': {:?}",
+                config.path
+            )));
+        }
+        let env = ResultEnv::new(&config.info, config.cache);
+        let capabilities = ServerCapabilities {
+            experimental: None,
+            logging: Some(Default::default()),
+            completions: registry.has_completions().then(Default::default),
+            prompts: (!registry.prompts.is_empty()).then(ListChangedCapability::default),
+            resources: (!registry.resources.is_empty() || !registry.templates.is_empty())
+                .then(ResourcesCapability::default),
+            tools: (!registry.tools.is_empty()).then(ListChangedCapability::default),
+            extensions: None,
+        };
+        let mut lists: [RevisionLists; 4] = Default::default();
+        for rev in Revision::ALL {
+            let page = |kind: &str, key: &str, items: Vec<Value>| {
+                paginate(rev, &env, &config, kind, key, items)
+            };
+            lists[rev.index()] = RevisionLists {
+                tools: page("tools", "tools", registry.tools_for(rev)),
+                prompts: page("prompts", "prompts", registry.prompts_for(rev)),
+                resources: page("resources", "resources", registry.resources_for(rev)),
+                templates: page(
+                    "templates",
+                    "resourceTemplates",
+                    registry.templates_for(rev),
+                ),
+            };
+        }
+        let mut discover = json!({
+            "supportedVersions": Revision::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+            "capabilities": capabilities,
+        });
+        if let Some(i) = &config.instructions {
+            discover["instructions"] = Value::String(i.clone());
+        }
+        let discover = Bytes::from(render::result_value(
+            Revision::LATEST,
+            &env,
+            Cache::Cacheable,
+            discover,
+        ));
+        Ok(Shared {
+            registry,
+            config,
+            env,
+            capabilities,
+            lists,
+            discover,
+        })
+    }
+
+    pub(crate) fn lists(&self, rev: Revision) -> &RevisionLists {
+        &self.lists[rev.index()]
+    }
+}
+
+fn paginate(
+    rev: Revision,
+    env: &ResultEnv,
+    config: &Config,
+    kind: &str,
+    key: &str,
+    items: Vec<Value>,
+) -> Pages {
+    let size = config.page_size.unwrap_or(usize::MAX).max(1);
+    let mut chunks: Vec<Vec<Value>> = Vec::new();
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
+        chunks.push(items.by_ref().take(size).collect());
+    }
+    if chunks.is_empty() {
+        chunks.push(Vec::new());
+    }
+    let count = chunks.len();
+    Pages(
+        chunks
+            .into_iter()
+            .enumerate()
+            .map(|(i, chunk)| {
+                let mut body = serde_json::Map::new();
+                body.insert(key.to_owned(), Value::Array(chunk));
+                if i + 1 < count {
+                    body.insert(
+                        "nextCursor".into(),
+                        Value::String(encode_cursor(kind, i + 1)),
+                    );
+                }
+                Bytes::from(render::result_value(
+                    rev,
+                    env,
+                    Cache::Cacheable,
+                    Value::Object(body),
+                ))
+            })
+            .collect(),
+    )
+}
+
+fn encode_cursor(kind: &str, page: usize) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{kind}:{page}"))
+}
+
+/// Reads a cursor of a list of `kind`: the page it points to, or -32602.
+pub(crate) fn decode_cursor(
+    kind: &str,
+    cursor: Option<&str>,
+    pages: usize,
+) -> Result<usize, RpcError> {
+    let Some(cursor) = cursor else { return Ok(0) };
+    let bad = || {
+        RpcError::invalid_params(format!(
+            "Invalid cursor {cursor:?}: pass a `nextCursor` from this list unchanged"
+        ))
+    };
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| bad())?;
+    let text: Cow<'_, str> = String::from_utf8_lossy(&raw);
+    let page = text
+        .strip_prefix(kind)
+        .and_then(|r| r.strip_prefix(':'))
+        .and_then(|n| n.parse::<usize>().ok())
+        .ok_or_else(bad)?;
+    if page == 0 || page >= pages {
+        return Err(bad());
+    }
+    Ok(page)
+}

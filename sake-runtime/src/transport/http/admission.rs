@@ -1,0 +1,190 @@
+//! What an HTTP request must pass before its body is read: `Host` and `Origin` (DNS-rebinding
+//! protection), the media type, and the size.
+
+use http::HeaderMap;
+use http::header::{CONTENT_TYPE, HOST, ORIGIN};
+
+use crate::protocol::jsonrpc::{RpcError, code};
+
+/// Which `Host` names are accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum HostPolicy {
+    /// `localhost`, `127.0.0.1`, `[::1]` (the default).
+    Loopback,
+    /// These names (lowercase, without port).
+    Names(Vec<String>),
+    /// Any name; no `Origin` check either.
+    Any,
+}
+
+fn is_loopback(host: &str) -> bool {
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1") || host.ends_with(".localhost")
+}
+
+/// The host part of `host[:port]` or `[v6]:port`, lowercased.
+fn host_part(authority: &str) -> String {
+    let a = authority.trim();
+    let host = if a.starts_with('[') {
+        match a.find(']') {
+            Some(end) => &a[..=end],
+            None => a,
+        }
+    } else {
+        a.rsplit_once(':').map_or(a, |(h, port)| {
+            if port.bytes().all(|b| b.is_ascii_digit()) {
+                h
+            } else {
+                a
+            }
+        })
+    };
+    host.to_ascii_lowercase()
+}
+
+impl HostPolicy {
+    fn allows(&self, host: &str) -> bool {
+        match self {
+            HostPolicy::Loopback => is_loopback(host),
+            HostPolicy::Names(names) => names.iter().any(|n| n == host) || is_loopback(host),
+            HostPolicy::Any => true,
+        }
+    }
+}
+
+fn forbidden(message: String) -> RpcError {
+    RpcError::new(code::TRANSPORT_REFUSED, message).with_status(403)
+}
+
+/// Checks `Host` and `Origin`: 403 when either names a host the server does not serve.
+pub(crate) fn check_origin(
+    policy: &HostPolicy,
+    origins: &[String],
+    headers: &HeaderMap,
+) -> Result<(), RpcError> {
+    if *policy == HostPolicy::Any {
+        return Ok(());
+    }
+    if let Some(host) = headers.get(HOST) {
+        let host = host.to_str().map(host_part).unwrap_or_default();
+        if !policy.allows(&host) {
+            return Err(forbidden(format!(
+                "Forbidden: Host {host:?} is not served here (DNS-rebinding protection); configure Server::allowed_hosts"
+            )));
+        }
+    }
+    if let Some(origin) = headers.get(ORIGIN) {
+        let origin = origin.to_str().unwrap_or("").trim().to_ascii_lowercase();
+        let allowed = origins.contains(&origin)
+            || origin
+                .split_once("://")
+                .filter(|(scheme, _)| matches!(*scheme, "http" | "https"))
+                .is_some_and(|(_, authority)| policy.allows(&host_part(authority)));
+        if !allowed {
+            return Err(forbidden(format!(
+                "Forbidden: Origin {origin:?} is not allowed; configure Server::allowed_origins"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that a POST body is declared as JSON: 415 otherwise.
+pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), RpcError> {
+    let ok = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|mt| mt.trim().eq_ignore_ascii_case("application/json"));
+    if ok {
+        Ok(())
+    } else {
+        Err(RpcError::new(
+            code::TRANSPORT_REFUSED,
+            "Unsupported Media Type: send the JSON-RPC message with Content-Type: application/json",
+        )
+        .with_status(415))
+    }
+}
+
+/// The error for a body over the limit.
+pub(crate) fn too_large(limit: usize) -> RpcError {
+    RpcError::new(
+        code::TRANSPORT_REFUSED,
+        format!("Payload Too Large: the body exceeds {limit} bytes"),
+    )
+    .with_status(413)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn headers(host: Option<&str>, origin: Option<&str>) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        if let Some(v) = host {
+            h.insert(HOST, HeaderValue::from_str(v).unwrap());
+        }
+        if let Some(v) = origin {
+            h.insert(ORIGIN, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn loopback_policy() {
+        let p = HostPolicy::Loopback;
+        for ok in [
+            headers(Some("localhost:3000"), None),
+            headers(Some("127.0.0.1:1"), Some("http://localhost:5173")),
+            headers(Some("[::1]:80"), Some("https://[::1]")),
+            headers(None, None),
+        ] {
+            assert!(check_origin(&p, &[], &ok).is_ok(), "{ok:?}");
+        }
+        for bad in [
+            headers(Some("evil.example.com"), None),
+            headers(Some("localhost:3000"), Some("http://evil.example.com")),
+            headers(Some("localhost"), Some("null")),
+            headers(Some("localhost"), Some("file://localhost")),
+        ] {
+            let e = check_origin(&p, &[], &bad).unwrap_err();
+            assert_eq!(e.http_status(crate::protocol::Era::Modern), 403);
+        }
+    }
+
+    #[test]
+    fn named_hosts_and_origins() {
+        let p = HostPolicy::Names(vec!["mcp.example.com".into()]);
+        assert!(check_origin(&p, &[], &headers(Some("MCP.example.com:443"), None)).is_ok());
+        assert!(check_origin(&p, &[], &headers(Some("other.com"), None)).is_err());
+        let origins = vec!["https://app.example.com".to_owned()];
+        assert!(
+            check_origin(
+                &p,
+                &origins,
+                &headers(Some("mcp.example.com"), Some("https://app.example.com"))
+            )
+            .is_ok()
+        );
+        assert!(check_origin(&HostPolicy::Any, &[], &headers(Some("x"), Some("http://y"))).is_ok());
+    }
+
+    #[test]
+    fn content_type() {
+        let mut h = HeaderMap::new();
+        assert!(check_content_type(&h).is_err());
+        h.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+        );
+        assert!(check_content_type(&h).is_ok());
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        assert_eq!(
+            check_content_type(&h)
+                .unwrap_err()
+                .http_status(crate::protocol::Era::Modern),
+            415
+        );
+    }
+}

@@ -1,0 +1,171 @@
+//! Streamable HTTP: one endpoint for every revision.
+//!
+//! Each POST is admitted (`Host`/`Origin`, media type, size), decoded once, and classified as
+//! digest C7 says: a modern-shaped request (2026-07-28 `_meta`, or a non-legacy
+//! `MCP-Protocol-Version`) is served statelessly; everything else belongs to the handshake era.
+
+pub(crate) mod admission;
+pub mod headers;
+pub(crate) mod modern;
+pub(crate) mod sse;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use axum::routing::MethodRouter;
+use bytes::Bytes;
+use http::header::ALLOW;
+use http::{HeaderMap, HeaderValue, StatusCode};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::protocol::jsonrpc::{self, Incoming, RpcError};
+use crate::protocol::meta::Params;
+use crate::protocol::{Era, Revision};
+use crate::server::Shared;
+
+/// The endpoint's router.
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    let path = shared.config.path.clone();
+    let endpoint = MethodRouter::new()
+        .post(post)
+        .get(not_allowed)
+        .delete(not_allowed)
+        .fallback(not_allowed);
+    Router::new().route(&path, endpoint).with_state(shared)
+}
+
+async fn not_allowed() -> Response {
+    let mut resp = sse::json(
+        405,
+        jsonrpc::error_bytes(
+            None,
+            &RpcError::new(
+                jsonrpc::code::TRANSPORT_REFUSED,
+                "Method Not Allowed: send JSON-RPC messages with POST",
+            ),
+        ),
+    );
+    *resp.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+    resp.headers_mut()
+        .insert(ALLOW, HeaderValue::from_static("POST"));
+    resp
+}
+
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, RpcError> {
+    axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| admission::too_large(limit))
+}
+
+async fn post(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let cfg = &shared.config;
+    if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, &parts.headers) {
+        return sse::error(Era::Modern, None, &e);
+    }
+    if let Err(e) = admission::check_content_type(&parts.headers) {
+        return sse::error(Era::Modern, None, &e);
+    }
+    if let Some(len) = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        && len > cfg.max_body_bytes as u64
+    {
+        return sse::error(Era::Modern, None, &admission::too_large(cfg.max_body_bytes));
+    }
+    let body = match read_body(body, cfg.max_body_bytes).await {
+        Ok(b) => b,
+        Err(e) => return sse::error(Era::Modern, None, &e),
+    };
+    let era_hint = header_era(&parts.headers);
+    if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return sse::error(
+            era_hint,
+            None,
+            &RpcError::invalid_request(
+                "a JSON-RPC batch (array) is only accepted inside a 2025-03-26 session",
+            ),
+        );
+    }
+    let message = match jsonrpc::decode(&body) {
+        Ok(m) => m,
+        Err(e) => return sse::error(era_hint, e.id.as_ref(), &e.error),
+    };
+    match message {
+        Incoming::Request { id, method, params } => {
+            let params_parsed = match Params::parse(params) {
+                Ok(p) => p,
+                Err(e) => {
+                    let e = if era_hint == Era::Modern {
+                        RpcError::invalid_meta(e.message)
+                    } else {
+                        e
+                    };
+                    return sse::error(era_hint, Some(&id), &e);
+                }
+            };
+            if is_modern(&parts.headers, &params_parsed) {
+                let req = modern::ModernRequest {
+                    id,
+                    method: &method,
+                    params: params_parsed,
+                };
+                modern::serve(shared.clone(), &parts.headers, parts.extensions, req).await
+            } else {
+                sse::error(
+                    Era::Legacy,
+                    Some(&id),
+                    &RpcError::invalid_request(
+                        "Bad Request: this server answers 2026-07-28 requests (with params._meta); handshake revisions need `initialize` first",
+                    )
+                    .with_status(400),
+                )
+            }
+        }
+        Incoming::Notification { .. } => sse::accepted(),
+        Incoming::Response { .. } => sse::error(
+            era_hint,
+            None,
+            &RpcError::invalid_request(
+                "Bad Request: a response is only accepted inside a session that sent a request",
+            )
+            .with_status(400),
+        ),
+    }
+}
+
+/// The era an `MCP-Protocol-Version` header alone suggests.
+fn header_era(headers: &HeaderMap) -> Era {
+    match headers
+        .get(headers::PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+    {
+        Some(v) if !Revision::is_legacy_version_string(v) => Era::Modern,
+        _ => Era::Legacy,
+    }
+}
+
+#[derive(Deserialize)]
+struct VersionOnly<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+    version: Option<&'a RawValue>,
+}
+
+/// Digest C7: modern when `_meta` names a protocol version, or when the version header names
+/// something other than a handshake revision.
+fn is_modern(headers: &HeaderMap, params: &Params<'_>) -> bool {
+    if header_era(headers) == Era::Modern && headers.contains_key(headers::PROTOCOL_VERSION) {
+        return true;
+    }
+    params
+        .meta
+        .and_then(|m| serde_json::from_str::<VersionOnly<'_>>(m.get()).ok())
+        .is_some_and(|v| v.version.is_some())
+}

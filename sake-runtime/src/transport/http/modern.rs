@@ -1,0 +1,159 @@
+//! 2026-07-28 over Streamable HTTP: stateless requests, checked in the order of digest A7.12.
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use bytes::Bytes;
+use http::HeaderMap;
+use tokio::sync::mpsc;
+
+use super::headers::{self, PARAM_PREFIX};
+use super::sse;
+use crate::protocol::jsonrpc::{RequestId, RpcError};
+use crate::protocol::meta::{self, ModernMeta, Params};
+use crate::protocol::methods::Method;
+use crate::protocol::{Era, Revision};
+use crate::server::Shared;
+use crate::server::context::RequestParts;
+use crate::server::dispatch::{Dispatched, raw_str};
+
+/// A request already decoded by the endpoint.
+pub(crate) struct ModernRequest<'a> {
+    pub id: RequestId,
+    pub method: &'a str,
+    pub params: Params<'a>,
+}
+
+/// Serves one 2026-07-28 request.
+pub(crate) async fn serve(
+    shared: Arc<Shared>,
+    headers: &HeaderMap,
+    extensions: http::Extensions,
+    req: ModernRequest<'_>,
+) -> Response {
+    let ModernRequest { id, method, params } = req;
+    let (method, meta) = match check(&shared, headers, method, &params) {
+        Ok(v) => v,
+        Err(e) => return sse::error(Era::Modern, Some(&id), &e),
+    };
+    let ModernMeta { meta, .. } = meta;
+    let streams = meta.progress_token.is_some() || meta.log_level.is_some();
+    let (sink, rx) = if streams {
+        let (tx, rx) = mpsc::channel::<Bytes>(shared.config.stream_buffer);
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
+    let parts = RequestParts {
+        revision: Revision::V2026_07_28,
+        meta,
+        sink,
+        extensions,
+    };
+    match shared.dispatch(parts, method, &params) {
+        Dispatched::Ready(out) => sse::outcome(Era::Modern, &id, &out),
+        Dispatched::Pending(fut) => match rx {
+            None => {
+                let out = fut.await;
+                sse::outcome(Era::Modern, &id, &out)
+            }
+            Some(rx) => sse::respond(Era::Modern, id, fut, rx).await,
+        },
+    }
+}
+
+/// Every check a 2026-07-28 request passes before dispatch (digest A7.12, steps 5–13).
+fn check(
+    shared: &Shared,
+    headers: &HeaderMap,
+    method_name: &str,
+    params: &Params<'_>,
+) -> Result<(Method, ModernMeta), RpcError> {
+    // 5. `_meta` (-32602, 400).
+    let meta = meta::parse_modern_meta(params.meta)?;
+    // 6–8. The version header: present, served, equal to `_meta`.
+    let header_version = headers::read(headers, headers::PROTOCOL_VERSION)?.ok_or_else(|| {
+        RpcError::header_mismatch(
+            "Header mismatch: missing MCP-Protocol-Version header; send the same version as _meta[\"io.modelcontextprotocol/protocolVersion\"]",
+        )
+    })?;
+    let supported = || Revision::ALL.map(Revision::as_str);
+    if header_version != Revision::LATEST.as_str() {
+        let hint = if Revision::is_legacy_version_string(header_version) {
+            "; handshake revisions are served after an `initialize` request, stateless requests need 2026-07-28"
+        } else {
+            ""
+        };
+        return Err(RpcError::unsupported_version(
+            header_version,
+            &supported(),
+            hint,
+        ));
+    }
+    if meta.protocol_version != header_version {
+        return Err(RpcError::header_mismatch(format!(
+            "Header mismatch: MCP-Protocol-Version header value {header_version:?} does not match body value {:?}",
+            meta.protocol_version
+        )));
+    }
+    // 9. `Mcp-Method` equals the method, exactly.
+    match headers::read(headers, headers::METHOD)? {
+        None => {
+            return Err(RpcError::header_mismatch(format!(
+                "Header mismatch: missing Mcp-Method header; send Mcp-Method: {method_name}"
+            )));
+        }
+        Some(h) if h != method_name => {
+            return Err(RpcError::header_mismatch(format!(
+                "Header mismatch: Mcp-Method header value {h:?} does not match body value {method_name:?}"
+            )));
+        }
+        Some(_) => {}
+    }
+    // 11. The method exists in this era and the server offers it (-32601, 404).
+    let method = Method::parse_in(method_name, Era::Modern)
+        .filter(|m| shared.offers(m.needs()))
+        .ok_or_else(|| RpcError::method_not_found(method_name))?;
+    // 10. `Mcp-Name` equals `params.name` or `params.uri`.
+    if let Some(field) = method.name_param() {
+        let body = match field {
+            "uri" => params.uri,
+            _ => params.name,
+        }
+        .and_then(raw_str);
+        match (headers::read(headers, headers::NAME)?, body) {
+            (None, _) => {
+                return Err(RpcError::header_mismatch(format!(
+                    "Header mismatch: missing Mcp-Name header; send the request's `{field}`"
+                )));
+            }
+            (Some(h), body) => {
+                let decoded = headers::decode_sentinel(headers::NAME, h)?;
+                if body.as_deref() != Some(&*decoded) {
+                    return Err(RpcError::header_mismatch(format!(
+                        "Header mismatch: Mcp-Name header value {decoded:?} does not match body value {:?}",
+                        body.as_deref().unwrap_or("")
+                    )));
+                }
+            }
+        }
+    }
+    // 12. `Mcp-Param-*` headers of the tool's `x-mcp-header` parameters.
+    if method == Method::ToolsCall {
+        check_param_headers(headers)?;
+    }
+    Ok((method, meta))
+}
+
+/// Until tools declare `x-mcp-header` parameters, any `Mcp-Param-*` header is only checked
+/// for well-formedness (unknown names are ignored, as the spec recommends).
+fn check_param_headers(headers: &HeaderMap) -> Result<(), RpcError> {
+    for name in headers.keys() {
+        if name.as_str().starts_with(PARAM_PREFIX)
+            && let Some(v) = headers::read(headers, name.as_str())?
+        {
+            headers::decode_sentinel(name.as_str(), v)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,155 @@
+//! Answering a request: one JSON body, or an SSE stream when the request produced messages
+//! (progress, logs) before its result.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_util::Stream;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http::{HeaderValue, StatusCode};
+use tokio::sync::mpsc;
+
+use crate::handler::BoxFuture;
+use crate::protocol::Era;
+use crate::protocol::jsonrpc::{self, RequestId, RpcError};
+
+/// The outcome of a request, rendered.
+pub(crate) type Outcome = Result<Bytes, RpcError>;
+
+/// A JSON-RPC response body for an outcome.
+pub(crate) fn response_bytes(id: &RequestId, outcome: &Outcome) -> Vec<u8> {
+    match outcome {
+        Ok(result) => jsonrpc::result_bytes(id, result),
+        Err(e) => jsonrpc::error_bytes(Some(id), e),
+    }
+}
+
+/// `application/json` with a status.
+pub(crate) fn json(status: u16, body: Vec<u8>) -> Response {
+    let mut resp = Response::new(Body::from(body));
+    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// An error as a response, with the status its era gives it.
+pub(crate) fn error(era: Era, id: Option<&RequestId>, err: &RpcError) -> Response {
+    json(err.http_status(era), jsonrpc::error_bytes(id, err))
+}
+
+/// The JSON response to a finished request.
+pub(crate) fn outcome(era: Era, id: &RequestId, outcome: &Outcome) -> Response {
+    match outcome {
+        Ok(_) => json(200, response_bytes(id, outcome)),
+        Err(e) => error(era, Some(id), e),
+    }
+}
+
+/// `202 Accepted` with no body: a notification or a response was taken.
+pub(crate) fn accepted() -> Response {
+    let mut resp = Response::new(Body::empty());
+    *resp.status_mut() = StatusCode::ACCEPTED;
+    resp
+}
+
+/// Headers of every SSE response.
+pub(crate) fn sse_response(body: Body) -> Response {
+    let mut resp = Response::new(body);
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+/// One SSE event carrying a JSON-RPC message.
+pub(crate) fn frame(message: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(message.len() + 8);
+    b.put_slice(b"data: ");
+    b.put_slice(message);
+    b.put_slice(b"\n\n");
+    b.freeze()
+}
+
+/// Runs a request that may stream: answers JSON if the handler finishes before sending
+/// anything, otherwise switches to SSE for the messages and then the result.
+///
+/// Dropping the response (the client went away) drops the handler's future: on 2026-07-28 a
+/// closed stream is the cancellation signal.
+pub(crate) async fn respond(
+    era: Era,
+    id: RequestId,
+    mut fut: BoxFuture<Outcome>,
+    mut rx: mpsc::Receiver<Bytes>,
+) -> Response {
+    let first = tokio::select! {
+        biased;
+        Some(msg) = rx.recv() => msg,
+        out = &mut fut => {
+            let mut queued = VecDeque::new();
+            while let Ok(msg) = rx.try_recv() {
+                queued.push_back(frame(&msg));
+            }
+            if queued.is_empty() {
+                return outcome(era, &id, &out);
+            }
+            queued.push_back(frame(&response_bytes(&id, &out)));
+            return sse_response(Body::from_stream(Frames { queued, fut: None, rx: None, id }));
+        }
+    };
+    let mut queued = VecDeque::new();
+    queued.push_back(frame(&first));
+    sse_response(Body::from_stream(Frames {
+        queued,
+        fut: Some(fut),
+        rx: Some(rx),
+        id,
+    }))
+}
+
+/// The SSE body: queued frames, then whatever the handler sends, then its result.
+struct Frames {
+    queued: VecDeque<Bytes>,
+    fut: Option<BoxFuture<Outcome>>,
+    rx: Option<mpsc::Receiver<Bytes>>,
+    id: RequestId,
+}
+
+impl Stream for Frames {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if let Some(f) = this.queued.pop_front() {
+            return Poll::Ready(Some(Ok(f)));
+        }
+        let Some(fut) = this.fut.as_mut() else {
+            return Poll::Ready(None);
+        };
+        if let Some(rx) = this.rx.as_mut()
+            && let Poll::Ready(Some(msg)) = rx.poll_recv(cx)
+        {
+            return Poll::Ready(Some(Ok(frame(&msg))));
+        }
+        match fut.as_mut().poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(out) => {
+                this.fut = None;
+                if let Some(mut rx) = this.rx.take() {
+                    while let Ok(msg) = rx.try_recv() {
+                        this.queued.push_back(frame(&msg));
+                    }
+                }
+                this.queued
+                    .push_back(frame(&response_bytes(&this.id, &out)));
+                Poll::Ready(this.queued.pop_front().map(Ok))
+            }
+        }
+    }
+}

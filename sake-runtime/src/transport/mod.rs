@@ -1,0 +1,3 @@
+//! Transports: Streamable HTTP (and, with a later issue, stdio).
+
+pub mod http;
