@@ -23,6 +23,8 @@ pub(crate) struct Param {
     pub docs: Vec<Attribute>,
     /// `#[serde]` and `#[schemars]` attributes, forwarded to the argument struct.
     pub forwarded: Vec<Attribute>,
+    /// `#[arg(header = "...")]`.
+    pub header: Option<syn::LitStr>,
 }
 
 pub(crate) struct Func {
@@ -173,6 +175,7 @@ impl Func {
                     kind: ParamKind::Context,
                     docs,
                     forwarded,
+                    header: None,
                 });
                 continue;
             }
@@ -193,12 +196,29 @@ impl Func {
                 }
                 _ => {}
             }
+            if let Some(h) = &arg_attrs.header {
+                let lower = h.value().to_ascii_lowercase();
+                if params.iter().any(|p: &Param| {
+                    p.header
+                        .as_ref()
+                        .is_some_and(|o| o.value().to_ascii_lowercase() == lower)
+                }) {
+                    cx.error_spanned_by(
+                        h,
+                        "two parameters use this header (header names are case-insensitive)",
+                    );
+                }
+                if kind != Kind::Tool {
+                    cx.error_spanned_by(h, "`#[arg(header = ...)]` is for #[tool] parameters");
+                }
+            }
             params.push(Param {
                 ident,
                 ty,
                 kind: ParamKind::Argument,
                 docs,
                 forwarded,
+                header: arg_attrs.header,
             });
         }
         let description = doc_text(&item.attrs);

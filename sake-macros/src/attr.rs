@@ -26,7 +26,15 @@ impl Kind {
 
     fn keys(self) -> &'static [&'static str] {
         match self {
-            Kind::Tool => &["name", "title", "annotations", "icons", "icon"],
+            Kind::Tool => &[
+                "name",
+                "title",
+                "annotations",
+                "icons",
+                "icon",
+                "requires",
+                "input_schema",
+            ],
             Kind::Prompt => &["name", "title", "icons", "icon", "complete"],
             Kind::Resource => &[
                 "uri",
@@ -69,6 +77,11 @@ pub(crate) struct ItemAttrs {
     pub uri: Option<LitStr>,
     pub mime_type: Option<LitStr>,
     pub complete: Option<Path>,
+    /// `input_schema = path`: a function returning the input schema, served verbatim.
+    pub input_schema: Option<Path>,
+    /// `requires(sampling, elicitation, roots, sampling_tools, url_elicitation)`, as the
+    /// runtime's capability names.
+    pub requires: Vec<(String, Span)>,
 }
 
 fn set_once<T>(cx: &Ctxt, slot: &mut Option<T>, value: T, key: &syn::Path, what: &str) {
@@ -119,6 +132,10 @@ pub(crate) fn parse_item_attrs(cx: &Ctxt, kind: Kind, tokens: TokenStream) -> It
                 let v: Path = meta.value()?.parse()?;
                 set_once(cx, &mut attrs.complete, v, &meta.path, "complete");
             }
+            "input_schema" => {
+                let v: Path = meta.value()?.parse()?;
+                set_once(cx, &mut attrs.input_schema, v, &meta.path, "input_schema");
+            }
             "annotations" => parse_hints(cx, &meta, &mut attrs.hints)?,
             "icons" => {
                 if seen_icons {
@@ -142,6 +159,26 @@ pub(crate) fn parse_item_attrs(cx: &Ctxt, kind: Kind, tokens: TokenStream) -> It
                 }
             }
             "icon" => attrs.icons.push(parse_icon(cx, &meta)?),
+            "requires" => meta.parse_nested_meta(|inner| {
+                let key = key_name(&inner.path);
+                let capability = match key.as_str() {
+                    "sampling" => "sampling",
+                    "sampling_tools" => "sampling.tools",
+                    "elicitation" => "elicitation",
+                    "url_elicitation" => "elicitation.url",
+                    "roots" => "roots",
+                    _ => {
+                        return Err(inner.error(format!(
+                            "unknown client capability `{key}`; expected one of: sampling, sampling_tools, elicitation, url_elicitation, roots"
+                        )));
+                    }
+                };
+                if attrs.requires.iter().any(|(c, _)| c == capability) {
+                    cx.error_spanned_by(&inner.path, format!("`{key}` is required twice"));
+                }
+                attrs.requires.push((capability.to_owned(), inner.path.segments[0].ident.span()));
+                Ok(())
+            })?,
             _ => unreachable!("keys() lists every handled key"),
         }
         Ok(())
@@ -273,21 +310,45 @@ pub(crate) struct ArgAttrs {
     /// `#[arg]` alone: force the parameter to be an argument even if its type is named
     /// `Context` or `State`.
     pub force: bool,
+    /// `#[arg(header = "Region")]`: mirror the argument in the `Mcp-Param-Region` header.
+    pub header: Option<LitStr>,
+}
+
+/// An RFC 9110 token character.
+fn is_tchar(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
 }
 
 pub(crate) fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, out: &mut ArgAttrs) {
     match &attr.meta {
         syn::Meta::Path(_) => out.force = true,
         syn::Meta::List(list) => {
+            out.force = true;
             let res = list.parse_nested_meta(|meta| {
                 let key = key_name(&meta.path);
-                Err(meta.error(format!("unknown #[arg] option `{key}`")))
+                match key.as_str() {
+                    "header" => {
+                        let v: LitStr = meta.value()?.parse()?;
+                        let name = v.value();
+                        if name.is_empty() || !name.chars().all(is_tchar) {
+                            cx.error_spanned_by(
+                                &v,
+                                format!("{name:?} is not a valid header name: use letters, digits and !#$%&'*+-.^_`|~ (it becomes `Mcp-Param-{name}`)"),
+                            );
+                        }
+                        set_once(cx, &mut out.header, v, &meta.path, "header");
+                        Ok(())
+                    }
+                    _ => Err(meta.error(format!("unknown #[arg] option `{key}`; expected `header = \"Name\"`"))),
+                }
             });
             if let Err(e) = res {
                 cx.push(e);
             }
         }
-        syn::Meta::NameValue(nv) => cx.error_spanned_by(nv, "write #[arg] or #[arg(option = ...)]"),
+        syn::Meta::NameValue(nv) => {
+            cx.error_spanned_by(nv, "write #[arg] or #[arg(header = \"Name\")]")
+        }
     }
 }
 

@@ -69,7 +69,13 @@ fn args_struct(
     let mut idents = Vec::new();
     for p in func.arguments() {
         let (docs, fwd, id, ty) = (&p.docs, &p.forwarded, &p.ident, &p.ty);
-        fields.push(quote!(#(#docs)* #(#fwd)* #id: #ty));
+        let header = p.header.as_ref().map(|h| {
+            checks.push(
+                quote_spanned!(ty.span()=> ::sake::__private::assert_header_argument::<#ty>();),
+            );
+            quote!(#[schemars(extend("x-mcp-header" = #h))])
+        });
+        fields.push(quote!(#(#docs)* #(#fwd)* #header #id: #ty));
         checks.push(quote_spanned!(ty.span()=> #check::<#ty>();));
         idents.push(id.clone());
     }
@@ -154,6 +160,20 @@ pub(crate) fn tool(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
         b(&h.open_world),
     );
     let icons = icons(&attrs.icons);
+    let requires = attrs.requires.iter().map(|(c, _)| c);
+    let input_schema_fn = match &attrs.input_schema {
+        Some(path) => quote! {
+            fn __sake_input_schema() -> ::sake::__private::serde_json::Value {
+                let f: fn() -> ::sake::__private::serde_json::Value = #path;
+                f()
+            }
+        },
+        None => quote! {
+            fn __sake_input_schema() -> ::sake::__private::serde_json::Value {
+                ::sake::__private::input_schema::<__SakeArgs>()
+            }
+        },
+    };
     let location = location();
     quote! {
         #[doc(hidden)]
@@ -161,9 +181,7 @@ pub(crate) fn tool(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
         const _: () = {
             use ::sake::__private::{ViaContent as _, ViaResultStructured as _, ViaStructured as _};
             #args
-            fn __sake_input_schema() -> ::sake::__private::serde_json::Value {
-                ::sake::__private::input_schema::<__SakeArgs>()
-            }
+            #input_schema_fn
             fn __sake_output_schema() -> ::core::option::Option<::sake::__private::serde_json::Value> {
                 #probe.output_schema()
             }
@@ -193,6 +211,7 @@ pub(crate) fn tool(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     input_schema: __sake_input_schema,
                     output_schema: __sake_output_schema,
                     call: __sake_call,
+                    requires: &[#(#requires),*],
                     location: #location,
                 }
             }

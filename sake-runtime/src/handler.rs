@@ -91,6 +91,10 @@ pub struct ToolDef {
     pub output_schema: fn() -> Option<Value>,
     /// Decodes the arguments and starts the call.
     pub call: fn(Option<&RawValue>, Context) -> ToolFuture,
+    /// Client capabilities the tool cannot run without (`requires(sampling)`): checked
+    /// before it runs. Names: `sampling`, `sampling.tools`, `elicitation`, `elicitation.url`,
+    /// `roots`.
+    pub requires: &'static [&'static str],
     /// Where it is defined.
     pub location: Location,
 }
@@ -215,6 +219,29 @@ pub fn assert_tool_argument<T: ToolArgument>() {}
 pub trait PromptArgumentType {}
 impl PromptArgumentType for String {}
 impl PromptArgumentType for Option<String> {}
+
+/// What an argument mirrored in an `Mcp-Param-*` header may be (digest A7.7).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be mirrored in a header: `#[arg(header)]` takes strings, integers and booleans",
+    label = "use String, an integer type or bool (or an Option of one)"
+)]
+pub trait HeaderArgument {}
+impl HeaderArgument for String {}
+impl HeaderArgument for bool {}
+impl HeaderArgument for i8 {}
+impl HeaderArgument for i16 {}
+impl HeaderArgument for i32 {}
+impl HeaderArgument for i64 {}
+impl HeaderArgument for u8 {}
+impl HeaderArgument for u16 {}
+impl HeaderArgument for u32 {}
+impl HeaderArgument for u64 {}
+impl HeaderArgument for isize {}
+impl HeaderArgument for usize {}
+impl<T: HeaderArgument> HeaderArgument for Option<T> {}
+
+/// Checks a header argument's type (called only by generated code).
+pub fn assert_header_argument<T: HeaderArgument>() {}
 
 /// Checks a prompt argument's type (called only by generated code).
 pub fn assert_prompt_argument<T: PromptArgumentType>() {}

@@ -21,6 +21,8 @@ pub use protocol::types::*;
 pub use protocol::{Era, Revision};
 pub use registry::Registry;
 pub use server::context::Context;
+pub use server::input::{Elicitation, InputError};
+pub use server::notify::Notifier;
 pub use server::{Server, Service};
 
 /// What generated code uses. Not a public API: it changes without notice.

@@ -12,6 +12,7 @@ use crate::protocol::types::{
 };
 use crate::protocol::{Revision, render};
 use crate::schema;
+use crate::server::input::Need;
 use crate::uri_template::UriTemplate;
 
 /// A registered tool with its schemas built.
@@ -20,6 +21,88 @@ pub(crate) struct ToolEntry {
     pub listing: Tool,
     /// Why the handshake revisions cannot show this tool, if they cannot.
     pub legacy_unavailable: Option<String>,
+    /// Client capabilities it cannot run without.
+    pub requires: Vec<Need>,
+    /// Arguments mirrored in `Mcp-Param-*` headers (`x-mcp-header`).
+    pub headers: Vec<HeaderParam>,
+}
+
+/// The JSON type of an argument mirrored in a header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HeaderKind {
+    String,
+    Integer,
+    Boolean,
+}
+
+/// An argument mirrored in a header: where it sits in `arguments`, and the header's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HeaderParam {
+    /// Property names from the root of `arguments`.
+    pub path: Vec<String>,
+    /// `Name` of `Mcp-Param-Name`, as declared.
+    pub name: String,
+    /// `mcp-param-name`, for lookups.
+    pub header: String,
+    pub kind: HeaderKind,
+}
+
+/// Finds and checks the `x-mcp-header` annotations of an input schema (digest A7.7): only on
+/// string, integer or boolean properties reachable through `properties` alone, token
+/// characters, unique regardless of case.
+pub(crate) fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, String> {
+    fn walk(
+        schema: &Value,
+        path: &mut Vec<String>,
+        out: &mut Vec<HeaderParam>,
+    ) -> Result<(), String> {
+        let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+            return Ok(());
+        };
+        for (name, prop) in props {
+            path.push(name.clone());
+            if let Some(h) = prop.get("x-mcp-header") {
+                let h = h.as_str().ok_or_else(|| {
+                    format!("`x-mcp-header` of `{}` is not a string", path.join("."))
+                })?;
+                let token = !h.is_empty()
+                    && h.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c));
+                if !token {
+                    return Err(format!("`x-mcp-header` {h:?} is not a valid header name"));
+                }
+                let kind = match prop.get("type").and_then(Value::as_str) {
+                    Some("string") => HeaderKind::String,
+                    Some("integer") => HeaderKind::Integer,
+                    Some("boolean") => HeaderKind::Boolean,
+                    _ => {
+                        return Err(format!(
+                            "`x-mcp-header` {h:?} is on `{}`, which is not a string, integer or boolean",
+                            path.join(".")
+                        ));
+                    }
+                };
+                let header = format!("mcp-param-{}", h.to_ascii_lowercase());
+                if out.iter().any(|p| p.header == header) {
+                    return Err(format!(
+                        "`x-mcp-header` {h:?} is used twice (header names are case-insensitive)"
+                    ));
+                }
+                out.push(HeaderParam {
+                    path: path.clone(),
+                    name: h.to_owned(),
+                    header,
+                    kind,
+                });
+            }
+            walk(prop, path, out)?;
+            path.pop();
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(schema, &mut Vec::new(), &mut out)?;
+    Ok(out)
 }
 
 /// A registered resource template, parsed.
@@ -120,7 +203,21 @@ impl Registry {
                 ));
             }
             tool_index.insert(def.name, i);
-            entries.push(tool_entry(def));
+            let mut entry = tool_entry(def);
+            entry.headers = header_params(&entry.listing.input_schema)
+                .map_err(|reason| invalid("tool", def.name, &def.location, &reason))?;
+            for name in def.requires {
+                let need = Need::parse(name).ok_or_else(|| {
+                    invalid(
+                        "tool",
+                        def.name,
+                        &def.location,
+                        &format!("unknown required capability `{name}`; expected sampling, sampling.tools, elicitation, elicitation.url or roots"),
+                    )
+                })?;
+                entry.requires.push(need);
+            }
+            entries.push(entry);
         }
 
         let mut prompts: Vec<&'static PromptDef> = prompts.into_iter().collect();
@@ -197,6 +294,7 @@ impl Registry {
         Ok(registry)
     }
 
+    /// A tool by name.
     pub(crate) fn tool(&self, name: &str) -> Option<&ToolEntry> {
         self.tool_index.get(name).map(|&i| &self.tools[i])
     }
@@ -313,6 +411,8 @@ fn tool_entry(def: &'static ToolDef) -> ToolEntry {
             meta: None,
         },
         legacy_unavailable,
+        requires: Vec::new(),
+        headers: Vec::new(),
     }
 }
 

@@ -143,18 +143,17 @@ impl TestClient {
         };
         let (tx, mut rx) = mpsc::channel::<Bytes>(1024);
         let token = progress.then(|| self.next_token.fetch_add(1, Ordering::Relaxed).into());
-        let parts = RequestParts {
-            revision: self.revision,
-            meta: RequestMeta {
+        let mut parts = RequestParts::new(
+            self.revision,
+            RequestMeta {
                 client_capabilities: self.capabilities.clone(),
                 client_info: None,
                 log_level: self.log_level,
                 progress_token: token,
                 raw: None,
             },
-            sink: Some(tx),
-            extensions: http::Extensions::new(),
-        };
+        );
+        parts.sink = Some(tx);
         let out = match shared.dispatch(parts, method, &params) {
             Dispatched::Ready(out) => out,
             Dispatched::Pending(fut) => fut.await,

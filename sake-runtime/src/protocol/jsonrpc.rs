@@ -261,7 +261,7 @@ struct Envelope<'a> {
 }
 
 /// Keeps `null` apart from absence: a present `null` is `Some("null")`.
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+pub(crate) fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
 }
 

@@ -43,11 +43,21 @@ pub struct Params<'a> {
     /// `cursor` (lists).
     #[serde(borrow, default)]
     pub cursor: Option<&'a RawValue>,
-    /// `inputResponses` (MRTR retries).
-    #[serde(rename = "inputResponses", borrow, default)]
+    /// `inputResponses` (MRTR retries); a `null` is kept, to be refused.
+    #[serde(
+        rename = "inputResponses",
+        borrow,
+        default,
+        deserialize_with = "crate::protocol::jsonrpc::present"
+    )]
     pub input_responses: Option<&'a RawValue>,
-    /// `requestState` (MRTR retries).
-    #[serde(rename = "requestState", borrow, default)]
+    /// `requestState` (MRTR retries); a `null` is kept, to be refused.
+    #[serde(
+        rename = "requestState",
+        borrow,
+        default,
+        deserialize_with = "crate::protocol::jsonrpc::present"
+    )]
     pub request_state: Option<&'a RawValue>,
     /// `ref` (completion/complete).
     #[serde(rename = "ref", borrow, default)]

@@ -307,12 +307,34 @@ pub fn implementation(i: &Implementation, rev: Revision) -> Value {
 }
 
 /// Adapts an error to a revision: "resource not found" is -32002 before 2026-07-28 and
-/// -32602 in it.
+/// -32602 in it; "missing client capability" exists only in 2026-07-28.
 pub fn error(rev: Revision, mut err: RpcError) -> RpcError {
-    if err.code == code::RESOURCE_NOT_FOUND_LEGACY {
-        err.code = rev.features().resource_not_found_code;
+    let f = rev.features();
+    match err.code {
+        code::RESOURCE_NOT_FOUND_LEGACY => err.code = f.resource_not_found_code,
+        code::MISSING_REQUIRED_CLIENT_CAPABILITY => err.code = f.missing_capability_code,
+        _ => {}
     }
     err
+}
+
+/// An `input_required` result (2026-07-28): the questions and the signed state.
+pub fn input_required(
+    env: &ResultEnv,
+    requests: Vec<(String, Value)>,
+    request_state: &str,
+) -> Vec<u8> {
+    let mut body = Map::new();
+    body.insert("resultType".into(), "input_required".into());
+    body.insert(
+        "inputRequests".into(),
+        Value::Object(requests.into_iter().collect()),
+    );
+    body.insert("requestState".into(), request_state.into());
+    let mut meta = Map::new();
+    meta.insert(super::meta::SERVER_INFO.into(), env.server_info.clone());
+    body.insert("_meta".into(), Value::Object(meta));
+    serde_json::to_vec(&body).unwrap_or_else(|_| b"{}".to_vec())
 }
 
 #[cfg(test)]

@@ -75,6 +75,12 @@ pub struct Features {
     pub completion_context: bool,
     /// SSE polling (SEP-1699): priming event, `retry`, resumption with `Last-Event-ID`.
     pub sse_polling: bool,
+    /// Questions to the client end the call with `input_required` (MRTR) instead of being
+    /// server-to-client requests on the call's stream.
+    pub input_required: bool,
+    /// The code for "the request needs a client capability it did not declare": -32021 in
+    /// 2026-07-28; before, invalid params.
+    pub missing_capability_code: i32,
 }
 
 const MODERN: Features = Features {
@@ -94,6 +100,8 @@ const MODERN: Features = Features {
     resource_not_found_code: -32602,
     completion_context: true,
     sse_polling: false,
+    input_required: true,
+    missing_capability_code: -32021,
 };
 
 const V2025_11_25: Features = Features {
@@ -113,6 +121,8 @@ const V2025_11_25: Features = Features {
     resource_not_found_code: -32002,
     completion_context: true,
     sse_polling: true,
+    input_required: false,
+    missing_capability_code: -32602,
 };
 
 const V2025_06_18: Features = Features {

@@ -11,10 +11,19 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use super::input::{self, Elicitation, InputChannel, InputError, Need};
+use super::notify::Notifier;
 use crate::protocol::Revision;
-use crate::protocol::jsonrpc;
+use crate::protocol::jsonrpc::{self, RequestId};
 use crate::protocol::meta::{ProgressToken, RequestMeta};
-use crate::protocol::types::{ClientCapabilities, Implementation, LoggingLevel};
+use crate::protocol::types::{
+    ClientCapabilities, CreateMessageRequest, CreateMessageResult, ElicitAction, ElicitResult,
+    Implementation, ListRootsResult, LoggingLevel, Root,
+};
 
 /// The sending half of a request's stream: JSON-RPC messages that go out before the result.
 pub(crate) type Sink = mpsc::Sender<Bytes>;
@@ -49,6 +58,8 @@ struct Inner {
     cancel: CancellationToken,
     extensions: http::Extensions,
     name: Option<Cow<'static, str>>,
+    input: InputChannel,
+    notifier: Option<Notifier>,
 }
 
 impl std::fmt::Debug for Context {
@@ -67,6 +78,25 @@ pub(crate) struct RequestParts {
     pub meta: RequestMeta,
     pub sink: Option<Sink>,
     pub extensions: http::Extensions,
+    pub input: InputChannel,
+    pub notifier: Option<Notifier>,
+    /// A cancellation token the transport keeps (to cancel by id); a fresh one otherwise.
+    pub cancel: Option<CancellationToken>,
+}
+
+impl RequestParts {
+    /// Parts with nothing but a revision and metadata.
+    pub fn new(revision: Revision, meta: RequestMeta) -> Self {
+        RequestParts {
+            revision,
+            meta,
+            sink: None,
+            extensions: http::Extensions::new(),
+            input: InputChannel::None,
+            notifier: None,
+            cancel: None,
+        }
+    }
 }
 
 impl Context {
@@ -74,7 +104,7 @@ impl Context {
         parts: RequestParts,
         name: Option<Cow<'static, str>>,
     ) -> (Self, CancellationToken) {
-        let cancel = CancellationToken::new();
+        let cancel = parts.cancel.unwrap_or_default();
         let ctx = Context {
             inner: Arc::new(Inner {
                 revision: parts.revision,
@@ -83,6 +113,8 @@ impl Context {
                 cancel: cancel.clone(),
                 extensions: parts.extensions,
                 name,
+                input: parts.input,
+                notifier: parts.notifier,
             }),
         };
         (ctx, cancel)
@@ -93,12 +125,7 @@ impl Context {
     /// It speaks 2026-07-28, declares no client capabilities, and drops progress and logs.
     pub fn detached() -> Self {
         Context::new(
-            RequestParts {
-                revision: Revision::LATEST,
-                meta: RequestMeta::default(),
-                sink: None,
-                extensions: http::Extensions::new(),
-            },
+            RequestParts::new(Revision::LATEST, RequestMeta::default()),
             None,
         )
         .0
@@ -222,6 +249,162 @@ impl Context {
         if let Some(sink) = &self.inner.sink {
             // A closed stream means the client went away; the call is being cancelled.
             let _ = sink.send(Bytes::from(bytes)).await;
+        }
+    }
+
+    /// Publishes list changes and resource updates to connected clients.
+    pub fn notifier(&self) -> Option<&Notifier> {
+        self.inner.notifier.as_ref()
+    }
+
+    /// Ends this request's response stream now and lets the client reconnect for the rest
+    /// (SSE polling: 2025-11-25 sessions only; elsewhere it does nothing). The function keeps
+    /// running; what it sends next is delivered when the client resumes with `Last-Event-ID`.
+    pub async fn close_stream(&self) {
+        if self.inner.revision.features().sse_polling {
+            // An empty message is the transport's marker for "end the HTTP response here".
+            self.send(Vec::new()).await;
+        }
+    }
+
+    /// Asks the user to fill in a form whose fields are `T`'s fields.
+    ///
+    /// `T` must be a flat struct of strings, numbers, booleans and string enums (the form the
+    /// spec allows). `key` names the question: on 2026-07-28 the call ends with
+    /// `input_required`, the client retries with the answer under `key`, and the function
+    /// runs again from the start — so code before this call may run more than once.
+    pub async fn elicit<T: DeserializeOwned + JsonSchema>(
+        &self,
+        key: &str,
+        message: &str,
+    ) -> Result<Elicitation<T>, InputError> {
+        let schema = input::form_schema::<T>()?;
+        let result = self.elicit_with_schema(key, message, schema).await?;
+        match result.action {
+            ElicitAction::Accept => {
+                let content = serde_json::Value::Object(result.content.unwrap_or_default());
+                input::decode(content, "the submitted form").map(Elicitation::Accepted)
+            }
+            ElicitAction::Decline => Ok(Elicitation::Declined),
+            ElicitAction::Cancel => Ok(Elicitation::Cancelled),
+        }
+    }
+
+    /// Asks the user to fill in a form described by a JSON Schema you write yourself
+    /// (titled enums, defaults, formats); returns the raw result.
+    pub async fn elicit_with_schema(
+        &self,
+        key: &str,
+        message: &str,
+        requested_schema: serde_json::Value,
+    ) -> Result<ElicitResult, InputError> {
+        let params = json!({ "message": message, "requestedSchema": requested_schema });
+        let v = self
+            .ask(key, Need::ElicitForm, "elicitation/create", params)
+            .await?;
+        input::decode(v, "the elicitation result")
+    }
+
+    /// Asks the user to open `url` (URL-mode elicitation: 2025-11-25 and 2026-07-28, with the
+    /// client's `elicitation.url` capability). `Accept` means the user agreed to open it.
+    pub async fn elicit_url(
+        &self,
+        key: &str,
+        message: &str,
+        url: &str,
+    ) -> Result<ElicitAction, InputError> {
+        let mut params = json!({ "mode": "url", "message": message, "url": url });
+        if !self.inner.revision.is_modern() {
+            params["elicitationId"] = json!(format!("{}-{key}", std::process::id()));
+        }
+        let v = self
+            .ask(key, Need::ElicitUrl, "elicitation/create", params)
+            .await?;
+        let r: ElicitResult = input::decode(v, "the elicitation result")?;
+        Ok(r.action)
+    }
+
+    /// Asks the client's model to generate a message (`sampling/createMessage`).
+    pub async fn sample(
+        &self,
+        key: &str,
+        request: CreateMessageRequest,
+    ) -> Result<CreateMessageResult, InputError> {
+        let need = if request.tools.is_some() || request.tool_choice.is_some() {
+            Need::SamplingTools
+        } else {
+            Need::Sampling
+        };
+        let params =
+            serde_json::to_value(&request).map_err(|e| InputError::InvalidSchema(e.to_string()))?;
+        let v = self
+            .ask(key, need, "sampling/createMessage", params)
+            .await?;
+        input::decode(v, "the sampling result")
+    }
+
+    /// Asks the client for its roots (`roots/list`).
+    pub async fn roots(&self, key: &str) -> Result<Vec<Root>, InputError> {
+        let v = self.ask(key, Need::Roots, "roots/list", json!({})).await?;
+        let r: ListRootsResult = input::decode(v, "the roots result")?;
+        Ok(r.roots)
+    }
+
+    async fn ask(
+        &self,
+        key: &str,
+        need: Need,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, InputError> {
+        let caps = &self.inner.meta.client_capabilities;
+        match &self.inner.input {
+            InputChannel::None => Err(InputError::Unavailable(
+                "only tools/call, prompts/get and resources/read of a client request can ask",
+            )),
+            InputChannel::Mrtr(round) => {
+                if let Some(answer) = round.answer(key, method) {
+                    return answer;
+                }
+                if !need.satisfied_by(caps) {
+                    round.refuse(need);
+                    return Err(InputError::MissingCapability {
+                        capability: need.name(),
+                    });
+                }
+                round.ask(key, method, params);
+                // The round ends here: the dispatcher sees the question and answers
+                // `input_required`; this future is dropped with the function's.
+                std::future::pending().await
+            }
+            InputChannel::Legacy(peer) => {
+                if !need.satisfied_by(caps) {
+                    return Err(InputError::MissingCapability {
+                        capability: need.name(),
+                    });
+                }
+                let sink = self
+                    .inner
+                    .sink
+                    .as_ref()
+                    .ok_or(InputError::Unavailable("no response stream"))?;
+                let (id, rx, _forget) = peer.ask().ok_or(InputError::Unavailable(
+                    "too many questions are waiting for answers",
+                ))?;
+                let bytes = jsonrpc::request_bytes(&RequestId::Number(id), method, &params);
+                if sink.send(bytes::Bytes::from(bytes)).await.is_err() {
+                    return Err(InputError::Cancelled);
+                }
+                tokio::select! {
+                    answer = rx => match answer {
+                        Ok(Ok(v)) => Ok(v),
+                        Ok(Err((code, message))) => Err(InputError::Client { code, message }),
+                        Err(_) => Err(InputError::Cancelled),
+                    },
+                    () = tokio::time::sleep(peer.timeout) => Err(InputError::Timeout(peer.timeout)),
+                    () = self.inner.cancel.cancelled() => Err(InputError::Cancelled),
+                }
+            }
         }
     }
 

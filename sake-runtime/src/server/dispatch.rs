@@ -13,7 +13,10 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use std::task::Poll;
+
 use super::context::{Context, RequestParts};
+use super::input::{InputChannel, Mrtr, RoundKey, RoundOutcome, merge_capabilities};
 use super::{Pages, Shared, decode_cursor};
 use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest};
 use crate::protocol::Revision;
@@ -21,7 +24,20 @@ use crate::protocol::jsonrpc::{RpcError, code};
 use crate::protocol::meta::{Params, clip};
 use crate::protocol::methods::{Method, Needs};
 use crate::protocol::render::{self, Cache, Shape};
-use crate::protocol::types::Completion;
+use crate::protocol::types::{CallToolResult, Completion};
+
+/// How a round of a user function ended.
+enum Step<T> {
+    Done(T),
+    Ask(Vec<(String, serde_json::Value)>),
+}
+
+/// -32021 when a function failed after being refused a client capability.
+fn refusal(round: Option<&Mrtr>) -> Option<RpcError> {
+    round
+        .and_then(Mrtr::refused)
+        .map(RpcError::missing_capability)
+}
 
 /// The answer of the dispatcher.
 pub(crate) enum Dispatched {
@@ -154,6 +170,81 @@ impl Shared {
         }
     }
 
+    /// Runs a user function: on 2026-07-28 inside an MRTR round (its questions end the call
+    /// with `input_required`), elsewhere as it is; then `finish` renders what it returned.
+    fn run<T: Send + 'static>(
+        self: &Arc<Self>,
+        mut parts: RequestParts,
+        key: RoundKey,
+        params: &Params<'_>,
+        start: impl FnOnce(Context) -> BoxFuture<T>,
+        finish: fn(&Shared, Revision, T, Option<&Mrtr>) -> Result<Bytes, RpcError>,
+    ) -> Result<Dispatched, RpcError> {
+        let rev = parts.revision;
+        let name = key.name.clone();
+        let round = if rev.features().input_required {
+            let round = Arc::new(Mrtr::start(
+                self.sessions.signer(),
+                key,
+                params.request_state,
+                params.input_responses,
+            )?);
+            parts.input = InputChannel::Mrtr(round.clone());
+            Some(round)
+        } else {
+            None
+        };
+        parts.notifier = Some(self.notifier.clone());
+        let (ctx, cancel) = Context::new(parts, Some(name));
+        let mut fut = start(ctx);
+        let shared = self.clone();
+        Ok(Dispatched::Pending(Box::pin(async move {
+            let guard = cancel.drop_guard();
+            let step = match &round {
+                None => Step::Done(fut.await),
+                Some(round) => {
+                    std::future::poll_fn(|cx| match fut.as_mut().poll(cx) {
+                        Poll::Ready(v) => Poll::Ready(Step::Done(v)),
+                        Poll::Pending => match round.poll_pending() {
+                            Some(RoundOutcome::InputRequired(asked)) => {
+                                Poll::Ready(Step::Ask(asked))
+                            }
+                            None => Poll::Pending,
+                        },
+                    })
+                    .await
+                }
+            };
+            match (step, &round) {
+                (Step::Ask(asked), Some(round)) => {
+                    // The function's future is dropped with the round: anything it spawned
+                    // sees the cancellation.
+                    drop(guard);
+                    let state = round.next_state(
+                        shared.sessions.signer(),
+                        shared.config.request_state_lifetime,
+                    );
+                    Ok(Bytes::from(render::input_required(
+                        &shared.env,
+                        asked,
+                        &state,
+                    )))
+                }
+                (Step::Done(v), round) => {
+                    guard.disarm();
+                    if let Some(msg) = round.as_ref().and_then(|r| r.invalid()) {
+                        return Err(render::error(
+                            rev,
+                            RpcError::invalid_params(format!("Invalid params: {msg}")),
+                        ));
+                    }
+                    finish(&shared, rev, v, round.as_deref()).map_err(|e| render::error(rev, e))
+                }
+                (Step::Ask(_), None) => Err(RpcError::internal("input was asked outside a round")),
+            }
+        })))
+    }
+
     fn call_tool(
         self: &Arc<Self>,
         parts: RequestParts,
@@ -172,23 +263,45 @@ impl Shared {
                 "Tool `{name}` is not available on revision {rev}: {reason}. It is served on 2026-07-28."
             )));
         }
-        let arguments = object_or_absent(params.arguments, "arguments")?;
         let def = entry.def;
-        let (ctx, cancel) = Context::new(parts, Some(Cow::Borrowed(def.name)));
-        let fut = (def.call)(arguments, ctx);
-        let shared = self.clone();
-        Ok(Dispatched::Pending(Box::pin(async move {
-            let guard = cancel.drop_guard();
-            let result = fut.await;
-            guard.disarm();
-            Ok(Bytes::from(render::result(
-                rev,
-                &shared.env,
-                Shape::CallTool,
-                Cache::None,
-                &result,
-            )))
-        })))
+        let mut missing: Option<serde_json::Value> = None;
+        for need in &entry.requires {
+            if !need.satisfied_by(&parts.meta.client_capabilities) {
+                merge_capabilities(
+                    missing.get_or_insert_with(|| json!({})),
+                    need.as_capabilities(),
+                );
+            }
+        }
+        if let Some(required) = missing {
+            return Err(render::error(rev, RpcError::missing_capability(required)));
+        }
+        let arguments = object_or_absent(params.arguments, "arguments")?;
+        let key = RoundKey {
+            method: "tools/call",
+            name: Cow::Borrowed(def.name),
+            arguments: arguments.map(ToOwned::to_owned),
+        };
+        self.run(
+            parts,
+            key,
+            params,
+            |ctx| (def.call)(arguments, ctx),
+            |shared, rev, result: CallToolResult, round| {
+                if result.is_error()
+                    && let Some(caps) = round.and_then(Mrtr::refused)
+                {
+                    return Err(RpcError::missing_capability(caps));
+                }
+                Ok(Bytes::from(render::result(
+                    rev,
+                    &shared.env,
+                    Shape::CallTool,
+                    Cache::None,
+                    &result,
+                )))
+            },
+        )
     }
 
     fn get_prompt(
@@ -196,21 +309,23 @@ impl Shared {
         parts: RequestParts,
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
-        let rev = parts.revision;
         let name = required(params.name, "name")?;
         let def = self.registry.prompt(&name).ok_or_else(|| {
             RpcError::invalid_params(format!("Unknown prompt: {name}"))
                 .with_data(json!({ "name": name }))
         })?;
         let arguments = object_or_absent(params.arguments, "arguments")?;
-        let (ctx, cancel) = Context::new(parts, Some(Cow::Borrowed(def.name)));
-        let fut = (def.get)(arguments, ctx);
-        let shared = self.clone();
-        Ok(Dispatched::Pending(Box::pin(async move {
-            let guard = cancel.drop_guard();
-            let result = fut.await;
-            guard.disarm();
-            match result {
+        let key = RoundKey {
+            method: "prompts/get",
+            name: Cow::Borrowed(def.name),
+            arguments: arguments.map(ToOwned::to_owned),
+        };
+        self.run(
+            parts,
+            key,
+            params,
+            |ctx| (def.get)(arguments, ctx),
+            |shared, rev, result, round| match result {
                 Ok(r) => Ok(Bytes::from(render::result(
                     rev,
                     &shared.env,
@@ -218,9 +333,9 @@ impl Shared {
                     Cache::None,
                     &r,
                 ))),
-                Err(e) => Err(render::error(rev, e)),
-            }
-        })))
+                Err(e) => Err(refusal(round).unwrap_or(e)),
+            },
+        )
     }
 
     fn read_resource(
@@ -228,7 +343,6 @@ impl Shared {
         parts: RequestParts,
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
-        let rev = parts.revision;
         let uri = required(params.uri, "uri")?.into_owned();
         let (def, vars) = match self.registry.static_resource(&uri) {
             Some(def) => (def, Vec::new()),
@@ -239,17 +353,19 @@ impl Shared {
                 .find_map(|t| t.template.matches(&uri).map(|vars| (t.def, vars)))
                 .ok_or_else(|| resource_not_found(&uri))?,
         };
-        let (ctx, cancel) = Context::new(parts, Some(Cow::Owned(uri.clone())));
-        let fut = (def.read)(ResourceRequest { uri, vars }, ctx);
-        let shared = self.clone();
-        Ok(Dispatched::Pending(Box::pin(async move {
-            let guard = cancel.drop_guard();
-            let result = fut.await;
-            guard.disarm();
-            match result {
-                Ok(r) if r.contents.is_empty() => Err(render::error(
-                    rev,
-                    RpcError::internal("The resource function returned no contents"),
+        let key = RoundKey {
+            method: "resources/read",
+            name: Cow::Owned(uri.clone()),
+            arguments: None,
+        };
+        self.run(
+            parts,
+            key,
+            params,
+            |ctx| (def.read)(ResourceRequest { uri, vars }, ctx),
+            |shared, rev, result, round| match result {
+                Ok(r) if r.contents.is_empty() => Err(RpcError::internal(
+                    "The resource function returned no contents",
                 )),
                 Ok(r) => Ok(Bytes::from(render::result(
                     rev,
@@ -258,9 +374,9 @@ impl Shared {
                     Cache::Cacheable,
                     &r,
                 ))),
-                Err(e) => Err(render::error(rev, e)),
-            }
-        })))
+                Err(e) => Err(refusal(round).unwrap_or(e)),
+            },
+        )
     }
 
     fn complete(

@@ -2,6 +2,12 @@
 
 pub mod context;
 pub(crate) mod dispatch;
+pub(crate) mod inflight;
+pub mod input;
+pub mod notify;
+pub(crate) mod session;
+pub(crate) mod signing;
+pub(crate) mod subscriptions;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -19,6 +25,10 @@ use crate::protocol::types::{
 use crate::protocol::{Revision, jsonrpc::RpcError};
 use crate::registry::Registry;
 use crate::transport::http::admission::HostPolicy;
+use input::Pending;
+use notify::{Hub, Notifier};
+use session::Sessions;
+use signing::Signer;
 
 /// An MCP server, configured with a builder and served over HTTP.
 ///
@@ -49,6 +59,17 @@ pub(crate) struct Config {
     pub page_size: Option<usize>,
     pub cache: CacheHints,
     pub stream_buffer: usize,
+    pub session_key: Option<Vec<u8>>,
+    pub session_lifetime: Duration,
+    pub session_refresh_after: Duration,
+    pub request_state_lifetime: Duration,
+    pub input_timeout: Duration,
+    pub sse_retry: Duration,
+    pub keep_alive: Duration,
+    pub max_batch: usize,
+    pub max_pending_inputs: usize,
+    pub event_buffer: usize,
+    pub max_tracked_sessions: usize,
 }
 
 impl Default for Config {
@@ -70,6 +91,17 @@ impl Default for Config {
                 scope: CacheScope::Public,
             },
             stream_buffer: 64,
+            session_key: None,
+            session_lifetime: Duration::from_secs(24 * 3600),
+            session_refresh_after: Duration::from_secs(3600),
+            request_state_lifetime: Duration::from_secs(600),
+            input_timeout: Duration::from_secs(300),
+            sse_retry: Duration::from_millis(1000),
+            keep_alive: Duration::from_secs(15),
+            max_batch: 1000,
+            max_pending_inputs: 10_000,
+            event_buffer: 1024,
+            max_tracked_sessions: 100_000,
         }
     }
 }
@@ -201,6 +233,57 @@ impl Server {
         self
     }
 
+    /// The key that signs session ids and `requestState` (at least 32 bytes). Replicas that
+    /// share it serve each other's sessions. Without it, `SAKE_SESSION_KEY` is used; without
+    /// that, a random key per process (sessions then end with the process).
+    pub fn session_key(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.config.session_key = Some(key.as_ref().to_vec());
+        self
+    }
+
+    /// How long a session lives without activity (its id expires). Defaults to 24 hours.
+    pub fn session_lifetime(mut self, lifetime: Duration) -> Self {
+        self.config.session_lifetime = lifetime;
+        self
+    }
+
+    /// How old a session id may be before a response carries a fresh one. Defaults to 1 hour.
+    pub fn session_refresh_after(mut self, age: Duration) -> Self {
+        self.config.session_refresh_after = age;
+        self
+    }
+
+    /// How long a 2026-07-28 `requestState` stays valid. Defaults to 10 minutes.
+    pub fn request_state_lifetime(mut self, lifetime: Duration) -> Self {
+        self.config.request_state_lifetime = lifetime;
+        self
+    }
+
+    /// How long a handshake session's client has to answer an elicitation, sampling or roots
+    /// request. Defaults to 5 minutes.
+    pub fn input_timeout(mut self, timeout: Duration) -> Self {
+        self.config.input_timeout = timeout;
+        self
+    }
+
+    /// The `retry` hint of SSE streams of 2025-11-25 sessions. Defaults to 1 second.
+    pub fn sse_retry(mut self, retry: Duration) -> Self {
+        self.config.sse_retry = retry;
+        self
+    }
+
+    /// How often long-lived streams send a keep-alive comment. Defaults to 15 seconds.
+    pub fn keep_alive(mut self, interval: Duration) -> Self {
+        self.config.keep_alive = interval;
+        self
+    }
+
+    /// The most messages a 2025-03-26 batch may hold. Defaults to 1000.
+    pub fn max_batch_size(mut self, messages: usize) -> Self {
+        self.config.max_batch = messages.max(1);
+        self
+    }
+
     /// Collects and validates everything, and builds each revision's lists: what serving
     /// does first. Fails on duplicate names and invalid definitions.
     pub fn build(self) -> Result<Service, Error> {
@@ -266,6 +349,11 @@ impl Service {
         &self.shared.registry
     }
 
+    /// Publishes list changes and resource updates to connected clients.
+    pub fn notifier(&self) -> Notifier {
+        self.shared.notifier.clone()
+    }
+
     /// An axum `Router` serving the endpoint at the configured path.
     pub fn router(&self) -> axum::Router {
         crate::transport::http::router(self.shared.clone())
@@ -287,6 +375,12 @@ impl Service {
             // Nagle's algorithm stalls small streamed responses by tens of milliseconds.
             let _ = tcp.set_nodelay(true);
         });
+        let shutdown = self.shared.shutdown.clone();
+        let signal = async move {
+            signal.await;
+            tracing::info!("shutting down: finishing in-flight requests and closing streams");
+            shutdown.cancel();
+        };
         axum::serve(listener, self.router())
             .with_graceful_shutdown(signal)
             .await?;
@@ -315,6 +409,14 @@ pub(crate) struct Shared {
     pub capabilities: ServerCapabilities,
     pub lists: [RevisionLists; 4],
     pub discover: Bytes,
+    pub sessions: Sessions,
+    pub pending: Arc<Pending>,
+    pub hub: Arc<Hub>,
+    pub notifier: Notifier,
+    pub streams: crate::transport::http::resume::Streams,
+    pub inflight: Arc<crate::server::inflight::Inflight>,
+    /// Fired when the server shuts down: long-lived streams end with their final messages.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl Shared {
@@ -326,16 +428,30 @@ impl Shared {
             )));
         }
         let env = ResultEnv::new(&config.info, config.cache);
+        let list_changed = || ListChangedCapability {
+            list_changed: Some(true),
+        };
         let capabilities = ServerCapabilities {
             experimental: None,
             logging: Some(Default::default()),
             completions: registry.has_completions().then(Default::default),
-            prompts: (!registry.prompts.is_empty()).then(ListChangedCapability::default),
+            prompts: (!registry.prompts.is_empty()).then(list_changed),
             resources: (!registry.resources.is_empty() || !registry.templates.is_empty())
-                .then(ResourcesCapability::default),
-            tools: (!registry.tools.is_empty()).then(ListChangedCapability::default),
+                .then_some(ResourcesCapability {
+                    subscribe: Some(true),
+                    list_changed: Some(true),
+                }),
+            tools: (!registry.tools.is_empty()).then(list_changed),
             extensions: None,
         };
+        let signer = signer(&config)?;
+        let sessions = Sessions::new(
+            signer,
+            config.session_lifetime,
+            config.session_refresh_after,
+            config.max_tracked_sessions,
+        );
+        let hub = Hub::new(config.event_buffer, config.max_tracked_sessions);
         let mut lists: [RevisionLists; 4] = Default::default();
         for rev in Revision::ALL {
             let page = |kind: &str, key: &str, items: Vec<Value>| {
@@ -366,6 +482,13 @@ impl Shared {
             discover,
         ));
         Ok(Shared {
+            pending: Arc::new(Pending::new(config.max_pending_inputs)),
+            notifier: Notifier { inner: hub.clone() },
+            hub,
+            sessions,
+            streams: crate::transport::http::resume::Streams::new(config.max_tracked_sessions),
+            inflight: Arc::default(),
+            shutdown: tokio_util::sync::CancellationToken::new(),
             registry,
             config,
             env,
@@ -377,6 +500,38 @@ impl Shared {
 
     pub(crate) fn lists(&self, rev: Revision) -> &RevisionLists {
         &self.lists[rev.index()]
+    }
+}
+
+/// The signing key: the builder's, else `SAKE_SESSION_KEY`, else a random one.
+fn signer(config: &Config) -> Result<Signer, Error> {
+    const MIN: usize = 32;
+    let configured = config
+        .session_key
+        .clone()
+        .map(|k| (k, "Server::session_key"))
+        .or_else(|| {
+            std::env::var("SAKE_SESSION_KEY")
+                .ok()
+                .map(|k| (k.into_bytes(), "SAKE_SESSION_KEY"))
+        });
+    match configured {
+        Some((key, source)) => {
+            if key.len() < MIN {
+                return Err(Error::Config(format!(
+                    "the session key from {source} has {} bytes; use at least {MIN} random bytes",
+                    key.len()
+                )));
+            }
+            Signer::new(&key).ok_or_else(|| Error::Config("the session key is unusable".into()))
+        }
+        None => {
+            tracing::info!(
+                "no session key configured (Server::session_key or SAKE_SESSION_KEY): using a random key, so legacy sessions end when this process does, and replicas do not share them"
+            );
+            Signer::random()
+                .ok_or_else(|| Error::Config("no randomness available for a session key".into()))
+        }
     }
 }
 

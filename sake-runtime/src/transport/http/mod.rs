@@ -6,7 +6,9 @@
 
 pub(crate) mod admission;
 pub mod headers;
+pub(crate) mod legacy;
 pub(crate) mod modern;
+pub(crate) mod resume;
 pub(crate) mod sse;
 
 use std::sync::Arc;
@@ -32,10 +34,32 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
     let path = shared.config.path.clone();
     let endpoint = MethodRouter::new()
         .post(post)
-        .get(not_allowed)
-        .delete(not_allowed)
+        .get(get)
+        .delete(delete)
         .fallback(not_allowed);
     Router::new().route(&path, endpoint).with_state(shared)
+}
+
+async fn get(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let cfg = &shared.config;
+    if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
+        return sse::error(Era::Legacy, None, &e);
+    }
+    match legacy::get(shared.clone(), request.headers()).await {
+        Some(resp) => resp,
+        None => not_allowed().await,
+    }
+}
+
+async fn delete(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let cfg = &shared.config;
+    if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
+        return sse::error(Era::Legacy, None, &e);
+    }
+    match legacy::delete(&shared, request.headers()) {
+        Some(resp) => resp,
+        None => not_allowed().await,
+    }
 }
 
 async fn not_allowed() -> Response {
@@ -45,7 +69,7 @@ async fn not_allowed() -> Response {
             None,
             &RpcError::new(
                 jsonrpc::code::TRANSPORT_REFUSED,
-                "Method Not Allowed: send JSON-RPC messages with POST",
+                "Method Not Allowed: send JSON-RPC messages with POST (GET and DELETE need an Mcp-Session-Id of a handshake session)",
             ),
         ),
     );
@@ -85,58 +109,80 @@ async fn post(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     };
     let era_hint = header_era(&parts.headers);
     if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-        return sse::error(
-            era_hint,
-            None,
-            &RpcError::invalid_request(
-                "a JSON-RPC batch (array) is only accepted inside a 2025-03-26 session",
+        return match legacy::session(&shared, &parts.headers) {
+            Ok(Some(session)) => {
+                legacy::batch(
+                    shared.clone(),
+                    session,
+                    &parts.headers,
+                    parts.extensions,
+                    &body,
+                )
+                .await
+            }
+            Ok(None) => sse::error(
+                era_hint,
+                None,
+                &RpcError::invalid_request(
+                    "a JSON-RPC batch (array) is only accepted inside a 2025-03-26 session",
+                ),
             ),
-        );
+            Err(e) => sse::error(Era::Legacy, None, &e),
+        };
     }
     let message = match jsonrpc::decode(&body) {
         Ok(m) => m,
         Err(e) => return sse::error(era_hint, e.id.as_ref(), &e.error),
     };
-    match message {
-        Incoming::Request { id, method, params } => {
-            let params_parsed = match Params::parse(params) {
-                Ok(p) => p,
-                Err(e) => {
-                    let e = if era_hint == Era::Modern {
-                        RpcError::invalid_meta(e.message)
-                    } else {
-                        e
-                    };
-                    return sse::error(era_hint, Some(&id), &e);
-                }
-            };
-            if is_modern(&parts.headers, &params_parsed) {
-                let req = modern::ModernRequest {
-                    id,
-                    method: &method,
-                    params: params_parsed,
+    // Requests: modern-shaped ones are stateless; `initialize` opens a session; anything
+    // else needs one.
+    if let Incoming::Request { id, method, params } = &message {
+        let params_parsed = match Params::parse(*params) {
+            Ok(p) => p,
+            Err(e) => {
+                let e = if era_hint == Era::Modern {
+                    RpcError::invalid_meta(e.message)
+                } else {
+                    e
                 };
-                modern::serve(shared.clone(), &parts.headers, parts.extensions, req).await
-            } else {
-                sse::error(
-                    Era::Legacy,
-                    Some(&id),
-                    &RpcError::invalid_request(
-                        "Bad Request: this server answers 2026-07-28 requests (with params._meta); handshake revisions need `initialize` first",
-                    )
-                    .with_status(400),
-                )
+                return sse::error(era_hint, Some(id), &e);
             }
+        };
+        if is_modern(&parts.headers, &params_parsed) {
+            let req = modern::ModernRequest {
+                id: id.clone(),
+                method,
+                params: params_parsed,
+            };
+            return modern::serve(shared.clone(), &parts.headers, parts.extensions, req).await;
         }
-        Incoming::Notification { .. } => sse::accepted(),
-        Incoming::Response { .. } => sse::error(
-            era_hint,
-            None,
-            &RpcError::invalid_request(
-                "Bad Request: a response is only accepted inside a session that sent a request",
-            )
-            .with_status(400),
-        ),
+        if method == "initialize" {
+            return legacy::initialize(&shared, id, &params_parsed);
+        }
+    }
+    match legacy::session(&shared, &parts.headers) {
+        Ok(Some(session)) => legacy::serve(shared.clone(), session, &parts.headers, parts.extensions, message).await,
+        Err(e) => sse::error(Era::Legacy, None, &e),
+        Ok(None) => match message {
+            // A 2026-07-28 client has no notifications to send over HTTP; accept and ignore.
+            Incoming::Notification { .. } if era_hint == Era::Modern => sse::accepted(),
+            Incoming::Request { id, .. } => sse::error(
+                Era::Legacy,
+                Some(&id),
+                &RpcError::invalid_request(
+                    "Bad Request: no Mcp-Session-Id; start a session with `initialize`, or send a 2026-07-28 request (params._meta with io.modelcontextprotocol/protocolVersion)",
+                )
+                .with_status(400),
+            ),
+            _ => sse::error(
+                Era::Legacy,
+                None,
+                &RpcError::invalid_request(
+                    "Bad Request: no Mcp-Session-Id; notifications and responses belong to a session",
+                )
+                .with_status(400),
+            ),
+        },
     }
 }
 

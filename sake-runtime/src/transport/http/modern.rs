@@ -7,12 +7,16 @@ use bytes::Bytes;
 use http::HeaderMap;
 use tokio::sync::mpsc;
 
-use super::headers::{self, PARAM_PREFIX};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::headers;
 use super::sse;
 use crate::protocol::jsonrpc::{RequestId, RpcError};
 use crate::protocol::meta::{self, ModernMeta, Params};
 use crate::protocol::methods::Method;
 use crate::protocol::{Era, Revision};
+use crate::registry::{HeaderKind, HeaderParam};
 use crate::server::Shared;
 use crate::server::context::RequestParts;
 use crate::server::dispatch::{Dispatched, raw_str};
@@ -37,6 +41,22 @@ pub(crate) async fn serve(
         Err(e) => return sse::error(Era::Modern, Some(&id), &e),
     };
     let ModernMeta { meta, .. } = meta;
+    if method == Method::Listen {
+        return match crate::server::subscriptions::listen(&shared, id.clone(), &params) {
+            Ok(frames) => {
+                use crate::server::subscriptions::Frame;
+                use futures_util::StreamExt;
+                let body = frames.map(|f| {
+                    Ok::<_, std::convert::Infallible>(match f {
+                        Frame::Message(m) => sse::frame(&m),
+                        Frame::KeepAlive => Bytes::from_static(b": keep-alive\n\n"),
+                    })
+                });
+                sse::sse_response(axum::body::Body::from_stream(body))
+            }
+            Err(e) => sse::error(Era::Modern, Some(&id), &e),
+        };
+    }
     let streams = meta.progress_token.is_some() || meta.log_level.is_some();
     let (sink, rx) = if streams {
         let (tx, rx) = mpsc::channel::<Bytes>(shared.config.stream_buffer);
@@ -44,12 +64,9 @@ pub(crate) async fn serve(
     } else {
         (None, None)
     };
-    let parts = RequestParts {
-        revision: Revision::V2026_07_28,
-        meta,
-        sink,
-        extensions,
-    };
+    let mut parts = RequestParts::new(Revision::V2026_07_28, meta);
+    parts.sink = sink;
+    parts.extensions = extensions;
     match shared.dispatch(parts, method, &params) {
         Dispatched::Ready(out) => sse::outcome(Era::Modern, &id, &out),
         Dispatched::Pending(fut) => match rx {
@@ -138,21 +155,70 @@ fn check(
             }
         }
     }
-    // 12. `Mcp-Param-*` headers of the tool's `x-mcp-header` parameters.
-    if method == Method::ToolsCall {
-        check_param_headers(headers)?;
+    // 12. `Mcp-Param-*` headers of the tool's `x-mcp-header` arguments. (An unknown tool is
+    // the dispatcher's -32602.)
+    if method == Method::ToolsCall
+        && let Some(entry) = params
+            .name
+            .and_then(raw_str)
+            .and_then(|n| shared.registry.tool(&n))
+        && !entry.headers.is_empty()
+    {
+        check_param_headers(headers, &entry.headers, params.arguments)?;
     }
     Ok((method, meta))
 }
 
-/// Until tools declare `x-mcp-header` parameters, any `Mcp-Param-*` header is only checked
-/// for well-formedness (unknown names are ignored, as the spec recommends).
-fn check_param_headers(headers: &HeaderMap) -> Result<(), RpcError> {
-    for name in headers.keys() {
-        if name.as_str().starts_with(PARAM_PREFIX)
-            && let Some(v) = headers::read(headers, name.as_str())?
-        {
-            headers::decode_sentinel(name.as_str(), v)?;
+/// Each `x-mcp-header` argument with a value needs its header, equal to it (Base64 sentinel
+/// decoded; integers compared as numbers); a header without a value in the body is refused.
+/// `Mcp-Param-*` headers the tool does not declare are ignored.
+fn check_param_headers(
+    headers: &HeaderMap,
+    declared: &[HeaderParam],
+    arguments: Option<&RawValue>,
+) -> Result<(), RpcError> {
+    let args: Value = arguments
+        .and_then(|a| serde_json::from_str(a.get()).ok())
+        .unwrap_or(Value::Null);
+    for p in declared {
+        let body = p
+            .path
+            .iter()
+            .try_fold(&args, |v, k| v.get(k))
+            .filter(|v| !v.is_null());
+        let display = format!("Mcp-Param-{}", p.name);
+        let header = headers::read(headers, &p.header)?;
+        let (header, body) = match (header, body) {
+            (None, None) => continue,
+            (None, Some(_)) => {
+                return Err(RpcError::header_mismatch(format!(
+                    "Header mismatch: missing {display} header for argument `{}`",
+                    p.path.join(".")
+                )));
+            }
+            (Some(_), None) => {
+                return Err(RpcError::header_mismatch(format!(
+                    "Header mismatch: {display} is present but argument `{}` has no value",
+                    p.path.join(".")
+                )));
+            }
+            (Some(h), Some(b)) => (h, b),
+        };
+        let decoded = headers::decode_sentinel(&p.header, header)?;
+        let equal = match p.kind {
+            HeaderKind::String => body.as_str() == Some(&*decoded),
+            HeaderKind::Boolean => {
+                body.as_bool().map(|b| if b { "true" } else { "false" }) == Some(&*decoded)
+            }
+            HeaderKind::Integer => match (decoded.parse::<f64>(), body.as_f64()) {
+                (Ok(h), Some(b)) => h == b,
+                _ => false,
+            },
+        };
+        if !equal {
+            return Err(RpcError::header_mismatch(format!(
+                "Header mismatch: {display} header value {decoded:?} does not match body value {body}"
+            )));
         }
     }
     Ok(())

@@ -1,0 +1,78 @@
+//! Requests in flight that a client may cancel by id (`notifications/cancelled`): legacy
+//! sessions over HTTP, and stdio.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::protocol::jsonrpc::RequestId;
+
+/// The cancellation tokens of running requests, by (session or connection, request id).
+#[derive(Debug, Default)]
+pub(crate) struct Inflight {
+    running: Mutex<HashMap<(String, RequestId), CancellationToken>>,
+}
+
+/// Removes its entry when the request ends.
+pub(crate) struct InflightGuard {
+    inflight: Arc<Inflight>,
+    key: (String, RequestId),
+}
+
+impl Drop for InflightGuard {
+    fn drop(&mut self) {
+        if let Ok(mut r) = self.inflight.running.lock() {
+            r.remove(&self.key);
+        }
+    }
+}
+
+impl Inflight {
+    /// Registers a request; its token fires when the client cancels it.
+    pub fn register(
+        self: &Arc<Self>,
+        scope: &str,
+        id: &RequestId,
+        token: CancellationToken,
+    ) -> InflightGuard {
+        let key = (scope.to_owned(), id.clone());
+        if let Ok(mut r) = self.running.lock() {
+            r.insert(key.clone(), token);
+        }
+        InflightGuard {
+            inflight: self.clone(),
+            key,
+        }
+    }
+
+    /// Cancels a request; `false` if it is not running (finished, or never was).
+    pub fn cancel(&self, scope: &str, id: &RequestId) -> bool {
+        let token = self
+            .running
+            .lock()
+            .ok()
+            .and_then(|mut r| r.remove(&(scope.to_owned(), id.clone())));
+        match token {
+            Some(t) => {
+                t.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Cancels every request of a scope (a session ended, a connection closed).
+    pub fn cancel_scope(&self, scope: &str) {
+        if let Ok(mut r) = self.running.lock() {
+            r.retain(|(s, _), t| {
+                if s == scope {
+                    t.cancel();
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+    }
+}

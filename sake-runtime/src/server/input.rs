@@ -1,0 +1,597 @@
+//! Asking the client for input while a request runs: elicitation, sampling, roots.
+//!
+//! One API for every revision. On a handshake session the question is a JSON-RPC request on
+//! the call's stream and the client answers with a POST. On 2026-07-28 the question makes the
+//! call end with `resultType: "input_required"`; the client retries with `inputResponses`, the
+//! function runs again, and this time the same question returns the answer (MRTR).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::oneshot;
+
+use super::session::now_secs;
+use super::signing::{Domain, Signer};
+use crate::protocol::jsonrpc::{RequestId, RpcError};
+use crate::protocol::types::{
+    ClientCapabilities, CreateMessageResult, ElicitResult, ListRootsResult,
+};
+
+/// Why a question to the client got no usable answer.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// The client did not declare the capability the question needs. On 2026-07-28 a call
+    /// that fails after this answers -32021 naming the capability.
+    #[error("the client did not declare the `{capability}` capability this request needs")]
+    MissingCapability {
+        /// The capability, as a dotted path (`sampling`, `elicitation.url`, …).
+        capability: &'static str,
+    },
+    /// The client did not answer in time.
+    #[error("the client did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The client answered with a JSON-RPC error.
+    #[error("the client refused: {message} ({code})")]
+    Client {
+        /// The error code.
+        code: i64,
+        /// The error message.
+        message: String,
+    },
+    /// The client's answer does not have the shape of the result asked for.
+    #[error("the client's answer is malformed: {0}")]
+    InvalidResponse(String),
+    /// The type asked for cannot be an elicitation form (a flat object of primitives).
+    #[error("cannot elicit this type: {0}")]
+    InvalidSchema(String),
+    /// The request was cancelled while waiting.
+    #[error("the request was cancelled")]
+    Cancelled,
+    /// This request has no way to ask (a detached context, a method that cannot ask, or
+    /// too many questions already waiting).
+    #[error("this request cannot ask the client for input: {0}")]
+    Unavailable(&'static str),
+}
+
+/// What a user did with a form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Elicitation<T> {
+    /// Submitted, with the values.
+    Accepted(T),
+    /// Declined explicitly.
+    Declined,
+    /// Dismissed.
+    Cancelled,
+}
+
+impl<T> Elicitation<T> {
+    /// The values, if the form was submitted.
+    pub fn accepted(self) -> Option<T> {
+        match self {
+            Elicitation::Accepted(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// A capability a question needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Need {
+    ElicitForm,
+    ElicitUrl,
+    Sampling,
+    SamplingTools,
+    Roots,
+}
+
+impl Need {
+    pub fn name(self) -> &'static str {
+        match self {
+            Need::ElicitForm => "elicitation",
+            Need::ElicitUrl => "elicitation.url",
+            Need::Sampling => "sampling",
+            Need::SamplingTools => "sampling.tools",
+            Need::Roots => "roots",
+        }
+    }
+
+    /// Parses a `requires(...)` name.
+    pub fn parse(name: &str) -> Option<Need> {
+        Some(match name {
+            "elicitation" => Need::ElicitForm,
+            "elicitation.url" => Need::ElicitUrl,
+            "sampling" => Need::Sampling,
+            "sampling.tools" => Need::SamplingTools,
+            "roots" => Need::Roots,
+            _ => return None,
+        })
+    }
+
+    pub fn satisfied_by(self, caps: &ClientCapabilities) -> bool {
+        match self {
+            Need::ElicitForm => caps.elicitation.as_ref().is_some_and(|e| e.allows_form()),
+            Need::ElicitUrl => caps.elicitation.as_ref().is_some_and(|e| e.allows_url()),
+            Need::Sampling => caps.sampling.is_some(),
+            Need::SamplingTools => caps.sampling.as_ref().is_some_and(|s| s.tools.is_some()),
+            Need::Roots => caps.roots.is_some(),
+        }
+    }
+
+    /// The `ClientCapabilities` object naming this need (`data.requiredCapabilities`).
+    pub fn as_capabilities(self) -> Value {
+        match self {
+            Need::ElicitForm => json!({ "elicitation": {} }),
+            Need::ElicitUrl => json!({ "elicitation": { "url": {} } }),
+            Need::Sampling => json!({ "sampling": {} }),
+            Need::SamplingTools => json!({ "sampling": { "tools": {} } }),
+            Need::Roots => json!({ "roots": {} }),
+        }
+    }
+}
+
+/// Merges capability objects (`{"sampling":{}}` + `{"roots":{}}`).
+pub(crate) fn merge_capabilities(into: &mut Value, more: Value) {
+    if let (Value::Object(a), Value::Object(b)) = (into, more) {
+        for (k, v) in b {
+            match a.get_mut(&k) {
+                Some(existing) => merge_capabilities(existing, v),
+                None => {
+                    a.insert(k, v);
+                }
+            }
+        }
+    }
+}
+
+/// The outcome of a server-to-client request.
+pub(crate) type PeerOutcome = Result<Value, (i64, String)>;
+
+/// Server-to-client requests of handshake sessions that await the client's POSTed answer.
+/// Process-local: the answer must reach the process that asked.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    next: AtomicI64,
+    waiting: Mutex<HashMap<(String, i64), oneshot::Sender<PeerOutcome>>>,
+    max: usize,
+}
+
+impl Pending {
+    pub fn new(max: usize) -> Self {
+        Pending {
+            next: AtomicI64::new(1),
+            waiting: Mutex::new(HashMap::new()),
+            max,
+        }
+    }
+
+    fn register(&self, sid: &str) -> Option<(i64, oneshot::Receiver<PeerOutcome>)> {
+        let mut waiting = self.waiting.lock().ok()?;
+        if waiting.len() >= self.max {
+            return None;
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        waiting.insert((sid.to_owned(), id), tx);
+        Some((id, rx))
+    }
+
+    fn forget(&self, sid: &str, id: i64) {
+        if let Ok(mut w) = self.waiting.lock() {
+            w.remove(&(sid.to_owned(), id));
+        }
+    }
+
+    /// Delivers a client's answer; `false` if nothing in this session waits for that id.
+    pub fn resolve(&self, sid: &str, id: &RequestId, outcome: PeerOutcome) -> bool {
+        let RequestId::Number(n) = id else {
+            return false;
+        };
+        let sender = self
+            .waiting
+            .lock()
+            .ok()
+            .and_then(|mut w| w.remove(&(sid.to_owned(), *n)));
+        match sender {
+            Some(tx) => tx.send(outcome).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Drops every question of a session (it ended): their askers see `Cancelled`.
+    pub fn end_session(&self, sid: &str) {
+        if let Ok(mut w) = self.waiting.lock() {
+            w.retain(|(s, _), _| s != sid);
+        }
+    }
+}
+
+/// A handshake session's way to ask.
+#[derive(Clone, Debug)]
+pub(crate) struct LegacyPeer {
+    pub sid: String,
+    pub pending: Arc<Pending>,
+    pub timeout: Duration,
+}
+
+impl LegacyPeer {
+    /// Registers a question; the returned guard forgets it if the asker gives up.
+    pub(crate) fn ask(&self) -> Option<(i64, oneshot::Receiver<PeerOutcome>, ForgetGuard)> {
+        let (id, rx) = self.pending.register(&self.sid)?;
+        Some((
+            id,
+            rx,
+            ForgetGuard {
+                peer: self.clone(),
+                id,
+            },
+        ))
+    }
+}
+
+pub(crate) struct ForgetGuard {
+    peer: LegacyPeer,
+    id: i64,
+}
+
+impl Drop for ForgetGuard {
+    fn drop(&mut self) {
+        self.peer.pending.forget(&self.peer.sid, self.id);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2026-07-28: multi round-trip requests
+
+/// What `requestState` carries, signed: the request it belongs to and the answers so far.
+#[derive(Debug, Serialize, Deserialize)]
+struct StateClaims {
+    /// Method.
+    m: String,
+    /// Tool or prompt name, or resource URI.
+    n: String,
+    /// Digest of the arguments.
+    d: String,
+    /// Answers of earlier rounds.
+    a: Map<String, Value>,
+    /// Expiry (Unix seconds).
+    e: u64,
+}
+
+/// The digest of a request's arguments, independent of key order and whitespace.
+pub(crate) fn arguments_digest(arguments: Option<&serde_json::value::RawValue>) -> String {
+    let value: Value = arguments
+        .and_then(|a| serde_json::from_str(a.get()).ok())
+        .unwrap_or(Value::Null);
+    let mut canonical = String::new();
+    canonicalize(&value, &mut canonical);
+    let hash = Sha256::digest(canonical.as_bytes());
+    hash.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+fn canonicalize(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonicalize(&m[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonicalize(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Which request a round belongs to.
+#[derive(Clone, Debug)]
+pub(crate) struct RoundKey {
+    pub method: &'static str,
+    pub name: std::borrow::Cow<'static, str>,
+    /// The arguments as sent; digested only when a state is issued or checked.
+    pub arguments: Option<Box<serde_json::value::RawValue>>,
+}
+
+impl RoundKey {
+    fn digest(&self) -> String {
+        arguments_digest(self.arguments.as_deref())
+    }
+}
+
+/// One round of a 2026-07-28 request that may ask for input.
+#[derive(Debug)]
+pub(crate) struct Mrtr {
+    key: RoundKey,
+    answers: Map<String, Value>,
+    round: Mutex<Round>,
+}
+
+#[derive(Debug, Default)]
+struct Round {
+    requests: Vec<(String, Value)>,
+    invalid: Option<String>,
+    refused: Option<Value>,
+}
+
+/// How a round ended, when it did not complete.
+pub(crate) enum RoundOutcome {
+    /// Questions to send back.
+    InputRequired(Vec<(String, Value)>),
+}
+
+impl Mrtr {
+    /// Reads a retry's `requestState` and `inputResponses`; -32602 when either is not what
+    /// this server issued or not of the right shape.
+    pub fn start(
+        signer: &Signer,
+        key: RoundKey,
+        request_state: Option<&serde_json::value::RawValue>,
+        input_responses: Option<&serde_json::value::RawValue>,
+    ) -> Result<Mrtr, RpcError> {
+        let mut answers = Map::new();
+        if let Some(raw) = request_state {
+            let bad = || {
+                RpcError::invalid_params(
+                    "Invalid params: requestState integrity check failed (it was altered, has expired, or belongs to another request); retry without it",
+                )
+            };
+            let token: String = serde_json::from_str(raw.get()).map_err(|_| bad())?;
+            let payload = signer
+                .verify(Domain::RequestState, &token)
+                .ok_or_else(bad)?;
+            let claims: StateClaims = serde_json::from_slice(&payload).map_err(|_| bad())?;
+            if claims.m != key.method
+                || claims.n != key.name
+                || claims.e < now_secs()
+                || claims.d != key.digest()
+            {
+                return Err(bad());
+            }
+            answers = claims.a;
+        }
+        if let Some(raw) = input_responses {
+            match serde_json::from_str::<Value>(raw.get()) {
+                Ok(Value::Object(m)) => answers.extend(m),
+                Ok(Value::Null) | Ok(_) | Err(_) => {
+                    return Err(RpcError::invalid_params(
+                        "Invalid params: `inputResponses` must be an object mapping each input request's key to the client's result",
+                    ));
+                }
+            }
+        }
+        Ok(Mrtr {
+            key,
+            answers,
+            round: Mutex::new(Round::default()),
+        })
+    }
+
+    /// The answer to `key`, checked against the result type of `method`.
+    pub fn answer(&self, key: &str, method: &str) -> Option<Result<Value, InputError>> {
+        let v = self.answers.get(key)?;
+        let check = match method {
+            "elicitation/create" => serde_json::from_value::<ElicitResult>(v.clone()).map(|_| ()),
+            "sampling/createMessage" => {
+                serde_json::from_value::<CreateMessageResult>(v.clone()).map(|_| ())
+            }
+            _ => serde_json::from_value::<ListRootsResult>(v.clone()).map(|_| ()),
+        };
+        Some(match check {
+            Ok(()) => Ok(v.clone()),
+            Err(e) => {
+                let msg = format!("inputResponses[{key:?}] is not a valid {method} result: {e}");
+                if let Ok(mut r) = self.round.lock() {
+                    r.invalid.get_or_insert(msg.clone());
+                }
+                Err(InputError::InvalidResponse(msg))
+            }
+        })
+    }
+
+    /// Adds a question to this round (once per key).
+    pub fn ask(&self, key: &str, method: &str, params: Value) {
+        if let Ok(mut r) = self.round.lock()
+            && !r.requests.iter().any(|(k, _)| k == key)
+        {
+            r.requests.push((
+                key.to_owned(),
+                json!({ "method": method, "params": params }),
+            ));
+        }
+    }
+
+    pub fn refuse(&self, need: Need) {
+        if let Ok(mut r) = self.round.lock() {
+            let caps = r.refused.get_or_insert_with(|| json!({}));
+            merge_capabilities(caps, need.as_capabilities());
+        }
+    }
+
+    /// Called when the function is pending: a round with questions ends here.
+    pub fn poll_pending(&self) -> Option<RoundOutcome> {
+        let mut r = self.round.lock().ok()?;
+        if r.requests.is_empty() {
+            None
+        } else {
+            Some(RoundOutcome::InputRequired(std::mem::take(&mut r.requests)))
+        }
+    }
+
+    /// A malformed answer the function read, if any (-32602).
+    pub fn invalid(&self) -> Option<String> {
+        self.round.lock().ok().and_then(|r| r.invalid.clone())
+    }
+
+    /// The capabilities refused to the function, if any.
+    pub fn refused(&self) -> Option<Value> {
+        self.round.lock().ok().and_then(|r| r.refused.clone())
+    }
+
+    /// The signed state for the next round: every answer so far.
+    pub fn next_state(&self, signer: &Signer, lifetime: Duration) -> String {
+        let claims = StateClaims {
+            m: self.key.method.to_owned(),
+            n: self.key.name.to_string(),
+            d: self.key.digest(),
+            a: self.answers.clone(),
+            e: now_secs() + lifetime.as_secs(),
+        };
+        signer.sign(
+            Domain::RequestState,
+            &serde_json::to_vec(&claims).unwrap_or_default(),
+        )
+    }
+}
+
+/// How a request can ask for input.
+#[derive(Clone, Debug, Default)]
+pub(crate) enum InputChannel {
+    /// It cannot.
+    #[default]
+    None,
+    /// A handshake session: requests on the call's stream.
+    Legacy(LegacyPeer),
+    /// 2026-07-28: `input_required` rounds.
+    Mrtr(Arc<Mrtr>),
+}
+
+/// Decodes an answer into the type the function asked for.
+pub(crate) fn decode<T: DeserializeOwned>(v: Value, what: &str) -> Result<T, InputError> {
+    serde_json::from_value(v).map_err(|e| InputError::InvalidResponse(format!("{what}: {e}")))
+}
+
+/// The elicitation form of `T`: its normalised schema, checked to be the flat object of
+/// primitives the spec allows. Built once per type.
+pub(crate) fn form_schema<T: schemars::JsonSchema>() -> Result<Value, InputError> {
+    static CACHE: std::sync::OnceLock<Mutex<HashMap<String, Result<Value, String>>>> =
+        std::sync::OnceLock::new();
+    let id = T::schema_id().into_owned();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(&id).cloned()) {
+        return hit.map_err(InputError::InvalidSchema);
+    }
+    let schema = crate::schema::input_schema::<T>();
+    let checked = check_form(&schema).map(|()| schema);
+    if let Ok(mut c) = cache.lock() {
+        c.insert(id, checked.clone());
+    }
+    checked.map_err(InputError::InvalidSchema)
+}
+
+/// Digest A9: a form is an object whose properties are strings (optionally formatted or
+/// enumerated), numbers, integers, booleans, or arrays of enumerated strings.
+pub(crate) fn check_form(schema: &Value) -> Result<(), String> {
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err("a form must be a struct (a JSON object)".into());
+    }
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for (name, prop) in props {
+        let ty = prop.get("type").and_then(Value::as_str);
+        let ok = match ty {
+            Some("string") => prop
+                .get("format")
+                .and_then(Value::as_str)
+                .is_none_or(|f| matches!(f, "email" | "uri" | "date" | "date-time")),
+            Some("number" | "integer" | "boolean") => true,
+            Some("array") => prop.get("items").is_some_and(|items| {
+                items.get("enum").is_some()
+                    || items.get("anyOf").is_some()
+                    || items.get("oneOf").is_some()
+            }),
+            _ => false,
+        };
+        if !ok {
+            return Err(format!(
+                "field `{name}` is not a string, number, integer, boolean, or list of enumerated strings"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_ignore_key_order() {
+        let a = serde_json::value::RawValue::from_string(r#"{"b":1,"a":[1,{"y":2,"x":1}]}"#.into())
+            .unwrap();
+        let b =
+            serde_json::value::RawValue::from_string(r#"{ "a":[1,{"x":1,"y":2}], "b":1 }"#.into())
+                .unwrap();
+        assert_eq!(arguments_digest(Some(&a)), arguments_digest(Some(&b)));
+        assert_ne!(arguments_digest(Some(&a)), arguments_digest(None));
+    }
+
+    #[test]
+    fn state_is_bound_to_its_request() {
+        let signer = Signer::new(b"k".repeat(32).as_slice()).unwrap();
+        let key = RoundKey {
+            method: "tools/call",
+            name: "t".into(),
+            arguments: None,
+        };
+        let responses =
+            serde_json::value::RawValue::from_string(r#"{"q":{"action":"decline"}}"#.into())
+                .unwrap();
+        let m = Mrtr::start(&signer, key.clone(), None, Some(&responses)).unwrap();
+        let state = m.next_state(&signer, Duration::from_secs(60));
+        let raw = serde_json::value::to_raw_value(&state).unwrap();
+        let back = Mrtr::start(&signer, key.clone(), Some(&raw), None).unwrap();
+        assert!(back.answer("q", "elicitation/create").unwrap().is_ok());
+        let other = RoundKey {
+            name: "u".into(),
+            ..key.clone()
+        };
+        assert_eq!(
+            Mrtr::start(&signer, other, Some(&raw), None)
+                .unwrap_err()
+                .code,
+            -32602
+        );
+        let tampered = serde_json::value::to_raw_value(&format!("{state}-TAMPERED")).unwrap();
+        assert!(Mrtr::start(&signer, key.clone(), Some(&tampered), None).is_err());
+        let null = serde_json::value::RawValue::from_string("null".into()).unwrap();
+        assert!(Mrtr::start(&signer, key, None, Some(&null)).is_err());
+    }
+
+    #[test]
+    fn malformed_answers_are_recorded() {
+        let signer = Signer::new(b"k".repeat(32).as_slice()).unwrap();
+        let key = RoundKey {
+            method: "tools/call",
+            name: "t".into(),
+            arguments: None,
+        };
+        let responses = serde_json::value::RawValue::from_string(r#"{"q":12345}"#.into()).unwrap();
+        let m = Mrtr::start(&signer, key, None, Some(&responses)).unwrap();
+        assert!(m.answer("q", "elicitation/create").unwrap().is_err());
+        assert!(m.invalid().is_some());
+        assert!(m.answer("other", "elicitation/create").is_none());
+    }
+}

@@ -1,0 +1,174 @@
+//! Server-initiated notifications: list changes and resource updates, published from server
+//! code and delivered to every open stream that asked for them — legacy sessions' GET streams
+//! and 2026-07-28 `subscriptions/listen` streams alike.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::broadcast;
+
+/// Something clients may want to hear about.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// `notifications/tools/list_changed`.
+    ToolsChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsChanged,
+    /// `notifications/resources/list_changed`.
+    ResourcesChanged,
+    /// `notifications/resources/updated` for this URI.
+    ResourceUpdated(Arc<str>),
+}
+
+impl Event {
+    /// The notification's method.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Event::ToolsChanged => "notifications/tools/list_changed",
+            Event::PromptsChanged => "notifications/prompts/list_changed",
+            Event::ResourcesChanged => "notifications/resources/list_changed",
+            Event::ResourceUpdated(_) => "notifications/resources/updated",
+        }
+    }
+}
+
+/// Publishes notifications to connected clients. Cheap to clone; get one from
+/// [`Service::notifier`](crate::Service::notifier) or [`Context::notifier`](crate::Context::notifier).
+///
+/// Publishing never blocks: a stream too slow to keep up is closed (its client reconnects).
+#[derive(Clone, Debug)]
+pub struct Notifier {
+    pub(crate) inner: Arc<Hub>,
+}
+
+impl Notifier {
+    /// The list of tools changed.
+    pub fn tools_changed(&self) {
+        self.inner.publish(Event::ToolsChanged);
+    }
+
+    /// The list of prompts changed.
+    pub fn prompts_changed(&self) {
+        self.inner.publish(Event::PromptsChanged);
+    }
+
+    /// The list of resources changed.
+    pub fn resources_changed(&self) {
+        self.inner.publish(Event::ResourcesChanged);
+    }
+
+    /// The resource at `uri` changed: clients subscribed to it are told.
+    pub fn notify_resource_updated(&self, uri: impl Into<String>) {
+        self.inner
+            .publish(Event::ResourceUpdated(Arc::from(uri.into())));
+    }
+
+    /// How many streams currently listen (legacy GET streams and 2026-07-28 subscriptions).
+    pub fn listeners(&self) -> usize {
+        self.inner.events.receiver_count()
+    }
+}
+
+/// The process-local fan-out and the legacy sessions' resource subscriptions.
+#[derive(Debug)]
+pub(crate) struct Hub {
+    events: broadcast::Sender<Event>,
+    /// `resources/subscribe` of legacy sessions, by session id.
+    subscriptions: Mutex<HashMap<String, HashSet<String>>>,
+    max_sessions: usize,
+    /// The generation of each legacy session's standalone GET stream: a newer stream
+    /// replaces an older one.
+    get_streams: Mutex<HashMap<String, u64>>,
+    next_generation: std::sync::atomic::AtomicU64,
+}
+
+impl Hub {
+    pub fn new(buffer: usize, max_sessions: usize) -> Arc<Hub> {
+        let (events, _) = broadcast::channel(buffer.max(1));
+        Arc::new(Hub {
+            events,
+            subscriptions: Mutex::new(HashMap::new()),
+            max_sessions,
+            get_streams: Mutex::new(HashMap::new()),
+            next_generation: std::sync::atomic::AtomicU64::new(1),
+        })
+    }
+
+    fn publish(&self, event: Event) {
+        // No receiver is not an error: nobody listens.
+        let _ = self.events.send(event);
+    }
+
+    pub fn subscribe_events(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// Records a legacy session's subscription; `false` when too many sessions subscribe.
+    pub fn subscribe(&self, sid: &str, uri: &str) -> bool {
+        let Ok(mut subs) = self.subscriptions.lock() else {
+            return false;
+        };
+        if !subs.contains_key(sid) && subs.len() >= self.max_sessions {
+            return false;
+        }
+        subs.entry(sid.to_owned())
+            .or_default()
+            .insert(uri.to_owned());
+        true
+    }
+
+    pub fn unsubscribe(&self, sid: &str, uri: &str) {
+        if let Ok(mut subs) = self.subscriptions.lock()
+            && let Some(set) = subs.get_mut(sid)
+        {
+            set.remove(uri);
+            if set.is_empty() {
+                subs.remove(sid);
+            }
+        }
+    }
+
+    pub fn is_subscribed(&self, sid: &str, uri: &str) -> bool {
+        self.subscriptions
+            .lock()
+            .map(|s| s.get(sid).is_some_and(|set| set.contains(uri)))
+            .unwrap_or(false)
+    }
+
+    /// Forgets a session (DELETE).
+    pub fn end_session(&self, sid: &str) {
+        if let Ok(mut s) = self.subscriptions.lock() {
+            s.remove(sid);
+        }
+        if let Ok(mut g) = self.get_streams.lock() {
+            g.remove(sid);
+        }
+    }
+
+    /// Claims the session's standalone stream; the previous one, if any, stops at its next
+    /// event when it sees it is no longer current.
+    pub fn claim_get_stream(&self, sid: &str) -> u64 {
+        let generation = self
+            .next_generation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut g) = self.get_streams.lock() {
+            g.insert(sid.to_owned(), generation);
+        }
+        generation
+    }
+
+    pub fn is_current_get_stream(&self, sid: &str, generation: u64) -> bool {
+        self.get_streams
+            .lock()
+            .map(|g| g.get(sid) == Some(&generation))
+            .unwrap_or(false)
+    }
+
+    pub fn release_get_stream(&self, sid: &str, generation: u64) {
+        if let Ok(mut g) = self.get_streams.lock()
+            && g.get(sid) == Some(&generation)
+        {
+            g.remove(sid);
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! `subscriptions/listen` (2026-07-28): a long-lived stream of the notifications a client
+//! asked for, each tagged with the listen request's id.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::Stream;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use super::Shared;
+use super::notify::Event;
+use crate::protocol::jsonrpc::{self, RequestId, RpcError};
+use crate::protocol::meta::{Params, SERVER_INFO, SUBSCRIPTION_ID};
+
+/// `params.notifications` of `subscriptions/listen`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Filter {
+    #[serde(default)]
+    tools_list_changed: bool,
+    #[serde(default)]
+    prompts_list_changed: bool,
+    #[serde(default)]
+    resources_list_changed: bool,
+    #[serde(default)]
+    resource_subscriptions: Option<Vec<String>>,
+}
+
+impl Filter {
+    /// The subset the server honours: only what it advertises.
+    fn honoured(mut self, shared: &Shared) -> Filter {
+        let caps = &shared.capabilities;
+        let listed = |c: Option<bool>| c == Some(true);
+        self.tools_list_changed &= listed(caps.tools.as_ref().and_then(|t| t.list_changed));
+        self.prompts_list_changed &= listed(caps.prompts.as_ref().and_then(|p| p.list_changed));
+        let resources = caps.resources.as_ref();
+        self.resources_list_changed &= listed(resources.and_then(|r| r.list_changed));
+        if !listed(resources.and_then(|r| r.subscribe)) {
+            self.resource_subscriptions = None;
+        }
+        self
+    }
+
+    fn to_json(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        if self.tools_list_changed {
+            m.insert("toolsListChanged".into(), true.into());
+        }
+        if self.prompts_list_changed {
+            m.insert("promptsListChanged".into(), true.into());
+        }
+        if self.resources_list_changed {
+            m.insert("resourcesListChanged".into(), true.into());
+        }
+        if let Some(uris) = &self.resource_subscriptions {
+            m.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        Value::Object(m)
+    }
+
+    fn wants(&self, event: &Event) -> bool {
+        match event {
+            Event::ToolsChanged => self.tools_list_changed,
+            Event::PromptsChanged => self.prompts_list_changed,
+            Event::ResourcesChanged => self.resources_list_changed,
+            Event::ResourceUpdated(uri) => self
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|u| u.iter().any(|s| s == &**uri)),
+        }
+    }
+}
+
+/// One message of a listen stream, or a keep-alive tick.
+pub(crate) enum Frame {
+    /// A JSON-RPC message (notification, or the final result).
+    Message(Bytes),
+    /// Nothing happened for a while.
+    KeepAlive,
+}
+
+/// Starts a subscription: checks the filter, and returns the stream of its frames, which
+/// begins with the acknowledgement.
+pub(crate) fn listen(
+    shared: &Arc<Shared>,
+    id: RequestId,
+    params: &Params<'_>,
+) -> Result<impl Stream<Item = Frame> + Send + 'static, RpcError> {
+    let raw = params.notifications.ok_or_else(|| {
+        RpcError::invalid_params("Invalid params: `subscriptions/listen` needs `notifications` (a SubscriptionFilter object)")
+    })?;
+    let filter: Filter = serde_json::from_str(raw.get()).map_err(|e| {
+        RpcError::invalid_params(format!(
+            "Invalid params: `notifications` is not a SubscriptionFilter: {e}"
+        ))
+    })?;
+    let filter = filter.honoured(shared);
+    let tag = json!({ SUBSCRIPTION_ID: id });
+    let ack = jsonrpc::notification_bytes(
+        "notifications/subscriptions/acknowledged",
+        &json!({ "notifications": filter.to_json(), "_meta": tag }),
+    );
+    let events = shared.hub.subscribe_events();
+    let mut tick = tokio::time::interval(shared.config.keep_alive);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let state = State {
+        shared: shared.clone(),
+        id,
+        filter,
+        events,
+        tick,
+        ack: Some(Bytes::from(ack)),
+        closed: false,
+    };
+    Ok(futures_util::stream::unfold(state, next))
+}
+
+struct State {
+    shared: Arc<Shared>,
+    id: RequestId,
+    filter: Filter,
+    events: broadcast::Receiver<Event>,
+    tick: tokio::time::Interval,
+    ack: Option<Bytes>,
+    closed: bool,
+}
+
+/// The graceful end: a result for the listen request, then the stream ends.
+fn closing(state: &State) -> Bytes {
+    let result = json!({
+        "resultType": "complete",
+        "_meta": {
+            SUBSCRIPTION_ID: state.id,
+            SERVER_INFO: { "name": state.shared.config.info.name, "version": state.shared.config.info.version },
+        }
+    });
+    let body = serde_json::to_vec(&result).unwrap_or_default();
+    Bytes::from(jsonrpc::result_bytes(&state.id, &body))
+}
+
+async fn next(mut state: State) -> Option<(Frame, State)> {
+    if let Some(ack) = state.ack.take() {
+        // The first tick of an interval is immediate; consume it so keep-alives start later.
+        state.tick.tick().await;
+        return Some((Frame::Message(ack), state));
+    }
+    if state.closed {
+        return None;
+    }
+    loop {
+        tokio::select! {
+            ev = state.events.recv() => match ev {
+                Ok(ev) if !state.filter.wants(&ev) => continue,
+                Ok(ev) => {
+                    let mut params = match &ev {
+                        Event::ResourceUpdated(uri) => json!({ "uri": &**uri }),
+                        _ => json!({}),
+                    };
+                    params["_meta"] = json!({ SUBSCRIPTION_ID: state.id });
+                    let msg = Bytes::from(jsonrpc::notification_bytes(ev.method(), &params));
+                    return Some((Frame::Message(msg), state));
+                }
+                // Too slow to keep up: end gracefully rather than buffer without end.
+                Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => {
+                    state.closed = true;
+                    let bye = closing(&state);
+                    return Some((Frame::Message(bye), state));
+                }
+            },
+            () = state.shared.shutdown.cancelled() => {
+                state.closed = true;
+                let bye = closing(&state);
+                return Some((Frame::Message(bye), state));
+            }
+            _ = state.tick.tick() => return Some((Frame::KeepAlive, state)),
+        }
+    }
+}
