@@ -85,11 +85,13 @@ impl<'a> Params<'a> {
             None => Ok(Params::default()),
             // serde reads a struct from an array too (by position): refuse that first.
             Some(raw) if !raw.get().starts_with('{') => Err(RpcError::invalid_params(format!(
-                "`params` must be a JSON object, not {}",
+                "Invalid params: `params` must be a JSON object, not {}",
                 clip(raw.get())
             ))),
             Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
-                RpcError::invalid_params(format!("`params` must be a JSON object: {e}"))
+                RpcError::invalid_params(format!(
+                    "Invalid params: `params` must be a JSON object: {e}"
+                ))
             }),
         }
     }
