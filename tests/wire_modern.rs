@@ -709,6 +709,855 @@ async fn invalid_requests() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// `_meta` (digest A2, A7.12 step 5): -32602 with HTTP 400, the id echoed
+
+#[tokio::test]
+async fn missing_or_malformed_meta_is_invalid_params_400() {
+    let w = wire();
+    let pv = "io.modelcontextprotocol/protocolVersion";
+    let caps = "io.modelcontextprotocol/clientCapabilities";
+    let help = "2026-07-28 requests carry `params._meta` with `io.modelcontextprotocol/protocolVersion` (a string) and `io.modelcontextprotocol/clientCapabilities` (an object)";
+    let cases: Vec<(Value, String)> = vec![
+        (
+            json!({}),
+            format!("Invalid params: missing `_meta`; {help}"),
+        ),
+        (
+            json!({"_meta": {caps: {}}}),
+            format!("Invalid params: missing `_meta[\"{pv}\"]`; {help}"),
+        ),
+        (
+            json!({"_meta": {pv: MODERN}}),
+            format!("Invalid params: missing `_meta[\"{caps}\"]` (send {{}} for none); {help}"),
+        ),
+        (
+            json!({"_meta": {pv: 20260728, caps: {}}}),
+            format!("Invalid params: `_meta[\"{pv}\"]` must be a string"),
+        ),
+        (
+            json!({"_meta": {pv: MODERN, caps: []}}),
+            format!("Invalid params: `_meta[\"{caps}\"]` must be an object"),
+        ),
+        (
+            json!({"_meta": {pv: MODERN, caps: "all"}}),
+            format!("Invalid params: `_meta[\"{caps}\"]` must be an object"),
+        ),
+        (
+            json!({"_meta": []}),
+            format!("Invalid params: `_meta` must be an object; {help}"),
+        ),
+        (
+            json!({"_meta": {pv: MODERN, caps: {}, "io.modelcontextprotocol/logLevel": "loud"}}),
+            format!(
+                "Invalid params: `_meta[\"io.modelcontextprotocol/logLevel\"]` must be one of debug, info, notice, warning, error, critical, alert, emergency; got \"loud\""
+            ),
+        ),
+        (
+            json!({"_meta": {pv: MODERN, caps: {}, "progressToken": 1.5}}),
+            "Invalid params: `_meta.progressToken` must be a string or an integer, not 1.5"
+                .to_owned(),
+        ),
+    ];
+    for (params, message) in cases {
+        w.send(Req::modern_exact(7, "server/discover", params))
+            .await
+            .assert_json(400, err(7, -32602, &message, None));
+    }
+    // `params` that are not an object at all.
+    w.send(Req::modern_exact("p", "server/discover", json!([])))
+        .await
+        .assert_json(
+            400,
+            err(
+                "p",
+                -32602,
+                "Invalid params: `params` must be a JSON object, not []",
+                None,
+            ),
+        );
+}
+
+// ---------------------------------------------------------------------------------------------
+// MCP-Protocol-Version (A7.12 steps 6–8)
+
+#[tokio::test]
+async fn a_missing_version_header_is_header_mismatch_400() {
+    wire()
+        .send(Req::modern(1, "tools/list", json!({})).without("MCP-Protocol-Version"))
+        .await
+        .assert_json(
+            400,
+            err(
+                1,
+                -32020,
+                "Header mismatch: missing MCP-Protocol-Version header; send the same version as _meta[\"io.modelcontextprotocol/protocolVersion\"]",
+                None,
+            ),
+        );
+}
+
+#[tokio::test]
+async fn an_unsupported_version_is_32022_400_naming_the_served_versions() {
+    let w = wire();
+    let discover = w.rpc(1, "server/discover", json!({})).await;
+    let supported = discover.json(200)["result"]["supportedVersions"].clone();
+    // Conformance probe 301: the header and `_meta` both name an unknown version.
+    let reply = w
+        .send(
+            Req::modern(
+                301,
+                "server/discover",
+                json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "v999.0.0"}}),
+            )
+            .header("MCP-Protocol-Version", "v999.0.0"),
+        )
+        .await;
+    reply.assert_json(
+        400,
+        err(
+            301,
+            -32022,
+            "Unsupported protocol version \"v999.0.0\"",
+            Some(json!({"supported": supported, "requested": "v999.0.0"})),
+        ),
+    );
+    // An unknown header takes precedence over a header/_meta mismatch.
+    w.send(Req::modern(2, "tools/list", json!({})).header("MCP-Protocol-Version", "1900-01-01"))
+        .await
+        .assert_json(
+            400,
+            err(
+                2,
+                -32022,
+                "Unsupported protocol version \"1900-01-01\"",
+                Some(json!({"supported": supported, "requested": "1900-01-01"})),
+            ),
+        );
+}
+
+#[tokio::test]
+async fn a_version_header_different_from_meta_is_header_mismatch_400() {
+    let w = wire();
+    // Conformance probe 302: supported header, unknown `_meta` version.
+    w.send(Req::modern(
+        302,
+        "server/discover",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "v999.0.0"}}),
+    ))
+    .await
+    .assert_json(
+        400,
+        err(
+            302,
+            -32020,
+            "Header mismatch: MCP-Protocol-Version header value \"2026-07-28\" does not match body value \"v999.0.0\"",
+            None,
+        ),
+    );
+    // A served handshake revision in the header and 2026-07-28 in `_meta` disagree too: the
+    // header names a version the server supports, so this is a mismatch, not -32022.
+    w.send(Req::modern(3, "tools/list", json!({})).header("MCP-Protocol-Version", "2025-11-25"))
+        .await
+        .assert_json(
+            400,
+            err(
+                3,
+                -32020,
+                "Header mismatch: MCP-Protocol-Version header value \"2025-11-25\" does not match body value \"2026-07-28\"",
+                None,
+            ),
+        );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mcp-Method and Mcp-Name (A7.4–A7.6, A7.12 steps 9–10)
+
+#[tokio::test]
+async fn mcp_method_missing_mismatched_or_wrong_case_is_header_mismatch_400() {
+    let w = wire();
+    let list = || Req::modern(1, "tools/list", json!({}));
+    w.send(list().without("Mcp-Method")).await.assert_json(
+        400,
+        err(
+            1,
+            -32020,
+            "Header mismatch: missing Mcp-Method header; send Mcp-Method: tools/list",
+            None,
+        ),
+    );
+    for value in ["prompts/list", "TOOLS/LIST", "tools/list/", ""] {
+        w.send(list().header("Mcp-Method", value)).await.assert_json(
+            400,
+            err(
+                1,
+                -32020,
+                &format!(
+                    "Header mismatch: Mcp-Method header value {value:?} does not match body value \"tools/list\""
+                ),
+                None,
+            ),
+        );
+    }
+}
+
+#[tokio::test]
+async fn header_names_are_case_insensitive_and_values_trimmed() {
+    let w = wire();
+    for name in ["mcp-method", "MCP-METHOD", "Mcp-Method"] {
+        let reply = w
+            .send(
+                Req::modern(1, "tools/list", json!({}))
+                    .without("Mcp-Method")
+                    .header(name, "tools/list"),
+            )
+            .await;
+        assert_eq!(reply.json(200)["result"]["tools"], tools());
+    }
+    let reply = w
+        .send(
+            Req::modern(
+                2,
+                "tools/call",
+                json!({"name": "add", "arguments": {"a": 1, "b": 2}}),
+            )
+            .header("Mcp-Method", " \ttools/call ")
+            .header("mcp-name", "  add  ")
+            .header("mcp-protocol-version", " 2026-07-28"),
+        )
+        .await;
+    assert_eq!(
+        reply.json(200)["result"]["structuredContent"],
+        json!({"sum": 3})
+    );
+}
+
+#[tokio::test]
+async fn mcp_name_missing_or_mismatched_is_header_mismatch_400() {
+    let w = wire();
+    let call = || {
+        Req::modern(
+            5,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "hi"}}),
+        )
+    };
+    w.send(call().without("Mcp-Name")).await.assert_json(
+        400,
+        err(
+            5,
+            -32020,
+            "Header mismatch: missing Mcp-Name header; send the request's `name`",
+            None,
+        ),
+    );
+    w.send(call().header("Mcp-Name", "add")).await.assert_json(
+        400,
+        err(
+            5,
+            -32020,
+            "Header mismatch: Mcp-Name header value \"add\" does not match body value \"echo\"",
+            None,
+        ),
+    );
+    w.send(call().header("Mcp-Name", "ECHO")).await.assert_json(
+        400,
+        err(
+            5,
+            -32020,
+            "Header mismatch: Mcp-Name header value \"ECHO\" does not match body value \"echo\"",
+            None,
+        ),
+    );
+    // prompts/get and resources/read are named too: by `name` and by `uri`.
+    w.send(
+        Req::modern(
+            6,
+            "prompts/get",
+            json!({"name": "greet", "arguments": {"name": "Ada"}}),
+        )
+        .without("Mcp-Name"),
+    )
+    .await
+    .assert_json(
+        400,
+        err(
+            6,
+            -32020,
+            "Header mismatch: missing Mcp-Name header; send the request's `name`",
+            None,
+        ),
+    );
+    w.send(Req::modern(7, "resources/read", json!({"uri": "docs://about"})).header("Mcp-Name", "docs://other"))
+        .await
+        .assert_json(
+            400,
+            err(
+                7,
+                -32020,
+                "Header mismatch: Mcp-Name header value \"docs://other\" does not match body value \"docs://about\"",
+                None,
+            ),
+        );
+    w.send(Req::modern(8, "resources/read", json!({"uri": "docs://about"})).without("Mcp-Name"))
+        .await
+        .assert_json(
+            400,
+            err(
+                8,
+                -32020,
+                "Header mismatch: missing Mcp-Name header; send the request's `uri`",
+                None,
+            ),
+        );
+    // Bytes that are not visible ASCII must be Base64-encoded.
+    w.send(call().header_bytes("Mcp-Name", b"ech\xc3\xb6"))
+        .await
+        .assert_json(
+            400,
+            err(
+                5,
+                -32020,
+                "Header mismatch: the Mcp-Name header holds characters that are not visible ASCII; encode such values as =?base64?…?=",
+                None,
+            ),
+        );
+}
+
+#[tokio::test]
+async fn mcp_name_base64_sentinel() {
+    let w = wire();
+    let call = || {
+        Req::modern(
+            9,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "b64"}}),
+        )
+    };
+    // A valid sentinel is decoded before comparing.
+    let reply = w.send(call().header("Mcp-Name", &sentinel(b"echo"))).await;
+    assert_eq!(reply.json(200)["result"]["content"][0]["text"], "b64");
+    let reply = w
+        .send(
+            Req::modern(10, "resources/read", json!({"uri": "users://1/profile"}))
+                .header("Mcp-Name", &sentinel(b"users://1/profile")),
+        )
+        .await;
+    assert_eq!(
+        reply.json(200)["result"]["contents"][0]["uri"],
+        "users://1/profile"
+    );
+    // Invalid Base64 (padding, alphabet) and non-UTF-8 payloads are rejected.
+    for (value, why) in [
+        ("=?base64?ZWNobw?=", "is not valid padded standard Base64"),
+        (
+            "=?base64?ZW!ob w==?=",
+            "is not valid padded standard Base64",
+        ),
+        ("=?base64?ZWNo_w==?=", "is not valid padded standard Base64"),
+        ("=?base64?/w==?=", "does not decode to UTF-8"),
+    ] {
+        w.send(call().header("Mcp-Name", value)).await.assert_json(
+            400,
+            err(
+                9,
+                -32020,
+                &format!("Header mismatch: the Mcp-Name header's Base64 value {value:?} {why}"),
+                None,
+            ),
+        );
+    }
+    // Only the exact lowercase prefix and suffix mark a sentinel; anything else is literal.
+    for value in ["=?BASE64?ZWNobw==?=", "=?base64?ZWNobw==", "ZWNobw==?="] {
+        w.send(call().header("Mcp-Name", value)).await.assert_json(
+            400,
+            err(
+                9,
+                -32020,
+                &format!(
+                    "Header mismatch: Mcp-Name header value {value:?} does not match body value \"echo\""
+                ),
+                None,
+            ),
+        );
+    }
+    // A sentinel that decodes to something else is a mismatch, reported decoded.
+    w.send(call().header("Mcp-Name", &sentinel("échø".as_bytes())))
+        .await
+        .assert_json(
+            400,
+            err(
+                9,
+                -32020,
+                "Header mismatch: Mcp-Name header value \"échø\" does not match body value \"echo\"",
+                None,
+            ),
+        );
+}
+
+#[tokio::test]
+async fn mcp_param_headers_are_checked_for_well_formed_base64() {
+    let w = wire();
+    let call = || {
+        Req::modern(
+            11,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "x"}}),
+        )
+    };
+    // No tool declares `x-mcp-header`: unknown Mcp-Param-* headers are ignored (digest A7.7 REC)…
+    let reply = w.send(call().header("Mcp-Param-Region", "us west 1")).await;
+    assert_eq!(reply.json(200)["result"]["content"][0]["text"], "x");
+    // …but an undecodable sentinel is still malformed.
+    w.send(call().header("Mcp-Param-Region", "=?base64?SGVsbG8?="))
+        .await
+        .assert_json(
+            400,
+            err(
+                11,
+                -32020,
+                "Header mismatch: the Mcp-Param-region header's Base64 value \"=?base64?SGVsbG8?=\" is not valid padded standard Base64",
+                None,
+            ),
+        );
+}
+
+/// Digest A7.12: which check answers when several fail. Conformance pins only 302 (header ≠
+/// `_meta` beats an unknown `_meta` version) and 301 (unknown header → -32022); the rest
+/// follows the REC order: `_meta` (5), header present (6), version served (7), header ==
+/// `_meta` (8), `Mcp-Method` (9), `Mcp-Name` (10), method/capability (11), tool (12).
+#[tokio::test]
+async fn validation_order() {
+    let w = wire();
+    let v999 = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "v999"}});
+    // 5 before 7: no `_meta` with an unknown header version.
+    let reply = w
+        .send(Req::modern_exact(1, "tools/list", json!({})).header("MCP-Protocol-Version", "v999"))
+        .await;
+    assert_eq!(
+        (reply.status, reply.json(400)["error"]["code"].clone()),
+        (400, json!(-32602))
+    );
+    // 7 before 9: an unknown version and no Mcp-Method.
+    let reply = w
+        .send(
+            Req::modern(2, "tools/list", v999.clone())
+                .header("MCP-Protocol-Version", "v999")
+                .without("Mcp-Method"),
+        )
+        .await;
+    assert_eq!(reply.json(400)["error"]["code"], -32022);
+    // 8 before 9.
+    let reply = w
+        .send(Req::modern(3, "tools/list", v999).without("Mcp-Method"))
+        .await;
+    assert_eq!(reply.json(400)["error"]["code"], -32020);
+    assert!(
+        reply.messages[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("MCP-Protocol-Version")
+    );
+    // 9 before 11: an unknown method whose Mcp-Method disagrees.
+    let reply = w
+        .send(Req::modern(4, "unknown/method", json!({})).header("Mcp-Method", "tools/list"))
+        .await;
+    assert_eq!(reply.json(400)["error"]["code"], -32020);
+    // 10 before 12: an unknown tool with a mismatched Mcp-Name, then with a matching one.
+    let call = || Req::modern(5, "tools/call", json!({"name": "nope"}));
+    let reply = w.send(call().header("Mcp-Name", "add")).await;
+    assert_eq!(reply.json(400)["error"]["code"], -32020);
+    let reply = w.send(call()).await;
+    assert_eq!(reply.json(200)["error"]["code"], -32602);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Methods and capabilities (A6 -32601, A7.12 step 11): 404
+
+#[tokio::test]
+async fn removed_and_unknown_methods_are_method_not_found_404() {
+    let w = wire();
+    for method in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "notifications/initialized",
+        "unknown/method",
+        "tools/List",
+    ] {
+        w.send(Req::modern(500, method, json!({})))
+            .await
+            .assert_json(
+                404,
+                err(500, -32601, &format!("Method not found: {method}"), None),
+            );
+    }
+}
+
+/// A server with tools only: what it does not offer is -32601 / 404, as if unknown.
+fn tools_only() -> Wire {
+    Wire::new(
+        Server::with_registry(
+            sake::Registry::from_defs(inventory::iter::<sake::handler::ToolDef>(), [], []).unwrap(),
+        )
+        .name(NAME)
+        .version(VERSION),
+    )
+}
+
+#[tokio::test]
+async fn capabilities_the_server_does_not_offer_are_method_not_found_404() {
+    let w = tools_only();
+    let discover = w.rpc(1, "server/discover", json!({})).await;
+    assert_eq!(
+        discover.json(200)["result"]["capabilities"],
+        json!({"logging": {}, "tools": {}})
+    );
+    for (method, params) in [
+        ("prompts/list", json!({})),
+        ("prompts/get", json!({"name": "greet"})),
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        ("resources/read", json!({"uri": "docs://about"})),
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "style", "value": ""}}),
+        ),
+    ] {
+        w.rpc(2, method, params).await.assert_json(
+            404,
+            err(2, -32601, &format!("Method not found: {method}"), None),
+        );
+    }
+}
+
+/// Digest A7.12: `Mcp-Name` (step 10) is checked before the capability (step 11).
+#[tokio::test]
+async fn header_checks_come_before_the_capability_check() {
+    tools_only()
+        .send(Req::modern(3, "prompts/get", json!({"name": "greet"})).header("Mcp-Name", "other"))
+        .await
+        .assert_json(
+            400,
+            err(
+                3,
+                -32020,
+                "Header mismatch: Mcp-Name header value \"other\" does not match body value \"greet\"",
+                None,
+            ),
+        );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invalid params of named requests (A6 -32602; HTTP status per the REC: 200)
+
+#[tokio::test]
+async fn an_unknown_tool_is_invalid_params() {
+    wire()
+        .rpc("u", "tools/call", json!({"name": "nope", "arguments": {}}))
+        .await
+        .assert_json(
+            200,
+            err(
+                "u",
+                -32602,
+                "Unknown tool: nope",
+                Some(json!({"name": "nope"})),
+            ),
+        );
+}
+
+#[tokio::test]
+async fn arguments_that_are_not_an_object_are_invalid_params() {
+    let w = wire();
+    for args in [json!([1, 2]), json!("a=1"), json!(3)] {
+        w.rpc(4, "tools/call", json!({"name": "add", "arguments": args}))
+            .await
+            .assert_json(
+                200,
+                err(
+                    4,
+                    -32602,
+                    &format!("Invalid params: `arguments` must be an object, not {args}"),
+                    None,
+                ),
+            );
+    }
+}
+
+#[tokio::test]
+async fn prompt_errors_are_invalid_params() {
+    let w = wire();
+    w.rpc(1, "prompts/get", json!({"name": "nope"}))
+        .await
+        .assert_json(
+            200,
+            err(
+                1,
+                -32602,
+                "Unknown prompt: nope",
+                Some(json!({"name": "nope"})),
+            ),
+        );
+    w.rpc(2, "prompts/get", json!({"name": "greet", "arguments": {}}))
+        .await
+        .assert_json(
+            200,
+            err(
+                2,
+                -32602,
+                "Invalid arguments for prompt `greet`: missing field `name`",
+                None,
+            ),
+        );
+}
+
+#[tokio::test]
+async fn a_missing_resource_is_invalid_params_with_the_uri() {
+    let w = wire();
+    // No resource or template matches.
+    w.rpc(1, "resources/read", json!({"uri": "test://nonexistent"}))
+        .await
+        .assert_json(
+            200,
+            err(
+                1,
+                -32602,
+                "Resource not found: test://nonexistent",
+                Some(json!({"uri": "test://nonexistent"})),
+            ),
+        );
+    // The template matches, but the function says there is no such user.
+    w.rpc(2, "resources/read", json!({"uri": "users://9/profile"}))
+        .await
+        .assert_json(
+            200,
+            err(
+                2,
+                -32602,
+                "Resource not found: users://9/profile",
+                Some(json!({"uri": "users://9/profile"})),
+            ),
+        );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pagination (A13)
+
+#[tokio::test]
+async fn pagination_walks_every_page_with_next_cursor() {
+    let w = Wire::new(server().page_size(2));
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let reply = w.rpc(pages, "tools/list", params).await;
+        let result = reply.json(200)["result"].clone();
+        assert_eq!(result["resultType"], "complete");
+        assert_eq!(
+            (&result["ttlMs"], &result["cacheScope"]),
+            (&json!(60000), &json!("public"))
+        );
+        let tools = result["tools"].as_array().unwrap();
+        assert!(tools.len() <= 2);
+        seen.extend(tools.iter().cloned());
+        pages += 1;
+        match result.get("nextCursor") {
+            Some(c) => cursor = Some(c.as_str().unwrap().to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(Value::Array(seen), tools());
+    // The one prompt fits on one page: no nextCursor.
+    let reply = w.rpc("p", "prompts/list", json!({})).await;
+    assert!(reply.json(200)["result"].get("nextCursor").is_none());
+}
+
+#[tokio::test]
+async fn an_invalid_cursor_is_invalid_params() {
+    let w = Wire::new(server().page_size(2));
+    let first = w.rpc(1, "tools/list", json!({})).await;
+    let tools_cursor = first.json(200)["result"]["nextCursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for cursor in ["garbage!", "", "dG9vbHM6OTk"] {
+        w.rpc(2, "tools/list", json!({"cursor": cursor}))
+            .await
+            .assert_json(
+                200,
+                err(
+                    2,
+                    -32602,
+                    &format!(
+                        "Invalid cursor {cursor:?}: pass a `nextCursor` from this list unchanged"
+                    ),
+                    None,
+                ),
+            );
+    }
+    // A cursor of one list is not a cursor of another.
+    w.rpc(3, "prompts/list", json!({"cursor": tools_cursor}))
+        .await
+        .assert_json(
+            200,
+            err(
+                3,
+                -32602,
+                &format!(
+                    "Invalid cursor {tools_cursor:?}: pass a `nextCursor` from this list unchanged"
+                ),
+                None,
+            ),
+        );
+    w.rpc(4, "tools/list", json!({"cursor": 1}))
+        .await
+        .assert_json(
+            200,
+            err(
+                4,
+                -32602,
+                "Invalid params: `cursor` must be a string, not 1",
+                None,
+            ),
+        );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Admission (A7.1, A7.2): Host/Origin, media type, size, HTTP method
+
+#[tokio::test]
+async fn a_foreign_host_or_origin_is_forbidden() {
+    let w = wire();
+    let discover = || Req::modern(1, "server/discover", json!({}));
+    w.send(
+        discover()
+            .header("Host", "evil.example.com")
+            .header("Origin", "http://evil.example.com"),
+    )
+    .await
+    .assert_json(
+        403,
+        err(
+            Value::Null,
+            -32000,
+            "Forbidden: Host \"evil.example.com\" is not served here (DNS-rebinding protection); configure Server::allowed_hosts",
+            None,
+        ),
+    );
+    w.send(discover().header("Host", "localhost:3000").header("Origin", "http://evil.example.com"))
+        .await
+        .assert_json(
+            403,
+            err(
+                Value::Null,
+                -32000,
+                "Forbidden: Origin \"http://evil.example.com\" is not allowed; configure Server::allowed_origins",
+                None,
+            ),
+        );
+    for (host, origin) in [
+        ("localhost:3000", "http://localhost:3000"),
+        ("127.0.0.1:8080", "http://127.0.0.1:8080"),
+        ("[::1]:9", "https://[::1]:9"),
+    ] {
+        let reply = w
+            .send(discover().header("Host", host).header("Origin", origin))
+            .await;
+        assert_eq!(reply.json(200)["result"]["resultType"], "complete");
+    }
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_json_is_unsupported_media_type() {
+    let w = wire();
+    let expected = err(
+        Value::Null,
+        -32000,
+        "Unsupported Media Type: send the JSON-RPC message with Content-Type: application/json",
+        None,
+    );
+    for ct in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        None,
+    ] {
+        let req = Req::modern(1, "tools/list", json!({}));
+        let req = match ct {
+            Some(ct) => req.header("Content-Type", ct),
+            None => req.without("Content-Type"),
+        };
+        w.send(req).await.assert_json(415, expected.clone());
+    }
+    let reply = w
+        .send(
+            Req::modern(1, "tools/list", json!({}))
+                .header("Content-Type", "Application/JSON; charset=utf-8"),
+        )
+        .await;
+    assert_eq!(reply.json(200)["id"], 1);
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_payload_too_large() {
+    let w = Wire::new(server().max_body_bytes(512));
+    let big = Req::modern(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "x".repeat(512)}}),
+    );
+    let expected = err(
+        Value::Null,
+        -32000,
+        "Payload Too Large: the body exceeds 512 bytes",
+        None,
+    );
+    // Refused from Content-Length alone, and while reading a body without one.
+    let len = big.body_len().to_string();
+    w.send(big.clone().header("Content-Length", &len))
+        .await
+        .assert_json(413, expected.clone());
+    w.send(big).await.assert_json(413, expected);
+    let small = Req::modern(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "x"}}),
+    );
+    assert_eq!(w.send(small).await.json(200)["id"], 2);
+}
+
+#[tokio::test]
+async fn get_and_delete_are_method_not_allowed() {
+    let w = wire();
+    for method in [http::Method::GET, http::Method::DELETE, http::Method::PUT] {
+        let reply = w
+            .send(
+                Req::modern(1, "tools/list", json!({}))
+                    .http_method(method.clone())
+                    .header("Accept", "text/event-stream")
+                    .body(""),
+            )
+            .await;
+        reply.assert_json(
+            405,
+            err(
+                Value::Null,
+                -32000,
+                "Method Not Allowed: send JSON-RPC messages with POST",
+                None,
+            ),
+        );
+        assert_eq!(reply.header("allow"), Some("POST"), "{method}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The harness's validator rejects what the schema forbids
 
 #[test]

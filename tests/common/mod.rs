@@ -182,6 +182,11 @@ impl Req {
         self
     }
 
+    /// The body's length in bytes.
+    pub fn body_len(&self) -> usize {
+        self.body.len()
+    }
+
     /// The body as JSON, when it is.
     pub fn body_json(&self) -> Option<Value> {
         serde_json::from_slice(&self.body).ok()
