@@ -748,9 +748,8 @@ async fn missing_or_malformed_meta_is_invalid_params_400() {
         ),
         (
             json!({"_meta": {pv: MODERN, caps: {}, "io.modelcontextprotocol/logLevel": "loud"}}),
-            format!(
-                "Invalid params: `_meta[\"io.modelcontextprotocol/logLevel\"]` must be one of debug, info, notice, warning, error, critical, alert, emergency; got \"loud\""
-            ),
+            "Invalid params: `_meta[\"io.modelcontextprotocol/logLevel\"]` must be one of debug, info, notice, warning, error, critical, alert, emergency; got \"loud\""
+                .to_owned(),
         ),
         (
             json!({"_meta": {pv: MODERN, caps: {}, "progressToken": 1.5}}),

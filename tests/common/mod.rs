@@ -64,12 +64,12 @@ pub fn with_meta(params: Value) -> Value {
 /// Encodes a header value as a 2026-07-28 client must: plain when it is visible ASCII with
 /// interior spaces only and does not look like a sentinel, otherwise `=?base64?…?=`.
 pub fn header_value(value: &str) -> String {
-    let plain = value
+    let visible = value
         .bytes()
-        .all(|b| b == b' ' || (0x21..=0x7e).contains(&b))
-        && !value.starts_with(' ')
-        && !value.ends_with(' ')
-        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+        .all(|b| b == b' ' || (0x21..=0x7e).contains(&b));
+    let padded = value.starts_with(' ') || value.ends_with(' ');
+    let looks_encoded = value.starts_with("=?base64?") && value.ends_with("?=");
+    let plain = visible && !padded && !looks_encoded;
     if plain {
         value.to_owned()
     } else {
