@@ -697,6 +697,8 @@ mod tests {
     }
 
     #[test]
+    // The borrows mirror what the macros generate: autoref dispatch is what is tested.
+    #[allow(clippy::needless_borrow)]
     fn autoref_dispatch_picks_the_right_conversion() {
         let r = (&&&Probe::<String>::NEW)
             .sake_output_kind()

@@ -244,14 +244,16 @@ pub enum Incoming<'a> {
     },
 }
 
+/// The members of a message, each kept raw so that a member of the wrong type is reported
+/// by name, with the id echoed when it is readable.
 #[derive(Deserialize)]
 struct Envelope<'a> {
-    #[serde(borrow, default)]
-    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     params: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
@@ -272,6 +274,16 @@ pub struct DecodeError {
     pub id: Option<RequestId>,
     /// The error to answer with.
     pub error: Box<RpcError>,
+}
+
+/// Reads a JSON string, borrowing when it has no escapes; `None` for any other JSON value.
+fn raw_string(raw: &RawValue) -> Option<Cow<'_, str>> {
+    if let Ok(s) = serde_json::from_str::<&str>(raw.get()) {
+        return Some(Cow::Borrowed(s));
+    }
+    serde_json::from_str::<String>(raw.get())
+        .ok()
+        .map(Cow::Owned)
 }
 
 /// Decodes one JSON-RPC message (not a batch).
@@ -313,11 +325,18 @@ fn decode_envelope(env: Envelope<'_>) -> Result<Incoming<'_>, DecodeError> {
         id,
         error: Box::new(RpcError::invalid_request(msg)),
     };
-    if env.jsonrpc.as_deref() != Some("2.0") {
+    if env.jsonrpc.and_then(raw_string).as_deref() != Some("2.0") {
         return Err(fail(id, "`jsonrpc` must be \"2.0\""));
     }
     let params = env.params.filter(|p| p.get() != "null");
-    if let Some(method) = env.method {
+    if let Some(raw) = env.method {
+        let Some(method) = raw_string(raw) else {
+            let msg = format!(
+                "`method` must be a string, not {}",
+                super::meta::clip(raw.get())
+            );
+            return Err(fail(id, &msg));
+        };
         if env.result.is_some() || env.error.is_some() {
             return Err(fail(id, "a request cannot carry `result` or `error`"));
         }
@@ -495,9 +514,25 @@ mod tests {
             err_code(br#"{"jsonrpc":"2.0","id":1}"#),
             code::INVALID_REQUEST
         );
-        // The id is echoed when it could be read.
+        // The id is echoed when it could be read, whatever else is wrong.
         let e = decode(br#"{"jsonrpc":"1.0","id":"x","method":"m"}"#).unwrap_err();
         assert_eq!(e.id, Some(RequestId::from("x")));
+        for bad in [
+            &br#"{"jsonrpc":"2.0","id":4,"method":3}"#[..],
+            br#"{"jsonrpc":"2.0","id":4,"method":null}"#,
+            br#"{"jsonrpc":2,"id":4,"method":"m"}"#,
+        ] {
+            let e = decode(bad).unwrap_err();
+            assert_eq!(
+                (e.id, e.error.code),
+                (Some(RequestId::Number(4)), code::INVALID_REQUEST)
+            );
+        }
+        let e = decode(br#"{"jsonrpc":"2.0","id":4,"method":3}"#).unwrap_err();
+        assert_eq!(
+            e.error.message,
+            "Invalid request: `method` must be a string, not 3"
+        );
     }
 
     #[test]

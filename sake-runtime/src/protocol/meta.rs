@@ -93,8 +93,15 @@ impl<'a> Params<'a> {
     pub fn parse(raw: Option<&'a RawValue>) -> Result<Self, RpcError> {
         match raw {
             None => Ok(Params::default()),
+            // serde reads a struct from an array too (by position): refuse that first.
+            Some(raw) if !raw.get().starts_with('{') => Err(RpcError::invalid_params(format!(
+                "Invalid params: `params` must be a JSON object, not {}",
+                clip(raw.get())
+            ))),
             Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
-                RpcError::invalid_params(format!("`params` must be a JSON object: {e}"))
+                RpcError::invalid_params(format!(
+                    "Invalid params: `params` must be a JSON object: {e}"
+                ))
             }),
         }
     }
@@ -190,11 +197,16 @@ pub fn parse_modern_meta(raw: Option<&RawValue>) -> Result<ModernMeta, RpcError>
             "Invalid params: missing `_meta`; {META_HELP}"
         )));
     };
-    let fields: RawMeta<'_> = serde_json::from_str(raw.get()).map_err(|_| {
+    let not_object = || {
         RpcError::invalid_meta(format!(
             "Invalid params: `_meta` must be an object; {META_HELP}"
         ))
-    })?;
+    };
+    // serde reads a struct from an array too (by position): refuse that first.
+    if !raw.get().starts_with('{') {
+        return Err(not_object());
+    }
+    let fields: RawMeta<'_> = serde_json::from_str(raw.get()).map_err(|_| not_object())?;
     let protocol_version = match fields.protocol_version {
         None => {
             return Err(RpcError::invalid_meta(format!(
@@ -266,8 +278,11 @@ pub fn parse_legacy_meta(
     let Some(raw) = raw else {
         return Ok((None, None));
     };
-    let fields: RawMeta<'_> = serde_json::from_str(raw.get())
-        .map_err(|_| RpcError::invalid_params("Invalid params: `_meta` must be an object"))?;
+    let not_object = || RpcError::invalid_params("Invalid params: `_meta` must be an object");
+    if !raw.get().starts_with('{') {
+        return Err(not_object());
+    }
+    let fields: RawMeta<'_> = serde_json::from_str(raw.get()).map_err(|_| not_object())?;
     Ok((
         parse_progress_token(fields.progress_token)?,
         Some(raw.to_owned()),
@@ -340,6 +355,26 @@ mod tests {
             assert_eq!(e.code, -32602, "{e}");
             assert_eq!(e.http_status(crate::protocol::Era::Modern), 400, "{e}");
         }
+    }
+
+    #[test]
+    fn arrays_are_not_read_as_objects_by_position() {
+        // serde would read these positionally into the structs' fields.
+        let meta = raw(r#"["2026-07-28", {}]"#);
+        let e = parse_modern_meta(Some(&meta)).unwrap_err();
+        assert_eq!(
+            (e.code, e.http_status(crate::protocol::Era::Modern)),
+            (-32602, 400)
+        );
+        assert!(
+            e.message
+                .starts_with("Invalid params: `_meta` must be an object")
+        );
+        assert!(parse_legacy_meta(Some(&raw(r#"[1]"#))).is_err());
+        let params = raw(r#"[{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}]"#);
+        let e = Params::parse(Some(&params)).unwrap_err();
+        assert_eq!(e.code, -32602);
+        assert!(Params::parse(Some(&raw("{}"))).is_ok());
     }
 
     #[test]

@@ -95,6 +95,12 @@ fn check(
         )
     })?;
     let supported = || Revision::ALL.map(Revision::as_str);
+    // A header naming a revision the server serves (a handshake one) is not "unsupported":
+    // answering -32022 would list the requested version among the supported ones. If it
+    // differs from `_meta`, the header disagrees with the body (step 8).
+    if header_version != meta.protocol_version && Revision::parse(header_version).is_some() {
+        return Err(version_mismatch(header_version, &meta.protocol_version));
+    }
     if header_version != Revision::LATEST.as_str() {
         let hint = if Revision::is_legacy_version_string(header_version) {
             "; handshake revisions are served after an `initialize` request, stateless requests need 2026-07-28"
@@ -108,10 +114,7 @@ fn check(
         ));
     }
     if meta.protocol_version != header_version {
-        return Err(RpcError::header_mismatch(format!(
-            "Header mismatch: MCP-Protocol-Version header value {header_version:?} does not match body value {:?}",
-            meta.protocol_version
-        )));
+        return Err(version_mismatch(header_version, &meta.protocol_version));
     }
     // 9. `Mcp-Method` equals the method, exactly.
     match headers::read(headers, headers::METHOD)? {
@@ -127,9 +130,9 @@ fn check(
         }
         Some(_) => {}
     }
-    // 11. The method exists in this era and the server offers it (-32601, 404).
+    // The method must exist in this era (-32601, 404); whether the server offers it is
+    // step 11, after `Mcp-Name`.
     let method = Method::parse_in(method_name, Era::Modern)
-        .filter(|m| shared.offers(m.needs()))
         .ok_or_else(|| RpcError::method_not_found(method_name))?;
     // 10. `Mcp-Name` equals `params.name` or `params.uri`.
     if let Some(field) = method.name_param() {
@@ -155,6 +158,10 @@ fn check(
             }
         }
     }
+    // 11. The server offers the method's feature (-32601, 404).
+    if !shared.offers(method.needs()) {
+        return Err(RpcError::method_not_found(method_name));
+    }
     // 12. `Mcp-Param-*` headers of the tool's `x-mcp-header` arguments. (An unknown tool is
     // the dispatcher's -32602.)
     if method == Method::ToolsCall
@@ -167,6 +174,12 @@ fn check(
         check_param_headers(headers, &entry.headers, params.arguments)?;
     }
     Ok((method, meta))
+}
+
+fn version_mismatch(header: &str, body: &str) -> RpcError {
+    RpcError::header_mismatch(format!(
+        "Header mismatch: MCP-Protocol-Version header value {header:?} does not match body value {body:?}"
+    ))
 }
 
 /// Each `x-mcp-header` argument with a value needs its header, equal to it (Base64 sentinel
@@ -222,4 +235,88 @@ fn check_param_headers(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Registry;
+    use crate::server::Server;
+    use http::HeaderValue;
+    use serde_json::value::RawValue;
+
+    /// A server that offers nothing but discovery.
+    fn empty() -> Arc<Shared> {
+        let registry = Registry::from_defs([], [], []).unwrap();
+        Server::with_registry(registry).build().unwrap().shared
+    }
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    fn code(shared: &Shared, h: &HeaderMap, method: &str, params: &str) -> i32 {
+        let raw = RawValue::from_string(params.to_owned()).unwrap();
+        let params = Params::parse(Some(&raw)).unwrap();
+        check(shared, h, method, &params)
+            .map(|_| 0)
+            .unwrap_or_else(|e| e.code)
+    }
+
+    fn meta(version: &str) -> String {
+        format!(
+            r#"{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{version}","io.modelcontextprotocol/clientCapabilities":{{}}}},"name":"p"}}"#
+        )
+    }
+
+    #[test]
+    fn a_served_header_version_that_differs_from_meta_is_a_mismatch() {
+        let s = empty();
+        let h = |v| {
+            headers(&[
+                (headers::PROTOCOL_VERSION, v),
+                (headers::METHOD, "server/discover"),
+            ])
+        };
+        assert_eq!(
+            code(&s, &h("2025-11-25"), "server/discover", &meta("2026-07-28")),
+            -32020
+        );
+        assert_eq!(
+            code(&s, &h("2026-07-28"), "server/discover", &meta("v9")),
+            -32020
+        );
+        // Not served statelessly, or not at all: -32022.
+        assert_eq!(
+            code(&s, &h("2025-11-25"), "server/discover", &meta("2025-11-25")),
+            -32022
+        );
+        assert_eq!(
+            code(&s, &h("v9"), "server/discover", &meta("2026-07-28")),
+            -32022
+        );
+        assert_eq!(
+            code(&s, &h("2026-07-28"), "server/discover", &meta("2026-07-28")),
+            0
+        );
+    }
+
+    #[test]
+    fn mcp_name_is_checked_before_the_capability() {
+        let s = empty();
+        let h = |name| {
+            headers(&[
+                (headers::PROTOCOL_VERSION, "2026-07-28"),
+                (headers::METHOD, "prompts/get"),
+                (headers::NAME, name),
+            ])
+        };
+        let params = meta("2026-07-28");
+        assert_eq!(code(&s, &h("other"), "prompts/get", &params), -32020);
+        assert_eq!(code(&s, &h("p"), "prompts/get", &params), -32601);
+    }
 }
