@@ -167,7 +167,7 @@ async fn rmcp_discovers_lists_calls_reads_and_gets() {
     assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
     same(
         &info.capabilities,
-        json!({"logging": {}, "prompts": {}, "resources": {}, "tools": {}}),
+        json!({"logging": {}, "prompts": {"listChanged": true}, "resources": {"subscribe": true, "listChanged": true}, "tools": {"listChanged": true}}),
     );
 
     let tools = within("tools/list", client.list_tools(None)).await.unwrap();

@@ -75,7 +75,7 @@ async fn not_allowed() -> Response {
     );
     *resp.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
     resp.headers_mut()
-        .insert(ALLOW, HeaderValue::from_static("POST"));
+        .insert(ALLOW, HeaderValue::from_static("POST, GET, DELETE"));
     resp
 }
 
