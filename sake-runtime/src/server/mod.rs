@@ -4,6 +4,7 @@ pub mod context;
 pub(crate) mod dispatch;
 pub(crate) mod inflight;
 pub mod input;
+pub(crate) mod legacy;
 pub mod notify;
 pub(crate) mod session;
 pub(crate) mod signing;

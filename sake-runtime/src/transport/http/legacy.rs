@@ -9,24 +9,18 @@ use axum::response::Response;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderValue};
+use serde_json::json;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
-use tokio_util::sync::CancellationToken;
 
 use super::headers::{self, SESSION_ID};
 use super::sse;
 use crate::handler::BoxFuture;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError, code};
-use crate::protocol::meta::{Params, RequestMeta, parse_legacy_meta};
-use crate::protocol::methods::Method;
-use crate::protocol::render::{self, Cache, Shape};
-use crate::protocol::types::{ClientCapabilities, Implementation, LoggingLevel};
+use crate::protocol::meta::Params;
 use crate::protocol::{Era, Revision};
 use crate::server::Shared;
-use crate::server::context::RequestParts;
-use crate::server::dispatch::{Dispatched, raw_str};
-use crate::server::input::{InputChannel, LegacyPeer};
+use crate::server::legacy::{self, Started};
 use crate::server::notify::Event;
 use crate::server::session::{Refused, Session};
 
@@ -87,62 +81,13 @@ fn check_version_header(rev: Revision, headers: &HeaderMap) -> Result<(), RpcErr
 
 /// `initialize`: negotiates a handshake revision and mints the session id.
 pub(crate) fn initialize(shared: &Shared, id: &RequestId, params: &Params<'_>) -> Response {
-    match try_initialize(shared, params) {
-        Ok((result, token)) => with_session(
+    match legacy::initialize(shared, params) {
+        Ok((result, session)) => with_session(
             sse::json(200, jsonrpc::result_bytes(id, &result)),
-            Some(&token),
+            Some(&shared.sessions.mint(&session)),
         ),
         Err(e) => legacy_error(Some(id), &e),
     }
-}
-
-fn try_initialize(shared: &Shared, params: &Params<'_>) -> Result<(Vec<u8>, String), RpcError> {
-    let requested = params
-        .protocol_version
-        .and_then(raw_str)
-        .ok_or_else(|| {
-            RpcError::invalid_params(
-                "Invalid params: `initialize` needs `protocolVersion` (a string such as \"2025-11-25\")",
-            )
-        })?;
-    let revision = Revision::parse(&requested)
-        .filter(|r| !r.is_modern())
-        .unwrap_or(Revision::LATEST_LEGACY);
-    let capabilities: ClientCapabilities = match params.capabilities {
-        None => ClientCapabilities::default(),
-        Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
-            RpcError::invalid_params(format!(
-                "Invalid params: `capabilities` is not a ClientCapabilities object: {e}"
-            ))
-        })?,
-    };
-    let client: Option<Implementation> = params
-        .client_info
-        .and_then(|raw| serde_json::from_str(raw.get()).ok());
-    let session = Session::new(revision, capabilities, client.as_ref())
-        .ok_or_else(|| RpcError::internal("no randomness available for a session id"))?;
-    let token = shared.sessions.mint(&session);
-    let mut result = json!({
-        "protocolVersion": revision.as_str(),
-        "capabilities": shared.capabilities,
-        "serverInfo": render::implementation(&shared.config.info, revision),
-    });
-    if let Some(i) = &shared.config.instructions {
-        result["instructions"] = Value::String(i.clone());
-    }
-    tracing::debug!(revision = %revision, requested = %requested, "legacy session opened");
-    Ok((
-        render::result(revision, &shared.env, Shape::Plain, Cache::None, &result),
-        token,
-    ))
-}
-
-/// What starting one request of a session gave.
-enum Started {
-    /// Answered at once, with the response message (or none, for a cancelled request).
-    Done(Option<Vec<u8>>),
-    /// Running.
-    Running(BoxFuture<Option<Vec<u8>>>),
 }
 
 /// Serves a POST inside a session: one request, notification or response.
@@ -162,187 +107,24 @@ pub(crate) async fn serve(
         .then(|| shared.sessions.mint(&session));
     match message {
         Incoming::Notification { method, params } => {
-            notification(&shared, &session, &method, params);
+            legacy::notification(&shared, &session.sid, &method, params);
             with_session(sse::accepted(), refreshed.as_deref())
         }
         Incoming::Response { id, outcome } => {
-            response(&shared, &session, &id, outcome);
+            legacy::answer(&shared, &session.sid, &id, outcome);
             with_session(sse::accepted(), refreshed.as_deref())
         }
         Incoming::Request { id, method, params } => {
             let (tx, rx) = mpsc::channel::<Bytes>(shared.config.stream_buffer);
-            let (started, token) = start(&shared, &session, extensions, id, &method, params, tx);
-            let token = token.or(refreshed);
+            let started = legacy::start(&shared, &session, extensions, id, &method, params, tx);
+            let (started, token) = match started {
+                Started::Done(body, Some(changed)) => (
+                    Started::Done(body, None),
+                    Some(shared.sessions.mint(&changed)),
+                ),
+                other => (other, refreshed),
+            };
             respond(&shared, &session, started, rx, token).await
-        }
-    }
-}
-
-fn notification(shared: &Shared, session: &Session, method: &str, params: Option<&RawValue>) {
-    if method == "notifications/cancelled"
-        && let Ok(p) = Params::parse(params)
-        && let Some(raw) = p.request_id
-        && let Ok(id) = serde_json::from_str::<RequestId>(raw.get())
-    {
-        let cancelled = shared.inflight.cancel(&session.sid, &id);
-        tracing::debug!(request = %id, cancelled, "client cancelled a request");
-    }
-    // `notifications/initialized`, `roots/list_changed`, progress: nothing to do.
-}
-
-fn response(
-    shared: &Shared,
-    session: &Session,
-    id: &RequestId,
-    outcome: Result<&RawValue, &RawValue>,
-) {
-    let outcome = match outcome {
-        Ok(result) => Ok(serde_json::from_str::<Value>(result.get()).unwrap_or(Value::Null)),
-        Err(error) => {
-            let e: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
-            Err((
-                e.get("code")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(i64::from(code::INTERNAL_ERROR)),
-                e.get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-            ))
-        }
-    };
-    if !shared.pending.resolve(&session.sid, id, outcome) {
-        tracing::debug!(request = %id, "a response for no waiting request was ignored");
-    }
-}
-
-/// Starts one request of a session. Returns the start and, when the session changed
-/// (`logging/setLevel`), its new token.
-fn start(
-    shared: &Arc<Shared>,
-    session: &Session,
-    extensions: http::Extensions,
-    id: RequestId,
-    method_name: &str,
-    raw_params: Option<&RawValue>,
-    sink: mpsc::Sender<Bytes>,
-) -> (Started, Option<String>) {
-    let done = |out: Result<Bytes, RpcError>| -> Started {
-        Started::Done(Some(match out {
-            Ok(b) => jsonrpc::result_bytes(&id, &b),
-            Err(e) => jsonrpc::error_bytes(Some(&id), &e),
-        }))
-    };
-    let rev = session.revision;
-    let params = match Params::parse(raw_params) {
-        Ok(p) => p,
-        Err(e) => return (done(Err(e)), None),
-    };
-    let Some(method) =
-        Method::parse_in(method_name, Era::Legacy).filter(|m| shared.offers(m.needs()))
-    else {
-        return (done(Err(RpcError::method_not_found(method_name))), None);
-    };
-    let empty = || {
-        Ok(Bytes::from(render::result(
-            rev,
-            &shared.env,
-            Shape::Plain,
-            Cache::None,
-            &json!({}),
-        )))
-    };
-    match method {
-        Method::Initialize => (
-            done(Err(RpcError::invalid_request(
-                "`initialize` opens a session: send it without Mcp-Session-Id (and never in a batch)",
-            ))),
-            None,
-        ),
-        Method::Ping => (done(empty()), None),
-        Method::SetLevel => {
-            let level = params
-                .level
-                .and_then(raw_str)
-                .and_then(|l| LoggingLevel::parse(&l));
-            match level {
-                None => (
-                    done(Err(RpcError::invalid_params(
-                        "Invalid params: `level` must be one of debug, info, notice, warning, error, critical, alert, emergency",
-                    ))),
-                    None,
-                ),
-                Some(level) => {
-                    let mut s = session.clone();
-                    s.log_level = Some(level);
-                    (done(empty()), Some(shared.sessions.mint(&s)))
-                }
-            }
-        }
-        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
-            let Some(uri) = params.uri.and_then(raw_str) else {
-                return (
-                    done(Err(RpcError::invalid_params(
-                        "Invalid params: missing `uri`",
-                    ))),
-                    None,
-                );
-            };
-            if method == Method::ResourcesUnsubscribe {
-                shared.hub.unsubscribe(&session.sid, &uri);
-            } else if !shared.hub.subscribe(&session.sid, &uri) {
-                return (
-                    done(Err(RpcError::internal(
-                        "Too many sessions hold resource subscriptions on this server; try again later",
-                    ))),
-                    None,
-                );
-            }
-            (done(empty()), None)
-        }
-        _ => {
-            let (progress_token, raw_meta) = match parse_legacy_meta(params.meta) {
-                Ok(m) => m,
-                Err(e) => return (done(Err(e)), None),
-            };
-            let cancel = CancellationToken::new();
-            let guard = shared.inflight.register(&session.sid, &id, cancel.clone());
-            let parts = RequestParts {
-                revision: rev,
-                meta: RequestMeta {
-                    client_capabilities: session.capabilities.clone(),
-                    client_info: session.client_info(),
-                    log_level: session.log_level,
-                    progress_token,
-                    raw: raw_meta,
-                },
-                sink: Some(sink),
-                extensions,
-                input: InputChannel::Legacy(LegacyPeer {
-                    sid: session.sid.clone(),
-                    pending: shared.pending.clone(),
-                    timeout: shared.config.input_timeout,
-                }),
-                notifier: Some(shared.notifier.clone()),
-                cancel: Some(cancel.clone()),
-            };
-            match shared.dispatch(parts, method, &params) {
-                Dispatched::Ready(out) => (done(out), None),
-                Dispatched::Pending(fut) => (
-                    Started::Running(Box::pin(async move {
-                        let _guard = guard;
-                        tokio::select! {
-                            out = fut => Some(match out {
-                                Ok(b) => jsonrpc::result_bytes(&id, &b),
-                                Err(e) => jsonrpc::error_bytes(Some(&id), &e),
-                            }),
-                            // Cancelled by the client: no response is sent for it.
-                            () = cancel.cancelled() => None,
-                        }
-                    })),
-                    None,
-                ),
-            }
         }
     }
 }
@@ -357,10 +139,7 @@ async fn respond(
     token: Option<String>,
 ) -> Response {
     let mut fut = match started {
-        Started::Done(Some(body)) => return with_session(sse::json(200, body), token.as_deref()),
-        Started::Done(None) => {
-            return with_session(sse::sse_response(Body::empty()), token.as_deref());
-        }
+        Started::Done(body, _) => return with_session(sse::json(200, body), token.as_deref()),
         Started::Running(fut) => fut,
     };
     let first = tokio::select! {
@@ -489,11 +268,13 @@ pub(crate) async fn batch(
                 runs.push(Box::pin(std::future::ready(Some(body))));
             }
             Ok(Incoming::Notification { method, params }) => {
-                notification(&shared, &session, &method, params)
+                legacy::notification(&shared, &session.sid, &method, params);
             }
-            Ok(Incoming::Response { id, outcome }) => response(&shared, &session, &id, outcome),
+            Ok(Incoming::Response { id, outcome }) => {
+                legacy::answer(&shared, &session.sid, &id, outcome);
+            }
             Ok(Incoming::Request { id, method, params }) => {
-                let (started, t) = start(
+                let started = legacy::start(
                     &shared,
                     &session,
                     extensions.clone(),
@@ -502,9 +283,13 @@ pub(crate) async fn batch(
                     params,
                     tx.clone(),
                 );
-                token = t.or(token);
                 runs.push(match started {
-                    Started::Done(body) => Box::pin(std::future::ready(body)),
+                    Started::Done(body, changed) => {
+                        if let Some(changed) = changed {
+                            token = Some(shared.sessions.mint(&changed));
+                        }
+                        Box::pin(std::future::ready(Some(body)))
+                    }
                     Started::Running(fut) => fut,
                 });
             }
