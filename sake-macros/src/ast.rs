@@ -13,6 +13,8 @@ pub(crate) enum ParamKind {
     Argument,
     /// The request's `Context`.
     Context,
+    /// `State<T>`: application state registered on the server builder.
+    State(Box<Type>),
 }
 
 pub(crate) struct Param {
@@ -65,6 +67,25 @@ fn last_segment_is(ty: &Type, name: &str) -> bool {
             .last()
             .is_some_and(|s| s.ident == name && s.arguments.is_none()),
         _ => false,
+    }
+}
+
+/// `State<T>` (by its last segment; the generated code checks it is `sake::State`).
+fn state_inner(ty: &Type) -> Option<Type> {
+    let Type::Path(p) = ty else { return None };
+    if p.qself.is_some() {
+        return None;
+    }
+    let last = p.path.segments.last()?;
+    if last.ident != "State" {
+        return None;
+    }
+    match &last.arguments {
+        syn::PathArguments::AngleBracketed(args) if args.args.len() == 1 => match &args.args[0] {
+            syn::GenericArgument::Type(t) => Some(t.clone()),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -173,6 +194,22 @@ impl Func {
                     ident,
                     ty,
                     kind: ParamKind::Context,
+                    docs,
+                    forwarded,
+                    header: None,
+                });
+                continue;
+            }
+            if !arg_attrs.force
+                && let Some(inner) = state_inner(&ty)
+            {
+                if !docs.is_empty() || !forwarded.is_empty() {
+                    cx.error_spanned_by(&ident, "a `State<T>` parameter is not an argument: it takes no doc comment, #[serde] or #[schemars]");
+                }
+                params.push(Param {
+                    ident,
+                    ty,
+                    kind: ParamKind::State(Box::new(inner)),
                     docs,
                     forwarded,
                     header: None,

@@ -96,11 +96,40 @@ fn args_struct(
     (tokens, idents)
 }
 
+/// The `State<T>` parameters: taken from the context before the call (a missing state is a
+/// start-up error, so the fallback is never reached), and the list the registry checks.
+fn states(func: &Func, on_missing: TokenStream) -> (TokenStream, TokenStream) {
+    let mut takes = Vec::new();
+    let mut needs = Vec::new();
+    for p in &func.params {
+        if let ParamKind::State(inner) = &p.kind {
+            let (id, ty) = (&p.ident, &p.ty);
+            takes.push(quote_spanned! {ty.span()=>
+                let #id: #ty = match __sake_ctx.state::<#inner>() {
+                    ::core::option::Option::Some(s) => s,
+                    ::core::option::Option::None => return #on_missing(
+                        ::sake::__private::missing_state(::core::any::type_name::<#inner>())
+                    ),
+                };
+            });
+            needs.push(quote!(::sake::__private::StateNeed::of::<#inner>()));
+        }
+    }
+    (
+        quote!(#(#takes)*),
+        quote! {
+            fn __sake_states() -> ::std::vec::Vec<::sake::__private::StateNeed> {
+                ::std::vec![#(#needs),*]
+            }
+        },
+    )
+}
+
 /// The call of the user's function with its arguments and context.
 fn call(func: &Func) -> TokenStream {
     let ident = func.ident();
     let args = func.params.iter().map(|p| match p.kind {
-        ParamKind::Argument => {
+        ParamKind::Argument | ParamKind::State(_) => {
             let id = &p.ident;
             quote!(#id)
         }
@@ -142,6 +171,7 @@ pub(crate) fn tool(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
         return quote!();
     };
     let (args, idents) = args_struct(func, true, quote!(::sake::__private::assert_tool_argument));
+    let (take_states, states_fn) = states(func, quote!(::sake::__private::ready_tool_internal));
     let ret = &func.ret;
     let probe =
         quote_spanned!(ret.span()=> (&&&::sake::__private::Probe::<#ret>::NEW).sake_output_kind());
@@ -182,6 +212,7 @@ pub(crate) fn tool(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
             use ::sake::__private::{ViaContent as _, ViaResultStructured as _, ViaStructured as _};
             #args
             #input_schema_fn
+            #states_fn
             fn __sake_output_schema() -> ::core::option::Option<::sake::__private::serde_json::Value> {
                 #probe.output_schema()
             }
@@ -194,6 +225,7 @@ pub(crate) fn tool(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
                         ::core::result::Result::Ok(v) => v,
                         ::core::result::Result::Err(e) => return ::sake::__private::ready_tool(e),
                     };
+                #take_states
                 ::std::boxed::Box::pin(async move {
                     let __sake_out: #ret = #call;
                     #probe.convert(__sake_out)
@@ -212,6 +244,7 @@ pub(crate) fn tool(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     output_schema: __sake_output_schema,
                     call: __sake_call,
                     requires: &[#(#requires),*],
+                    states: __sake_states,
                     location: #location,
                 }
             }
@@ -249,6 +282,7 @@ pub(crate) fn prompt(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
         true,
         quote!(::sake::__private::assert_prompt_argument),
     );
+    let (take_states, states_fn) = states(func, quote!(::sake::__private::ready_prompt_error));
     let ret = &func.ret;
     let convert = quote_spanned!(ret.span()=> ::sake::__private::IntoGetPromptResult::into_get_prompt_result(__sake_out));
     let call = call(func);
@@ -262,6 +296,7 @@ pub(crate) fn prompt(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
         const _: () = {
             #args
             #complete_fn
+            #states_fn
             fn __sake_arguments() -> ::sake::__private::serde_json::Value {
                 ::sake::__private::input_schema::<__SakeArgs>()
             }
@@ -274,6 +309,7 @@ pub(crate) fn prompt(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
                         ::core::result::Result::Ok(v) => v,
                         ::core::result::Result::Err(e) => return ::sake::__private::ready_prompt_error(e),
                     };
+                #take_states
                 ::std::boxed::Box::pin(async move {
                     let __sake_out: #ret = #call;
                     #convert
@@ -288,6 +324,7 @@ pub(crate) fn prompt(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     arguments: __sake_arguments,
                     get: __sake_get,
                     complete: #complete,
+                    states: __sake_states,
                     location: #location,
                 }
             }
@@ -378,6 +415,7 @@ pub(crate) fn resource(cx: &Ctxt, attrs: &ItemAttrs, func: &Func, attr_span: Spa
         return quote!();
     }
     let (name, _) = item_name(attrs, func);
+    let (take_states, states_fn) = states(func, quote!(::sake::__private::ready_resource_error));
     let ret = &func.ret;
     let mime = opt_str(&attrs.mime_type);
     let convert = quote_spanned!(ret.span()=>
@@ -394,11 +432,13 @@ pub(crate) fn resource(cx: &Ctxt, attrs: &ItemAttrs, func: &Func, attr_span: Spa
         #[allow(non_camel_case_types, non_snake_case, unused, clippy::all, clippy::pedantic)]
         const _: () = {
             #complete_fn
+            #states_fn
             fn #fn_name(
                 __sake_req: ::sake::__private::ResourceRequest,
                 __sake_ctx: ::sake::Context,
             ) -> ::sake::__private::ResourceFuture {
                 #(#parses)*
+                #take_states
                 ::std::boxed::Box::pin(async move {
                     let __sake_out: #ret = #call;
                     #convert
@@ -414,6 +454,7 @@ pub(crate) fn resource(cx: &Ctxt, attrs: &ItemAttrs, func: &Func, attr_span: Spa
                     icons: #icons,
                     read: #fn_name,
                     complete: #complete,
+                    states: __sake_states,
                     location: #location,
                 }
             }

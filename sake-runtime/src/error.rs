@@ -31,6 +31,20 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A function asks for `State<T>` of a type never registered with `Server::state`.
+    #[error(
+        "{kind} `{name}` at {location} takes State<{type_name}>, but no {type_name} was registered: add `.state(value)` to the server builder"
+    )]
+    MissingState {
+        /// `tool`, `prompt` or `resource`.
+        kind: &'static str,
+        /// Its name or URI.
+        name: String,
+        /// Where it is defined.
+        location: String,
+        /// The state's type.
+        type_name: &'static str,
+    },
     /// The server could not listen on the address.
     #[error("could not listen on {addr}: {source}")]
     Bind {

@@ -21,6 +21,7 @@ use crate::protocol::types::{
     ResourceContents,
 };
 use crate::server::context::Context;
+pub use crate::server::state::StateNeed;
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -91,6 +92,8 @@ pub struct ToolDef {
     pub output_schema: fn() -> Option<Value>,
     /// Decodes the arguments and starts the call.
     pub call: fn(Option<&RawValue>, Context) -> ToolFuture,
+    /// The `State<T>` types it takes.
+    pub states: fn() -> Vec<StateNeed>,
     /// Client capabilities the tool cannot run without (`requires(sampling)`): checked
     /// before it runs. Names: `sampling`, `sampling.tools`, `elicitation`, `elicitation.url`,
     /// `roots`.
@@ -143,6 +146,8 @@ pub struct PromptDef {
     pub get: fn(Option<&RawValue>, Context) -> PromptFuture,
     /// Completes argument values.
     pub complete: Option<CompleteFn>,
+    /// The `State<T>` types it takes.
+    pub states: fn() -> Vec<StateNeed>,
     /// Where it is defined.
     pub location: Location,
 }
@@ -188,6 +193,8 @@ pub struct ResourceDef {
     pub read: fn(ResourceRequest, Context) -> ResourceFuture,
     /// Completes template variables.
     pub complete: Option<CompleteFn>,
+    /// The `State<T>` types it takes.
+    pub states: fn() -> Vec<StateNeed>,
     /// Where it is defined.
     pub location: Location,
 }
@@ -273,6 +280,18 @@ pub fn decode_tool_args<A: DeserializeOwned>(
         };
         CallToolResult::error(msg)
     })
+}
+
+/// The error for a `State<T>` that is not registered (start-up checks make it unreachable).
+pub fn missing_state(type_name: &str) -> RpcError {
+    RpcError::internal(format!(
+        "no state of type {type_name} is registered on this server"
+    ))
+}
+
+/// A future that resolves at once to an internal error as a tool result.
+pub fn ready_tool_internal(err: RpcError) -> ToolFuture {
+    ready_tool(CallToolResult::error(err.message))
 }
 
 /// A future that resolves at once to `result` (argument errors and other early exits).

@@ -23,6 +23,7 @@ pub use registry::Registry;
 pub use server::context::Context;
 pub use server::input::{Elicitation, InputError};
 pub use server::notify::Notifier;
+pub use server::state::State;
 pub use server::{Server, Service};
 
 /// What generated code uses. Not a public API: it changes without notice.

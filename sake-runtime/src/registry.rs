@@ -307,6 +307,40 @@ impl Registry {
         self.resource_index.get(uri).map(|&i| self.resources[i])
     }
 
+    /// Checks that every `State<T>` a function asks for was registered.
+    pub(crate) fn check_states(
+        &self,
+        states: &crate::server::state::StateMap,
+    ) -> Result<(), Error> {
+        let defs = self
+            .tools
+            .iter()
+            .map(|t| ("tool", t.def.name, t.def.location, (t.def.states)()))
+            .chain(
+                self.prompts
+                    .iter()
+                    .map(|p| ("prompt", p.name, p.location, (p.states)())),
+            )
+            .chain(
+                self.resources
+                    .iter()
+                    .copied()
+                    .chain(self.templates.iter().map(|t| t.def))
+                    .map(|r| ("resource", r.uri, r.location, (r.states)())),
+            );
+        for (kind, name, location, needs) in defs {
+            if let Some(need) = needs.iter().find(|n| !states.contains(n.type_id)) {
+                return Err(Error::MissingState {
+                    kind,
+                    name: name.to_owned(),
+                    location: location.to_string(),
+                    type_name: need.type_name,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Whether anything offers completions.
     pub(crate) fn has_completions(&self) -> bool {
         self.prompts.iter().any(|p| p.complete.is_some())

@@ -60,6 +60,7 @@ struct Inner {
     name: Option<Cow<'static, str>>,
     input: InputChannel,
     notifier: Option<Notifier>,
+    states: Option<Arc<super::state::StateMap>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -82,6 +83,7 @@ pub(crate) struct RequestParts {
     pub notifier: Option<Notifier>,
     /// A cancellation token the transport keeps (to cancel by id); a fresh one otherwise.
     pub cancel: Option<CancellationToken>,
+    pub states: Option<Arc<super::state::StateMap>>,
 }
 
 impl RequestParts {
@@ -95,6 +97,7 @@ impl RequestParts {
             input: InputChannel::None,
             notifier: None,
             cancel: None,
+            states: None,
         }
     }
 }
@@ -115,6 +118,7 @@ impl Context {
                 name,
                 input: parts.input,
                 notifier: parts.notifier,
+                states: parts.states,
             }),
         };
         (ctx, cancel)
@@ -250,6 +254,11 @@ impl Context {
             // A closed stream means the client went away; the call is being cancelled.
             let _ = sink.send(Bytes::from(bytes)).await;
         }
+    }
+
+    /// Application state registered with [`Server::state`](crate::Server::state).
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<super::state::State<T>> {
+        self.inner.states.as_ref()?.get::<T>()
     }
 
     /// Publishes list changes and resource updates to connected clients.

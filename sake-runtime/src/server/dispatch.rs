@@ -195,6 +195,7 @@ impl Shared {
             None
         };
         parts.notifier = Some(self.notifier.clone());
+        parts.states = Some(self.states.clone());
         let (ctx, cancel) = Context::new(parts, Some(name));
         let mut fut = start(ctx);
         let shared = self.clone();

@@ -29,7 +29,7 @@ use crate::protocol::{Era, Revision};
 pub(crate) enum Started {
     /// Answered at once: the response message, and the session as it is now when the request
     /// changed it (`logging/setLevel`).
-    Done(Vec<u8>, Option<Session>),
+    Done(Vec<u8>, Option<Box<Session>>),
     /// Running: resolves to the response message, or to nothing when the client cancelled it.
     Running(BoxFuture<Option<Vec<u8>>>),
 }
@@ -83,7 +83,7 @@ pub(crate) fn start(
                 Some(level) => {
                     let mut s = session.clone();
                     s.log_level = Some(level);
-                    Started::Done(response(&id, &empty()), Some(s))
+                    Started::Done(response(&id, &empty()), Some(Box::new(s)))
                 }
             }
         }

@@ -8,6 +8,7 @@ pub(crate) mod legacy;
 pub mod notify;
 pub(crate) mod session;
 pub(crate) mod signing;
+pub mod state;
 pub(crate) mod subscriptions;
 
 use std::borrow::Cow;
@@ -46,6 +47,7 @@ use signing::Signer;
 pub struct Server {
     registry: Option<Result<Registry, Error>>,
     pub(crate) config: Config,
+    states: state::StateMap,
 }
 
 /// The builder's settings.
@@ -114,6 +116,7 @@ impl Server {
         Server {
             registry: None,
             config: Config::default(),
+            states: state::StateMap::default(),
         }
     }
 
@@ -122,7 +125,15 @@ impl Server {
         Server {
             registry: Some(Ok(registry)),
             config: Config::default(),
+            states: state::StateMap::default(),
         }
+    }
+
+    /// Registers application state: functions receive it through a `State<T>` parameter. One
+    /// value per type; a function that asks for a type never registered stops start-up.
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.states.insert(value);
+        self
     }
 
     /// The name clients see (`serverInfo.name`). Defaults to the executable's name.
@@ -292,8 +303,11 @@ impl Server {
             Some(r) => r?,
             None => Registry::collect()?,
         };
+        registry.check_states(&self.states)?;
+        let mut shared = Shared::new(registry, self.config)?;
+        shared.states = Arc::new(self.states);
         Ok(Service {
-            shared: Arc::new(Shared::new(registry, self.config)?),
+            shared: Arc::new(shared),
         })
     }
 
@@ -301,6 +315,12 @@ impl Server {
     /// application (`app.merge(router)`) and wrap in tower layers.
     pub fn into_router(self) -> Result<axum::Router, Error> {
         Ok(self.build()?.router())
+    }
+
+    /// Serves newline-delimited JSON-RPC on stdin and stdout until stdin closes. Logs must go
+    /// to stderr (stdout carries only MCP messages).
+    pub async fn serve_stdio(self) -> Result<(), Error> {
+        self.build()?.serve_stdio().await
     }
 
     /// Serves Streamable HTTP on `addr` until the process ends.
@@ -418,6 +438,7 @@ pub(crate) struct Shared {
     pub inflight: Arc<crate::server::inflight::Inflight>,
     /// Fired when the server shuts down: long-lived streams end with their final messages.
     pub shutdown: tokio_util::sync::CancellationToken,
+    pub states: Arc<state::StateMap>,
 }
 
 impl Shared {
@@ -490,6 +511,7 @@ impl Shared {
             streams: crate::transport::http::resume::Streams::new(config.max_tracked_sessions),
             inflight: Arc::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),
+            states: Arc::default(),
             registry,
             config,
             env,

@@ -1,3 +1,4 @@
-//! Transports: Streamable HTTP (and, with a later issue, stdio).
+//! Transports: Streamable HTTP and stdio.
 
 pub mod http;
+pub mod stdio;

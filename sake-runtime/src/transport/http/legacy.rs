@@ -115,6 +115,9 @@ pub(crate) async fn serve(
             with_session(sse::accepted(), refreshed.as_deref())
         }
         Incoming::Request { id, method, params } => {
+            let span = tracing::Span::current();
+            span.record("method", &*method);
+            span.record("revision", session.revision.as_str());
             let (tx, rx) = mpsc::channel::<Bytes>(shared.config.stream_buffer);
             let started = legacy::start(&shared, &session, extensions, id, &method, params, tx);
             let (started, token) = match started {

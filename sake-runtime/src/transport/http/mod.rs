@@ -85,7 +85,52 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, RpcError> {
         .map_err(|_| admission::too_large(limit))
 }
 
+/// Every POST runs in a `mcp` span; one `info` line per request says what it was and how it
+/// ended.
 async fn post(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    use tracing::Instrument as _;
+    use tracing::field::Empty;
+    let span = tracing::info_span!(
+        "mcp",
+        method = Empty,
+        name = Empty,
+        revision = Empty,
+        error = Empty
+    );
+    let started = std::time::Instant::now();
+    let resp = serve_post(shared, request).instrument(span.clone()).await;
+    let status = resp.status().as_u16();
+    let streaming = resp
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    tracing::info!(
+        parent: &span,
+        status,
+        streaming,
+        elapsed_us = started.elapsed().as_micros() as u64,
+        "request"
+    );
+    resp
+}
+
+/// Records what a request is in the current `mcp` span.
+pub(crate) fn record_request(method: &str, params: &Params<'_>) {
+    let span = tracing::Span::current();
+    if span.is_disabled() {
+        return;
+    }
+    span.record("method", method);
+    if let Some(name) = params
+        .name
+        .or(params.uri)
+        .and_then(crate::server::dispatch::raw_str)
+    {
+        span.record("name", &*name);
+    }
+}
+
+async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let cfg = &shared.config;
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, &parts.headers) {
@@ -148,7 +193,9 @@ async fn post(State(shared): State<Arc<Shared>>, request: Request) -> Response {
                 return sse::error(era_hint, Some(id), &e);
             }
         };
+        record_request(method, &params_parsed);
         if is_modern(&parts.headers, &params_parsed) {
+            tracing::Span::current().record("revision", Revision::LATEST.as_str());
             let req = modern::ModernRequest {
                 id: id.clone(),
                 method,

@@ -40,6 +40,7 @@ pub(crate) fn json(status: u16, body: Vec<u8>) -> Response {
 
 /// An error as a response, with the status its era gives it.
 pub(crate) fn error(era: Era, id: Option<&RequestId>, err: &RpcError) -> Response {
+    tracing::Span::current().record("error", err.code);
     json(err.http_status(era), jsonrpc::error_bytes(id, err))
 }
 

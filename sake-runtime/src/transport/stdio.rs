@@ -1,0 +1,489 @@
+//! stdio: newline-delimited JSON-RPC on stdin and stdout, for both eras.
+//!
+//! `server/discover` and 2026-07-28 requests (with `_meta`) are answered at any time; an
+//! `initialize` makes the process one handshake session for requests without `_meta`, and
+//! modern requests keep working beside it. Requests run concurrently; answers may come out of
+//! order; `notifications/cancelled` stops a request and nothing more is written for it. Logs
+//! never go to stdout.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Error;
+use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
+use crate::protocol::meta::{self, Params};
+use crate::protocol::methods::Method;
+use crate::protocol::{Era, Revision};
+use crate::server::context::RequestParts;
+use crate::server::dispatch::Dispatched;
+use crate::server::legacy::{self, Started};
+use crate::server::notify::Event;
+use crate::server::session::Session;
+use crate::server::subscriptions::{self, Frame};
+use crate::server::{Service, Shared};
+
+/// The session id, cancellation scope and answer scope of the process.
+const SCOPE: &str = "stdio";
+
+enum Line {
+    Eof,
+    Complete,
+    TooLong,
+}
+
+/// Reads one line into `buf` (without the newline), refusing lines over `max` bytes.
+async fn read_line<R: AsyncRead + Unpin>(
+    r: &mut BufReader<R>,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    let mut too_long = false;
+    loop {
+        let available = r.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if too_long {
+                Line::TooLong
+            } else if buf.is_empty() {
+                Line::Eof
+            } else {
+                Line::Complete
+            });
+        }
+        let (chunk, found) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..i], Some(i)),
+            None => (available, None),
+        };
+        if !too_long {
+            if buf.len() + chunk.len() > max {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(chunk);
+            }
+        }
+        let used = found.map_or(chunk.len(), |i| i + 1);
+        r.consume(used);
+        if found.is_some() {
+            return Ok(if too_long {
+                Line::TooLong
+            } else {
+                Line::Complete
+            });
+        }
+    }
+}
+
+/// The state of one stdio connection.
+struct Conn {
+    shared: Arc<Shared>,
+    out: mpsc::Sender<Bytes>,
+    session: Mutex<Option<Session>>,
+    /// Everything running, cancelled together at EOF.
+    all: CancellationToken,
+}
+
+impl Conn {
+    async fn write(&self, msg: Vec<u8>) {
+        let _ = self.out.send(Bytes::from(msg)).await;
+    }
+
+    fn session(&self) -> Option<Session> {
+        self.session.lock().ok().and_then(|s| s.clone())
+    }
+}
+
+impl Service {
+    /// Serves stdio on this process's stdin and stdout until stdin closes.
+    pub async fn serve_stdio(self) -> Result<(), Error> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves newline-delimited JSON-RPC on any reader and writer (a pipe, a socket, a test's
+    /// in-memory duplex) until the reader ends.
+    pub async fn serve_io<R, W>(self, reader: R, writer: W) -> Result<(), Error>
+    where
+        R: AsyncRead + Unpin + Send,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = self.shared.clone();
+        let (out, mut out_rx) = mpsc::channel::<Bytes>(1024);
+        let writer_task = tokio::spawn(async move {
+            let mut w = writer;
+            while let Some(msg) = out_rx.recv().await {
+                // An empty message is the "end this HTTP response" marker of SSE polling;
+                // stdio has no response streams to end.
+                if msg.is_empty() {
+                    continue;
+                }
+                let written = async {
+                    w.write_all(&msg).await?;
+                    w.write_all(b"\n").await?;
+                    w.flush().await
+                };
+                if let Err(e) = written.await {
+                    tracing::warn!(error = %e, "stdout closed; stopping");
+                    break;
+                }
+            }
+        });
+        let conn = Arc::new(Conn {
+            shared: shared.clone(),
+            out,
+            session: Mutex::new(None),
+            all: CancellationToken::new(),
+        });
+        let mut tasks = JoinSet::new();
+        let mut reader = BufReader::new(reader);
+        let mut line = Vec::new();
+        let max = shared.config.max_body_bytes;
+        tracing::info!(
+            "serving MCP on stdio (revisions 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)"
+        );
+        loop {
+            line.clear();
+            let read = tokio::select! {
+                r = read_line(&mut reader, &mut line, max) => r,
+                () = shared.shutdown.cancelled() => break,
+            };
+            match read? {
+                Line::Eof => break,
+                Line::TooLong => {
+                    let e = RpcError::invalid_request(format!(
+                        "a message exceeds this server's limit of {max} bytes"
+                    ));
+                    conn.write(jsonrpc::error_bytes(None, &e)).await;
+                }
+                Line::Complete => {
+                    let text = line.trim_ascii();
+                    if !text.is_empty() {
+                        handle(&conn, text, &mut tasks).await;
+                    }
+                }
+            }
+            while tasks.try_join_next().is_some() {}
+        }
+        // EOF: cancel what runs, then let the writer drain.
+        conn.all.cancel();
+        shared.inflight.cancel_scope(SCOPE);
+        shared.pending.end_session(SCOPE);
+        tasks.shutdown().await;
+        drop(conn);
+        let _ = writer_task.await;
+        tracing::info!("stdin closed; stdio server stopped");
+        Ok(())
+    }
+}
+
+async fn handle(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
+    if text.first() == Some(&b'[') {
+        batch(conn, text, tasks).await;
+        return;
+    }
+    let message = match jsonrpc::decode(text) {
+        Ok(m) => m,
+        Err(e) => {
+            conn.write(jsonrpc::error_bytes(e.id.as_ref(), &e.error))
+                .await;
+            return;
+        }
+    };
+    match message {
+        Incoming::Notification { method, params } => {
+            legacy::notification(&conn.shared, SCOPE, &method, params);
+        }
+        Incoming::Response { id, outcome } => legacy::answer(&conn.shared, SCOPE, &id, outcome),
+        Incoming::Request { id, method, params } => request(conn, id, &method, params, tasks).await,
+    }
+}
+
+fn is_modern(params: &Params<'_>) -> bool {
+    #[derive(serde::Deserialize)]
+    struct VersionOnly<'a> {
+        #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+        version: Option<&'a RawValue>,
+    }
+    params
+        .meta
+        .and_then(|m| serde_json::from_str::<VersionOnly<'_>>(m.get()).ok())
+        .is_some_and(|v| v.version.is_some())
+}
+
+async fn request(
+    conn: &Arc<Conn>,
+    id: RequestId,
+    method: &str,
+    raw: Option<&RawValue>,
+    tasks: &mut JoinSet<()>,
+) {
+    tracing::info!(method, id = %id, "request");
+    let params = match Params::parse(raw) {
+        Ok(p) => p,
+        Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
+    };
+    let modern_only = matches!(method, "server/discover" | "subscriptions/listen");
+    if is_modern(&params) || (modern_only && conn.session().is_none()) {
+        return modern(conn, id, method, &params, tasks).await;
+    }
+    if method == "initialize" {
+        let msg = match legacy::initialize(&conn.shared, &params) {
+            Ok((result, mut session)) => {
+                session.sid = SCOPE.to_owned();
+                let first = conn
+                    .session
+                    .lock()
+                    .map(|mut s| s.replace(session).is_none())
+                    .unwrap_or(false);
+                if first {
+                    forward_events(conn, tasks);
+                }
+                jsonrpc::result_bytes(&id, &result)
+            }
+            Err(e) => jsonrpc::error_bytes(Some(&id), &e),
+        };
+        return conn.write(msg).await;
+    }
+    let Some(session) = conn.session() else {
+        let msg = if method == "ping" {
+            jsonrpc::result_bytes(&id, b"{}")
+        } else {
+            jsonrpc::error_bytes(
+                Some(&id),
+                &RpcError::invalid_params(
+                    "Invalid params: no `_meta`; send 2026-07-28 requests with params._meta (io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities), or `initialize` first",
+                ),
+            )
+        };
+        return conn.write(msg).await;
+    };
+    match legacy::start(
+        &conn.shared,
+        &session,
+        http::Extensions::new(),
+        id,
+        method,
+        raw,
+        conn.out.clone(),
+    ) {
+        Started::Done(msg, changed) => {
+            if let Some(changed) = changed
+                && let Ok(mut s) = conn.session.lock()
+            {
+                *s = Some(*changed);
+            }
+            conn.write(msg).await;
+        }
+        Started::Running(fut) => {
+            let conn = conn.clone();
+            tasks.spawn(async move {
+                tokio::select! {
+                    out = fut => if let Some(msg) = out {
+                        conn.write(msg).await;
+                    },
+                    () = conn.all.cancelled() => {}
+                }
+            });
+        }
+    }
+}
+
+async fn modern(
+    conn: &Arc<Conn>,
+    id: RequestId,
+    method_name: &str,
+    params: &Params<'_>,
+    tasks: &mut JoinSet<()>,
+) {
+    let shared = &conn.shared;
+    let checked = (|| {
+        let m = meta::parse_modern_meta(params.meta)?;
+        if m.protocol_version != Revision::LATEST.as_str() {
+            let supported = Revision::ALL.map(Revision::as_str);
+            return Err(RpcError::unsupported_version(
+                &m.protocol_version,
+                &supported,
+                "",
+            ));
+        }
+        let method = Method::parse_in(method_name, Era::Modern)
+            .filter(|m| shared.offers(m.needs()))
+            .ok_or_else(|| RpcError::method_not_found(method_name))?;
+        Ok((method, m.meta))
+    })();
+    let (method, meta) = match checked {
+        Ok(v) => v,
+        Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
+    };
+    let cancel = CancellationToken::new();
+    if method == Method::Listen {
+        let frames = match subscriptions::listen(shared, id.clone(), params) {
+            Ok(f) => f,
+            Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
+        };
+        let guard = shared.inflight.register(SCOPE, &id, cancel.clone());
+        let conn = conn.clone();
+        tasks.spawn(async move {
+            use futures_util::StreamExt;
+            let _guard = guard;
+            let mut frames = std::pin::pin!(frames);
+            loop {
+                tokio::select! {
+                    f = frames.next() => match f {
+                        Some(Frame::Message(m)) => conn.write(m.to_vec()).await,
+                        Some(Frame::KeepAlive) => {}
+                        None => break,
+                    },
+                    () = cancel.cancelled() => break,
+                    () = conn.all.cancelled() => break,
+                }
+            }
+        });
+        return;
+    }
+    let mut parts = RequestParts::new(Revision::LATEST, meta);
+    parts.sink = Some(conn.out.clone());
+    parts.cancel = Some(cancel.clone());
+    match shared.dispatch(parts, method, params) {
+        Dispatched::Ready(out) => conn.write(legacy::response(&id, &out)).await,
+        Dispatched::Pending(fut) => {
+            let guard = shared.inflight.register(SCOPE, &id, cancel.clone());
+            let conn = conn.clone();
+            tasks.spawn(async move {
+                let _guard = guard;
+                tokio::select! {
+                    out = fut => conn.write(legacy::response(&id, &out)).await,
+                    // Cancelled: nothing more is written for it.
+                    () = cancel.cancelled() => {}
+                    () = conn.all.cancelled() => {}
+                }
+            });
+        }
+    }
+}
+
+/// A 2025-03-26 session's batch: one array of responses, in order.
+async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
+    let refuse = |why: String| jsonrpc::error_bytes(None, &RpcError::invalid_request(why));
+    let Some(session) = conn.session().filter(|s| s.revision.features().batches) else {
+        return conn
+            .write(refuse(
+                "a JSON-RPC batch (array) is only accepted in a 2025-03-26 session".into(),
+            ))
+            .await;
+    };
+    let items: Vec<&RawValue> = match serde_json::from_slice(text) {
+        Ok(items) => items,
+        Err(e) => {
+            return conn
+                .write(jsonrpc::error_bytes(None, &RpcError::parse_error(e)))
+                .await;
+        }
+    };
+    let max = conn.shared.config.max_batch;
+    if items.is_empty() || items.len() > max {
+        return conn
+            .write(refuse(format!(
+                "a batch must hold 1 to {max} messages; this one holds {}",
+                items.len()
+            )))
+            .await;
+    }
+    let mut runs: Vec<crate::handler::BoxFuture<Option<Vec<u8>>>> = Vec::new();
+    for raw in items {
+        match jsonrpc::decode_raw(raw) {
+            Err(e) => {
+                let body = jsonrpc::error_bytes(e.id.as_ref(), &e.error);
+                runs.push(Box::pin(std::future::ready(Some(body))));
+            }
+            Ok(Incoming::Notification { method, params }) => {
+                legacy::notification(&conn.shared, SCOPE, &method, params)
+            }
+            Ok(Incoming::Response { id, outcome }) => {
+                legacy::answer(&conn.shared, SCOPE, &id, outcome)
+            }
+            Ok(Incoming::Request { id, method, params }) => {
+                match legacy::start(
+                    &conn.shared,
+                    &session,
+                    http::Extensions::new(),
+                    id,
+                    &method,
+                    params,
+                    conn.out.clone(),
+                ) {
+                    Started::Done(body, changed) => {
+                        if let Some(changed) = changed
+                            && let Ok(mut s) = conn.session.lock()
+                        {
+                            *s = Some(*changed);
+                        }
+                        runs.push(Box::pin(std::future::ready(Some(body))));
+                    }
+                    Started::Running(fut) => runs.push(fut),
+                }
+            }
+        }
+    }
+    if runs.is_empty() {
+        return;
+    }
+    let conn = conn.clone();
+    tasks.spawn(async move {
+        let bodies: Vec<Vec<u8>> = futures_util::future::join_all(runs)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        if bodies.is_empty() {
+            return;
+        }
+        let mut out = vec![b'['];
+        for (i, b) in bodies.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b);
+        }
+        out.push(b']');
+        conn.write(out).await;
+    });
+}
+
+/// List changes and subscribed resource updates of the process's handshake session.
+fn forward_events(conn: &Arc<Conn>, tasks: &mut JoinSet<()>) {
+    let mut events = conn.shared.hub.subscribe_events();
+    let conn = conn.clone();
+    tasks.spawn(async move {
+        loop {
+            let ev = tokio::select! {
+                ev = events.recv() => ev,
+                () = conn.all.cancelled() => return,
+            };
+            let ev = match ev {
+                Ok(ev) => ev,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(
+                        missed = n,
+                        "stdio client too slow for notifications; some were dropped"
+                    );
+                    continue;
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            let params = match &ev {
+                Event::ResourceUpdated(uri) if conn.shared.hub.is_subscribed(SCOPE, uri) => {
+                    serde_json::json!({ "uri": &**uri })
+                }
+                Event::ResourceUpdated(_) => continue,
+                _ => serde_json::json!({}),
+            };
+            conn.write(jsonrpc::notification_bytes(ev.method(), &params))
+                .await;
+        }
+    });
+}
