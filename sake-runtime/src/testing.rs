@@ -1,7 +1,7 @@
 //! Helpers for users' own tests: the lists each revision shows, ready for snapshot tests, and
 //! an in-memory client that calls tools, prompts and resources through the real dispatcher.
 //!
-//! ```
+//! ```standalone_crate
 //! use sake::prelude::*;
 //! use sake::testing::TestClient;
 //!

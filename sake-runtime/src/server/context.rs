@@ -34,7 +34,7 @@ pub(crate) type Sink = mpsc::Sender<Bytes>;
 /// to receive it; it is not an argument and does not appear in the schema. It is cheap to
 /// clone, and can be moved into tasks the function spawns.
 ///
-/// ```
+/// ```standalone_crate
 /// use sake::prelude::*;
 ///
 /// /// Counts to three, reporting progress.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 /// A value registered with [`Server::state`](crate::Server::state), shared by every request.
 ///
-/// ```
+/// ```standalone_crate
 /// use sake::prelude::*;
 /// use sake::State;
 ///
