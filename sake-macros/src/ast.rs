@@ -23,6 +23,10 @@ pub(crate) struct Param {
     pub docs: Vec<Attribute>,
     /// `#[serde]` and `#[schemars]` attributes, forwarded to the argument struct.
     pub forwarded: Vec<Attribute>,
+    /// Whether `forwarded` changes how the type is deserialized or described (a default, a
+    /// `deserialize_with`…): the argument struct then names the type itself, and the derives
+    /// check it, instead of checking it against `ToolArgument` (see expand.rs).
+    pub custom: bool,
 }
 
 pub(crate) struct Func {
@@ -53,6 +57,39 @@ pub(crate) fn doc_text(attrs: &[Attribute]) -> Option<String> {
     let text = lines.join("\n");
     let text = text.trim();
     (!text.is_empty()).then(|| text.to_owned())
+}
+
+/// Whether `#[serde]`/`#[schemars]` attributes do more than name the argument (`rename`,
+/// `alias`, `flatten`) or add to its schema: anything else may require more of the type, or
+/// less, than `DeserializeOwned + JsonSchema`. An attribute that does not parse counts as custom.
+fn is_custom(forwarded: &[Attribute]) -> bool {
+    forwarded.iter().any(|attr| {
+        let serde = attr.path().is_ident("serde");
+        let syn::Meta::List(list) = &attr.meta else {
+            return true;
+        };
+        let mut custom = false;
+        let parsed = list.parse_nested_meta(|meta| {
+            let key = meta
+                .path
+                .get_ident()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            custom |= if serde {
+                !matches!(key.as_str(), "rename" | "alias" | "flatten")
+            } else {
+                matches!(key.as_str(), "with" | "schema_with" | "bound" | "crate")
+            };
+            if meta.input.peek(syn::Token![=]) {
+                meta.value()?.parse::<syn::Expr>()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let _content;
+                syn::parenthesized!(_content in meta.input);
+            }
+            Ok(())
+        });
+        custom || parsed.is_err()
+    })
 }
 
 fn last_segment_is(ty: &Type, name: &str) -> bool {
@@ -149,7 +186,7 @@ impl Func {
                 other => {
                     cx.error_spanned_by(
                         other,
-                        format!("a {what} parameter must be a plain name, not a pattern: the name is the argument's name in the schema"),
+                        format!("a {what} parameter must be a plain name, not a pattern: the name is the argument's name in the schema; name the parameter and destructure it in the function body"),
                     );
                     continue;
                 }
@@ -173,14 +210,22 @@ impl Func {
                     kind: ParamKind::Context,
                     docs,
                     forwarded,
+                    custom: false,
                 });
                 continue;
             }
             match &ty {
                 Type::Reference(r) => {
+                    let instead = match &*r.elem {
+                        Type::Path(p) if p.path.is_ident("str") => {
+                            "write `String` instead of `&str`"
+                        }
+                        Type::Slice(_) => "write `Vec<T>` instead of `&[T]`",
+                        _ => "write the type without `&`",
+                    };
                     cx.error_spanned_by(
                         r,
-                        format!("a {what} argument must be an owned type: it is deserialized from the request (use String for &str, Vec<T> for &[T])"),
+                        format!("a {what} argument must be an owned type, not a reference: it is deserialized from each request; {instead}"),
                     );
                     continue;
                 }
@@ -193,12 +238,14 @@ impl Func {
                 }
                 _ => {}
             }
+            let custom = is_custom(&forwarded);
             params.push(Param {
                 ident,
                 ty,
                 kind: ParamKind::Argument,
                 docs,
                 forwarded,
+                custom,
             });
         }
         let description = doc_text(&item.attrs);

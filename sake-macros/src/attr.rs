@@ -1,7 +1,7 @@
 //! Parsing the options of `#[tool(...)]`, `#[prompt(...)]`, `#[resource(...)]` and the
 //! per-parameter `#[arg(...)]`.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use syn::meta::ParseNestedMeta;
 use syn::{Expr, ExprArray, Lit, LitBool, LitStr, Path};
 
@@ -289,9 +289,4 @@ pub(crate) fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, out: &mut ArgAttr
         }
         syn::Meta::NameValue(nv) => cx.error_spanned_by(nv, "write #[arg] or #[arg(option = ...)]"),
     }
-}
-
-/// The span of a literal or of the whole attribute.
-pub(crate) fn span_of(lit: &Option<LitStr>, fallback: Span) -> Span {
-    lit.as_ref().map_or(fallback, LitStr::span)
 }
