@@ -254,6 +254,7 @@ fn tree(root: TreeNode, forest: Vec<TreeNode>) -> String {
 
 /// Optional composite types lose their `null` branch too.
 #[tool]
+#[allow(clippy::too_many_arguments)]
 fn optional_composites(
     shape: Option<Shape>,
     id: Option<Id>,
