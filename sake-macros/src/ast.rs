@@ -83,8 +83,9 @@ fn is_custom(forwarded: &[Attribute]) -> bool {
             if meta.input.peek(syn::Token![=]) {
                 meta.value()?.parse::<syn::Expr>()?;
             } else if meta.input.peek(syn::token::Paren) {
-                let _content;
-                syn::parenthesized!(_content in meta.input);
+                let content;
+                syn::parenthesized!(content in meta.input);
+                content.parse::<proc_macro2::TokenStream>()?;
             }
             Ok(())
         });
@@ -269,5 +270,44 @@ impl Func {
 
     pub fn ident(&self) -> &Ident {
         &self.item.sig.ident
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn custom(attrs: &[&str]) -> bool {
+        let attrs: Vec<Attribute> = attrs
+            .iter()
+            .map(|a| {
+                let tokens: proc_macro2::TokenStream = a.parse().unwrap();
+                syn::parse_quote!(#tokens)
+            })
+            .collect();
+        is_custom(&attrs)
+    }
+
+    #[test]
+    fn naming_attributes_are_not_custom() {
+        assert!(!custom(&[]));
+        assert!(!custom(&[r#"#[serde(rename = "type")]"#]));
+        assert!(!custom(&[
+            r#"#[serde(rename(deserialize = "t"), alias = "u")]"#
+        ]));
+        assert!(!custom(&["#[serde(flatten)]"]));
+        assert!(!custom(&[r#"#[schemars(extend("format" = "date"))]"#]));
+        assert!(!custom(&["#[schemars(range(min = 1))]"]));
+    }
+
+    #[test]
+    fn attributes_that_change_the_requirements_are_custom() {
+        assert!(custom(&["#[serde(default)]"]));
+        assert!(custom(&[r#"#[serde(default = "f")]"#]));
+        assert!(custom(&[r#"#[serde(deserialize_with = "f")]"#]));
+        assert!(custom(&[r#"#[serde(with = "m")]"#]));
+        assert!(custom(&[r#"#[schemars(with = "f64")]"#]));
+        assert!(custom(&[r#"#[schemars(schema_with = "f")]"#]));
+        assert!(custom(&["#[serde = 1]"]));
     }
 }

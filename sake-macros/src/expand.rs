@@ -474,3 +474,42 @@ pub(crate) fn resource(
         };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_say_what_is_wrong() {
+        assert_eq!(tool_name_problem("add"), None);
+        assert_eq!(tool_name_problem("a.b-c_D9"), None);
+        assert_eq!(tool_name_problem(&"x".repeat(64)), None);
+        assert_eq!(
+            tool_name_problem(&"x".repeat(65)).as_deref(),
+            Some("it is 65 characters long")
+        );
+        assert_eq!(tool_name_problem("").as_deref(), Some("it is empty"));
+        assert_eq!(
+            tool_name_problem("has space").as_deref(),
+            Some("' ' is not allowed")
+        );
+        assert_eq!(
+            tool_name_problem("a/b").as_deref(),
+            Some("'/' is not allowed")
+        );
+    }
+
+    #[test]
+    fn template_variables_are_level_1() {
+        assert_eq!(template_vars("docs://about"), Ok(vec![]));
+        assert_eq!(
+            template_vars("users://{id}/posts/{slug}"),
+            Ok(vec!["id".to_owned(), "slug".to_owned()])
+        );
+        assert!(template_vars("files://{+path}").is_err());
+        assert!(template_vars("a://{x}{y}").is_err());
+        assert!(template_vars("a://{x}/{x}").is_err());
+        assert!(template_vars("a://{x").is_err());
+        assert!(template_vars("a://x}").is_err());
+    }
+}
