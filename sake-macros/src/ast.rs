@@ -27,6 +27,10 @@ pub(crate) struct Param {
     pub forwarded: Vec<Attribute>,
     /// `#[arg(header = "...")]`.
     pub header: Option<syn::LitStr>,
+    /// Whether `forwarded` changes how the type is deserialized or described (a default, a
+    /// `deserialize_with`…): the argument struct then names the type itself, and the derives
+    /// check it, instead of checking it against `ToolArgument` (see expand.rs).
+    pub custom: bool,
 }
 
 pub(crate) struct Func {
@@ -57,6 +61,40 @@ pub(crate) fn doc_text(attrs: &[Attribute]) -> Option<String> {
     let text = lines.join("\n");
     let text = text.trim();
     (!text.is_empty()).then(|| text.to_owned())
+}
+
+/// Whether `#[serde]`/`#[schemars]` attributes do more than name the argument (`rename`,
+/// `alias`, `flatten`) or add to its schema: anything else may require more of the type, or
+/// less, than `DeserializeOwned + JsonSchema`. An attribute that does not parse counts as custom.
+fn is_custom(forwarded: &[Attribute]) -> bool {
+    forwarded.iter().any(|attr| {
+        let serde = attr.path().is_ident("serde");
+        let syn::Meta::List(list) = &attr.meta else {
+            return true;
+        };
+        let mut custom = false;
+        let parsed = list.parse_nested_meta(|meta| {
+            let key = meta
+                .path
+                .get_ident()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            custom |= if serde {
+                !matches!(key.as_str(), "rename" | "alias" | "flatten")
+            } else {
+                matches!(key.as_str(), "with" | "schema_with" | "bound" | "crate")
+            };
+            if meta.input.peek(syn::Token![=]) {
+                meta.value()?.parse::<syn::Expr>()?;
+            } else if meta.input.peek(syn::token::Paren) {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                content.parse::<proc_macro2::TokenStream>()?;
+            }
+            Ok(())
+        });
+        custom || parsed.is_err()
+    })
 }
 
 fn last_segment_is(ty: &Type, name: &str) -> bool {
@@ -172,7 +210,7 @@ impl Func {
                 other => {
                     cx.error_spanned_by(
                         other,
-                        format!("a {what} parameter must be a plain name, not a pattern: the name is the argument's name in the schema"),
+                        format!("a {what} parameter must be a plain name, not a pattern: the name is the argument's name in the schema; name the parameter and destructure it in the function body"),
                     );
                     continue;
                 }
@@ -197,6 +235,7 @@ impl Func {
                     docs,
                     forwarded,
                     header: None,
+                    custom: false,
                 });
                 continue;
             }
@@ -213,14 +252,22 @@ impl Func {
                     docs,
                     forwarded,
                     header: None,
+                    custom: false,
                 });
                 continue;
             }
             match &ty {
                 Type::Reference(r) => {
+                    let instead = match &*r.elem {
+                        Type::Path(p) if p.path.is_ident("str") => {
+                            "write `String` instead of `&str`"
+                        }
+                        Type::Slice(_) => "write `Vec<T>` instead of `&[T]`",
+                        _ => "write the type without `&`",
+                    };
                     cx.error_spanned_by(
                         r,
-                        format!("a {what} argument must be an owned type: it is deserialized from the request (use String for &str, Vec<T> for &[T])"),
+                        format!("a {what} argument must be an owned type, not a reference: it is deserialized from each request; {instead}"),
                     );
                     continue;
                 }
@@ -249,6 +296,7 @@ impl Func {
                     cx.error_spanned_by(h, "`#[arg(header = ...)]` is for #[tool] parameters");
                 }
             }
+            let custom = is_custom(&forwarded);
             params.push(Param {
                 ident,
                 ty,
@@ -256,6 +304,7 @@ impl Func {
                 docs,
                 forwarded,
                 header: arg_attrs.header,
+                custom,
             });
         }
         let description = doc_text(&item.attrs);
@@ -279,5 +328,44 @@ impl Func {
 
     pub fn ident(&self) -> &Ident {
         &self.item.sig.ident
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn custom(attrs: &[&str]) -> bool {
+        let attrs: Vec<Attribute> = attrs
+            .iter()
+            .map(|a| {
+                let tokens: proc_macro2::TokenStream = a.parse().unwrap();
+                syn::parse_quote!(#tokens)
+            })
+            .collect();
+        is_custom(&attrs)
+    }
+
+    #[test]
+    fn naming_attributes_are_not_custom() {
+        assert!(!custom(&[]));
+        assert!(!custom(&[r#"#[serde(rename = "type")]"#]));
+        assert!(!custom(&[
+            r#"#[serde(rename(deserialize = "t"), alias = "u")]"#
+        ]));
+        assert!(!custom(&["#[serde(flatten)]"]));
+        assert!(!custom(&[r#"#[schemars(extend("format" = "date"))]"#]));
+        assert!(!custom(&["#[schemars(range(min = 1))]"]));
+    }
+
+    #[test]
+    fn attributes_that_change_the_requirements_are_custom() {
+        assert!(custom(&["#[serde(default)]"]));
+        assert!(custom(&[r#"#[serde(default = "f")]"#]));
+        assert!(custom(&[r#"#[serde(deserialize_with = "f")]"#]));
+        assert!(custom(&[r#"#[serde(with = "m")]"#]));
+        assert!(custom(&[r#"#[schemars(with = "f64")]"#]));
+        assert!(custom(&[r#"#[schemars(schema_with = "f")]"#]));
+        assert!(custom(&["#[serde = 1]"]));
     }
 }

@@ -351,8 +351,3 @@ pub(crate) fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, out: &mut ArgAttr
         }
     }
 }
-
-/// The span of a literal or of the whole attribute.
-pub(crate) fn span_of(lit: &Option<LitStr>, fallback: Span) -> Span {
-    lit.as_ref().map_or(fallback, LitStr::span)
-}

@@ -3,10 +3,11 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::LitStr;
+use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
 use crate::ast::{Func, ParamKind};
-use crate::attr::{self, Icon, ItemAttrs};
+use crate::attr::{Icon, ItemAttrs};
 use crate::ctxt::Ctxt;
 
 fn opt_str(v: &Option<LitStr>) -> TokenStream {
@@ -42,12 +43,18 @@ fn location() -> TokenStream {
     })
 }
 
-/// `^[A-Za-z0-9_.-]{1,64}$`
-fn valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+/// Why `name` does not match `^[A-Za-z0-9_.-]{1,64}$`, if it does not.
+fn tool_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("it is empty".to_owned());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+    {
+        return Some(format!("{c:?} is not allowed"));
+    }
+    (name.len() > 64).then(|| format!("it is {} characters long", name.len()))
 }
 
 /// The name: `name = "..."` or the function's.
@@ -58,42 +65,85 @@ fn item_name(attrs: &ItemAttrs, func: &Func) -> (String, Span) {
     }
 }
 
-/// The argument struct and the checks that report a bad parameter type at the parameter.
-fn args_struct(
-    func: &Func,
-    derive_schema: bool,
-    check: TokenStream,
-) -> (TokenStream, Vec<syn::Ident>) {
+/// What an argument struct is checked against, and the runtime's glue for it.
+struct ArgsKind {
+    /// The trait every argument type must implement (with its `on_unimplemented` message).
+    bound: TokenStream,
+    /// The decoder's error type.
+    error: TokenStream,
+    /// The `ArgsGlue` constant.
+    glue: TokenStream,
+}
+
+/// The argument struct, and `__SAKE_ARGS`: its schema and decoder.
+///
+/// The struct is generic over the argument types (`__SakeA0`…) so that the derives never see
+/// a concrete type: they compile even when a type does not qualify. The one place that names
+/// the types is the call of `__sake_glue::<T0, T1, …>()`, whose bounds are `kind.bound`; each
+/// type there is spanned at its parameter, so a type that does not qualify is reported once,
+/// at the parameter, in the trait's words. A parameter with custom serde or schemars
+/// attributes is a concrete field instead (the derives check it) — see `ast::is_custom`.
+fn args_struct(func: &Func, kind: &ArgsKind) -> (TokenStream, Vec<syn::Ident>) {
+    let ArgsKind { bound, error, glue } = kind;
     let mut fields = Vec::new();
-    let mut checks = Vec::new();
     let mut idents = Vec::new();
+    let mut params = Vec::new();
+    let mut bounded = Vec::new();
+    let mut types = Vec::new();
+    let mut checks = Vec::new();
     for p in func.arguments() {
         let (docs, fwd, id, ty) = (&p.docs, &p.forwarded, &p.ident, &p.ty);
-        let header = p.header.as_ref().map(|h| {
-            checks.push(
-                quote_spanned!(ty.span()=> ::sake::__private::assert_header_argument::<#ty>();),
-            );
-            quote!(#[schemars(extend("x-mcp-header" = #h))])
-        });
-        fields.push(quote!(#(#docs)* #(#fwd)* #header #id: #ty));
-        checks.push(quote_spanned!(ty.span()=> #check::<#ty>();));
+        // `#[arg(header = "Name")]`: the schema says so, and the type must be one a header
+        // can carry.
+        let (header, header_bound) = match &p.header {
+            Some(h) => (
+                quote!(#[schemars(extend("x-mcp-header" = #h))]),
+                quote!(+ ::sake::__private::HeaderArgument),
+            ),
+            None => (quote!(), quote!()),
+        };
+        let field_ty = if p.custom {
+            if p.header.is_some() {
+                checks.push(
+                    quote_spanned!(ty.span()=> ::sake::__private::assert_header_argument::<#ty>();),
+                );
+            }
+            quote!(#ty)
+        } else {
+            let param = format_ident!("__SakeA{}", params.len());
+            bounded.push(quote!(#param: #bound #header_bound));
+            types.push(quote_spanned!(ty.span()=> #ty));
+            params.push(param.clone());
+            quote!(#param)
+        };
+        fields.push(quote!(#(#docs)* #(#fwd)* #header #id: #field_ty));
         idents.push(id.clone());
     }
-    let schema_derive = if derive_schema {
-        quote!(#[derive(::sake::__private::schemars::JsonSchema)]
-               #[schemars(crate = "::sake::__private::schemars")])
-    } else {
-        quote!()
-    };
     let tokens = quote! {
-        #[derive(::sake::__private::serde::Deserialize)]
+        #[derive(::sake::__private::serde::Deserialize, ::sake::__private::schemars::JsonSchema)]
         #[serde(crate = "::sake::__private::serde")]
-        #schema_derive
-        struct __SakeArgs { #(#fields,)* }
+        #[schemars(crate = "::sake::__private::schemars")]
+        struct __SakeArgs<#(#params),*> { #(#fields,)* }
+
+        const fn __sake_glue<#(#bounded),*>()
+            -> ::sake::__private::ArgsGlue<__SakeArgs<#(#params),*>, #error>
+        {
+            ::sake::__private::ArgsGlue::<__SakeArgs<#(#params),*>, #error>::#glue
+        }
+
+        const __SAKE_ARGS: ::sake::__private::ArgsGlue<__SakeArgs<#(#types),*>, #error> =
+            __sake_glue::<#(#types),*>();
 
         fn __sake_argument_checks() { #(#checks)* }
     };
     (tokens, idents)
+}
+
+/// The name of the `const` that holds the generated items: named (after the function), not
+/// `_`, so that it is also a valid item in an `impl` block, where the attribute on an
+/// associated function then fails only on the call of the function (see `call`).
+fn glue_const(func: &Func) -> syn::Ident {
+    format_ident!("__SAKE_{}", func.ident().unraw())
 }
 
 /// The `State<T>` parameters: taken from the context before the call (a missing state is a
@@ -157,10 +207,15 @@ fn call(func: &Func) -> TokenStream {
 
 pub(crate) fn tool(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
     let (name, name_span) = item_name(attrs, func);
-    if !valid_tool_name(&name) {
+    if let Some(problem) = tool_name_problem(&name) {
+        let fix = if attrs.name.is_some() {
+            ""
+        } else {
+            "; give the tool another name with #[tool(name = \"...\")]"
+        };
         cx.error_at(
             name_span,
-            format!("tool name {name:?} is invalid: a tool name is 1 to 64 characters of A-Z, a-z, 0-9, `_`, `.` and `-`"),
+            format!("invalid tool name {name:?}: {problem}; a tool name is 1 to 64 characters of A-Z, a-z, 0-9, `_`, `.` and `-`{fix}"),
         );
     }
     let Some(description) = &func.description else {
@@ -170,11 +225,21 @@ pub(crate) fn tool(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
         );
         return quote!();
     };
-    let (args, idents) = args_struct(func, true, quote!(::sake::__private::assert_tool_argument));
+    let (args, idents) = args_struct(
+        func,
+        &ArgsKind {
+            bound: quote!(::sake::__private::ToolArgument),
+            error: quote!(::sake::CallToolResult),
+            glue: quote!(TOOL),
+        },
+    );
     let (take_states, states_fn) = states(func, quote!(::sake::__private::ready_tool_internal));
     let ret = &func.ret;
+    // Spanned at the return type, so that a type no conversion applies to is reported there.
     let probe =
         quote_spanned!(ret.span()=> (&&&::sake::__private::Probe::<#ret>::NEW).sake_output_kind());
+    let output_schema = quote_spanned!(ret.span()=> #probe.output_schema());
+    let convert = quote_spanned!(ret.span()=> #probe.convert(__sake_out));
     let call = call(func);
     let title = opt_str(&attrs.title);
     let h = &attrs.hints;
@@ -191,44 +256,44 @@ pub(crate) fn tool(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
     );
     let icons = icons(&attrs.icons);
     let requires = attrs.requires.iter().map(|(c, _)| c);
-    let input_schema_fn = match &attrs.input_schema {
-        Some(path) => quote! {
-            fn __sake_input_schema() -> ::sake::__private::serde_json::Value {
-                let f: fn() -> ::sake::__private::serde_json::Value = #path;
-                f()
-            }
-        },
-        None => quote! {
-            fn __sake_input_schema() -> ::sake::__private::serde_json::Value {
-                ::sake::__private::input_schema::<__SakeArgs>()
-            }
-        },
+    // `input_schema = path`: served verbatim instead of the generated one.
+    let input_schema = match &attrs.input_schema {
+        Some(path) => quote! {{
+            let f: fn() -> ::sake::__private::serde_json::Value = #path;
+            f()
+        }},
+        None => quote!((__SAKE_ARGS.schema)()),
     };
     let location = location();
+    let glue = glue_const(func);
     quote! {
         #[doc(hidden)]
-        #[allow(non_camel_case_types, non_snake_case, unused, clippy::all, clippy::pedantic)]
-        const _: () = {
-            use ::sake::__private::{ViaContent as _, ViaResultStructured as _, ViaStructured as _};
+        #[allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused, clippy::all, clippy::pedantic)]
+        const #glue: () = {
+            use ::sake::__private::{
+                ViaContent as _, ViaNothing as _, ViaResultStructured as _, ViaStructured as _,
+            };
             #args
-            #input_schema_fn
             #states_fn
+            fn __sake_input_schema() -> ::sake::__private::serde_json::Value {
+                #input_schema
+            }
             fn __sake_output_schema() -> ::core::option::Option<::sake::__private::serde_json::Value> {
-                #probe.output_schema()
+                #output_schema
             }
             fn __sake_call(
                 __sake_raw: ::core::option::Option<&::sake::__private::RawValue>,
                 __sake_ctx: ::sake::Context,
             ) -> ::sake::__private::ToolFuture {
                 let __SakeArgs { #(#idents),* } =
-                    match ::sake::__private::decode_tool_args::<__SakeArgs>(#name, __sake_raw) {
+                    match (__SAKE_ARGS.decode)(#name, __sake_raw) {
                         ::core::result::Result::Ok(v) => v,
                         ::core::result::Result::Err(e) => return ::sake::__private::ready_tool(e),
                     };
                 #take_states
                 ::std::boxed::Box::pin(async move {
                     let __sake_out: #ret = #call;
-                    #probe.convert(__sake_out)
+                    #convert
                 })
             }
             ::sake::__private::inventory::submit! {
@@ -279,8 +344,11 @@ pub(crate) fn prompt(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
     };
     let (args, idents) = args_struct(
         func,
-        true,
-        quote!(::sake::__private::assert_prompt_argument),
+        &ArgsKind {
+            bound: quote!(::sake::__private::PromptArgumentType),
+            error: quote!(::sake::RpcError),
+            glue: quote!(PROMPT),
+        },
     );
     let (take_states, states_fn) = states(func, quote!(::sake::__private::ready_prompt_error));
     let ret = &func.ret;
@@ -290,22 +358,23 @@ pub(crate) fn prompt(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
     let icons = icons(&attrs.icons);
     let (complete_fn, complete) = completer(attrs);
     let location = location();
+    let glue = glue_const(func);
     quote! {
         #[doc(hidden)]
-        #[allow(non_camel_case_types, non_snake_case, unused, clippy::all, clippy::pedantic)]
-        const _: () = {
+        #[allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused, clippy::all, clippy::pedantic)]
+        const #glue: () = {
             #args
             #complete_fn
             #states_fn
             fn __sake_arguments() -> ::sake::__private::serde_json::Value {
-                ::sake::__private::input_schema::<__SakeArgs>()
+                (__SAKE_ARGS.schema)()
             }
             fn __sake_get(
                 __sake_raw: ::core::option::Option<&::sake::__private::RawValue>,
                 __sake_ctx: ::sake::Context,
             ) -> ::sake::__private::PromptFuture {
                 let __SakeArgs { #(#idents),* } =
-                    match ::sake::__private::decode_prompt_args::<__SakeArgs>(#name, __sake_raw) {
+                    match (__SAKE_ARGS.decode)(#name, __sake_raw) {
                         ::core::result::Result::Ok(v) => v,
                         ::core::result::Result::Err(e) => return ::sake::__private::ready_prompt_error(e),
                     };
@@ -365,9 +434,20 @@ fn template_vars(uri: &str) -> Result<Vec<String>, String> {
     Ok(vars)
 }
 
-pub(crate) fn resource(cx: &Ctxt, attrs: &ItemAttrs, func: &Func, attr_span: Span) -> TokenStream {
+/// `args` are the attribute's tokens, for errors about the attribute as a whole.
+pub(crate) fn resource(
+    cx: &Ctxt,
+    attrs: &ItemAttrs,
+    func: &Func,
+    args: &TokenStream,
+) -> TokenStream {
     let Some(uri) = &attrs.uri else {
-        cx.error_at(attr_span, "#[resource] needs `uri = \"scheme://…\"` (a URI, or a template such as \"users://{id}/profile\")");
+        let message = "#[resource] needs `uri = \"scheme://…\"` (a URI, or a template such as \"users://{id}/profile\")";
+        if args.is_empty() {
+            cx.error_at(Span::call_site(), message);
+        } else {
+            cx.error_spanned_by(args, message);
+        }
         return quote!();
     };
     let vars = match template_vars(&uri.value()) {
@@ -427,10 +507,11 @@ pub(crate) fn resource(cx: &Ctxt, attrs: &ItemAttrs, func: &Func, attr_span: Spa
     let (complete_fn, complete) = completer(attrs);
     let location = location();
     let fn_name = format_ident!("__sake_read");
+    let glue = glue_const(func);
     quote! {
         #[doc(hidden)]
-        #[allow(non_camel_case_types, non_snake_case, unused, clippy::all, clippy::pedantic)]
-        const _: () = {
+        #[allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused, clippy::all, clippy::pedantic)]
+        const #glue: () = {
             #complete_fn
             #states_fn
             fn #fn_name(
@@ -462,6 +543,41 @@ pub(crate) fn resource(cx: &Ctxt, attrs: &ItemAttrs, func: &Func, attr_span: Spa
     }
 }
 
-pub(crate) fn span_of_attr(attrs: &ItemAttrs, fallback: Span) -> Span {
-    attr::span_of(&attrs.name, fallback)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_say_what_is_wrong() {
+        assert_eq!(tool_name_problem("add"), None);
+        assert_eq!(tool_name_problem("a.b-c_D9"), None);
+        assert_eq!(tool_name_problem(&"x".repeat(64)), None);
+        assert_eq!(
+            tool_name_problem(&"x".repeat(65)).as_deref(),
+            Some("it is 65 characters long")
+        );
+        assert_eq!(tool_name_problem("").as_deref(), Some("it is empty"));
+        assert_eq!(
+            tool_name_problem("has space").as_deref(),
+            Some("' ' is not allowed")
+        );
+        assert_eq!(
+            tool_name_problem("a/b").as_deref(),
+            Some("'/' is not allowed")
+        );
+    }
+
+    #[test]
+    fn template_variables_are_level_1() {
+        assert_eq!(template_vars("docs://about"), Ok(vec![]));
+        assert_eq!(
+            template_vars("users://{id}/posts/{slug}"),
+            Ok(vec!["id".to_owned(), "slug".to_owned()])
+        );
+        assert!(template_vars("files://{+path}").is_err());
+        assert!(template_vars("a://{x}{y}").is_err());
+        assert!(template_vars("a://{x}/{x}").is_err());
+        assert!(template_vars("a://{x").is_err());
+        assert!(template_vars("a://x}").is_err());
+    }
 }

@@ -207,23 +207,26 @@ inventory::collect!(ResourceDef);
 // Arguments
 
 /// What a `#[tool]` argument must be.
+///
+/// Generated code checks every argument type against this trait at one place, spanned at the
+/// parameter's type, so that a type that does not qualify is reported there in these words
+/// (and only there: the derives run on a struct generic over the argument types).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a #[tool] argument: it must implement serde::Deserialize and schemars::JsonSchema",
     label = "this parameter's type needs #[derive(Deserialize, JsonSchema)]",
-    note = "arguments are deserialized from the request and described in the tool's input schema; mark the request context as `ctx: Context`"
+    note = "arguments are deserialized from the request and described in the tool's input schema; the request context is a parameter of type `Context`"
 )]
-pub trait ToolArgument {}
+pub trait ToolArgument: DeserializeOwned + JsonSchema {}
+// `do_not_recommend`: report `T: ToolArgument` once, not each missing supertrait apart.
+#[diagnostic::do_not_recommend]
 impl<T: DeserializeOwned + JsonSchema> ToolArgument for T {}
 
-/// Checks a tool argument's type (called only by generated code, at the parameter's span).
-pub fn assert_tool_argument<T: ToolArgument>() {}
-
-/// What a `#[prompt]` argument must be.
+/// What a `#[prompt]` argument must be (see [`ToolArgument`]).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a #[prompt] argument: prompt arguments are strings",
     label = "use `String`, or `Option<String>` for an optional argument"
 )]
-pub trait PromptArgumentType {}
+pub trait PromptArgumentType: DeserializeOwned + JsonSchema {}
 impl PromptArgumentType for String {}
 impl PromptArgumentType for Option<String> {}
 
@@ -250,8 +253,32 @@ impl<T: HeaderArgument> HeaderArgument for Option<T> {}
 /// Checks a header argument's type (called only by generated code).
 pub fn assert_header_argument<T: HeaderArgument>() {}
 
-/// Checks a prompt argument's type (called only by generated code).
-pub fn assert_prompt_argument<T: PromptArgumentType>() {}
+/// The input schema and the decoder of one argument struct `A`, whose errors are `E`.
+///
+/// Generated code builds it once, in a `const` generic over the argument types: that is the
+/// one place where the argument types must qualify.
+pub struct ArgsGlue<A, E> {
+    /// Builds the schema of `A`.
+    pub schema: fn() -> Value,
+    /// Decodes `A` for the named tool or prompt.
+    pub decode: fn(&str, Option<&RawValue>) -> Result<A, E>,
+}
+
+impl<A: DeserializeOwned + JsonSchema> ArgsGlue<A, CallToolResult> {
+    /// A tool's.
+    pub const TOOL: Self = ArgsGlue {
+        schema: crate::schema::input_schema::<A>,
+        decode: decode_tool_args::<A>,
+    };
+}
+
+impl<A: DeserializeOwned + JsonSchema> ArgsGlue<A, RpcError> {
+    /// A prompt's.
+    pub const PROMPT: Self = ArgsGlue {
+        schema: crate::schema::input_schema::<A>,
+        decode: decode_prompt_args::<A>,
+    };
+}
 
 /// Decodes a tool's arguments into its generated argument struct. A missing or `null`
 /// `arguments` reads as `{}`; a failure names the field and becomes an `isError` result.
@@ -331,12 +358,17 @@ pub fn ready_prompt_error(err: RpcError) -> PromptFuture {
     Box::pin(std::future::ready(Err(err)))
 }
 
+/// What the type of a `#[resource]` parameter (a URI template variable) must be.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a URI template variable: it must implement FromStr, with an error that is Display",
+    label = "a template variable is parsed from the URI: use String, a number, or a type that implements FromStr"
+)]
+pub trait UriVariable: FromStr<Err: Display> {}
+#[diagnostic::do_not_recommend]
+impl<T: FromStr<Err: Display>> UriVariable for T {}
+
 /// Parses a template variable into a parameter's type.
-pub fn parse_var<T>(name: &str, value: &str) -> Result<T, RpcError>
-where
-    T: FromStr,
-    T::Err: Display,
-{
+pub fn parse_var<T: UriVariable>(name: &str, value: &str) -> Result<T, RpcError> {
     value.parse::<T>().map_err(|e| {
         RpcError::invalid_params(format!(
             "Invalid URI: variable `{name}` = {value:?} is not a valid {}: {e}",
@@ -374,6 +406,9 @@ fn strip_position(e: &serde_json::Error) -> String {
 //   level 3  &&&Probe<T>            T: IntoCallToolResult           content
 //   level 2  &&Probe<Result<T, E>>  T: Serialize + JsonSchema       structured, E → isError
 //   level 1  &Probe<T>              T: Serialize + JsonSchema       structured
+//   level 0  Probe<T>               any T                           an error: `convert` requires
+//                                                                    IntoCallToolResult, whose
+//                                                                    message says what to return
 
 /// Return types that are content, not structured data.
 #[diagnostic::on_unimplemented(
@@ -433,6 +468,14 @@ impl<T: IntoCallToolResult, E: Display> IntoCallToolResult for Result<T, E> {
 /// Probes a return type for its conversion (see the module comment).
 pub struct Probe<T: ?Sized>(PhantomData<T>);
 
+// Level 0 takes the probe by value through three dereferences: it must be `Copy`.
+impl<T: ?Sized> Clone for Probe<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: ?Sized> Copy for Probe<T> {}
+
 impl<T: ?Sized> Probe<T> {
     /// The probe.
     pub const NEW: Self = Probe(PhantomData);
@@ -471,6 +514,33 @@ pub trait ViaStructured<T>: Sized {
     }
 }
 impl<T: Serialize + JsonSchema> ViaStructured<T> for &Probe<T> {}
+
+/// Level 0: no conversion applies. Only `convert` has a bound, so the return type is reported
+/// once, in the words of [`IntoCallToolResult`], instead of as an unresolved method.
+pub trait ViaNothing<T>: Sized {
+    /// The non-conversion.
+    fn sake_output_kind(self) -> NoKind<T> {
+        NoKind(PhantomData)
+    }
+}
+impl<T> ViaNothing<T> for Probe<T> {}
+
+/// The conversion of a type a tool cannot return (a compile error where it is used).
+pub struct NoKind<T>(PhantomData<T>);
+
+impl<T> NoKind<T> {
+    /// Reports the return type: it implements none of the conversions.
+    pub fn convert(self, value: T) -> CallToolResult
+    where
+        T: IntoCallToolResult,
+    {
+        value.into_call_tool_result()
+    }
+    /// No output schema.
+    pub fn output_schema(self) -> Option<Value> {
+        None
+    }
+}
 
 impl<T: IntoCallToolResult> ContentKind<T> {
     /// Converts the value.
@@ -715,9 +785,9 @@ mod tests {
         assert!(decode_tool_args::<A>("add", None).is_err());
     }
 
-    #[test]
-    // The borrows mirror what the macros generate: autoref dispatch is what is tested.
+    // The references are the dispatch: clippy sees that `Probe` is `Copy` and calls them needless.
     #[allow(clippy::needless_borrow)]
+    #[test]
     fn autoref_dispatch_picks_the_right_conversion() {
         let r = (&&&Probe::<String>::NEW)
             .sake_output_kind()

@@ -44,19 +44,24 @@ fn generate<T: JsonSchema + ?Sized>(contract: Contract) -> Value {
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut value = schema.to_value();
     if let Value::Object(root) = &mut value {
-        root.remove("$schema");
-        root.remove("title");
+        root.shift_remove("$schema");
+        root.shift_remove("title");
     }
     normalize(&mut value);
     value
 }
 
 /// The input schema of a tool whose arguments deserialize into `T`: always an object schema.
+///
+/// `T` is the argument struct the macros generate, which has no doc comment: a root
+/// `description` can only come from a `#[serde(flatten)]` parameter's type, where it describes
+/// that parameter rather than the tool, so it is dropped (the tool has its own description).
 pub fn input_schema<T: JsonSchema + ?Sized>() -> Value {
     let mut value = generate::<T>(Contract::Deserialize);
     if let Value::Object(root) = &mut value
         && root.get("type").and_then(Value::as_str) == Some("object")
     {
+        root.shift_remove("description");
         root.entry("properties")
             .or_insert_with(|| Value::Object(Map::new()));
     }
@@ -108,7 +113,7 @@ fn normalize_object(obj: &mut Map<String, Value>) {
     ] {
         match obj.get(key) {
             Some(Value::Bool(true)) => {
-                obj.remove(key);
+                obj.shift_remove(key);
             }
             Some(Value::Bool(false)) => {}
             Some(_) => {
@@ -163,7 +168,7 @@ fn normalize_object(obj: &mut Map<String, Value>) {
     match obj.get("required") {
         Some(Value::Array(_)) | None => {}
         Some(_) => {
-            obj.remove("required");
+            obj.shift_remove("required");
         }
     }
 
@@ -184,14 +189,14 @@ fn normalize_object(obj: &mut Map<String, Value>) {
     if let Some(Value::String(format)) = obj.get("format")
         && !STANDARD_FORMATS.contains(&format.as_str())
     {
-        obj.remove("format");
+        obj.shift_remove("format");
     }
 }
 
 /// Removes `null` from an optional property's schema.
 fn strip_null(prop: &mut Map<String, Value>) {
     if prop.get("default") == Some(&Value::Null) {
-        prop.remove("default");
+        prop.shift_remove("default");
     }
     match prop.get_mut("type") {
         Some(Value::Array(types)) => {
@@ -208,7 +213,7 @@ fn strip_null(prop: &mut Map<String, Value>) {
         values.retain(|v| !v.is_null());
         if values.len() == 1
             && prop.contains_key("type")
-            && let Some(Value::Array(mut values)) = prop.remove("enum")
+            && let Some(Value::Array(mut values)) = prop.shift_remove("enum")
         {
             prop.insert("const".into(), values.remove(0));
         }
@@ -226,7 +231,7 @@ fn strip_null(prop: &mut Map<String, Value>) {
             let Some(Value::Object(only)) = variants.pop() else {
                 continue;
             };
-            prop.remove(key);
+            prop.shift_remove(key);
             for (k, v) in only {
                 prop.entry(k).or_insert(v);
             }
@@ -237,31 +242,64 @@ fn strip_null(prop: &mut Map<String, Value>) {
 /// Reports every place where `schema` breaks the normalisation rules (for tests).
 pub fn violations(schema: &Value) -> Vec<String> {
     let mut out = Vec::new();
-    check(schema, "#", true, &mut out);
+    check(schema, "#", Position::Root, &mut out);
     out
 }
 
-fn check(schema: &Value, path: &str, allow_false: bool, out: &mut Vec<String>) {
+/// Where a subschema sits, for the rules that depend on it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Position {
+    /// The schema itself.
+    Root,
+    /// The schema of a property absent from its object's `required`: an `Option`, whose
+    /// `null` must have been stripped.
+    OptionalProperty,
+    /// `additionalProperties` and friends, where `false` is allowed.
+    Closing,
+    /// Any other subschema.
+    Other,
+}
+
+fn is_null_schema(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("null")
+}
+
+fn check(schema: &Value, path: &str, position: Position, out: &mut Vec<String>) {
     let obj = match schema {
         Value::Object(obj) => obj,
-        Value::Bool(false) if allow_false => return,
+        Value::Bool(false) if position == Position::Closing => return,
         other => {
             out.push(format!("{path}: boolean or non-object subschema {other}"));
             return;
         }
     };
-    if let Some(t) = obj.get("type") {
-        let has_null = match t {
-            Value::String(s) => s == "null",
-            Value::Array(a) => a.iter().any(|v| v == "null"),
+    if position == Position::OptionalProperty {
+        let null_type = match obj.get("type") {
+            Some(Value::String(s)) => s == "null",
+            Some(Value::Array(a)) => a.iter().any(|v| v == "null"),
             _ => false,
         };
-        if has_null && path.contains("/properties/") && !path.ends_with("/items") {
-            out.push(format!("{path}: null in `type`"));
+        if null_type {
+            out.push(format!("{path}: optional property with null in `type`"));
+        }
+        if let Some(Value::Array(values)) = obj.get("enum")
+            && values.iter().any(Value::is_null)
+        {
+            out.push(format!("{path}: optional property with null in `enum`"));
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(variants)) = obj.get(key)
+                && variants.iter().any(is_null_schema)
+            {
+                out.push(format!(
+                    "{path}: optional property with a null branch in `{key}`"
+                ));
+            }
         }
     }
     let is_string = obj.get("type").and_then(Value::as_str) == Some("string");
     if let Some(Value::Array(values)) = obj.get("enum")
+        && !values.is_empty()
         && values.iter().all(Value::is_string)
         && !is_string
     {
@@ -282,7 +320,7 @@ fn check(schema: &Value, path: &str, allow_false: bool, out: &mut Vec<String>) {
     {
         out.push(format!("{path}: non-standard format {f:?}"));
     }
-    if obj.contains_key("$defs") && path != "#" {
+    if obj.contains_key("$defs") && position != Position::Root {
         out.push(format!("{path}: nested $defs"));
     }
     for key in [
@@ -295,7 +333,7 @@ fn check(schema: &Value, path: &str, allow_false: bool, out: &mut Vec<String>) {
         "propertyNames",
     ] {
         if let Some(sub) = obj.get(key) {
-            check(sub, &format!("{path}/{key}"), false, out);
+            check(sub, &format!("{path}/{key}"), Position::Other, out);
         }
     }
     for key in [
@@ -304,25 +342,35 @@ fn check(schema: &Value, path: &str, allow_false: bool, out: &mut Vec<String>) {
         "unevaluatedItems",
     ] {
         if let Some(sub) = obj.get(key) {
-            check(sub, &format!("{path}/{key}"), true, out);
+            check(sub, &format!("{path}/{key}"), Position::Closing, out);
         }
     }
     for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
         if let Some(Value::Array(items)) = obj.get(key) {
             for (i, sub) in items.iter().enumerate() {
-                check(sub, &format!("{path}/{key}/{i}"), false, out);
+                check(sub, &format!("{path}/{key}/{i}"), Position::Other, out);
             }
         }
     }
-    for key in [
-        "properties",
-        "patternProperties",
-        "$defs",
-        "dependentSchemas",
-    ] {
+    let required: Vec<&str> = obj
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(Value::Object(props)) = obj.get("properties") {
+        for (k, sub) in props {
+            let position = if required.contains(&k.as_str()) {
+                Position::Other
+            } else {
+                Position::OptionalProperty
+            };
+            check(sub, &format!("{path}/properties/{k}"), position, out);
+        }
+    }
+    for key in ["patternProperties", "$defs", "dependentSchemas"] {
         if let Some(Value::Object(map)) = obj.get(key) {
             for (k, sub) in map {
-                check(sub, &format!("{path}/{key}/{k}"), false, out);
+                check(sub, &format!("{path}/{key}/{k}"), Position::Other, out);
             }
         }
     }
@@ -385,5 +433,114 @@ mod tests {
         let mut s = json!({"type": "object", "additionalProperties": false});
         normalize(&mut s);
         assert_eq!(s, json!({"type": "object", "additionalProperties": false}));
+    }
+
+    /// Paging.
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Paging {
+        size: u32,
+    }
+
+    #[derive(schemars::JsonSchema, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Flattened {
+        query: String,
+        #[serde(flatten)]
+        paging: Paging,
+    }
+
+    #[test]
+    fn a_flattened_type_does_not_describe_the_arguments() {
+        let s = input_schema::<Flattened>();
+        assert_eq!(
+            s,
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "size": {"type": "integer", "minimum": 0}
+                },
+                "required": ["query", "size"]
+            })
+        );
+    }
+
+    #[test]
+    fn removing_a_keyword_keeps_the_order_of_the_others() {
+        let mut s = json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "format": "uint64", "minimum": 0, "description": "N."}
+            },
+            "required": ["n"]
+        });
+        normalize(&mut s);
+        let n = s["properties"]["n"].as_object().unwrap();
+        assert_eq!(
+            n.keys().collect::<Vec<_>>(),
+            ["type", "minimum", "description"]
+        );
+    }
+
+    #[test]
+    fn violations_flag_null_only_where_a_property_is_optional() {
+        // An output's `Option` field without `skip_serializing_if` is required and may be null.
+        let ok = json!({
+            "type": "object",
+            "properties": {
+                "owner": {"type": ["string", "null"]},
+                "sparse": {"type": "array", "items": {"type": ["integer", "null"]}}
+            },
+            "required": ["owner", "sparse"]
+        });
+        assert_eq!(violations(&ok), Vec::<String>::new());
+        let bad = json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": ["string", "null"]},
+                "b": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+                "c": {"type": "string", "enum": ["x", null]}
+            }
+        });
+        assert_eq!(
+            violations(&bad),
+            [
+                "#/properties/a: optional property with null in `type`",
+                "#/properties/b: optional property with a null branch in `anyOf`",
+                "#/properties/c: optional property with null in `enum`",
+            ]
+        );
+    }
+
+    #[test]
+    fn violations_flag_each_rule() {
+        let bad = json!({
+            "type": "object",
+            "properties": {
+                "e": {"enum": ["a", "b"]},
+                "c": {"const": "a"},
+                "f": {"type": "integer", "format": "uint32"},
+                "t": true,
+                "n": {"type": "object", "required": null, "$defs": {}}
+            },
+            "required": ["e", "c", "f", "t", "n"],
+            "additionalProperties": false
+        });
+        assert_eq!(
+            violations(&bad),
+            [
+                "#/properties/e: string enum without \"type\":\"string\"",
+                "#/properties/c: string const without \"type\":\"string\"",
+                "#/properties/f: non-standard format \"uint32\"",
+                "#/properties/t: boolean or non-object subschema true",
+                "#/properties/n: `required` is not an array",
+                "#/properties/n: nested $defs",
+            ]
+        );
+        assert_eq!(
+            violations(&json!(false)),
+            ["#: boolean or non-object subschema false"]
+        );
     }
 }

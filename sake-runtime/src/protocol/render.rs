@@ -158,7 +158,7 @@ fn modern_value(env: &ResultEnv, cache: Cache, value: Value) -> Vec<u8> {
         out.insert("ttlMs".into(), env.cache.ttl_ms.into());
         out.insert("cacheScope".into(), env.cache.scope.as_str().into());
     }
-    let mut meta = match obj.remove("_meta") {
+    let mut meta = match obj.shift_remove("_meta") {
         Some(Value::Object(m)) => m,
         _ => Map::new(),
     };
@@ -177,7 +177,7 @@ fn legacy_shape(f: &Features, shape: Shape, value: &mut Value) {
                 && (!f.object_only_schemas
                     || obj.get("structuredContent").is_some_and(Value::is_object));
             if !keep_structured {
-                obj.remove("structuredContent");
+                obj.shift_remove("structuredContent");
             }
             if let Some(Value::Array(blocks)) = obj.get_mut("content") {
                 blocks.iter_mut().for_each(|b| content_block(f, b));
@@ -219,15 +219,15 @@ fn content_block(f: &Features, block: &mut Value) {
 /// Drops the fields of a listed object (tool, prompt, resource, block) a revision lacks.
 fn strip_listing(f: &Features, obj: &mut Map<String, Value>) {
     if !f.icons {
-        obj.remove("icons");
+        obj.shift_remove("icons");
     }
     if !f.titles {
-        obj.remove("title");
+        obj.shift_remove("title");
     }
     if !f.last_modified
         && let Some(Value::Object(a)) = obj.get_mut("annotations")
     {
-        a.remove("lastModified");
+        a.shift_remove("lastModified");
     }
 }
 
@@ -238,7 +238,7 @@ pub fn tool(t: &Tool, rev: Revision) -> Value {
     let Value::Object(obj) = &mut v else { return v };
     if !f.titles {
         // 2025-03-26 has no top-level title; its tools keep one in `annotations.title`.
-        if let Some(title) = obj.remove("title") {
+        if let Some(title) = obj.shift_remove("title") {
             let ann = obj
                 .entry("annotations")
                 .or_insert_with(|| Value::Object(Map::new()));
@@ -248,7 +248,7 @@ pub fn tool(t: &Tool, rev: Revision) -> Value {
         }
     }
     if !f.structured_output {
-        obj.remove("outputSchema");
+        obj.shift_remove("outputSchema");
     }
     strip_listing(f, obj);
     v
@@ -295,12 +295,12 @@ pub fn implementation(i: &Implementation, rev: Revision) -> Value {
     let mut v = serde_json::to_value(i).unwrap_or(Value::Null);
     if let Value::Object(obj) = &mut v {
         if !f.icons {
-            obj.remove("icons");
-            obj.remove("description");
-            obj.remove("websiteUrl");
+            obj.shift_remove("icons");
+            obj.shift_remove("description");
+            obj.shift_remove("websiteUrl");
         }
         if !f.titles {
-            obj.remove("title");
+            obj.shift_remove("title");
         }
     }
     v

@@ -1,0 +1,13 @@
+use sake::prelude::*;
+
+struct Calculator;
+
+impl Calculator {
+    /// Adds.
+    #[tool]
+    fn add(a: i64, b: i64) -> i64 {
+        a + b
+    }
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use sake::prelude::*;
+
+/// Greets.
+#[tool]
+fn greet(name: &str) -> String {
+    format!("Hello, {name}!")
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use sake::prelude::*;
+
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn main() {}
