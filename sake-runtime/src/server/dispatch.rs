@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use std::panic::AssertUnwindSafe;
 use std::task::Poll;
 
 use super::context::{Context, RequestParts};
@@ -30,6 +31,20 @@ use crate::protocol::types::{CallToolResult, Completion};
 enum Step<T> {
     Done(T),
     Ask(Vec<(String, serde_json::Value)>),
+}
+
+/// The error for a function that panicked: logged with its name; the client learns only that
+/// it failed.
+pub(crate) fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> RpcError {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned());
+    tracing::error!(name = %name, panic = %message, "a function panicked; its request failed, the server goes on");
+    RpcError::internal(format!(
+        "Internal error: `{name}` failed unexpectedly; the server's log has the details"
+    ))
 }
 
 /// -32021 when a function failed after being refused a client capability.
@@ -183,6 +198,8 @@ impl Shared {
         let rev = parts.revision;
         let name = key.name.clone();
         let round = if rev.features().input_required {
+            let mut key = key;
+            key.principal = self.principal_of(&parts.extensions);
             let round = Arc::new(Mrtr::start(
                 self.sessions.signer(),
                 key,
@@ -196,24 +213,41 @@ impl Shared {
         };
         parts.notifier = Some(self.notifier.clone());
         parts.states = Some(self.states.clone());
-        let (ctx, cancel) = Context::new(parts, Some(name));
-        let mut fut = start(ctx);
+        let (ctx, cancel) = Context::new(parts, Some(name.clone()));
+        // User code runs from here on: argument decoding, then the function. A panic in it
+        // fails this request only.
+        let mut fut = match std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx))) {
+            Ok(fut) => fut,
+            Err(panic) => return Err(panicked(&name, panic.as_ref())),
+        };
         let shared = self.clone();
         Ok(Dispatched::Pending(Box::pin(async move {
             let guard = cancel.drop_guard();
-            let step = match &round {
-                None => Step::Done(fut.await),
-                Some(round) => {
-                    std::future::poll_fn(|cx| match fut.as_mut().poll(cx) {
-                        Poll::Ready(v) => Poll::Ready(Step::Done(v)),
-                        Poll::Pending => match round.poll_pending() {
-                            Some(RoundOutcome::InputRequired(asked)) => {
-                                Poll::Ready(Step::Ask(asked))
-                            }
-                            None => Poll::Pending,
-                        },
-                    })
-                    .await
+            let limit = shared.config.request_timeout;
+            let polled = std::future::poll_fn(|cx| {
+                match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+                    Err(panic) => Poll::Ready(Err(panic)),
+                    Ok(Poll::Ready(v)) => Poll::Ready(Ok(Step::Done(v))),
+                    Ok(Poll::Pending) => match round.as_ref().and_then(|r| r.poll_pending()) {
+                        Some(RoundOutcome::InputRequired(asked)) => {
+                            Poll::Ready(Ok(Step::Ask(asked)))
+                        }
+                        None => Poll::Pending,
+                    },
+                }
+            });
+            let step = match tokio::time::timeout(limit, polled).await {
+                Ok(Ok(step)) => step,
+                Ok(Err(panic)) => return Err(render::error(rev, panicked(&name, panic.as_ref()))),
+                Err(_) => {
+                    tracing::warn!(name = %name, timeout_s = limit.as_secs_f64(), "a request timed out and was cancelled");
+                    return Err(render::error(
+                        rev,
+                        RpcError::internal(format!(
+                            "Request timed out: `{name}` did not finish within {} s and was cancelled",
+                            limit.as_secs_f64()
+                        )),
+                    ));
                 }
             };
             match (step, &round) {
@@ -282,6 +316,7 @@ impl Shared {
             method: "tools/call",
             name: Cow::Borrowed(def.name),
             arguments: arguments.map(ToOwned::to_owned),
+            principal: None,
         };
         self.run(
             parts,
@@ -320,6 +355,7 @@ impl Shared {
             method: "prompts/get",
             name: Cow::Borrowed(def.name),
             arguments: arguments.map(ToOwned::to_owned),
+            principal: None,
         };
         self.run(
             parts,
@@ -358,6 +394,7 @@ impl Shared {
             method: "resources/read",
             name: Cow::Owned(uri.clone()),
             arguments: None,
+            principal: None,
         };
         self.run(
             parts,
@@ -466,13 +503,18 @@ impl Shared {
         let Some(complete) = completer else {
             return Ok(Dispatched::Ready(Ok(render(Completion::default()))));
         };
-        let fut = complete(CompletionRequest {
+        let request = CompletionRequest {
             argument: argument.name,
             value: argument.value,
             context: context.arguments.unwrap_or_default(),
-        });
+        };
+        let fut = std::panic::catch_unwind(AssertUnwindSafe(|| complete(request)))
+            .map_err(|p| panicked("completion", p.as_ref()))?;
         Ok(Dispatched::Pending(Box::pin(async move {
-            let c = fut.await;
+            let c = match futures_util::FutureExt::catch_unwind(AssertUnwindSafe(fut)).await {
+                Ok(c) => c,
+                Err(p) => return Err(panicked("completion", p.as_ref())),
+            };
             let c = if c.values.len() > Completion::MAX_VALUES {
                 Completion::new(c.values)
             } else {

@@ -262,6 +262,9 @@ struct StateClaims {
     a: Map<String, Value>,
     /// Expiry (Unix seconds).
     e: u64,
+    /// The caller it was issued to, when the server names callers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    p: Option<String>,
 }
 
 /// The digest of a request's arguments, independent of key order and whitespace.
@@ -312,6 +315,8 @@ pub(crate) struct RoundKey {
     pub name: std::borrow::Cow<'static, str>,
     /// The arguments as sent; digested only when a state is issued or checked.
     pub arguments: Option<Box<serde_json::value::RawValue>>,
+    /// The authenticated caller, when the server names callers.
+    pub principal: Option<String>,
 }
 
 impl RoundKey {
@@ -457,6 +462,7 @@ impl Mrtr {
             d: self.key.digest(),
             a: self.answers.clone(),
             e: now_secs() + lifetime.as_secs(),
+            p: self.key.principal.clone(),
         };
         signer.sign(
             Domain::RequestState,
@@ -555,6 +561,7 @@ mod tests {
             method: "tools/call",
             name: "t".into(),
             arguments: None,
+            principal: None,
         };
         let responses =
             serde_json::value::RawValue::from_string(r#"{"q":{"action":"decline"}}"#.into())
@@ -587,6 +594,7 @@ mod tests {
             method: "tools/call",
             name: "t".into(),
             arguments: None,
+            principal: None,
         };
         let responses = serde_json::value::RawValue::from_string(r#"{"q":12345}"#.into()).unwrap();
         let m = Mrtr::start(&signer, key, None, Some(&responses)).unwrap();

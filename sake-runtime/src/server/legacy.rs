@@ -52,7 +52,7 @@ pub(crate) fn start(
     id: RequestId,
     method_name: &str,
     raw_params: Option<&RawValue>,
-    sink: mpsc::Sender<Bytes>,
+    sink: Option<mpsc::Sender<Bytes>>,
 ) -> Started {
     let rev = session.revision;
     let done = |out: Result<Bytes, RpcError>| Started::Done(response(&id, &out), None);
@@ -119,7 +119,7 @@ pub(crate) fn start(
                     raw: raw_meta,
                 },
             );
-            parts.sink = Some(sink);
+            parts.sink = sink;
             parts.extensions = extensions;
             parts.input = InputChannel::Legacy(LegacyPeer {
                 sid: session.sid.clone(),
@@ -200,6 +200,7 @@ pub(crate) fn answer(
 pub(crate) fn initialize(
     shared: &Shared,
     params: &Params<'_>,
+    principal: Option<String>,
 ) -> Result<(Vec<u8>, Session), RpcError> {
     let requested = params.protocol_version.and_then(raw_str).ok_or_else(|| {
         RpcError::invalid_params(
@@ -220,8 +221,9 @@ pub(crate) fn initialize(
     let client: Option<crate::protocol::types::Implementation> = params
         .client_info
         .and_then(|raw| serde_json::from_str(raw.get()).ok());
-    let session = Session::new(revision, capabilities, client.as_ref())
+    let mut session = Session::new(revision, capabilities, client.as_ref())
         .ok_or_else(|| RpcError::internal("no randomness available for a session id"))?;
+    session.principal = principal;
     let mut result = json!({
         "protocolVersion": revision.as_str(),
         "capabilities": shared.capabilities,

@@ -48,7 +48,11 @@ pub struct Server {
     registry: Option<Result<Registry, Error>>,
     pub(crate) config: Config,
     states: state::StateMap,
+    principal: Option<PrincipalFn>,
 }
+
+/// Names the authenticated caller of a request.
+pub(crate) type PrincipalFn = Arc<dyn Fn(&http::Extensions) -> Option<String> + Send + Sync>;
 
 /// The builder's settings.
 #[derive(Clone, Debug)]
@@ -73,6 +77,10 @@ pub(crate) struct Config {
     pub max_pending_inputs: usize,
     pub event_buffer: usize,
     pub max_tracked_sessions: usize,
+    pub request_timeout: Duration,
+    pub body_timeout: Duration,
+    pub max_concurrent_requests: usize,
+    pub max_streams: usize,
 }
 
 impl Default for Config {
@@ -105,6 +113,10 @@ impl Default for Config {
             max_pending_inputs: 10_000,
             event_buffer: 1024,
             max_tracked_sessions: 100_000,
+            request_timeout: Duration::from_secs(600),
+            body_timeout: Duration::from_secs(30),
+            max_concurrent_requests: 4096,
+            max_streams: 16_384,
         }
     }
 }
@@ -117,6 +129,7 @@ impl Server {
             registry: None,
             config: Config::default(),
             states: state::StateMap::default(),
+            principal: None,
         }
     }
 
@@ -126,6 +139,7 @@ impl Server {
             registry: Some(Ok(registry)),
             config: Config::default(),
             states: state::StateMap::default(),
+            principal: None,
         }
     }
 
@@ -290,6 +304,43 @@ impl Server {
         self
     }
 
+    /// How long one request may run before it is cancelled and answered with an error.
+    /// Defaults to 10 minutes.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.config.request_timeout = timeout;
+        self
+    }
+
+    /// How long a client may take to send a request body (408 after). Defaults to 30 s.
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.config.body_timeout = timeout;
+        self
+    }
+
+    /// The most requests served at once; more get 503 with `Retry-After`. Defaults to 4096.
+    pub fn max_concurrent_requests(mut self, requests: usize) -> Self {
+        self.config.max_concurrent_requests = requests.max(1);
+        self
+    }
+
+    /// The most long-lived streams (`subscriptions/listen`, legacy GET streams) open at once;
+    /// more get 503. Defaults to 16384.
+    pub fn max_streams(mut self, streams: usize) -> Self {
+        self.config.max_streams = streams.max(1);
+        self
+    }
+
+    /// How an authenticated caller is named, from the HTTP request's extensions (where an
+    /// auth layer put it). Sessions and `requestState` are then bound to the caller: another
+    /// caller presenting them gets 404 / -32602.
+    pub fn principal<F>(mut self, f: F) -> Self
+    where
+        F: Fn(&http::Extensions) -> Option<String> + Send + Sync + 'static,
+    {
+        self.principal = Some(Arc::new(f));
+        self
+    }
+
     /// The most messages a 2025-03-26 batch may hold. Defaults to 1000.
     pub fn max_batch_size(mut self, messages: usize) -> Self {
         self.config.max_batch = messages.max(1);
@@ -306,6 +357,7 @@ impl Server {
         registry.check_states(&self.states)?;
         let mut shared = Shared::new(registry, self.config)?;
         shared.states = Arc::new(self.states);
+        shared.principal = self.principal;
         Ok(Service {
             shared: Arc::new(shared),
         })
@@ -439,6 +491,11 @@ pub(crate) struct Shared {
     /// Fired when the server shuts down: long-lived streams end with their final messages.
     pub shutdown: tokio_util::sync::CancellationToken,
     pub states: Arc<state::StateMap>,
+    pub principal: Option<PrincipalFn>,
+    /// Requests being served (HTTP): bounded by `max_concurrent_requests`.
+    pub requests: Arc<tokio::sync::Semaphore>,
+    /// Long-lived streams: bounded by `max_streams`.
+    pub streams_open: Arc<tokio::sync::Semaphore>,
 }
 
 impl Shared {
@@ -512,6 +569,9 @@ impl Shared {
             inflight: Arc::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),
             states: Arc::default(),
+            principal: None,
+            requests: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_requests)),
+            streams_open: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
             registry,
             config,
             env,
@@ -519,6 +579,15 @@ impl Shared {
             lists,
             discover,
         })
+    }
+
+    /// The caller of a request, as a short digest (never the name itself: it travels in
+    /// tokens).
+    pub(crate) fn principal_of(&self, extensions: &http::Extensions) -> Option<String> {
+        use sha2::Digest as _;
+        let name = (self.principal.as_ref()?)(extensions)?;
+        let hash = sha2::Sha256::digest(name.as_bytes());
+        Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&hash[..12]))
     }
 
     pub(crate) fn lists(&self, rev: Revision) -> &RevisionLists {

@@ -39,6 +39,9 @@ pub(crate) struct Session {
     /// When this token was issued (Unix seconds).
     #[serde(rename = "t")]
     pub issued_at: u64,
+    /// A digest of the authenticated caller who opened it, when the server names callers.
+    #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
 }
 
 mod revision_str {
@@ -72,6 +75,7 @@ impl Session {
             client: client.map(|c| (c.name.clone(), c.version.clone())),
             log_level: None,
             issued_at: now_secs(),
+            principal: None,
         })
     }
 
@@ -92,6 +96,8 @@ pub(crate) enum Refused {
     Expired,
     /// Ended with DELETE.
     Ended,
+    /// Opened by another authenticated caller.
+    Foreign,
 }
 
 /// Mints and checks session tokens, and remembers ended sessions for as long as their

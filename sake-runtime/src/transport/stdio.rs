@@ -231,7 +231,7 @@ async fn request(
         return modern(conn, id, method, &params, tasks).await;
     }
     if method == "initialize" {
-        let msg = match legacy::initialize(&conn.shared, &params) {
+        let msg = match legacy::initialize(&conn.shared, &params, None) {
             Ok((result, mut session)) => {
                 session.sid = SCOPE.to_owned();
                 let first = conn
@@ -268,7 +268,7 @@ async fn request(
         id,
         method,
         raw,
-        conn.out.clone(),
+        Some(conn.out.clone()),
     ) {
         Started::Done(msg, changed) => {
             if let Some(changed) = changed
@@ -414,7 +414,7 @@ async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
                     id,
                     &method,
                     params,
-                    conn.out.clone(),
+                    Some(conn.out.clone()),
                 ) {
                     Started::Done(body, changed) => {
                         if let Some(changed) = changed

@@ -38,18 +38,31 @@ fn legacy_error(id: Option<&RequestId>, err: &RpcError) -> Response {
 
 /// The session a request names: `Ok(None)` without the header, a 404 error when the id is
 /// not one this server issued, or has expired or ended.
-pub(crate) fn session(shared: &Shared, headers: &HeaderMap) -> Result<Option<Session>, RpcError> {
+pub(crate) fn session(
+    shared: &Shared,
+    headers: &HeaderMap,
+    extensions: &http::Extensions,
+) -> Result<Option<Session>, RpcError> {
     let Some(raw) = headers.get(SESSION_ID) else {
         return Ok(None);
     };
     let token = raw.to_str().unwrap_or("").trim();
-    match shared.sessions.verify(token) {
+    let verified = shared.sessions.verify(token).and_then(|s| {
+        // A session opened by one caller is nobody else's.
+        if s.principal.is_some() && s.principal != shared.principal_of(extensions) {
+            Err(Refused::Foreign)
+        } else {
+            Ok(s)
+        }
+    });
+    match verified {
         Ok(s) => Ok(Some(s)),
         Err(why) => {
             let reason = match why {
                 Refused::Invalid => "is not a session of this server",
                 Refused::Expired => "has expired",
                 Refused::Ended => "was ended",
+                Refused::Foreign => "belongs to another caller",
             };
             Err(RpcError::new(
                 code::SESSION_NOT_FOUND,
@@ -80,8 +93,13 @@ fn check_version_header(rev: Revision, headers: &HeaderMap) -> Result<(), RpcErr
 }
 
 /// `initialize`: negotiates a handshake revision and mints the session id.
-pub(crate) fn initialize(shared: &Shared, id: &RequestId, params: &Params<'_>) -> Response {
-    match legacy::initialize(shared, params) {
+pub(crate) fn initialize(
+    shared: &Shared,
+    id: &RequestId,
+    params: &Params<'_>,
+    extensions: &http::Extensions,
+) -> Response {
+    match legacy::initialize(shared, params, shared.principal_of(extensions)) {
         Ok((result, session)) => with_session(
             sse::json(200, jsonrpc::result_bytes(id, &result)),
             Some(&shared.sessions.mint(&session)),
@@ -119,7 +137,9 @@ pub(crate) async fn serve(
             span.record("method", &*method);
             span.record("revision", session.revision.as_str());
             let (tx, rx) = mpsc::channel::<Bytes>(shared.config.stream_buffer);
-            let started = legacy::start(&shared, &session, extensions, id, &method, params, tx);
+            // A client that does not accept SSE gets no progress, logs or questions.
+            let sink = super::accepts_sse(headers).then_some(tx);
+            let started = legacy::start(&shared, &session, extensions, id, &method, params, sink);
             let (started, token) = match started {
                 Started::Done(body, Some(changed)) => (
                     Started::Done(body, None),
@@ -284,7 +304,7 @@ pub(crate) async fn batch(
                     id,
                     &method,
                     params,
-                    tx.clone(),
+                    Some(tx.clone()),
                 );
                 runs.push(match started {
                     Started::Done(body, changed) => {
@@ -325,8 +345,12 @@ pub(crate) async fn batch(
 
 /// GET: a session's standalone stream of notifications, or the resumption of a dropped
 /// response stream (`Last-Event-ID`). Without a session: 405.
-pub(crate) async fn get(shared: Arc<Shared>, headers: &HeaderMap) -> Option<Response> {
-    let session = match session(&shared, headers) {
+pub(crate) async fn get(
+    shared: Arc<Shared>,
+    headers: &HeaderMap,
+    extensions: &http::Extensions,
+) -> Option<Response> {
+    let session = match session(&shared, headers, extensions) {
         Ok(Some(s)) => s,
         Ok(None) => return None,
         Err(e) => return Some(legacy_error(None, &e)),
@@ -349,7 +373,13 @@ pub(crate) async fn get(shared: Arc<Shared>, headers: &HeaderMap) -> Option<Resp
             stream.reader(from, false),
         )));
     }
-    Some(standalone(shared, session))
+    let Ok(permit) = shared.streams_open.clone().try_acquire_owned() else {
+        return Some(super::busy(&format!(
+            "{} open streams",
+            shared.config.max_streams
+        )));
+    };
+    Some(standalone(shared, session, permit))
 }
 
 /// Releases the session's standalone stream when the stream ends.
@@ -357,6 +387,7 @@ struct StreamClaim {
     shared: Arc<Shared>,
     sid: String,
     generation: u64,
+    _permit: tokio::sync::OwnedSemaphorePermit,
 }
 
 impl Drop for StreamClaim {
@@ -367,7 +398,11 @@ impl Drop for StreamClaim {
     }
 }
 
-fn standalone(shared: Arc<Shared>, session: Session) -> Response {
+fn standalone(
+    shared: Arc<Shared>,
+    session: Session,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> Response {
     let generation = shared.hub.claim_get_stream(&session.sid);
     let events = shared.hub.subscribe_events();
     let mut tick = tokio::time::interval(shared.config.keep_alive);
@@ -376,6 +411,7 @@ fn standalone(shared: Arc<Shared>, session: Session) -> Response {
         shared,
         sid: session.sid,
         generation,
+        _permit: permit,
     };
     let body = futures_util::stream::unfold(
         (events, tick, claim, true),
@@ -422,8 +458,12 @@ fn standalone(shared: Arc<Shared>, session: Session) -> Response {
 }
 
 /// DELETE: ends a session. Without a session: 405.
-pub(crate) fn delete(shared: &Shared, headers: &HeaderMap) -> Option<Response> {
-    let session = match session(shared, headers) {
+pub(crate) fn delete(
+    shared: &Shared,
+    headers: &HeaderMap,
+    extensions: &http::Extensions,
+) -> Option<Response> {
+    let session = match session(shared, headers, extensions) {
         Ok(Some(s)) => s,
         Ok(None) => return None,
         Err(e) => return Some(legacy_error(None, &e)),

@@ -45,7 +45,7 @@ async fn get(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
         return sse::error(Era::Legacy, None, &e);
     }
-    match legacy::get(shared.clone(), request.headers()).await {
+    match legacy::get(shared.clone(), request.headers(), request.extensions()).await {
         Some(resp) => resp,
         None => not_allowed().await,
     }
@@ -56,7 +56,7 @@ async fn delete(State(shared): State<Arc<Shared>>, request: Request) -> Response
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
         return sse::error(Era::Legacy, None, &e);
     }
-    match legacy::delete(&shared, request.headers()) {
+    match legacy::delete(&shared, request.headers(), request.extensions()) {
         Some(resp) => resp,
         None => not_allowed().await,
     }
@@ -130,7 +130,48 @@ pub(crate) fn record_request(method: &str, params: &Params<'_>) {
     }
 }
 
+/// 503 with `Retry-After`: a limit of concurrent work is reached.
+pub(crate) fn busy(what: &str) -> Response {
+    let mut resp = sse::error(
+        Era::Modern,
+        None,
+        &RpcError::new(
+            jsonrpc::code::TRANSPORT_REFUSED,
+            format!("Service Unavailable: the server is at its limit of {what}; retry shortly"),
+        )
+        .with_status(503),
+    );
+    resp.headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    resp
+}
+
+/// Whether the client accepts an SSE response. A missing `Accept` accepts everything.
+pub(crate) fn accepts_sse(headers: &HeaderMap) -> bool {
+    let mut any = false;
+    for value in headers.get_all(http::header::ACCEPT) {
+        any = true;
+        let Ok(v) = value.to_str() else { continue };
+        for range in v.split(',') {
+            let media = range.split(';').next().unwrap_or("").trim();
+            if media.eq_ignore_ascii_case("text/event-stream")
+                || media == "*/*"
+                || media.eq_ignore_ascii_case("text/*")
+            {
+                return true;
+            }
+        }
+    }
+    !any
+}
+
 async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
+    let Ok(_permit) = shared.requests.clone().try_acquire_owned() else {
+        return busy(&format!(
+            "{} concurrent requests",
+            shared.config.max_concurrent_requests
+        ));
+    };
     let (parts, body) = request.into_parts();
     let cfg = &shared.config;
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, &parts.headers) {
@@ -148,13 +189,25 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
     {
         return sse::error(Era::Modern, None, &admission::too_large(cfg.max_body_bytes));
     }
-    let body = match read_body(body, cfg.max_body_bytes).await {
-        Ok(b) => b,
-        Err(e) => return sse::error(Era::Modern, None, &e),
-    };
+    let body =
+        match tokio::time::timeout(cfg.body_timeout, read_body(body, cfg.max_body_bytes)).await {
+            Ok(Ok(b)) => b,
+            Ok(Err(e)) => return sse::error(Era::Modern, None, &e),
+            Err(_) => {
+                let e = RpcError::new(
+                    jsonrpc::code::TRANSPORT_REFUSED,
+                    format!(
+                        "Request Timeout: the body did not arrive within {} s",
+                        cfg.body_timeout.as_secs_f64()
+                    ),
+                )
+                .with_status(408);
+                return sse::error(Era::Modern, None, &e);
+            }
+        };
     let era_hint = header_era(&parts.headers);
     if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-        return match legacy::session(&shared, &parts.headers) {
+        return match legacy::session(&shared, &parts.headers, &parts.extensions) {
             Ok(Some(session)) => {
                 legacy::batch(
                     shared.clone(),
@@ -204,10 +257,10 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
             return modern::serve(shared.clone(), &parts.headers, parts.extensions, req).await;
         }
         if method == "initialize" {
-            return legacy::initialize(&shared, id, &params_parsed);
+            return legacy::initialize(&shared, id, &params_parsed, &parts.extensions);
         }
     }
-    match legacy::session(&shared, &parts.headers) {
+    match legacy::session(&shared, &parts.headers, &parts.extensions) {
         Ok(Some(session)) => legacy::serve(shared.clone(), session, &parts.headers, parts.extensions, message).await,
         Err(e) => sse::error(Era::Legacy, None, &e),
         Ok(None) => match message {

@@ -42,11 +42,15 @@ pub(crate) async fn serve(
     };
     let ModernMeta { meta, .. } = meta;
     if method == Method::Listen {
+        let Ok(permit) = shared.streams_open.clone().try_acquire_owned() else {
+            return super::busy(&format!("{} open streams", shared.config.max_streams));
+        };
         return match crate::server::subscriptions::listen(&shared, id.clone(), &params) {
             Ok(frames) => {
                 use crate::server::subscriptions::Frame;
                 use futures_util::StreamExt;
-                let body = frames.map(|f| {
+                let body = frames.map(move |f| {
+                    let _held = &permit;
                     Ok::<_, std::convert::Infallible>(match f {
                         Frame::Message(m) => sse::frame(&m),
                         Frame::KeepAlive => Bytes::from_static(b": keep-alive\n\n"),
@@ -57,7 +61,9 @@ pub(crate) async fn serve(
             Err(e) => sse::error(Era::Modern, Some(&id), &e),
         };
     }
-    let streams = meta.progress_token.is_some() || meta.log_level.is_some();
+    // Progress and logs need an SSE response; a client that does not accept one gets JSON.
+    let streams =
+        (meta.progress_token.is_some() || meta.log_level.is_some()) && super::accepts_sse(headers);
     let (sink, rx) = if streams {
         let (tx, rx) = mpsc::channel::<Bytes>(shared.config.stream_buffer);
         (Some(tx), Some(rx))
