@@ -324,7 +324,11 @@ impl Context {
     ) -> Result<ElicitAction, InputError> {
         let mut params = json!({ "mode": "url", "message": message, "url": url });
         if !self.inner.revision.is_modern() {
-            params["elicitationId"] = json!(format!("{}-{key}", std::process::id()));
+            // 2025-11-25 names each URL elicitation; 2026-07-28 dropped the id.
+            let mut id = [0u8; 12];
+            let _ = getrandom::fill(&mut id);
+            let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            params["elicitationId"] = json!(id);
         }
         let v = self
             .ask(key, Need::ElicitUrl, "elicitation/create", params)

@@ -108,7 +108,6 @@ pub(crate) fn start(
                 Err(e) => return done(Err(e)),
             };
             let cancel = CancellationToken::new();
-            let guard: InflightGuard = shared.inflight.register(&session.sid, &id, cancel.clone());
             let mut parts = RequestParts::new(
                 rev,
                 RequestMeta {
@@ -129,14 +128,19 @@ pub(crate) fn start(
             parts.cancel = Some(cancel.clone());
             match shared.dispatch(parts, method, &params) {
                 Dispatched::Ready(out) => done(out),
-                Dispatched::Pending(fut) => Started::Running(Box::pin(async move {
-                    let _guard = guard;
-                    tokio::select! {
-                        out = fut => Some(response(&id, &out)),
-                        // Cancelled by the client: no response is sent for it.
-                        () = cancel.cancelled() => None,
-                    }
-                })),
+                Dispatched::Pending(fut) => {
+                    // Only what runs can be cancelled: lists and the like never register.
+                    let guard: InflightGuard =
+                        shared.inflight.register(&session.sid, &id, cancel.clone());
+                    Started::Running(Box::pin(async move {
+                        let _guard = guard;
+                        tokio::select! {
+                            out = fut => Some(response(&id, &out)),
+                            // Cancelled by the client: no response is sent for it.
+                            () = cancel.cancelled() => None,
+                        }
+                    }))
+                }
             }
         }
     }
