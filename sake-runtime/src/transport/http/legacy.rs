@@ -154,7 +154,7 @@ pub(crate) async fn serve(
     message: Incoming<'_>,
 ) -> Response {
     if let Err(e) = check_version_header(session.revision, headers) {
-        return legacy_error(None, &e);
+        return legacy_error(message.request_id(), &e);
     }
     let refreshed = shared
         .sessions
