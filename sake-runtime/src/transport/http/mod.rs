@@ -156,7 +156,8 @@ async fn post(State(shared): State<Arc<Shared>>, request: Request) -> Response {
             };
             return modern::serve(shared.clone(), &parts.headers, parts.extensions, req).await;
         }
-        if method == "initialize" {
+        // Inside a session, `initialize` is refused like any request of that session.
+        if method == "initialize" && !parts.headers.contains_key(headers::SESSION_ID) {
             return legacy::initialize(&shared, id, &params_parsed);
         }
     }
@@ -289,5 +290,26 @@ mod tests {
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let (status, _, body) = send(&shared, &[(headers::SESSION_ID, "s1.bad.bad")], note).await;
         assert_eq!((status, body.get("id")), (404, None));
+    }
+
+    #[tokio::test]
+    async fn initialize_inside_a_session_does_not_open_another() {
+        let shared = shared();
+        let sid = open_session(&shared, "2025-11-25").await;
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
+        let in_session = [
+            (headers::SESSION_ID, sid.as_str()),
+            (headers::PROTOCOL_VERSION, "2025-11-25"),
+        ];
+        let (status, headers, body) = send(&shared, &in_session, init.clone()).await;
+        assert_eq!(
+            (status, &body["id"], &body["error"]["code"]),
+            (200, &json!(1), &json!(-32600))
+        );
+        assert!(headers.get(headers::SESSION_ID).is_none());
+        // With an id that names no session: 404, as for any request.
+        let (status, _, body) = send(&shared, &[(headers::SESSION_ID, "s1.gone.gone")], init).await;
+        assert_eq!((status, &body["error"]["code"]), (404, &json!(-32001)));
     }
 }
