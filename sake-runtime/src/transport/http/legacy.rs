@@ -619,10 +619,11 @@ fn standalone(shared: Arc<Shared>, session: Session) -> Response {
                             let msg = jsonrpc::notification_bytes(ev.method(), &params);
                             return Some((Ok(sse::frame(&msg)), (events, tick, claim, false)));
                         }
-                        // Too slow to keep up, or the server is shutting down: end the stream;
-                        // the client reconnects.
+                        // Too slow to keep up: end the stream; the client reconnects.
                         Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return None,
                     },
+                    // The server is shutting down: an open stream would hold it up forever.
+                    () = claim.shared.shutdown.cancelled() => return None,
                     _ = tick.tick() => {
                         return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (events, tick, claim, false)));
                     }
@@ -648,4 +649,55 @@ pub(crate) fn delete(shared: &Shared, headers: &HeaderMap) -> Option<Response> {
     let mut resp = Response::new(Body::empty());
     *resp.status_mut() = http::StatusCode::OK;
     Some(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::Registry;
+    use crate::protocol::types::ClientCapabilities;
+    use crate::server::Server;
+
+    fn shared() -> Arc<Shared> {
+        let registry = Registry::from_defs([], [], []).unwrap();
+        Server::with_registry(registry).build().unwrap().shared
+    }
+
+    fn session_headers(shared: &Shared) -> (Session, HeaderMap) {
+        let session =
+            Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+        let mut h = HeaderMap::new();
+        let token = shared.sessions.mint(&session);
+        h.insert(SESSION_ID, HeaderValue::from_str(&token).unwrap());
+        (session, h)
+    }
+
+    /// Opens the session's GET stream and reads its opening comment.
+    async fn open_get(shared: &Arc<Shared>, headers: &HeaderMap) -> axum::body::BodyDataStream {
+        let resp = get(shared.clone(), headers).await.unwrap();
+        let mut body = resp.into_body().into_data_stream();
+        let first = body.next().await.unwrap().unwrap();
+        assert_eq!(&first[..], b": stream open\n\n");
+        body
+    }
+
+    /// Whether the body ends within a short while (rather than staying open).
+    async fn ends(body: &mut axum::body::BodyDataStream) -> bool {
+        matches!(
+            tokio::time::timeout(Duration::from_millis(300), body.next()).await,
+            Ok(None)
+        )
+    }
+
+    #[tokio::test]
+    async fn get_streams_end_when_the_server_shuts_down() {
+        let shared = shared();
+        let (_, headers) = session_headers(&shared);
+        let mut body = open_get(&shared, &headers).await;
+        assert!(!ends(&mut body).await, "the stream stays open");
+        shared.shutdown.cancel();
+        assert!(ends(&mut body).await, "shutdown ends it");
+    }
 }
