@@ -569,6 +569,8 @@ struct StreamClaim {
     shared: Arc<Shared>,
     sid: String,
     generation: u64,
+    /// Fires when a newer GET stream of the session replaces this one, or DELETE ends it.
+    ended: CancellationToken,
 }
 
 impl Drop for StreamClaim {
@@ -580,7 +582,7 @@ impl Drop for StreamClaim {
 }
 
 fn standalone(shared: Arc<Shared>, session: Session) -> Response {
-    let generation = shared.hub.claim_get_stream(&session.sid);
+    let (generation, ended) = shared.hub.claim_get_stream(&session.sid);
     let events = shared.hub.subscribe_events();
     let mut tick = tokio::time::interval(shared.config.keep_alive);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -588,6 +590,7 @@ fn standalone(shared: Arc<Shared>, session: Session) -> Response {
         shared,
         sid: session.sid,
         generation,
+        ended,
     };
     let body = futures_util::stream::unfold(
         (events, tick, claim, true),
@@ -601,14 +604,10 @@ fn standalone(shared: Arc<Shared>, session: Session) -> Response {
                 ));
             }
             loop {
-                if !claim
-                    .shared
-                    .hub
-                    .is_current_get_stream(&claim.sid, claim.generation)
-                {
-                    return None;
-                }
                 tokio::select! {
+                    biased;
+                    // Replaced by a newer stream, or the session was deleted.
+                    () = claim.ended.cancelled() => return None,
                     ev = events.recv() => match ev {
                         Ok(Event::ResourceUpdated(uri)) if !claim.shared.hub.is_subscribed(&claim.sid, &uri) => continue,
                         Ok(ev) => {
@@ -689,6 +688,21 @@ mod tests {
             tokio::time::timeout(Duration::from_millis(300), body.next()).await,
             Ok(None)
         )
+    }
+
+    #[tokio::test]
+    async fn get_streams_end_when_replaced_or_deleted() {
+        let shared = shared();
+        let (_, headers) = session_headers(&shared);
+        let mut first = open_get(&shared, &headers).await;
+        let mut second = open_get(&shared, &headers).await;
+        assert!(
+            ends(&mut first).await,
+            "the newer stream replaces the older"
+        );
+        assert!(!ends(&mut second).await);
+        assert!(delete(&shared, &headers).is_some());
+        assert!(ends(&mut second).await, "DELETE ends it");
     }
 
     #[tokio::test]
