@@ -1555,6 +1555,29 @@ async fn list_changes_reach_every_get_stream() {
 }
 
 #[tokio::test]
+async fn delete_ends_the_sessions_get_stream() {
+    let w = wire();
+    let s = w.session("2025-06-18", json!({})).await;
+    let mut stream = s.get().await;
+    assert_eq!(s.delete().await.status, 200);
+    assert_eq!(stream.next_event().await, None);
+}
+
+#[tokio::test]
+async fn a_newer_get_stream_replaces_the_older_one() {
+    let w = wire();
+    let s = w.session("2025-11-25", json!({})).await;
+    let mut older = s.get().await;
+    let mut newer = s.get().await;
+    assert_eq!(older.next_event().await, None);
+    w.service().notifier().prompts_changed();
+    assert_eq!(
+        newer.message().await,
+        notification("notifications/prompts/list_changed", json!({}))
+    );
+}
+
+#[tokio::test]
 async fn subscribe_without_a_uri_is_invalid_params() {
     let w = wire();
     let s = w.session("2025-06-18", json!({})).await;
