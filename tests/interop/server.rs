@@ -40,10 +40,7 @@ struct NameForm {
 #[tool]
 async fn greet_user(ctx: Context) -> Result<String, InputError> {
     Ok(
-        match ctx
-            .elicit::<NameForm>("name", "What is your name?")
-            .await?
-        {
+        match ctx.elicit::<NameForm>("name", "What is your name?").await? {
             sake::Elicitation::Accepted(f) => format!("Hello, {}!", f.name),
             sake::Elicitation::Declined => "Hello, whoever you are.".into(),
             sake::Elicitation::Cancelled => "Never mind.".into(),
