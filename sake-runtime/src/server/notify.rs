@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use crate::protocol::types::LoggingLevel;
+
 /// Something clients may want to hear about.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Event {
@@ -76,6 +78,9 @@ pub(crate) struct Hub {
     events: broadcast::Sender<Event>,
     /// `resources/subscribe` of legacy sessions, by session id.
     subscriptions: Mutex<HashMap<String, HashSet<String>>>,
+    /// `logging/setLevel` of legacy sessions, by session id, for clients that keep sending
+    /// the session id of `initialize` rather than the re-minted one that carries the level.
+    log_levels: Mutex<HashMap<String, LoggingLevel>>,
     max_sessions: usize,
     /// Each legacy session's standalone GET stream: its generation and the token that ends
     /// it. A newer stream replaces (ends) an older one; DELETE ends it.
@@ -89,6 +94,7 @@ impl Hub {
         Arc::new(Hub {
             events,
             subscriptions: Mutex::new(HashMap::new()),
+            log_levels: Mutex::new(HashMap::new()),
             max_sessions,
             get_streams: Mutex::new(HashMap::new()),
             next_generation: std::sync::atomic::AtomicU64::new(1),
@@ -136,10 +142,30 @@ impl Hub {
             .unwrap_or(false)
     }
 
+    /// Records a legacy session's log level; `false` when too many sessions have one.
+    pub fn set_log_level(&self, sid: &str, level: LoggingLevel) -> bool {
+        let Ok(mut levels) = self.log_levels.lock() else {
+            return false;
+        };
+        if !levels.contains_key(sid) && levels.len() >= self.max_sessions {
+            return false;
+        }
+        levels.insert(sid.to_owned(), level);
+        true
+    }
+
+    /// The log level a legacy session set in this process, if any.
+    pub fn log_level(&self, sid: &str) -> Option<LoggingLevel> {
+        self.log_levels.lock().ok()?.get(sid).copied()
+    }
+
     /// Forgets a session (DELETE) and ends its GET stream.
     pub fn end_session(&self, sid: &str) {
         if let Ok(mut s) = self.subscriptions.lock() {
             s.remove(sid);
+        }
+        if let Ok(mut l) = self.log_levels.lock() {
+            l.remove(sid);
         }
         if let Ok(mut g) = self.get_streams.lock()
             && let Some((_, token)) = g.remove(sid)
@@ -176,6 +202,19 @@ impl Hub {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_levels_are_kept_per_session_bounded_and_forgotten() {
+        let hub = Hub::new(8, 2);
+        assert!(hub.set_log_level("a", LoggingLevel::Warning));
+        assert!(hub.set_log_level("b", LoggingLevel::Error));
+        assert!(!hub.set_log_level("c", LoggingLevel::Info), "bounded");
+        assert!(hub.set_log_level("a", LoggingLevel::Debug), "a change fits");
+        assert_eq!(hub.log_level("a"), Some(LoggingLevel::Debug));
+        assert_eq!(hub.log_level("c"), None);
+        hub.end_session("a");
+        assert_eq!(hub.log_level("a"), None);
+    }
 
     #[test]
     fn a_get_stream_ends_when_replaced_or_its_session_ends() {

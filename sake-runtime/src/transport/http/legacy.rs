@@ -273,6 +273,10 @@ fn start(
                     None,
                 ),
                 Some(level) => {
+                    // The re-minted id carries the level to every replica; clients that keep
+                    // the id of `initialize` (the TypeScript SDK, rmcp) find it in this
+                    // process.
+                    shared.hub.set_log_level(&session.sid, level);
                     let mut s = session.clone();
                     s.log_level = Some(level);
                     (done(empty()), Some(shared.sessions.mint(&s)))
@@ -312,7 +316,9 @@ fn start(
                 meta: RequestMeta {
                     client_capabilities: session.capabilities.clone(),
                     client_info: session.client_info(),
-                    log_level: session.log_level,
+                    log_level: session
+                        .log_level
+                        .or_else(|| shared.hub.log_level(&session.sid)),
                     progress_token,
                     raw: raw_meta,
                 },
