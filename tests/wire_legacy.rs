@@ -710,9 +710,24 @@ async fn get_with_an_unknown_session_is_404() {
     );
 }
 
+fn warning_and_error_logs(id: i64) -> Vec<Value> {
+    vec![
+        notification(
+            "notifications/message",
+            json!({"level": "warning", "logger": "logs", "data": {"sign": "warning"}}),
+        ),
+        notification(
+            "notifications/message",
+            json!({"level": "error", "logger": "logs", "data": "error state"}),
+        ),
+        ok(id, text("logged")),
+    ]
+}
+
 #[tokio::test]
 async fn set_level_remints_the_id_and_the_new_id_carries_the_level() {
     let w = wire();
+    let replica = wire();
     let s = w.session("2025-06-18", json!({})).await;
     let reply = s
         .rpc(1, "logging/setLevel", json!({"level": "warning"}))
@@ -725,23 +740,27 @@ async fn set_level_remints_the_id_and_the_new_id_carries_the_level() {
     let warned = s.with_id(new_id);
     let mut call = warned.call_streaming(2, "logs", json!({})).await;
     call.assert_sse();
-    assert_eq!(
-        call.rest().await,
-        [
-            notification(
-                "notifications/message",
-                json!({"level": "warning", "logger": "logs", "data": {"sign": "warning"}}),
-            ),
-            notification(
-                "notifications/message",
-                json!({"level": "error", "logger": "logs", "data": "error state"}),
-            ),
-            ok(2, text("logged")),
-        ]
-    );
-    // The old id still names the session, at the level it carries (none: everything).
-    let mut call = s.call_streaming(3, "logs", json!({})).await;
+    assert_eq!(call.rest().await, warning_and_error_logs(2));
+
+    // The new id carries the level to a replica that never saw the setLevel...
+    let on_replica = Session {
+        wire: &replica,
+        ..warned.clone()
+    };
+    let mut call = on_replica.call_streaming(3, "logs", json!({})).await;
+    assert_eq!(call.rest().await, warning_and_error_logs(3));
+    // ...where the old id, which carries no level, gets everything.
+    let old_on_replica = Session {
+        wire: &replica,
+        ..s.clone()
+    };
+    let mut call = old_on_replica.call_streaming(4, "logs", json!({})).await;
     assert_eq!(call.rest().await.len(), 5);
+
+    // Clients that keep the id of `initialize` (the TypeScript SDK, rmcp) get the level in
+    // the process that received the setLevel.
+    let mut call = s.call_streaming(5, "logs", json!({})).await;
+    assert_eq!(call.rest().await, warning_and_error_logs(5));
 }
 
 #[tokio::test]
