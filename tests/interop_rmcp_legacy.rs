@@ -146,6 +146,11 @@ async fn run(version: ProtocolVersion) {
                 "description": "Asks the user for their name, then greets them.",
                 "inputSchema": {"type": "object", "properties": {}},
             },
+            {
+                "name": "log_twice",
+                "description": "Logs a note at info level and a warning at warning level.",
+                "inputSchema": {"type": "object", "properties": {}},
+            },
         ]}),
     );
 

@@ -146,6 +146,11 @@ async fn run(revision: &str) {
                 "description": "Asks the user for their name, then greets them.",
                 "inputSchema": {"type": "object", "properties": {}},
             },
+            {
+                "name": "log_twice",
+                "description": "Logs a note at info level and a warning at warning level.",
+                "inputSchema": {"type": "object", "properties": {}},
+            },
         ]}),
     );
 
@@ -197,6 +202,17 @@ async fn run(revision: &str) {
             "data": {"uri": "users://9/profile"},
             "uri": "users://9/profile",
         }),
+    );
+    // The client keeps the session id of `initialize` (it ignores the re-minted one), and
+    // the level still applies.
+    same(&out["setLevel"], json!({}));
+    same(
+        &out["logged"],
+        json!({"content": [{"type": "text", "text": "logged"}]}),
+    );
+    same(
+        &out["logs"],
+        json!([{"level": "warning", "logger": "log_twice", "data": "a warning"}]),
     );
     same(&out["sessionAfterDelete"], Value::Null);
 

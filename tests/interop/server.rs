@@ -48,6 +48,14 @@ async fn greet_user(ctx: Context) -> Result<String, InputError> {
     )
 }
 
+/// Logs a note at info level and a warning at warning level.
+#[tool]
+async fn log_twice(ctx: Context) -> &'static str {
+    ctx.log(LoggingLevel::Info, "a note").await;
+    ctx.log(LoggingLevel::Warning, "a warning").await;
+    "logged"
+}
+
 /// Asks the model to review a piece of code.
 #[prompt(title = "Code review")]
 fn review(

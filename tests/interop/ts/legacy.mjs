@@ -69,6 +69,14 @@ try {
   );
   out.elicited = await step('tools/call greet_user', () => client.callTool({ name: 'greet_user', arguments: {} }));
   out.elicitations = elicitations;
+
+  // logging/setLevel: afterwards only messages at or above the level arrive.
+  const logs = [];
+  client.setNotificationHandler('notifications/message', n => logs.push(n.params));
+  out.setLevel = await step('logging/setLevel', () => client.setLoggingLevel('warning'));
+  out.logged = await step('tools/call log_twice', () => client.callTool({ name: 'log_twice', arguments: {} }));
+  out.logs = logs;
+
   try {
     await step('resources/read missing', () => client.readResource({ uri: 'users://9/profile' }));
     out.missing = 'no error';
