@@ -14,9 +14,10 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationCapability, FormElicitationCapability, GetPromptRequestParams,
-    Implementation, JsonObject, ProtocolVersion, ReadResourceRequestParams,
+    Implementation, JsonObject, LoggingLevel, LoggingMessageNotificationParam, ProtocolVersion,
+    ReadResourceRequestParams, SetLevelRequestParams,
 };
-use rmcp::service::{RequestContext, RoleClient, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData};
@@ -29,6 +30,7 @@ use serde_json::{Value, json};
 struct Client {
     version: ProtocolVersion,
     asked: Arc<Mutex<Vec<Value>>>,
+    logs: Arc<Mutex<Vec<Value>>>,
 }
 
 impl ClientHandler for Client {
@@ -48,24 +50,35 @@ impl ClientHandler for Client {
         self.asked.lock().unwrap().push(to_json(&request));
         Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"name": "Ferris"})))
     }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _ctx: NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().unwrap().push(to_json(&params));
+    }
 }
 
 async fn connect(
     url: &str,
     version: ProtocolVersion,
-) -> (RunningService<RoleClient, Client>, Arc<Mutex<Vec<Value>>>) {
+) -> (RunningService<RoleClient, Client>, Client) {
     let asked = Arc::new(Mutex::new(Vec::new()));
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
     );
-    let client = Client {
+    let handler = Client {
         version,
-        asked: asked.clone(),
-    }
-    .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
-    .await
-    .unwrap();
-    (client, asked)
+        asked,
+        logs: Arc::default(),
+    };
+    let client = handler
+        .clone()
+        .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+        .await
+        .unwrap();
+    (client, handler)
 }
 
 /// Fails the test instead of hanging CI.
@@ -93,7 +106,7 @@ async fn run(version: ProtocolVersion) {
     let revision = to_json(&version);
     let old = revision == "2025-03-26";
     let server = server::start().await;
-    let (client, asked) = within("initialize", connect(&server.url, version.clone())).await;
+    let (client, handler) = within("initialize", connect(&server.url, version.clone())).await;
 
     let info = client.peer_info().expect("initialized");
     assert_eq!(info.protocol_version, version);
@@ -213,7 +226,7 @@ async fn run(version: ProtocolVersion) {
     );
     // (rmcp's ElicitRequestParams is tagged by mode: it re-serialises with "mode":"form".)
     same(
-        &*asked.lock().unwrap(),
+        &*handler.asked.lock().unwrap(),
         json!([{
             "mode": "form",
             "message": "What is your name?",
@@ -223,6 +236,35 @@ async fn run(version: ProtocolVersion) {
                 "required": ["name"],
             },
         }]),
+    );
+
+    // rmcp keeps the session id of `initialize`; the level applies all the same.
+    within(
+        "logging/setLevel",
+        client.set_level(SetLevelRequestParams::new(LoggingLevel::Warning)),
+    )
+    .await
+    .unwrap();
+    let logged = within(
+        "tools/call log_twice",
+        client.call_tool(CallToolRequestParams::new("log_twice")),
+    )
+    .await
+    .unwrap();
+    same(
+        &logged,
+        json!({"content": [{"type": "text", "text": "logged"}]}),
+    );
+    within("the log message", async {
+        while handler.logs.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    same(
+        &*handler.logs.lock().unwrap(),
+        json!([{"level": "warning", "logger": "log_twice", "data": "a warning"}]),
     );
 
     // The client still holds its session and GET stream: shutdown must not wait for them.
