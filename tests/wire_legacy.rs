@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use common::{LEGACY, Req, Session, Wire, initialize_params};
@@ -157,24 +157,33 @@ async fn count(
     format!("counted to {steps}")
 }
 
-/// Set when `wait`'s future is dropped before it finished.
-static WAIT_STOPPED: AtomicBool = AtomicBool::new(false);
+/// The tags of `wait` calls whose future was dropped before they finished.
+static STOPPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-struct StopFlag;
+/// Records its tag in `STOPPED` when dropped.
+struct StopRecord(String);
 
-impl Drop for StopFlag {
+impl Drop for StopRecord {
     fn drop(&mut self) {
-        WAIT_STOPPED.store(true, Ordering::SeqCst);
+        STOPPED.lock().unwrap().push(std::mem::take(&mut self.0));
     }
+}
+
+fn stopped(tag: &str) -> bool {
+    STOPPED.lock().unwrap().iter().any(|t| t == tag)
 }
 
 /// Says it waits, then waits a minute.
 #[tool]
-async fn wait(ctx: Context) -> &'static str {
-    let flag = StopFlag;
+async fn wait(
+    /// Names the call.
+    tag: String,
+    ctx: Context,
+) -> &'static str {
+    let record = StopRecord(tag);
     ctx.log(LoggingLevel::Info, "waiting").await;
     tokio::time::sleep(Duration::from_secs(60)).await;
-    std::mem::forget(flag);
+    std::mem::forget(record);
     "waited"
 }
 
@@ -882,7 +891,15 @@ fn tools_for(revision: &str) -> Value {
         plain("list_roots", "Lists the client's roots."),
         plain("logs", "Logs at four levels."),
         plain("reconnect", "Ends its response stream, then answers (SSE polling)."),
-        plain("wait", "Says it waits, then waits a minute."),
+        {
+            "name": "wait",
+            "description": "Says it waits, then waits a minute.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"tag": {"type": "string", "description": "Names the call."}},
+                "required": ["tag"],
+            },
+        },
     ])
 }
 
@@ -1137,6 +1154,53 @@ async fn a_batch_is_answered_with_one_array_in_order() {
             err(4, -32601, "Method not found: nope"),
         ]),
     );
+}
+
+#[tokio::test]
+async fn a_batch_that_asks_the_client_streams_the_question_then_the_array() {
+    let w = wire();
+    let s = w.session("2025-03-26", json!({"sampling": {}})).await;
+    let mut stream = s
+        .open(s.post(json!([
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask_model", "arguments": {"question": "Why?"}}},
+            {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        ])))
+        .await;
+    stream.assert_sse();
+    let ask = stream.message().await;
+    assert_eq!(ask["method"], "sampling/createMessage");
+    s.answer(
+        &ask["id"],
+        json!({"role": "assistant", "content": {"type": "text", "text": "Because."}, "model": "m"}),
+    )
+    .await
+    .assert_accepted();
+    assert_eq!(
+        stream.rest().await,
+        [json!([
+            ok(1, text("The model (m) said: Because.")),
+            ok(2, json!({})),
+        ])]
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_request_of_a_batch_has_no_element() {
+    let w = wire();
+    let s = w.session("2025-03-26", json!({})).await;
+    let mut stream = s
+        .open(s.post(json!([
+            {"jsonrpc": "2.0", "id": "w", "method": "tools/call", "params": {"name": "wait", "arguments": {"tag": "batch"}}},
+            {"jsonrpc": "2.0", "id": "p", "method": "ping"},
+        ])))
+        .await;
+    stream.assert_sse();
+    assert_eq!(stream.message().await["params"]["data"], "waiting");
+    s.notify("notifications/cancelled", json!({"requestId": "w"}))
+        .await
+        .assert_accepted();
+    assert_eq!(stream.rest().await, [json!([ok("p", json!({}))])]);
+    assert!(stopped("batch"), "the call was dropped");
 }
 
 #[tokio::test]
@@ -1429,7 +1493,7 @@ async fn an_answer_for_nothing_waiting_is_accepted() {
 async fn cancelled_stops_a_running_call_and_nothing_answers_it() {
     let w = wire();
     let s = w.session("2025-06-18", json!({})).await;
-    let mut call = s.call_streaming(9, "wait", json!({})).await;
+    let mut call = s.call_streaming(9, "wait", json!({"tag": "single"})).await;
     call.assert_sse();
     assert_eq!(
         call.message().await,
@@ -1438,7 +1502,7 @@ async fn cancelled_stops_a_running_call_and_nothing_answers_it() {
             json!({"level": "info", "logger": "wait", "data": "waiting"})
         )
     );
-    assert!(!WAIT_STOPPED.load(Ordering::SeqCst));
+    assert!(!stopped("single"));
     s.notify(
         "notifications/cancelled",
         json!({"requestId": 9, "reason": "No longer needed"}),
@@ -1446,7 +1510,7 @@ async fn cancelled_stops_a_running_call_and_nothing_answers_it() {
     .await
     .assert_accepted();
     assert_eq!(call.rest().await, Vec::<Value>::new());
-    assert!(WAIT_STOPPED.load(Ordering::SeqCst), "the call was dropped");
+    assert!(stopped("single"), "the call was dropped");
 }
 
 #[tokio::test]

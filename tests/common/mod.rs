@@ -441,17 +441,18 @@ impl Wire {
         let (events, messages) = match ct.as_deref() {
             Some("text/event-stream") => {
                 let events = parse_sse(std::str::from_utf8(&body).expect("SSE is UTF-8"));
-                let messages = events.iter().filter_map(SseEvent::message).collect();
+                let messages = events
+                    .iter()
+                    .filter_map(SseEvent::message)
+                    .flat_map(batch_items)
+                    .collect();
                 (events, messages)
             }
-            Some(ct) if ct.starts_with("application/json") => {
-                let value: Value = serde_json::from_slice(&body).expect("a JSON body");
-                match value {
-                    // A 2025-03-26 batch answer: one array of responses.
-                    Value::Array(items) => (Vec::new(), items),
-                    one => (Vec::new(), vec![one]),
-                }
-            }
+            // A 2025-03-26 batch is answered with one array of responses.
+            Some(ct) if ct.starts_with("application/json") => (
+                Vec::new(),
+                batch_items(serde_json::from_slice(&body).expect("a JSON body")),
+            ),
             None => {
                 assert!(body.is_empty(), "a body without Content-Type");
                 (Vec::new(), Vec::new())
@@ -503,6 +504,14 @@ impl Wire {
     /// Sends a 2026-07-28 request with default `_meta` and headers.
     pub async fn rpc(&self, id: impl Into<Value>, method: &str, params: Value) -> Reply {
         self.send(Req::modern(id, method, params)).await
+    }
+}
+
+/// The messages of a batch (a 2025-03-26 array), or the one message.
+fn batch_items(message: Value) -> Vec<Value> {
+    match message {
+        Value::Array(items) => items,
+        one => vec![one],
     }
 }
 
@@ -614,7 +623,7 @@ impl Stream {
             if let Some(end) = self.buf.find("\n\n") {
                 let block: String = self.buf.drain(..end + 2).collect();
                 if let Some(ev) = parse_sse(&block).into_iter().next() {
-                    if let Some(m) = ev.message() {
+                    for m in ev.message().into_iter().flat_map(batch_items) {
                         validate(&self.revision, self.methods.method_of(&m), &m);
                     }
                     return Some(ev);
