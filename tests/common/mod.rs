@@ -218,7 +218,28 @@ pub struct SseEvent {
     pub fields: Vec<(String, String)>,
 }
 
-/// The server's answer, already validated against the schema.
+impl SseEvent {
+    /// The JSON-RPC message the event carries; `None` for an event without data or with
+    /// empty data (a 2025-11-25 priming event).
+    pub fn message(&self) -> Option<Value> {
+        match self.data.as_deref() {
+            None | Some("") => None,
+            Some(data) => {
+                Some(serde_json::from_str(data).expect("every data: frame is one JSON value"))
+            }
+        }
+    }
+
+    /// A field's value (`id`, `retry`, `event`).
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The server's answer, validated against the schema before a test sees it.
 #[derive(Debug)]
 pub struct Reply {
     /// The HTTP status.
@@ -287,6 +308,38 @@ impl Reply {
         );
         assert_eq!(self.header("x-accel-buffering"), Some("no"));
         &self.messages
+    }
+
+    /// Asserts a JSON array answer (a 2025-03-26 batch) with this status whose items are
+    /// exactly `expected`.
+    #[track_caller]
+    pub fn assert_batch(&self, status: u16, expected: Value) {
+        assert_eq!(
+            (self.status, self.content_type()),
+            (status, Some("application/json")),
+            "body: {}",
+            String::from_utf8_lossy(&self.body)
+        );
+        let got: Value = serde_json::from_slice(&self.body).unwrap();
+        assert!(got.is_array(), "not a batch answer: {got}");
+        assert!(
+            got == expected,
+            "batch differs\n got: {got}\nwant: {expected}"
+        );
+    }
+
+    /// The `Mcp-Session-Id` header, if any.
+    pub fn session_id(&self) -> Option<&str> {
+        self.header("mcp-session-id")
+    }
+
+    /// Validates every message against `revision`'s schema, results as answers to the
+    /// requests of `req` they carry the id of.
+    pub fn validate(&self, revision: &str, req: &Req) {
+        let methods = request_methods(req);
+        for m in &self.messages {
+            validate(revision, methods.method_of(m), m);
+        }
     }
 
     /// Asserts an empty `202 Accepted`.
@@ -358,11 +411,21 @@ impl Wire {
         &self.service
     }
 
-    /// Sends one request and returns the validated reply.
+    /// Sends one request and returns the reply, validated against the wire's revision.
     pub async fn send(&self, req: Req) -> Reply {
-        let request_method = req
-            .body_json()
-            .and_then(|b| b.get("method").and_then(Value::as_str).map(str::to_owned));
+        self.send_as(self.revision, req).await
+    }
+
+    /// Sends one request and returns the reply, validated against `revision`'s schema.
+    pub async fn send_as(&self, revision: &str, req: Req) -> Reply {
+        let reply = self.send_unchecked(req.clone()).await;
+        reply.validate(revision, &req);
+        reply
+    }
+
+    /// Sends one request and returns the reply without validating it (the caller must call
+    /// [`Reply::validate`] once it knows the revision).
+    pub async fn send_unchecked(&self, req: Req) -> Reply {
         let response = self
             .service
             .router()
@@ -380,16 +443,15 @@ impl Wire {
                 let events = parse_sse(std::str::from_utf8(&body).expect("SSE is UTF-8"));
                 let messages = events
                     .iter()
-                    .map(|e| {
-                        let data = e.data.as_deref().expect("every SSE event carries data");
-                        serde_json::from_str(data).expect("every data: frame is one JSON value")
-                    })
+                    .filter_map(SseEvent::message)
+                    .flat_map(batch_items)
                     .collect();
                 (events, messages)
             }
+            // A 2025-03-26 batch is answered with one array of responses.
             Some(ct) if ct.starts_with("application/json") => (
                 Vec::new(),
-                vec![serde_json::from_slice(&body).expect("a JSON body")],
+                batch_items(serde_json::from_slice(&body).expect("a JSON body")),
             ),
             None => {
                 assert!(body.is_empty(), "a body without Content-Type");
@@ -397,9 +459,6 @@ impl Wire {
             }
             Some(other) => panic!("unexpected Content-Type {other}"),
         };
-        for m in &messages {
-            validate(self.revision, request_method.as_deref(), m);
-        }
         Reply {
             status: parts.status.as_u16(),
             headers: parts.headers,
@@ -409,9 +468,430 @@ impl Wire {
         }
     }
 
+    /// Starts an exchange whose SSE body is read event by event, as it arrives; each message
+    /// is validated against `revision` (a result as the answer to the request it answers).
+    pub async fn open_as(&self, revision: &str, req: Req) -> Stream {
+        let methods = request_methods(&req);
+        let response = self
+            .service
+            .router()
+            .oneshot(req.build())
+            .await
+            .expect("the router is infallible");
+        let (parts, mut body) = response.into_parts();
+        let (tx, chunks) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+        // Reads the body like a client would, until it ends or the test drops the stream.
+        tokio::spawn(async move {
+            while let Some(frame) = body.frame().await {
+                let Ok(data) = frame.expect("the body does not fail").into_data() else {
+                    continue;
+                };
+                if tx.send(data.to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Stream {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            revision: revision.to_owned(),
+            methods,
+            chunks,
+            buf: String::new(),
+        }
+    }
+
     /// Sends a 2026-07-28 request with default `_meta` and headers.
     pub async fn rpc(&self, id: impl Into<Value>, method: &str, params: Value) -> Reply {
         self.send(Req::modern(id, method, params)).await
+    }
+}
+
+/// The messages of a batch (a 2025-03-26 array), or the one message.
+fn batch_items(message: Value) -> Vec<Value> {
+    match message {
+        Value::Array(items) => items,
+        one => vec![one],
+    }
+}
+
+/// The methods of the requests a body carries, by id: what each result answers.
+#[derive(Clone, Debug, Default)]
+pub struct Methods {
+    by_id: HashMap<String, String>,
+    /// The method of a body holding one request (what an error without an id answers), or
+    /// the one a resumed stream's result answers.
+    only: Option<String>,
+}
+
+impl Methods {
+    /// The method `message` answers, if it is a response to one of these requests.
+    pub fn method_of(&self, message: &Value) -> Option<&str> {
+        if message.get("method").is_some() {
+            return None;
+        }
+        message
+            .get("id")
+            .and_then(|id| self.by_id.get(&id.to_string()))
+            .or(self.only.as_ref())
+            .map(String::as_str)
+    }
+
+    /// Results without a request of this body answer `method` (a resumed stream).
+    pub fn answering(mut self, method: &str) -> Methods {
+        self.only = Some(method.to_owned());
+        self
+    }
+}
+
+/// The requests in a body (one object or a batch array).
+pub fn request_methods(req: &Req) -> Methods {
+    let mut methods = Methods::default();
+    let items = match req.body_json() {
+        Some(Value::Array(items)) => items,
+        Some(one @ Value::Object(_)) => vec![one],
+        _ => Vec::new(),
+    };
+    let single = items.len() == 1;
+    for item in items {
+        if let (Some(id), Some(method)) =
+            (item.get("id"), item.get("method").and_then(Value::as_str))
+        {
+            methods.by_id.insert(id.to_string(), method.to_owned());
+            if single {
+                methods.only = Some(method.to_owned());
+            }
+        }
+    }
+    methods
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streams read as they arrive
+
+/// An answer whose SSE body is read event by event while the exchange goes on: server
+/// requests to answer, a call to cancel, a standalone GET stream, a resumed stream.
+pub struct Stream {
+    /// The HTTP status.
+    pub status: u16,
+    /// The response headers.
+    pub headers: http::HeaderMap,
+    revision: String,
+    methods: Methods,
+    chunks: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+    buf: String,
+}
+
+/// How long a test waits for the next event before failing.
+pub const EVENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Stream {
+    /// A header's value as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|v| v.to_str().unwrap())
+    }
+
+    /// Asserts a 200 `text/event-stream` answer with `X-Accel-Buffering: no`.
+    #[track_caller]
+    pub fn assert_sse(&self) {
+        assert_eq!(
+            (
+                self.status,
+                self.header("content-type"),
+                self.header("x-accel-buffering")
+            ),
+            (200, Some("text/event-stream"), Some("no"))
+        );
+    }
+
+    /// Results on this stream that answer no request of the body answer `method`.
+    pub fn answering(mut self, method: &str) -> Stream {
+        self.methods = self.methods.answering(method);
+        self
+    }
+
+    /// The next SSE event (comments skipped), or `None` when the body ended. Fails the test
+    /// after [`EVENT_TIMEOUT`] without one.
+    pub async fn next_event(&mut self) -> Option<SseEvent> {
+        tokio::time::timeout(EVENT_TIMEOUT, self.read_event())
+            .await
+            .unwrap_or_else(|_| panic!("no SSE event within {EVENT_TIMEOUT:?}"))
+    }
+
+    async fn read_event(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..end + 2).collect();
+                if let Some(ev) = parse_sse(&block).into_iter().next() {
+                    for m in ev.message().into_iter().flat_map(batch_items) {
+                        validate(&self.revision, self.methods.method_of(&m), &m);
+                    }
+                    return Some(ev);
+                }
+                continue;
+            }
+            match self.chunks.recv().await {
+                Some(chunk) => self
+                    .buf
+                    .push_str(std::str::from_utf8(&chunk).expect("SSE is UTF-8")),
+                None => {
+                    assert!(
+                        self.buf.trim().is_empty(),
+                        "the stream ended inside an event: {:?}",
+                        self.buf
+                    );
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// The next JSON-RPC message (events without one, such as a priming event, skipped),
+    /// validated; fails the test if the stream ends first.
+    pub async fn message(&mut self) -> Value {
+        loop {
+            let ev = self
+                .next_event()
+                .await
+                .expect("the stream ended before the next message");
+            if let Some(m) = ev.message() {
+                return m;
+            }
+        }
+    }
+
+    /// Every remaining event, until the body ends.
+    pub async fn rest_events(&mut self) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        while let Some(ev) = self.next_event().await {
+            out.push(ev);
+        }
+        out
+    }
+
+    /// Every remaining JSON-RPC message, until the body ends.
+    pub async fn rest(&mut self) -> Vec<Value> {
+        self.rest_events()
+            .await
+            .iter()
+            .filter_map(SseEvent::message)
+            .collect()
+    }
+
+    /// Asserts that nothing arrives within `wait` (the stream stays open and silent).
+    pub async fn assert_silent(&mut self, wait: std::time::Duration) {
+        if let Ok(ev) = tokio::time::timeout(wait, self.read_event()).await {
+            panic!("expected silence, got {ev:?}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handshake revisions (2025-11-25, 2025-06-18, 2025-03-26)
+
+/// The handshake revisions, newest first.
+pub const LEGACY: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// The revision string a server negotiated, as one of the served ones.
+pub fn served(revision: &str) -> &'static str {
+    LEGACY
+        .into_iter()
+        .find(|r| *r == revision)
+        .unwrap_or_else(|| panic!("the server negotiated {revision:?}, which it does not serve"))
+}
+
+/// `initialize` params offering `version` with client `capabilities`.
+pub fn initialize_params(version: &str, capabilities: Value) -> Value {
+    json!({
+        "protocolVersion": version,
+        "capabilities": capabilities,
+        "clientInfo": {"name": "wire-tests", "version": "1.0.0"},
+    })
+}
+
+impl Req {
+    /// A handshake-era POST of a JSON-RPC message: no MCP headers, no `_meta`.
+    pub fn legacy(body: Value) -> Req {
+        Req::post(serde_json::to_vec(&body).unwrap())
+    }
+
+    /// A GET of the endpoint asking for an event stream.
+    pub fn get() -> Req {
+        Req::post(Vec::new())
+            .http_method(http::Method::GET)
+            .without("content-type")
+            .header("accept", "text/event-stream")
+    }
+
+    /// A DELETE of the endpoint.
+    pub fn delete() -> Req {
+        Req::post(Vec::new())
+            .http_method(http::Method::DELETE)
+            .without("content-type")
+            .without("accept")
+    }
+}
+
+/// A handshake session: its id and revision, and requests that carry them.
+#[derive(Clone)]
+pub struct Session<'w> {
+    /// The server.
+    pub wire: &'w Wire,
+    /// The `Mcp-Session-Id`.
+    pub id: String,
+    /// The negotiated revision: replies are validated against its schema.
+    pub revision: &'static str,
+}
+
+impl Wire {
+    /// `initialize` offering `version` with client `capabilities`. Returns the reply,
+    /// validated against the revision the server chose, and the session it opened.
+    pub async fn initialize(&self, version: &str, capabilities: Value) -> (Reply, Session<'_>) {
+        let req = Req::legacy(json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": initialize_params(version, capabilities),
+        }));
+        let reply = self.send_unchecked(req.clone()).await;
+        let result = &reply.json(200)["result"];
+        let revision = served(result["protocolVersion"].as_str().expect("protocolVersion"));
+        reply.validate(revision, &req);
+        let id = reply
+            .session_id()
+            .expect("the InitializeResult carries Mcp-Session-Id")
+            .to_owned();
+        (
+            reply,
+            Session {
+                wire: self,
+                id,
+                revision,
+            },
+        )
+    }
+
+    /// A session at `version` (which must be served) with `capabilities`, after
+    /// `notifications/initialized`.
+    pub async fn session(&self, version: &str, capabilities: Value) -> Session<'_> {
+        let (_, session) = self.initialize(version, capabilities).await;
+        assert_eq!(
+            session.revision, version,
+            "the server negotiated another revision"
+        );
+        session
+            .notify("notifications/initialized", Value::Null)
+            .await
+            .assert_accepted();
+        session
+    }
+}
+
+impl<'w> Session<'w> {
+    /// The same session under another id (a re-minted one).
+    pub fn with_id(&self, id: &str) -> Session<'w> {
+        Session {
+            id: id.to_owned(),
+            ..self.clone()
+        }
+    }
+
+    /// Adds this session's `Mcp-Session-Id` and `MCP-Protocol-Version` to a request.
+    pub fn headers(&self, req: Req) -> Req {
+        req.header("mcp-session-id", &self.id)
+            .header("mcp-protocol-version", self.revision)
+    }
+
+    /// A POST of `body` inside the session.
+    pub fn post(&self, body: Value) -> Req {
+        self.headers(Req::legacy(body))
+    }
+
+    /// A request inside the session; `params` null means none.
+    pub fn request(&self, id: impl Into<Value>, method: &str, params: Value) -> Req {
+        let mut body = json!({"jsonrpc": "2.0", "id": id.into(), "method": method});
+        if !params.is_null() {
+            body["params"] = params;
+        }
+        self.post(body)
+    }
+
+    /// Sends a request of the session, validated against its revision.
+    pub async fn send(&self, req: Req) -> Reply {
+        self.wire.send_as(self.revision, req).await
+    }
+
+    /// Sends a request inside the session and returns the validated reply.
+    pub async fn rpc(&self, id: impl Into<Value>, method: &str, params: Value) -> Reply {
+        self.send(self.request(id, method, params)).await
+    }
+
+    /// Calls a tool and returns the validated reply.
+    pub async fn call(&self, id: impl Into<Value>, name: &str, arguments: Value) -> Reply {
+        self.rpc(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+        .await
+    }
+
+    /// Calls a tool and reads the answer as it streams.
+    pub async fn call_streaming(
+        &self,
+        id: impl Into<Value>,
+        name: &str,
+        arguments: Value,
+    ) -> Stream {
+        self.open(self.request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        ))
+        .await
+    }
+
+    /// Sends a notification inside the session.
+    pub async fn notify(&self, method: &str, params: Value) -> Reply {
+        let mut body = json!({"jsonrpc": "2.0", "method": method});
+        if !params.is_null() {
+            body["params"] = params;
+        }
+        self.send(self.post(body)).await
+    }
+
+    /// POSTs the client's answer to a server request.
+    pub async fn answer(&self, id: &Value, result: Value) -> Reply {
+        self.send(self.post(json!({"jsonrpc": "2.0", "id": id, "result": result})))
+            .await
+    }
+
+    /// Starts a streaming exchange inside the session.
+    pub async fn open(&self, req: Req) -> Stream {
+        self.wire.open_as(self.revision, req).await
+    }
+
+    /// Opens the session's standalone GET stream.
+    pub async fn get(&self) -> Stream {
+        let stream = self.open(self.headers(Req::get())).await;
+        stream.assert_sse();
+        stream
+    }
+
+    /// Resumes a response stream after `last_event_id`; results answer `method`.
+    pub async fn resume(&self, last_event_id: &str, method: &str) -> Stream {
+        let stream = self
+            .open(
+                self.headers(Req::get())
+                    .header("last-event-id", last_event_id),
+            )
+            .await
+            .answering(method);
+        stream.assert_sse();
+        stream
+    }
+
+    /// DELETEs the session.
+    pub async fn delete(&self) -> Reply {
+        self.send(self.headers(Req::delete())).await
     }
 }
 
@@ -489,6 +969,13 @@ impl Schema {
         root[Schema::defs_key(root)].as_object().unwrap()
     }
 
+    /// Whether a definition lists `id` as required.
+    fn requires_id(&self, def: &str) -> bool {
+        Schema::defs_of(&self.root)[def]["required"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|k| k == "id"))
+    }
+
     fn has(&self, def: &str) -> bool {
         Schema::defs_of(&self.root).contains_key(def)
     }
@@ -563,7 +1050,16 @@ pub fn validate(revision: &str, request_method: Option<&str>, message: &Value) {
         } else {
             "JSONRPCError"
         };
-        s.check(revision, envelope, message, message);
+        if message.get("id").is_none() && s.requires_id(envelope) {
+            // 2025-03-26 and 2025-06-18 require an id in their schema, while their
+            // Streamable HTTP transport lets the body of a refused POST (or GET, DELETE) be
+            // "a JSON-RPC error response that has no id": check everything else.
+            let mut with_id = message.clone();
+            with_id["id"] = json!("(none)");
+            s.check(revision, envelope, &with_id, message);
+        } else {
+            s.check(revision, envelope, message, message);
+        }
         let code = error["code"].as_i64();
         if let Some(def) = code.and_then(|c| s.by_code.get(&c)) {
             s.check(revision, def, message, message);

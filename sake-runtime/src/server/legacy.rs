@@ -68,7 +68,7 @@ pub(crate) fn start(
     let empty = || Ok(empty_result(shared, rev));
     match method {
         Method::Initialize => done(Err(RpcError::invalid_request(
-            "`initialize` opens a session: send it once, first (and never in a batch)",
+            "`initialize` opens a session: send it first, without Mcp-Session-Id, and never in a batch",
         ))),
         Method::Ping => done(empty()),
         Method::SetLevel => {
@@ -81,6 +81,10 @@ pub(crate) fn start(
                     "Invalid params: `level` must be one of debug, info, notice, warning, error, critical, alert, emergency",
                 ))),
                 Some(level) => {
+                    // The re-minted id carries the level to every replica; clients that keep
+                    // the id of `initialize` (the TypeScript SDK, rmcp) find it in this
+                    // process.
+                    shared.hub.set_log_level(&session.sid, level);
                     let mut s = session.clone();
                     s.log_level = Some(level);
                     Started::Done(response(&id, &empty()), Some(Box::new(s)))
@@ -113,7 +117,9 @@ pub(crate) fn start(
                 RequestMeta {
                     client_capabilities: session.capabilities.clone(),
                     client_info: session.client_info(),
-                    log_level: session.log_level,
+                    // The latest `logging/setLevel` this process saw wins over the one in an
+                    // id a client kept from earlier.
+                    log_level: shared.hub.log_level(&session.sid).or(session.log_level),
                     progress_token,
                     raw: raw_meta,
                 },

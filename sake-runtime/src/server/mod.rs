@@ -267,13 +267,20 @@ impl Server {
         self
     }
 
-    /// How long a session lives without activity (its id expires). Defaults to 24 hours.
+    /// How long a session id is accepted after it was issued; then requests with it get 404
+    /// and the client starts a new session. Defaults to 24 hours.
+    ///
+    /// A client that adopts the fresh ids responses carry (see
+    /// [`session_refresh_after`](Self::session_refresh_after)) keeps an active session alive
+    /// indefinitely. The TypeScript SDK and rmcp keep the id of `initialize`: for them this is
+    /// the session's whole lifetime.
     pub fn session_lifetime(mut self, lifetime: Duration) -> Self {
         self.config.session_lifetime = lifetime;
         self
     }
 
-    /// How old a session id may be before a response carries a fresh one. Defaults to 1 hour.
+    /// How old a session id may be before a response carries a fresh one (a new
+    /// `Mcp-Session-Id` header for the same session). Defaults to 1 hour.
     pub fn session_refresh_after(mut self, age: Duration) -> Self {
         self.config.session_refresh_after = age;
         self

@@ -6,6 +6,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::protocol::types::LoggingLevel;
 
 /// Something clients may want to hear about.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -75,10 +78,13 @@ pub(crate) struct Hub {
     events: broadcast::Sender<Event>,
     /// `resources/subscribe` of legacy sessions, by session id.
     subscriptions: Mutex<HashMap<String, HashSet<String>>>,
+    /// `logging/setLevel` of legacy sessions, by session id, for clients that keep sending
+    /// the session id of `initialize` rather than the re-minted one that carries the level.
+    log_levels: Mutex<HashMap<String, LoggingLevel>>,
     max_sessions: usize,
-    /// The generation of each legacy session's standalone GET stream: a newer stream
-    /// replaces an older one.
-    get_streams: Mutex<HashMap<String, u64>>,
+    /// Each legacy session's standalone GET stream: its generation and the token that ends
+    /// it. A newer stream replaces (ends) an older one; DELETE ends it.
+    get_streams: Mutex<HashMap<String, (u64, CancellationToken)>>,
     next_generation: std::sync::atomic::AtomicU64,
 }
 
@@ -88,6 +94,7 @@ impl Hub {
         Arc::new(Hub {
             events,
             subscriptions: Mutex::new(HashMap::new()),
+            log_levels: Mutex::new(HashMap::new()),
             max_sessions,
             get_streams: Mutex::new(HashMap::new()),
             next_generation: std::sync::atomic::AtomicU64::new(1),
@@ -135,40 +142,93 @@ impl Hub {
             .unwrap_or(false)
     }
 
-    /// Forgets a session (DELETE).
+    /// Records a legacy session's log level; `false` when too many sessions have one.
+    pub fn set_log_level(&self, sid: &str, level: LoggingLevel) -> bool {
+        let Ok(mut levels) = self.log_levels.lock() else {
+            return false;
+        };
+        if !levels.contains_key(sid) && levels.len() >= self.max_sessions {
+            return false;
+        }
+        levels.insert(sid.to_owned(), level);
+        true
+    }
+
+    /// The log level a legacy session set in this process, if any.
+    pub fn log_level(&self, sid: &str) -> Option<LoggingLevel> {
+        self.log_levels.lock().ok()?.get(sid).copied()
+    }
+
+    /// Forgets a session (DELETE) and ends its GET stream.
     pub fn end_session(&self, sid: &str) {
         if let Ok(mut s) = self.subscriptions.lock() {
             s.remove(sid);
         }
-        if let Ok(mut g) = self.get_streams.lock() {
-            g.remove(sid);
+        if let Ok(mut l) = self.log_levels.lock() {
+            l.remove(sid);
+        }
+        if let Ok(mut g) = self.get_streams.lock()
+            && let Some((_, token)) = g.remove(sid)
+        {
+            token.cancel();
         }
     }
 
-    /// Claims the session's standalone stream; the previous one, if any, stops at its next
-    /// event when it sees it is no longer current.
-    pub fn claim_get_stream(&self, sid: &str) -> u64 {
+    /// Claims the session's standalone stream: its generation and the token that fires when
+    /// it must end. The previous stream, if any, ends now.
+    pub fn claim_get_stream(&self, sid: &str) -> (u64, CancellationToken) {
         let generation = self
             .next_generation
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if let Ok(mut g) = self.get_streams.lock() {
-            g.insert(sid.to_owned(), generation);
+        let token = CancellationToken::new();
+        if let Ok(mut g) = self.get_streams.lock()
+            && let Some((_, previous)) = g.insert(sid.to_owned(), (generation, token.clone()))
+        {
+            previous.cancel();
         }
-        generation
-    }
-
-    pub fn is_current_get_stream(&self, sid: &str, generation: u64) -> bool {
-        self.get_streams
-            .lock()
-            .map(|g| g.get(sid) == Some(&generation))
-            .unwrap_or(false)
+        (generation, token)
     }
 
     pub fn release_get_stream(&self, sid: &str, generation: u64) {
         if let Ok(mut g) = self.get_streams.lock()
-            && g.get(sid) == Some(&generation)
+            && g.get(sid)
+                .is_some_and(|(current, _)| *current == generation)
         {
             g.remove(sid);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_levels_are_kept_per_session_bounded_and_forgotten() {
+        let hub = Hub::new(8, 2);
+        assert!(hub.set_log_level("a", LoggingLevel::Warning));
+        assert!(hub.set_log_level("b", LoggingLevel::Error));
+        assert!(!hub.set_log_level("c", LoggingLevel::Info), "bounded");
+        assert!(hub.set_log_level("a", LoggingLevel::Debug), "a change fits");
+        assert_eq!(hub.log_level("a"), Some(LoggingLevel::Debug));
+        assert_eq!(hub.log_level("c"), None);
+        hub.end_session("a");
+        assert_eq!(hub.log_level("a"), None);
+    }
+
+    #[test]
+    fn a_get_stream_ends_when_replaced_or_its_session_ends() {
+        let hub = Hub::new(8, 8);
+        let (first, t1) = hub.claim_get_stream("s");
+        let (second, t2) = hub.claim_get_stream("s");
+        assert!(t1.is_cancelled() && !t2.is_cancelled());
+        // The replaced stream's release leaves the current one alone.
+        hub.release_get_stream("s", first);
+        hub.end_session("s");
+        assert!(t2.is_cancelled());
+        hub.release_get_stream("s", second);
+        let (_, other) = hub.claim_get_stream("t");
+        hub.end_session("s");
+        assert!(!other.is_cancelled());
     }
 }

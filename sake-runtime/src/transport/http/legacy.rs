@@ -117,7 +117,7 @@ pub(crate) async fn serve(
     message: Incoming<'_>,
 ) -> Response {
     if let Err(e) = check_version_header(session.revision, headers) {
-        return legacy_error(None, &e);
+        return legacy_error(message.request_id(), &e);
     }
     let refreshed = shared
         .sessions
@@ -388,6 +388,8 @@ struct StreamClaim {
     sid: String,
     generation: u64,
     _permit: tokio::sync::OwnedSemaphorePermit,
+    /// Fires when a newer GET stream of the session replaces this one, or DELETE ends it.
+    ended: tokio_util::sync::CancellationToken,
 }
 
 impl Drop for StreamClaim {
@@ -403,7 +405,7 @@ fn standalone(
     session: Session,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Response {
-    let generation = shared.hub.claim_get_stream(&session.sid);
+    let (generation, ended) = shared.hub.claim_get_stream(&session.sid);
     let events = shared.hub.subscribe_events();
     let mut tick = tokio::time::interval(shared.config.keep_alive);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -412,6 +414,7 @@ fn standalone(
         sid: session.sid,
         generation,
         _permit: permit,
+        ended,
     };
     let body = futures_util::stream::unfold(
         (events, tick, claim, true),
@@ -425,14 +428,10 @@ fn standalone(
                 ));
             }
             loop {
-                if !claim
-                    .shared
-                    .hub
-                    .is_current_get_stream(&claim.sid, claim.generation)
-                {
-                    return None;
-                }
                 tokio::select! {
+                    biased;
+                    // Replaced by a newer stream, or the session was deleted.
+                    () = claim.ended.cancelled() => return None,
                     ev = events.recv() => match ev {
                         Ok(Event::ResourceUpdated(uri)) if !claim.shared.hub.is_subscribed(&claim.sid, &uri) => continue,
                         Ok(ev) => {
@@ -443,10 +442,11 @@ fn standalone(
                             let msg = jsonrpc::notification_bytes(ev.method(), &params);
                             return Some((Ok(sse::frame(&msg)), (events, tick, claim, false)));
                         }
-                        // Too slow to keep up, or the server is shutting down: end the stream;
-                        // the client reconnects.
+                        // Too slow to keep up: end the stream; the client reconnects.
                         Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return None,
                     },
+                    // The server is shutting down: an open stream would hold it up forever.
+                    () = claim.shared.shutdown.cancelled() => return None,
                     _ = tick.tick() => {
                         return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (events, tick, claim, false)));
                     }
@@ -476,4 +476,72 @@ pub(crate) fn delete(
     let mut resp = Response::new(Body::empty());
     *resp.status_mut() = http::StatusCode::OK;
     Some(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::Registry;
+    use crate::protocol::types::ClientCapabilities;
+    use crate::server::Server;
+
+    fn shared() -> Arc<Shared> {
+        let registry = Registry::from_defs([], [], []).unwrap();
+        Server::with_registry(registry).build().unwrap().shared
+    }
+
+    fn session_headers(shared: &Shared) -> (Session, HeaderMap) {
+        let session =
+            Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+        let mut h = HeaderMap::new();
+        let token = shared.sessions.mint(&session);
+        h.insert(SESSION_ID, HeaderValue::from_str(&token).unwrap());
+        (session, h)
+    }
+
+    /// Opens the session's GET stream and reads its opening comment.
+    async fn open_get(shared: &Arc<Shared>, headers: &HeaderMap) -> axum::body::BodyDataStream {
+        let resp = get(shared.clone(), headers, &http::Extensions::new())
+            .await
+            .unwrap();
+        let mut body = resp.into_body().into_data_stream();
+        let first = body.next().await.unwrap().unwrap();
+        assert_eq!(&first[..], b": stream open\n\n");
+        body
+    }
+
+    /// Whether the body ends within a short while (rather than staying open).
+    async fn ends(body: &mut axum::body::BodyDataStream) -> bool {
+        matches!(
+            tokio::time::timeout(Duration::from_millis(300), body.next()).await,
+            Ok(None)
+        )
+    }
+
+    #[tokio::test]
+    async fn get_streams_end_when_replaced_or_deleted() {
+        let shared = shared();
+        let (_, headers) = session_headers(&shared);
+        let mut first = open_get(&shared, &headers).await;
+        let mut second = open_get(&shared, &headers).await;
+        assert!(
+            ends(&mut first).await,
+            "the newer stream replaces the older"
+        );
+        assert!(!ends(&mut second).await);
+        assert!(delete(&shared, &headers, &http::Extensions::new()).is_some());
+        assert!(ends(&mut second).await, "DELETE ends it");
+    }
+
+    #[tokio::test]
+    async fn get_streams_end_when_the_server_shuts_down() {
+        let shared = shared();
+        let (_, headers) = session_headers(&shared);
+        let mut body = open_get(&shared, &headers).await;
+        assert!(!ends(&mut body).await, "the stream stays open");
+        shared.shutdown.cancel();
+        assert!(ends(&mut body).await, "shutdown ends it");
+    }
 }

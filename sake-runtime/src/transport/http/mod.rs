@@ -256,13 +256,14 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
             };
             return modern::serve(shared.clone(), &parts.headers, parts.extensions, req).await;
         }
-        if method == "initialize" {
+        // Inside a session, `initialize` is refused like any request of that session.
+        if method == "initialize" && !parts.headers.contains_key(headers::SESSION_ID) {
             return legacy::initialize(&shared, id, &params_parsed, &parts.extensions);
         }
     }
     match legacy::session(&shared, &parts.headers, &parts.extensions) {
         Ok(Some(session)) => legacy::serve(shared.clone(), session, &parts.headers, parts.extensions, message).await,
-        Err(e) => sse::error(Era::Legacy, None, &e),
+        Err(e) => sse::error(Era::Legacy, message.request_id(), &e),
         Ok(None) => match message {
             // A 2026-07-28 client has no notifications to send over HTTP; accept and ignore.
             Incoming::Notification { .. } if era_hint == Era::Modern => sse::accepted(),
@@ -314,4 +315,101 @@ fn is_modern(headers: &HeaderMap, params: &Params<'_>) -> bool {
         .meta
         .and_then(|m| serde_json::from_str::<VersionOnly<'_>>(m.get()).ok())
         .is_some_and(|v| v.version.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Registry;
+    use crate::server::Server;
+    use serde_json::{Value, json};
+
+    fn shared() -> Arc<Shared> {
+        let registry = Registry::from_defs([], [], []).unwrap();
+        Server::with_registry(registry).build().unwrap().shared
+    }
+
+    async fn send(
+        shared: &Arc<Shared>,
+        headers: &[(&str, &str)],
+        body: Value,
+    ) -> (u16, HeaderMap, Value) {
+        let mut req = http::Request::builder()
+            .method("POST")
+            .uri("/mcp")
+            .header("host", "localhost")
+            .header("content-type", "application/json");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req.body(Body::from(body.to_string())).unwrap();
+        let resp = post(State(shared.clone()), req).await;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (
+            status,
+            headers,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    async fn open_session(shared: &Arc<Shared>, version: &str) -> String {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
+        let (status, headers, _) = send(shared, &[], init).await;
+        assert_eq!(status, 200);
+        headers[headers::SESSION_ID].to_str().unwrap().to_owned()
+    }
+
+    #[tokio::test]
+    async fn session_and_version_header_errors_echo_the_request_id() {
+        let shared = shared();
+        let ping = json!({"jsonrpc": "2.0", "id": 7, "method": "ping"});
+        let (status, _, body) = send(
+            &shared,
+            &[(headers::SESSION_ID, "s1.bad.bad")],
+            ping.clone(),
+        )
+        .await;
+        assert_eq!(
+            (status, &body["id"], &body["error"]["code"]),
+            (404, &json!(7), &json!(-32001))
+        );
+
+        let sid = open_session(&shared, "2025-06-18").await;
+        let (status, _, body) = send(&shared, &[(headers::SESSION_ID, &sid)], ping).await;
+        assert_eq!(
+            (status, &body["id"], &body["error"]["code"]),
+            (400, &json!(7), &json!(-32600))
+        );
+
+        // A notification has no id to echo.
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let (status, _, body) = send(&shared, &[(headers::SESSION_ID, "s1.bad.bad")], note).await;
+        assert_eq!((status, body.get("id")), (404, None));
+    }
+
+    #[tokio::test]
+    async fn initialize_inside_a_session_does_not_open_another() {
+        let shared = shared();
+        let sid = open_session(&shared, "2025-11-25").await;
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
+        let in_session = [
+            (headers::SESSION_ID, sid.as_str()),
+            (headers::PROTOCOL_VERSION, "2025-11-25"),
+        ];
+        let (status, headers, body) = send(&shared, &in_session, init.clone()).await;
+        assert_eq!(
+            (status, &body["id"], &body["error"]["code"]),
+            (200, &json!(1), &json!(-32600))
+        );
+        assert!(headers.get(headers::SESSION_ID).is_none());
+        // With an id that names no session: 404, as for any request.
+        let (status, _, body) = send(&shared, &[(headers::SESSION_ID, "s1.gone.gone")], init).await;
+        assert_eq!((status, &body["error"]["code"]), (404, &json!(-32001)));
+    }
 }
