@@ -6,6 +6,7 @@
 //! order; `notifications/cancelled` stops a request and nothing more is written for it. Logs
 //! never go to stdout.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -28,8 +29,13 @@ use crate::server::session::Session;
 use crate::server::subscriptions::{self, Frame};
 use crate::server::{Service, Shared};
 
-/// The session id, cancellation scope and answer scope of the process.
-const SCOPE: &str = "stdio";
+/// A fresh scope for one connection: its session id, and the key under which its in-flight
+/// requests, pending questions and resource subscriptions are kept. One `Service` may serve
+/// several connections (`serve_io` on sockets), so the scope must not be shared.
+fn new_scope() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("stdio-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
 
 enum Line {
     Eof,
@@ -82,6 +88,8 @@ async fn read_line<R: AsyncRead + Unpin>(
 /// The state of one stdio connection.
 struct Conn {
     shared: Arc<Shared>,
+    /// See [`new_scope`].
+    scope: String,
     out: mpsc::Sender<Bytes>,
     session: Mutex<Option<Session>>,
     /// Everything running, cancelled together at EOF.
@@ -134,6 +142,7 @@ impl Service {
         });
         let conn = Arc::new(Conn {
             shared: shared.clone(),
+            scope: new_scope(),
             out,
             session: Mutex::new(None),
             all: CancellationToken::new(),
@@ -170,8 +179,9 @@ impl Service {
         }
         // EOF: cancel what runs, then let the writer drain.
         conn.all.cancel();
-        shared.inflight.cancel_scope(SCOPE);
-        shared.pending.end_session(SCOPE);
+        shared.inflight.cancel_scope(&conn.scope);
+        shared.pending.end_session(&conn.scope);
+        shared.hub.end_session(&conn.scope);
         tasks.shutdown().await;
         drop(conn);
         let _ = writer_task.await;
@@ -195,9 +205,11 @@ async fn handle(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
     };
     match message {
         Incoming::Notification { method, params } => {
-            legacy::notification(&conn.shared, SCOPE, &method, params);
+            legacy::notification(&conn.shared, &conn.scope, &method, params);
         }
-        Incoming::Response { id, outcome } => legacy::answer(&conn.shared, SCOPE, &id, outcome),
+        Incoming::Response { id, outcome } => {
+            legacy::answer(&conn.shared, &conn.scope, &id, outcome)
+        }
         Incoming::Request { id, method, params } => request(conn, id, &method, params, tasks).await,
     }
 }
@@ -233,7 +245,7 @@ async fn request(
     if method == "initialize" {
         let msg = match legacy::initialize(&conn.shared, &params) {
             Ok((result, mut session)) => {
-                session.sid = SCOPE.to_owned();
+                session.sid = conn.scope.clone();
                 let first = conn
                     .session
                     .lock()
@@ -325,7 +337,7 @@ async fn modern(
             Ok(f) => f,
             Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
         };
-        let guard = shared.inflight.register(SCOPE, &id, cancel.clone());
+        let guard = shared.inflight.register(&conn.scope, &id, cancel.clone());
         let conn = conn.clone();
         tasks.spawn(async move {
             use futures_util::StreamExt;
@@ -351,7 +363,7 @@ async fn modern(
     match shared.dispatch(parts, method, params) {
         Dispatched::Ready(out) => conn.write(legacy::response(&id, &out)).await,
         Dispatched::Pending(fut) => {
-            let guard = shared.inflight.register(SCOPE, &id, cancel.clone());
+            let guard = shared.inflight.register(&conn.scope, &id, cancel.clone());
             let conn = conn.clone();
             tasks.spawn(async move {
                 let _guard = guard;
@@ -401,10 +413,10 @@ async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
                 runs.push(Box::pin(std::future::ready(Some(body))));
             }
             Ok(Incoming::Notification { method, params }) => {
-                legacy::notification(&conn.shared, SCOPE, &method, params)
+                legacy::notification(&conn.shared, &conn.scope, &method, params)
             }
             Ok(Incoming::Response { id, outcome }) => {
-                legacy::answer(&conn.shared, SCOPE, &id, outcome)
+                legacy::answer(&conn.shared, &conn.scope, &id, outcome)
             }
             Ok(Incoming::Request { id, method, params }) => {
                 match legacy::start(
@@ -476,7 +488,7 @@ fn forward_events(conn: &Arc<Conn>, tasks: &mut JoinSet<()>) {
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             };
             let params = match &ev {
-                Event::ResourceUpdated(uri) if conn.shared.hub.is_subscribed(SCOPE, uri) => {
+                Event::ResourceUpdated(uri) if conn.shared.hub.is_subscribed(&conn.scope, uri) => {
                     serde_json::json!({ "uri": &**uri })
                 }
                 Event::ResourceUpdated(_) => continue,
@@ -486,4 +498,14 @@ fn forward_events(conn: &Arc<Conn>, tasks: &mut JoinSet<()>) {
                 .await;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_connection_has_its_own_scope() {
+        assert_ne!(new_scope(), new_scope());
+    }
 }
