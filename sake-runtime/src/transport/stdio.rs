@@ -120,26 +120,9 @@ impl Service {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let shared = self.shared.clone();
-        let (out, mut out_rx) = mpsc::channel::<Bytes>(1024);
-        let writer_task = tokio::spawn(async move {
-            let mut w = writer;
-            while let Some(msg) = out_rx.recv().await {
-                // An empty message is the "end this HTTP response" marker of SSE polling;
-                // stdio has no response streams to end.
-                if msg.is_empty() {
-                    continue;
-                }
-                let written = async {
-                    w.write_all(&msg).await?;
-                    w.write_all(b"\n").await?;
-                    w.flush().await
-                };
-                if let Err(e) = written.await {
-                    tracing::warn!(error = %e, "stdout closed; stopping");
-                    break;
-                }
-            }
-        });
+        let (out, out_rx) = mpsc::channel::<Bytes>(1024);
+        let stop_writing = CancellationToken::new();
+        let writer_task = tokio::spawn(write_lines(writer, out_rx, stop_writing.clone()));
         let conn = Arc::new(Conn {
             shared: shared.clone(),
             scope: new_scope(),
@@ -154,13 +137,21 @@ impl Service {
         tracing::info!(
             "serving MCP on stdio (revisions 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)"
         );
+        let mut failed = None;
         loop {
             line.clear();
             let read = tokio::select! {
                 r = read_line(&mut reader, &mut line, max) => r,
                 () = shared.shutdown.cancelled() => break,
             };
-            match read? {
+            let read = match read {
+                Ok(read) => read,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            };
+            match read {
                 Line::Eof => break,
                 Line::TooLong => {
                     let e = RpcError::invalid_request(format!(
@@ -177,16 +168,61 @@ impl Service {
             }
             while tasks.try_join_next().is_some() {}
         }
-        // EOF: cancel what runs, then let the writer drain.
+        // EOF: cancel what runs, then write what is queued and stop, even if a task the
+        // user spawned still holds a `Context`.
         conn.all.cancel();
         shared.inflight.cancel_scope(&conn.scope);
         shared.pending.end_session(&conn.scope);
         shared.hub.end_session(&conn.scope);
         tasks.shutdown().await;
         drop(conn);
+        stop_writing.cancel();
         let _ = writer_task.await;
-        tracing::info!("stdin closed; stdio server stopped");
-        Ok(())
+        match failed {
+            None => {
+                tracing::info!("stdin closed; stdio server stopped");
+                Ok(())
+            }
+            Some(e) => {
+                tracing::warn!(error = %e, "reading stdin failed; stdio server stopped");
+                Err(e.into())
+            }
+        }
+    }
+}
+
+/// Writes each message as one line. Once `stop` fires it writes what is already queued and
+/// returns, whoever still holds a sender.
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut w: W,
+    mut rx: mpsc::Receiver<Bytes>,
+    stop: CancellationToken,
+) {
+    loop {
+        let msg = tokio::select! {
+            biased;
+            msg = rx.recv() => msg,
+            () = stop.cancelled(), if !rx.is_closed() => {
+                // Refuse new messages; `recv` yields the queued ones, then `None`.
+                rx.close();
+                continue;
+            }
+        };
+        let Some(msg) = msg else { return };
+        // An empty message is the "end this HTTP response" marker of SSE polling; stdio has
+        // no response streams to end.
+        if msg.is_empty() {
+            continue;
+        }
+        let written = async {
+            w.write_all(&msg).await?;
+            w.write_all(b"\n").await?;
+            w.flush().await
+        };
+        if let Err(e) = written.await {
+            tracing::warn!(error = %e, "stdout closed; stopping");
+            return;
+        }
     }
 }
 
@@ -502,10 +538,68 @@ fn forward_events(conn: &Arc<Conn>, tasks: &mut JoinSet<()>) {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use tokio::io::AsyncReadExt;
+
     use super::*;
+
+    async fn lines(input: &[u8], max: usize) -> Vec<Result<String, &'static str>> {
+        let mut r = BufReader::with_capacity(4, input);
+        let mut out = Vec::new();
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match read_line(&mut r, &mut buf, max).await.unwrap() {
+                Line::Eof => return out,
+                Line::TooLong => out.push(Err("too long")),
+                Line::Complete => out.push(Ok(String::from_utf8(buf.clone()).unwrap())),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn an_over_long_line_is_skipped_whole_and_reading_goes_on() {
+        assert_eq!(
+            lines(b"short\n0123456789abc\nok\nlast", 10).await,
+            vec![
+                Ok("short".to_owned()),
+                Err("too long"),
+                Ok("ok".to_owned()),
+                Ok("last".to_owned()),
+            ]
+        );
+        assert_eq!(lines(b"0123456789abc", 10).await, vec![Err("too long")]);
+        assert_eq!(lines(b"", 10).await, vec![]);
+        assert_eq!(
+            lines(b"0123456789\n", 10).await,
+            vec![Ok("0123456789".to_owned())]
+        );
+    }
 
     #[test]
     fn every_connection_has_its_own_scope() {
         assert_ne!(new_scope(), new_scope());
+    }
+
+    #[tokio::test]
+    async fn the_writer_stops_on_request_even_while_a_sender_lives() {
+        let (w, mut r) = tokio::io::duplex(1024);
+        let (tx, rx) = mpsc::channel::<Bytes>(8);
+        let stop = CancellationToken::new();
+        let writer = tokio::spawn(write_lines(w, rx, stop.clone()));
+        tx.send(Bytes::from_static(b"{\"a\":1}")).await.unwrap();
+        tx.send(Bytes::new()).await.unwrap();
+        tx.send(Bytes::from_static(b"{\"b\":2}")).await.unwrap();
+        // `tx` stays alive, like a `Context` held by a task the user spawned.
+        stop.cancel();
+        tokio::time::timeout(Duration::from_secs(5), writer)
+            .await
+            .expect("the writer stops")
+            .unwrap();
+        assert!(tx.send(Bytes::from_static(b"late")).await.is_err());
+        let mut written = String::new();
+        r.read_to_string(&mut written).await.unwrap();
+        assert_eq!(written, "{\"a\":1}\n{\"b\":2}\n");
     }
 }
