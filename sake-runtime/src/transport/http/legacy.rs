@@ -407,10 +407,12 @@ fn standalone(shared: Arc<Shared>, session: Session) -> Response {
                             let msg = jsonrpc::notification_bytes(ev.method(), &params);
                             return Some((Ok(sse::frame(&msg)), (events, tick, claim, false)));
                         }
-                        // Too slow to keep up, or the server is shutting down: end the stream;
-                        // the client reconnects.
+                        // Too slow to keep up: end the stream; the client reconnects.
                         Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return None,
                     },
+                    // The server is shutting down: a graceful shutdown waits for open
+                    // responses, and this one would never end by itself.
+                    () = claim.shared.shutdown.cancelled() => return None,
                     _ = tick.tick() => {
                         return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (events, tick, claim, false)));
                     }
