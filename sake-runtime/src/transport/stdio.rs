@@ -352,10 +352,16 @@ async fn modern(
         let m = meta::parse_modern_meta(params.meta)?;
         if m.protocol_version != Revision::LATEST.as_str() {
             let supported = Revision::ALL.map(Revision::as_str);
+            // As over HTTP: a handshake revision is served, but only after `initialize`.
+            let hint = if Revision::is_legacy_version_string(&m.protocol_version) {
+                "; handshake revisions are served after an `initialize` request, requests with `_meta` need 2026-07-28"
+            } else {
+                ""
+            };
             return Err(RpcError::unsupported_version(
                 &m.protocol_version,
                 &supported,
-                "",
+                hint,
             ));
         }
         let method = Method::parse_in(method_name, Era::Modern)
