@@ -131,10 +131,13 @@ pub(crate) fn start(
                 Dispatched::Ready(out) => done(out),
                 Dispatched::Pending(fut) => Started::Running(Box::pin(async move {
                     let _guard = guard;
+                    // Cancellation first: a function that stops when cancelled finishes at
+                    // the same moment, and its result must not be sent.
                     tokio::select! {
-                        out = fut => Some(response(&id, &out)),
+                        biased;
                         // Cancelled by the client: no response is sent for it.
                         () = cancel.cancelled() => None,
+                        out = fut => Some(response(&id, &out)),
                     }
                 })),
             }

@@ -330,10 +330,11 @@ async fn request(
             let conn = conn.clone();
             tasks.spawn(async move {
                 tokio::select! {
+                    biased;
+                    () = conn.all.cancelled() => {}
                     out = fut => if let Some(msg) = out {
                         conn.write(msg).await;
                     },
-                    () = conn.all.cancelled() => {}
                 }
             });
         }
@@ -387,13 +388,14 @@ async fn modern(
             let mut frames = std::pin::pin!(frames);
             loop {
                 tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => break,
+                    () = conn.all.cancelled() => break,
                     f = frames.next() => match f {
                         Some(Frame::Message(m)) => conn.write(m.to_vec()).await,
                         Some(Frame::KeepAlive) => {}
                         None => break,
                     },
-                    () = cancel.cancelled() => break,
-                    () = conn.all.cancelled() => break,
                 }
             }
         });
@@ -409,11 +411,14 @@ async fn modern(
             let conn = conn.clone();
             tasks.spawn(async move {
                 let _guard = guard;
+                // Cancellation first: a function that stops when cancelled finishes at the
+                // same moment, and its result must not be written.
                 tokio::select! {
-                    out = fut => conn.write(legacy::response(&id, &out)).await,
+                    biased;
                     // Cancelled: nothing more is written for it.
                     () = cancel.cancelled() => {}
                     () = conn.all.cancelled() => {}
+                    out = fut => conn.write(legacy::response(&id, &out)).await,
                 }
             });
         }
