@@ -284,3 +284,58 @@ async fn a_handshake_sessions_get_stream_does_not_hold_the_server_open() {
     );
     within("serve returning", serving).await.unwrap().unwrap();
 }
+
+/// An application that serves `Service::router` with its own `axum::serve` ends sake's
+/// long-lived streams by calling `Service::shutdown` in its graceful-shutdown future.
+#[tokio::test]
+async fn an_application_serving_the_router_itself_shuts_streams_down_with_service_shutdown() {
+    let started = Arc::new(Notify::new());
+    let service = server(&started).build().unwrap();
+    let app = axum::Router::new()
+        .route("/health", axum::routing::get(|| async { "ok" }))
+        .merge(service.router());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let serving = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+                service.shutdown();
+            })
+            .await
+    });
+    let mut listen = within(
+        "subscriptions/listen",
+        modern_request(
+            &url,
+            "app-listen",
+            "subscriptions/listen",
+            None,
+            json!({"notifications": {"resourceSubscriptions": ["notes://one"]}}),
+        )
+        .send(),
+    )
+    .await
+    .unwrap();
+    let mut listened = String::new();
+    read_until(&mut listen, &mut listened, "acknowledged").await;
+
+    stop.send(()).unwrap();
+
+    read_to_end(&mut listen, &mut listened).await;
+    assert_eq!(
+        sse_data(&listened).last(),
+        Some(&json!({"jsonrpc": "2.0", "id": "app-listen", "result": {
+            "resultType": "complete",
+            "_meta": {
+                "io.modelcontextprotocol/subscriptionId": "app-listen",
+                "io.modelcontextprotocol/serverInfo": server_info(),
+            },
+        }}))
+    );
+    within("axum::serve returning", serving)
+        .await
+        .unwrap()
+        .unwrap();
+}
