@@ -63,18 +63,20 @@ async fn bearer_auth(mut request: Request, next: Next) -> Response {
     }
 }
 
-/// The application: its own routes, and MCP under `/api/mcp`.
-fn app() -> Result<Router, sake::Error> {
-    let mcp = Server::from_registry()
+/// The application: its own routes, and MCP under `/api/mcp`; and the MCP service, to shut
+/// its long-lived streams down with the application.
+fn app() -> Result<(Router, sake::Service), sake::Error> {
+    let service = Server::from_registry()
         .name("axum-app")
         .version(env!("CARGO_PKG_VERSION"))
         .path("/api/mcp")
-        .into_router()?
-        .layer(middleware::from_fn(bearer_auth));
-    Ok(Router::new()
+        .build()?;
+    let mcp = service.router().layer(middleware::from_fn(bearer_auth));
+    let app = Router::new()
         .route("/", get(|| async { "the application's home page" }))
         .route("/health", get(|| async { "ok" }))
-        .merge(mcp))
+        .merge(mcp);
+    Ok((app, service))
 }
 
 #[tokio::main]
@@ -90,9 +92,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "application on http://{}/ with MCP at /api/mcp",
         listener.local_addr()?
     );
-    axum::serve(listener, app()?)
-        .with_graceful_shutdown(async {
+    let (app, service) = app()?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
             let _ = tokio::signal::ctrl_c().await;
+            // Ends open `subscriptions/listen` and session GET streams, which would otherwise
+            // keep the graceful shutdown waiting.
+            service.shutdown();
         })
         .await?;
     Ok(())
@@ -131,7 +137,7 @@ mod tests {
 
     #[tokio::test]
     async fn without_a_token_the_layer_answers_401() {
-        let resp = app().unwrap().oneshot(request(None)).await.unwrap();
+        let resp = app().unwrap().0.oneshot(request(None)).await.unwrap();
         assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(
             resp.headers()[header::WWW_AUTHENTICATE],
@@ -143,6 +149,7 @@ mod tests {
     async fn the_principal_reaches_the_tool() {
         let resp = app()
             .unwrap()
+            .0
             .oneshot(request(Some("Bearer bob-token")))
             .await
             .unwrap();
@@ -157,6 +164,7 @@ mod tests {
     async fn the_application_keeps_its_own_routes() {
         let resp = app()
             .unwrap()
+            .0
             .oneshot(
                 Request::get("/health")
                     .body(axum::body::Body::empty())

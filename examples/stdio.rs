@@ -36,6 +36,8 @@ async fn sleep(
     ctx: Context,
 ) -> String {
     let millis = millis.min(10_000);
+    ctx.log(LoggingLevel::Info, format!("sleeping {millis} ms"))
+        .await;
     let steps = 4;
     for i in 1..=steps {
         tokio::select! {

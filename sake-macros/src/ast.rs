@@ -13,8 +13,10 @@ pub(crate) enum ParamKind {
     Argument,
     /// The request's `Context`.
     Context,
-    /// `State<T>`: application state registered on the server builder.
-    State(Box<Type>),
+    /// `State<T>`: application state registered on the server builder. Any type whose last
+    /// path segment is `State<..>` with one type argument; the generated code checks it is
+    /// `sake::State` (`#[arg]` makes such a parameter an argument instead).
+    State,
 }
 
 pub(crate) struct Param {
@@ -109,22 +111,20 @@ fn last_segment_is(ty: &Type, name: &str) -> bool {
 }
 
 /// `State<T>` (by its last segment; the generated code checks it is `sake::State`).
-fn state_inner(ty: &Type) -> Option<Type> {
-    let Type::Path(p) = ty else { return None };
+fn is_state(ty: &Type) -> bool {
+    let Type::Path(p) = ty else { return false };
     if p.qself.is_some() {
-        return None;
+        return false;
     }
-    let last = p.path.segments.last()?;
-    if last.ident != "State" {
-        return None;
-    }
-    match &last.arguments {
-        syn::PathArguments::AngleBracketed(args) if args.args.len() == 1 => match &args.args[0] {
-            syn::GenericArgument::Type(t) => Some(t.clone()),
-            _ => None,
-        },
-        _ => None,
-    }
+    let Some(last) = p.path.segments.last() else {
+        return false;
+    };
+    last.ident == "State"
+        && matches!(
+            &last.arguments,
+            syn::PathArguments::AngleBracketed(args)
+                if args.args.len() == 1 && matches!(args.args[0], syn::GenericArgument::Type(_))
+        )
 }
 
 fn contains_impl_trait(ty: &Type) -> bool {
@@ -239,16 +239,14 @@ impl Func {
                 });
                 continue;
             }
-            if !arg_attrs.force
-                && let Some(inner) = state_inner(&ty)
-            {
+            if !arg_attrs.force && is_state(&ty) {
                 if !docs.is_empty() || !forwarded.is_empty() {
                     cx.error_spanned_by(&ident, "a `State<T>` parameter is not an argument: it takes no doc comment, #[serde] or #[schemars]");
                 }
                 params.push(Param {
                     ident,
                     ty,
-                    kind: ParamKind::State(Box::new(inner)),
+                    kind: ParamKind::State,
                     docs,
                     forwarded,
                     header: None,
@@ -367,5 +365,29 @@ mod tests {
         assert!(custom(&[r#"#[schemars(with = "f64")]"#]));
         assert!(custom(&[r#"#[schemars(schema_with = "f")]"#]));
         assert!(custom(&["#[serde = 1]"]));
+    }
+
+    fn state(ty: &str) -> bool {
+        is_state(&syn::parse_str::<Type>(ty).unwrap())
+    }
+
+    #[test]
+    fn a_type_named_state_with_one_type_argument_is_state() {
+        assert!(state("State<Db>"));
+        assert!(state("sake::State<Db>"));
+        assert!(state("State<Arc<Pool>>"));
+        // Not sake's, but named like it: the generated code refuses it with a clear error.
+        assert!(state("axum::extract::State<Db>"));
+    }
+
+    #[test]
+    fn other_types_are_arguments() {
+        assert!(!state("State"));
+        assert!(!state("State<A, B>"));
+        assert!(!state("State<'static>"));
+        assert!(!state("AppState<Db>"));
+        assert!(!state("<T as Trait>::State<Db>"));
+        assert!(!state("&State<Db>"));
+        assert!(!state("Option<State<Db>>"));
     }
 }

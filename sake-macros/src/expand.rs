@@ -152,17 +152,20 @@ fn states(func: &Func, on_missing: TokenStream) -> (TokenStream, TokenStream) {
     let mut takes = Vec::new();
     let mut needs = Vec::new();
     for p in &func.params {
-        if let ParamKind::State(inner) = &p.kind {
+        if let ParamKind::State = p.kind {
             let (id, ty) = (&p.ident, &p.ty);
+            // `StateParam` is implemented by `sake::State<T>` only: another type named `State`
+            // stops here with an error that says so, at the parameter's type.
+            let param = quote_spanned!(ty.span()=> <#ty as ::sake::__private::StateParam>);
             takes.push(quote_spanned! {ty.span()=>
-                let #id: #ty = match __sake_ctx.state::<#inner>() {
+                let #id: #ty = match #param::from_context(&__sake_ctx) {
                     ::core::option::Option::Some(s) => s,
                     ::core::option::Option::None => return #on_missing(
-                        ::sake::__private::missing_state(::core::any::type_name::<#inner>())
+                        ::sake::__private::missing_state(#param::need().type_name)
                     ),
                 };
             });
-            needs.push(quote!(::sake::__private::StateNeed::of::<#inner>()));
+            needs.push(quote_spanned!(ty.span()=> #param::need()));
         }
     }
     (
@@ -179,7 +182,7 @@ fn states(func: &Func, on_missing: TokenStream) -> (TokenStream, TokenStream) {
 fn call(func: &Func) -> TokenStream {
     let ident = func.ident();
     let args = func.params.iter().map(|p| match p.kind {
-        ParamKind::Argument | ParamKind::State(_) => {
+        ParamKind::Argument | ParamKind::State => {
             let id = &p.ident;
             quote!(#id)
         }

@@ -21,7 +21,7 @@ use crate::protocol::types::{
     ResourceContents,
 };
 use crate::server::context::Context;
-pub use crate::server::state::StateNeed;
+pub use crate::server::state::{StateNeed, StateParam};
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;

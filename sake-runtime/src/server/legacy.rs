@@ -140,10 +140,13 @@ pub(crate) fn start(
                         shared.inflight.register(&session.sid, &id, cancel.clone());
                     Started::Running(Box::pin(async move {
                         let _guard = guard;
+                        // Cancellation first: a function that stops when cancelled finishes
+                        // at the same moment, and its result must not be sent.
                         tokio::select! {
-                            out = fut => Some(response(&id, &out)),
+                            biased;
                             // Cancelled by the client: no response is sent for it.
                             () = cancel.cancelled() => None,
+                            out = fut => Some(response(&id, &out)),
                         }
                     }))
                 }

@@ -439,7 +439,35 @@ impl Service {
         crate::transport::http::router(self.shared.clone())
     }
 
-    /// Serves on a bound listener until `signal` completes.
+    /// Begins a graceful shutdown: `subscriptions/listen` streams end with their closing
+    /// result, handshake sessions' GET streams end, and `serve_io`/`serve_stdio` loops stop
+    /// reading. Requests in flight are not interrupted.
+    ///
+    /// [`serve`](Service::serve) calls it when its signal completes. An application that
+    /// serves [`router`](Service::router) itself calls it from its own graceful-shutdown
+    /// future; otherwise those streams keep the server open.
+    ///
+    /// ```no_run
+    /// # async fn shutdown_signal() {}
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let service = sake::Server::from_registry().build()?;
+    /// let app = axum::Router::new().merge(service.router());
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+    /// axum::serve(listener, app)
+    ///     .with_graceful_shutdown(async move {
+    ///         shutdown_signal().await; // Ctrl-C, SIGTERM, …
+    ///         service.shutdown();
+    ///     })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn shutdown(&self) {
+        self.shared.shutdown.cancel();
+    }
+
+    /// Serves on a bound listener until `signal` completes; then shuts down gracefully (see
+    /// [`shutdown`](Service::shutdown)) and returns once the last response has ended.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
@@ -455,11 +483,11 @@ impl Service {
             // Nagle's algorithm stalls small streamed responses by tens of milliseconds.
             let _ = tcp.set_nodelay(true);
         });
-        let shutdown = self.shared.shutdown.clone();
+        let service = self.clone();
         let signal = async move {
             signal.await;
             tracing::info!("shutting down: finishing in-flight requests and closing streams");
-            shutdown.cancel();
+            service.shutdown();
         };
         axum::serve(listener, self.router())
             .with_graceful_shutdown(signal)

@@ -23,6 +23,22 @@ use std::sync::Arc;
 /// let server = Server::from_registry().state(Greeting("Hello".into()));
 /// # let _ = server;
 /// ```
+///
+/// A parameter whose type is named `State<..>` receives state, so it must be this type:
+/// another `State` (axum's extractor, say) is refused at compile time with an error that
+/// says so. Mark such a parameter `#[arg]` to make it an argument instead.
+///
+/// ```compile_fail,E0277
+/// use sake::prelude::*;
+///
+/// struct Db;
+///
+/// /// Uses axum's extractor by mistake.
+/// #[tool]
+/// fn query(db: axum::extract::State<Db>) -> String {
+///     String::new()
+/// }
+/// ```
 pub struct State<T: ?Sized>(Arc<T>);
 
 impl<T: ?Sized> State<T> {
@@ -72,6 +88,32 @@ impl StateNeed {
             type_id: TypeId::of::<T>(),
             type_name: std::any::type_name::<T>(),
         }
+    }
+}
+
+/// The type of a `State<..>` parameter of an annotated function: implemented by [`State<T>`]
+/// alone, so that another type named `State` (axum's extractor, say) is a clear compile
+/// error rather than a type mismatch. Not a public API.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not `sake::State<T>`",
+    label = "a parameter whose type is named `State<..>` receives application state",
+    note = "use `sake::State<T>` for a value registered with `Server::state`, or mark the parameter `#[arg]` to make it an argument the client sends"
+)]
+pub trait StateParam: Sized {
+    /// The state this parameter needs, for the start-up check.
+    fn need() -> StateNeed;
+    /// The value, from the request's context; `None` when it was never registered.
+    fn from_context(ctx: &crate::Context) -> Option<Self>;
+}
+
+impl<T: Send + Sync + 'static> StateParam for State<T> {
+    fn need() -> StateNeed {
+        StateNeed::of::<T>()
+    }
+
+    fn from_context(ctx: &crate::Context) -> Option<Self> {
+        ctx.state::<T>()
     }
 }
 

@@ -6,6 +6,7 @@
 //! order; `notifications/cancelled` stops a request and nothing more is written for it. Logs
 //! never go to stdout.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -28,8 +29,13 @@ use crate::server::session::Session;
 use crate::server::subscriptions::{self, Frame};
 use crate::server::{Service, Shared};
 
-/// The session id, cancellation scope and answer scope of the process.
-const SCOPE: &str = "stdio";
+/// A fresh scope for one connection: its session id, and the key under which its in-flight
+/// requests, pending questions and resource subscriptions are kept. One `Service` may serve
+/// several connections (`serve_io` on sockets), so the scope must not be shared.
+fn new_scope() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("stdio-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
 
 enum Line {
     Eof,
@@ -82,6 +88,8 @@ async fn read_line<R: AsyncRead + Unpin>(
 /// The state of one stdio connection.
 struct Conn {
     shared: Arc<Shared>,
+    /// See [`new_scope`].
+    scope: String,
     out: mpsc::Sender<Bytes>,
     session: Mutex<Option<Session>>,
     /// Everything running, cancelled together at EOF.
@@ -112,28 +120,12 @@ impl Service {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let shared = self.shared.clone();
-        let (out, mut out_rx) = mpsc::channel::<Bytes>(1024);
-        let writer_task = tokio::spawn(async move {
-            let mut w = writer;
-            while let Some(msg) = out_rx.recv().await {
-                // An empty message is the "end this HTTP response" marker of SSE polling;
-                // stdio has no response streams to end.
-                if msg.is_empty() {
-                    continue;
-                }
-                let written = async {
-                    w.write_all(&msg).await?;
-                    w.write_all(b"\n").await?;
-                    w.flush().await
-                };
-                if let Err(e) = written.await {
-                    tracing::warn!(error = %e, "stdout closed; stopping");
-                    break;
-                }
-            }
-        });
+        let (out, out_rx) = mpsc::channel::<Bytes>(1024);
+        let stop_writing = CancellationToken::new();
+        let writer_task = tokio::spawn(write_lines(writer, out_rx, stop_writing.clone()));
         let conn = Arc::new(Conn {
             shared: shared.clone(),
+            scope: new_scope(),
             out,
             session: Mutex::new(None),
             all: CancellationToken::new(),
@@ -145,13 +137,21 @@ impl Service {
         tracing::info!(
             "serving MCP on stdio (revisions 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)"
         );
+        let mut failed = None;
         loop {
             line.clear();
             let read = tokio::select! {
                 r = read_line(&mut reader, &mut line, max) => r,
                 () = shared.shutdown.cancelled() => break,
             };
-            match read? {
+            let read = match read {
+                Ok(read) => read,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            };
+            match read {
                 Line::Eof => break,
                 Line::TooLong => {
                     let e = RpcError::invalid_request(format!(
@@ -168,15 +168,61 @@ impl Service {
             }
             while tasks.try_join_next().is_some() {}
         }
-        // EOF: cancel what runs, then let the writer drain.
+        // EOF: cancel what runs, then write what is queued and stop, even if a task the
+        // user spawned still holds a `Context`.
         conn.all.cancel();
-        shared.inflight.cancel_scope(SCOPE);
-        shared.pending.end_session(SCOPE);
+        shared.inflight.cancel_scope(&conn.scope);
+        shared.pending.end_session(&conn.scope);
+        shared.hub.end_session(&conn.scope);
         tasks.shutdown().await;
         drop(conn);
+        stop_writing.cancel();
         let _ = writer_task.await;
-        tracing::info!("stdin closed; stdio server stopped");
-        Ok(())
+        match failed {
+            None => {
+                tracing::info!("stdin closed; stdio server stopped");
+                Ok(())
+            }
+            Some(e) => {
+                tracing::warn!(error = %e, "reading stdin failed; stdio server stopped");
+                Err(e.into())
+            }
+        }
+    }
+}
+
+/// Writes each message as one line. Once `stop` fires it writes what is already queued and
+/// returns, whoever still holds a sender.
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut w: W,
+    mut rx: mpsc::Receiver<Bytes>,
+    stop: CancellationToken,
+) {
+    loop {
+        let msg = tokio::select! {
+            biased;
+            msg = rx.recv() => msg,
+            () = stop.cancelled(), if !rx.is_closed() => {
+                // Refuse new messages; `recv` yields the queued ones, then `None`.
+                rx.close();
+                continue;
+            }
+        };
+        let Some(msg) = msg else { return };
+        // An empty message is the "end this HTTP response" marker of SSE polling; stdio has
+        // no response streams to end.
+        if msg.is_empty() {
+            continue;
+        }
+        let written = async {
+            w.write_all(&msg).await?;
+            w.write_all(b"\n").await?;
+            w.flush().await
+        };
+        if let Err(e) = written.await {
+            tracing::warn!(error = %e, "stdout closed; stopping");
+            return;
+        }
     }
 }
 
@@ -195,9 +241,11 @@ async fn handle(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
     };
     match message {
         Incoming::Notification { method, params } => {
-            legacy::notification(&conn.shared, SCOPE, &method, params);
+            legacy::notification(&conn.shared, &conn.scope, &method, params);
         }
-        Incoming::Response { id, outcome } => legacy::answer(&conn.shared, SCOPE, &id, outcome),
+        Incoming::Response { id, outcome } => {
+            legacy::answer(&conn.shared, &conn.scope, &id, outcome)
+        }
         Incoming::Request { id, method, params } => request(conn, id, &method, params, tasks).await,
     }
 }
@@ -233,7 +281,7 @@ async fn request(
     if method == "initialize" {
         let msg = match legacy::initialize(&conn.shared, &params, None) {
             Ok((result, mut session)) => {
-                session.sid = SCOPE.to_owned();
+                session.sid = conn.scope.clone();
                 let first = conn
                     .session
                     .lock()
@@ -282,10 +330,11 @@ async fn request(
             let conn = conn.clone();
             tasks.spawn(async move {
                 tokio::select! {
+                    biased;
+                    () = conn.all.cancelled() => {}
                     out = fut => if let Some(msg) = out {
                         conn.write(msg).await;
                     },
-                    () = conn.all.cancelled() => {}
                 }
             });
         }
@@ -304,10 +353,16 @@ async fn modern(
         let m = meta::parse_modern_meta(params.meta)?;
         if m.protocol_version != Revision::LATEST.as_str() {
             let supported = Revision::ALL.map(Revision::as_str);
+            // As over HTTP: a handshake revision is served, but only after `initialize`.
+            let hint = if Revision::is_legacy_version_string(&m.protocol_version) {
+                "; handshake revisions are served after an `initialize` request, requests with `_meta` need 2026-07-28"
+            } else {
+                ""
+            };
             return Err(RpcError::unsupported_version(
                 &m.protocol_version,
                 &supported,
-                "",
+                hint,
             ));
         }
         let method = Method::parse_in(method_name, Era::Modern)
@@ -325,7 +380,7 @@ async fn modern(
             Ok(f) => f,
             Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
         };
-        let guard = shared.inflight.register(SCOPE, &id, cancel.clone());
+        let guard = shared.inflight.register(&conn.scope, &id, cancel.clone());
         let conn = conn.clone();
         tasks.spawn(async move {
             use futures_util::StreamExt;
@@ -333,13 +388,14 @@ async fn modern(
             let mut frames = std::pin::pin!(frames);
             loop {
                 tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => break,
+                    () = conn.all.cancelled() => break,
                     f = frames.next() => match f {
                         Some(Frame::Message(m)) => conn.write(m.to_vec()).await,
                         Some(Frame::KeepAlive) => {}
                         None => break,
                     },
-                    () = cancel.cancelled() => break,
-                    () = conn.all.cancelled() => break,
                 }
             }
         });
@@ -351,15 +407,18 @@ async fn modern(
     match shared.dispatch(parts, method, params) {
         Dispatched::Ready(out) => conn.write(legacy::response(&id, &out)).await,
         Dispatched::Pending(fut) => {
-            let guard = shared.inflight.register(SCOPE, &id, cancel.clone());
+            let guard = shared.inflight.register(&conn.scope, &id, cancel.clone());
             let conn = conn.clone();
             tasks.spawn(async move {
                 let _guard = guard;
+                // Cancellation first: a function that stops when cancelled finishes at the
+                // same moment, and its result must not be written.
                 tokio::select! {
-                    out = fut => conn.write(legacy::response(&id, &out)).await,
+                    biased;
                     // Cancelled: nothing more is written for it.
                     () = cancel.cancelled() => {}
                     () = conn.all.cancelled() => {}
+                    out = fut => conn.write(legacy::response(&id, &out)).await,
                 }
             });
         }
@@ -401,10 +460,10 @@ async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
                 runs.push(Box::pin(std::future::ready(Some(body))));
             }
             Ok(Incoming::Notification { method, params }) => {
-                legacy::notification(&conn.shared, SCOPE, &method, params)
+                legacy::notification(&conn.shared, &conn.scope, &method, params)
             }
             Ok(Incoming::Response { id, outcome }) => {
-                legacy::answer(&conn.shared, SCOPE, &id, outcome)
+                legacy::answer(&conn.shared, &conn.scope, &id, outcome)
             }
             Ok(Incoming::Request { id, method, params }) => {
                 match legacy::start(
@@ -476,7 +535,7 @@ fn forward_events(conn: &Arc<Conn>, tasks: &mut JoinSet<()>) {
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             };
             let params = match &ev {
-                Event::ResourceUpdated(uri) if conn.shared.hub.is_subscribed(SCOPE, uri) => {
+                Event::ResourceUpdated(uri) if conn.shared.hub.is_subscribed(&conn.scope, uri) => {
                     serde_json::json!({ "uri": &**uri })
                 }
                 Event::ResourceUpdated(_) => continue,
@@ -486,4 +545,72 @@ fn forward_events(conn: &Arc<Conn>, tasks: &mut JoinSet<()>) {
                 .await;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::io::AsyncReadExt;
+
+    use super::*;
+
+    async fn lines(input: &[u8], max: usize) -> Vec<Result<String, &'static str>> {
+        let mut r = BufReader::with_capacity(4, input);
+        let mut out = Vec::new();
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match read_line(&mut r, &mut buf, max).await.unwrap() {
+                Line::Eof => return out,
+                Line::TooLong => out.push(Err("too long")),
+                Line::Complete => out.push(Ok(String::from_utf8(buf.clone()).unwrap())),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn an_over_long_line_is_skipped_whole_and_reading_goes_on() {
+        assert_eq!(
+            lines(b"short\n0123456789abc\nok\nlast", 10).await,
+            vec![
+                Ok("short".to_owned()),
+                Err("too long"),
+                Ok("ok".to_owned()),
+                Ok("last".to_owned()),
+            ]
+        );
+        assert_eq!(lines(b"0123456789abc", 10).await, vec![Err("too long")]);
+        assert_eq!(lines(b"", 10).await, vec![]);
+        assert_eq!(
+            lines(b"0123456789\n", 10).await,
+            vec![Ok("0123456789".to_owned())]
+        );
+    }
+
+    #[test]
+    fn every_connection_has_its_own_scope() {
+        assert_ne!(new_scope(), new_scope());
+    }
+
+    #[tokio::test]
+    async fn the_writer_stops_on_request_even_while_a_sender_lives() {
+        let (w, mut r) = tokio::io::duplex(1024);
+        let (tx, rx) = mpsc::channel::<Bytes>(8);
+        let stop = CancellationToken::new();
+        let writer = tokio::spawn(write_lines(w, rx, stop.clone()));
+        tx.send(Bytes::from_static(b"{\"a\":1}")).await.unwrap();
+        tx.send(Bytes::new()).await.unwrap();
+        tx.send(Bytes::from_static(b"{\"b\":2}")).await.unwrap();
+        // `tx` stays alive, like a `Context` held by a task the user spawned.
+        stop.cancel();
+        tokio::time::timeout(Duration::from_secs(5), writer)
+            .await
+            .expect("the writer stops")
+            .unwrap();
+        assert!(tx.send(Bytes::from_static(b"late")).await.is_err());
+        let mut written = String::new();
+        r.read_to_string(&mut written).await.unwrap();
+        assert_eq!(written, "{\"a\":1}\n{\"b\":2}\n");
+    }
 }

@@ -445,7 +445,8 @@ fn standalone(
                         // Too slow to keep up: end the stream; the client reconnects.
                         Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return None,
                     },
-                    // The server is shutting down: an open stream would hold it up forever.
+                    // The server is shutting down: a graceful shutdown waits for open
+                    // responses, and this one would never end by itself.
                     () = claim.shared.shutdown.cancelled() => return None,
                     _ = tick.tick() => {
                         return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (events, tick, claim, false)));
