@@ -14,6 +14,9 @@
 
 #![allow(dead_code)] // Each test binary uses a different part of the harness.
 
+pub mod rpc;
+pub mod stream;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
