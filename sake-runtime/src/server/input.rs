@@ -439,6 +439,16 @@ impl Mrtr {
         }
     }
 
+    /// Records an answer that has its result's shape but does not fit what the function
+    /// asked (a form's fields): the call ends with -32602, like any malformed answer.
+    pub fn reject(&self, key: &str, why: &str) {
+        if let Ok(mut r) = self.round.lock() {
+            r.invalid.get_or_insert_with(|| {
+                format!("inputResponses[{key:?}] does not fit the question: {why}")
+            });
+        }
+    }
+
     pub fn refuse(&self, need: Need) {
         if let Ok(mut r) = self.round.lock() {
             let caps = r.refused.get_or_insert_with(|| json!({}));
