@@ -259,23 +259,28 @@ impl Live {
         &self.service
     }
 
+    /// Sends one request on a fresh connection and returns the connection without waiting
+    /// for an answer (for requests that answer nothing until they finish).
+    pub async fn open_pending(&self, req: Req) -> TcpStream {
+        self.connect_and_send(&req.http1_bytes()).await
+    }
+
     /// Sends one request on a fresh connection and returns after the response head.
     /// Dropping the [`Open`] closes the connection.
     pub async fn open(&self, req: Req) -> Open {
-        let request_method = req
-            .body_json()
+        let bytes = req.http1_bytes();
+        self.open_bytes(&bytes).await
+    }
+
+    /// Sends a request written out by hand (an HTTP/1.1 message) and returns after the
+    /// response head.
+    pub async fn open_bytes(&self, request: &[u8]) -> Open {
+        let request_method = request
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .and_then(|i| serde_json::from_slice::<Value>(&request[i + 4..]).ok())
             .and_then(|b| b.get("method").and_then(Value::as_str).map(str::to_owned));
-        let tcp = TcpStream::connect(self.addr).await.unwrap();
-        let mut head = format!("{} {} HTTP/1.1\r\n", req.method, req.path).into_bytes();
-        for (name, value) in &req.headers {
-            head.extend_from_slice(name.as_bytes());
-            head.extend_from_slice(b": ");
-            head.extend_from_slice(value);
-            head.extend_from_slice(b"\r\n");
-        }
-        head.extend_from_slice(format!("content-length: {}\r\n\r\n", req.body.len()).as_bytes());
-        head.extend_from_slice(&req.body);
-        write_all(&tcp, &head).await.unwrap();
+        let tcp = self.connect_and_send(request).await;
         let (status, headers, body) = tokio::time::timeout(PATIENCE, SocketBody::read_head(tcp))
             .await
             .expect("a response head in time");
@@ -290,6 +295,12 @@ impl Live {
         }
     }
 
+    async fn connect_and_send(&self, request: &[u8]) -> TcpStream {
+        let tcp = TcpStream::connect(self.addr).await.unwrap();
+        write_all(&tcp, request).await.unwrap();
+        tcp
+    }
+
     /// Fires the shutdown signal (open streams end with their final messages) and waits
     /// for `serve` to return.
     pub async fn shutdown(&mut self) -> Result<(), sake::Error> {
@@ -301,6 +312,22 @@ impl Live {
             .await
             .expect("serve returns after the signal")
             .expect("the serving task does not panic")
+    }
+}
+
+impl Req {
+    /// The request as HTTP/1.1 bytes (header names as the harness stores them: lowercase).
+    pub fn http1_bytes(&self) -> Vec<u8> {
+        let mut out = format!("{} {} HTTP/1.1\r\n", self.method, self.path).into_bytes();
+        for (name, value) in &self.headers {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(format!("content-length: {}\r\n\r\n", self.body.len()).as_bytes());
+        out.extend_from_slice(&self.body);
+        out
     }
 }
 
