@@ -388,7 +388,9 @@ fn short_type_name<T>() -> &'static str {
 }
 
 /// serde_json appends " at line 1 column 9"; on one-line arguments it helps nobody.
-fn strip_position(e: &serde_json::Error) -> String {
+/// A serde error's message without its " at line L column C" suffix, which points into a
+/// fragment the client never saw as a document.
+pub(crate) fn strip_position(e: &serde_json::Error) -> String {
     let s = e.to_string();
     match s.rfind(" at line ") {
         Some(i) => s[..i].to_owned(),

@@ -48,60 +48,124 @@ pub(crate) struct HeaderParam {
 }
 
 /// Finds and checks the `x-mcp-header` annotations of an input schema (digest A7.7): only on
-/// string, integer or boolean properties reachable through `properties` alone, token
-/// characters, unique regardless of case.
+/// string, integer or boolean properties reachable from the root through `properties` alone,
+/// token characters, unique regardless of case. An annotation anywhere else in the schema
+/// (under `items`, `anyOf`, `$defs`, …) is refused rather than ignored: clients drop such a
+/// tool from their lists.
 pub(crate) fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, String> {
+    /// Keywords whose value is one subschema.
+    const ONE: &[&str] = &[
+        "items",
+        "additionalItems",
+        "additionalProperties",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "contains",
+        "propertyNames",
+        "not",
+        "if",
+        "then",
+        "else",
+    ];
+    /// Keywords whose value is an array of subschemas.
+    const MANY: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+    /// Keywords whose value maps names to subschemas (besides `properties`).
+    const MAP: &[&str] = &[
+        "patternProperties",
+        "dependentSchemas",
+        "$defs",
+        "definitions",
+    ];
+
+    /// `reachable`: the path from the root is made of `properties` hops only.
     fn walk(
         schema: &Value,
         path: &mut Vec<String>,
+        reachable: bool,
         out: &mut Vec<HeaderParam>,
     ) -> Result<(), String> {
-        let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        let Some(obj) = schema.as_object() else {
             return Ok(());
         };
-        for (name, prop) in props {
-            path.push(name.clone());
-            if let Some(h) = prop.get("x-mcp-header") {
-                let h = h.as_str().ok_or_else(|| {
-                    format!("`x-mcp-header` of `{}` is not a string", path.join("."))
-                })?;
-                let token = !h.is_empty()
-                    && h.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c));
-                if !token {
-                    return Err(format!("`x-mcp-header` {h:?} is not a valid header name"));
-                }
-                let kind = match prop.get("type").and_then(Value::as_str) {
-                    Some("string") => HeaderKind::String,
-                    Some("integer") => HeaderKind::Integer,
-                    Some("boolean") => HeaderKind::Boolean,
-                    _ => {
-                        return Err(format!(
-                            "`x-mcp-header` {h:?} is on `{}`, which is not a string, integer or boolean",
-                            path.join(".")
-                        ));
-                    }
-                };
-                let header = format!("mcp-param-{}", h.to_ascii_lowercase());
-                if out.iter().any(|p| p.header == header) {
+        if let Some(h) = obj.get("x-mcp-header") {
+            let at = if path.is_empty() {
+                "the schema's root".to_owned()
+            } else {
+                format!("`{}`", path.join("."))
+            };
+            let h = h
+                .as_str()
+                .ok_or_else(|| format!("`x-mcp-header` of {at} is not a string"))?;
+            let token = !h.is_empty()
+                && h.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c));
+            if !token {
+                return Err(format!("`x-mcp-header` {h:?} is not a valid header name"));
+            }
+            if !reachable || path.is_empty() {
+                return Err(format!(
+                    "`x-mcp-header` {h:?} is on {at}, which is not a property reached from the root through `properties` alone"
+                ));
+            }
+            let kind = match obj.get("type").and_then(Value::as_str) {
+                Some("string") => HeaderKind::String,
+                Some("integer") => HeaderKind::Integer,
+                Some("boolean") => HeaderKind::Boolean,
+                _ => {
                     return Err(format!(
-                        "`x-mcp-header` {h:?} is used twice (header names are case-insensitive)"
+                        "`x-mcp-header` {h:?} is on {at}, which is not a string, integer or boolean"
                     ));
                 }
-                out.push(HeaderParam {
-                    path: path.clone(),
-                    name: h.to_owned(),
-                    header,
-                    kind,
-                });
+            };
+            let header = format!("mcp-param-{}", h.to_ascii_lowercase());
+            if out.iter().any(|p| p.header == header) {
+                return Err(format!(
+                    "`x-mcp-header` {h:?} is used twice (header names are case-insensitive)"
+                ));
             }
-            walk(prop, path, out)?;
+            out.push(HeaderParam {
+                path: path.clone(),
+                name: h.to_owned(),
+                header,
+                kind,
+            });
+        }
+        if let Some(props) = obj.get("properties").and_then(Value::as_object) {
+            for (name, prop) in props {
+                path.push(name.clone());
+                walk(prop, path, reachable, out)?;
+                path.pop();
+            }
+        }
+        let mut below = |key: &str, sub: &Value, path: &mut Vec<String>| {
+            path.push(key.to_owned());
+            let r = walk(sub, path, false, out);
             path.pop();
+            r
+        };
+        for key in ONE {
+            if let Some(sub) = obj.get(*key).filter(|v| v.is_object()) {
+                below(key, sub, path)?;
+            }
+        }
+        for key in MANY {
+            if let Some(subs) = obj.get(*key).and_then(Value::as_array) {
+                for (i, sub) in subs.iter().enumerate() {
+                    below(&format!("{key}[{i}]"), sub, path)?;
+                }
+            }
+        }
+        for key in MAP {
+            if let Some(subs) = obj.get(*key).and_then(Value::as_object) {
+                for (name, sub) in subs {
+                    below(&format!("{key}.{name}"), sub, path)?;
+                }
+            }
         }
         Ok(())
     }
     let mut out = Vec::new();
-    walk(schema, &mut Vec::new(), &mut out)?;
+    walk(schema, &mut Vec::new(), true, &mut out)?;
     Ok(out)
 }
 
@@ -515,6 +579,41 @@ fn template_listing(def: &ResourceDef) -> ResourceTemplate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_annotations_off_the_properties_path_are_refused() {
+        let ok = serde_json::json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "deep": {"type": "object", "properties": {"n": {"type": "integer", "x-mcp-header": "N"}}},
+            "x-mcp-header": {"type": "string"},
+        }});
+        let found = header_params(&ok).unwrap();
+        assert_eq!(
+            found.iter().map(|p| p.path.join(".")).collect::<Vec<_>>(),
+            ["region", "deep.n"]
+        );
+        let refused = |schema: serde_json::Value| header_params(&schema).unwrap_err();
+        assert_eq!(
+            refused(serde_json::json!({"type": "object", "properties": {
+                "tags": {"type": "array", "items": {"type": "string", "x-mcp-header": "Tag"}},
+            }})),
+            "`x-mcp-header` \"Tag\" is on `tags.items`, which is not a property reached from the root through `properties` alone"
+        );
+        for schema in [
+            serde_json::json!({"type": "object", "x-mcp-header": "Root"}),
+            serde_json::json!({"type": "object", "anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]}),
+            serde_json::json!({"type": "object", "$defs": {"a": {"type": "string", "x-mcp-header": "A"}}}),
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "object", "additionalProperties": {"type": "string", "x-mcp-header": "A"}}}}),
+        ] {
+            assert!(refused(schema).contains("not a property reached from the root"));
+        }
+        // A data value that looks like an annotation is not one.
+        assert!(
+            header_params(&serde_json::json!({"type": "object", "default": {"x-mcp-header": 1}}))
+                .unwrap()
+                .is_empty()
+        );
+    }
 
     #[test]
     fn tool_names_follow_the_pattern() {

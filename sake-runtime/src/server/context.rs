@@ -292,7 +292,9 @@ impl Context {
         match result.action {
             ElicitAction::Accept => {
                 let content = serde_json::Value::Object(result.content.unwrap_or_default());
-                input::decode(content, "the submitted form").map(Elicitation::Accepted)
+                input::decode(content, "the submitted form")
+                    .map(Elicitation::Accepted)
+                    .map_err(|e| self.misfit(key, e))
             }
             ElicitAction::Decline => Ok(Elicitation::Declined),
             ElicitAction::Cancel => Ok(Elicitation::Cancelled),
@@ -363,6 +365,18 @@ impl Context {
         Ok(r.roots)
     }
 
+    /// An answer of the right kind that does not fit the question. On 2026-07-28 the client
+    /// sent it in the retry's `inputResponses`, so the call ends with -32602: a malformed
+    /// answer never becomes a result (digest A9).
+    fn misfit(&self, key: &str, e: InputError) -> InputError {
+        if let (InputChannel::Mrtr(round), InputError::InvalidResponse(why)) =
+            (&self.inner.input, &e)
+        {
+            round.reject(key, why);
+        }
+        e
+    }
+
     async fn ask(
         &self,
         key: &str,
@@ -430,5 +444,44 @@ impl Context {
     /// Completes when the request is cancelled. Use it in `select!` to stop long work early.
     pub async fn cancelled(&self) {
         self.inner.cancel.cancelled().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::input::{Mrtr, RoundKey};
+    use crate::server::signing::Signer;
+
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Form {
+        name: String,
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_does_not_fit_the_form_fails_the_round() {
+        let signer = Signer::new(b"k".repeat(32).as_slice()).unwrap();
+        let key = RoundKey {
+            method: "tools/call",
+            name: "t".into(),
+            arguments: None,
+            principal: None,
+        };
+        let responses =
+            RawValue::from_string(r#"{"q":{"action":"accept","content":{"name":5}}}"#.into())
+                .unwrap();
+        let round = Arc::new(Mrtr::start(&signer, key, None, Some(&responses)).unwrap());
+        let mut parts = RequestParts::new(Revision::LATEST, RequestMeta::default());
+        parts.input = InputChannel::Mrtr(round.clone());
+        let (ctx, _cancel) = Context::new(parts, None);
+        let e = ctx.elicit::<Form>("q", "Name?").await.unwrap_err();
+        assert!(matches!(e, InputError::InvalidResponse(_)), "{e:?}");
+        assert_eq!(
+            round.invalid().as_deref(),
+            Some(
+                "inputResponses[\"q\"] does not fit the question: the submitted form: invalid type: integer `5`, expected a string"
+            )
+        );
     }
 }

@@ -16,7 +16,6 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
-use super::session::now_secs;
 use super::signing::{Domain, Signer};
 use crate::protocol::jsonrpc::{RequestId, RpcError};
 use crate::protocol::types::{
@@ -260,11 +259,18 @@ struct StateClaims {
     d: String,
     /// Answers of earlier rounds.
     a: Map<String, Value>,
-    /// Expiry (Unix seconds).
+    /// Expiry (Unix milliseconds).
     e: u64,
     /// The caller it was issued to, when the server names callers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     p: Option<String>,
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The digest of a request's arguments, independent of key order and whitespace.
@@ -355,6 +361,17 @@ impl Mrtr {
         request_state: Option<&serde_json::value::RawValue>,
         input_responses: Option<&serde_json::value::RawValue>,
     ) -> Result<Mrtr, RpcError> {
+        Mrtr::start_at(signer, key, request_state, input_responses, now_millis())
+    }
+
+    /// [`Mrtr::start`] at `now` (Unix milliseconds).
+    fn start_at(
+        signer: &Signer,
+        key: RoundKey,
+        request_state: Option<&serde_json::value::RawValue>,
+        input_responses: Option<&serde_json::value::RawValue>,
+        now: u64,
+    ) -> Result<Mrtr, RpcError> {
         let mut answers = Map::new();
         if let Some(raw) = request_state {
             let bad = || {
@@ -369,7 +386,7 @@ impl Mrtr {
             let claims: StateClaims = serde_json::from_slice(&payload).map_err(|_| bad())?;
             if claims.m != key.method
                 || claims.n != key.name
-                || claims.e < now_secs()
+                || claims.e <= now
                 || claims.d != key.digest()
             {
                 return Err(bad());
@@ -427,6 +444,16 @@ impl Mrtr {
         }
     }
 
+    /// Records an answer that has its result's shape but does not fit what the function
+    /// asked (a form's fields): the call ends with -32602, like any malformed answer.
+    pub fn reject(&self, key: &str, why: &str) {
+        if let Ok(mut r) = self.round.lock() {
+            r.invalid.get_or_insert_with(|| {
+                format!("inputResponses[{key:?}] does not fit the question: {why}")
+            });
+        }
+    }
+
     pub fn refuse(&self, need: Need) {
         if let Ok(mut r) = self.round.lock() {
             let caps = r.refused.get_or_insert_with(|| json!({}));
@@ -456,12 +483,18 @@ impl Mrtr {
 
     /// The signed state for the next round: every answer so far.
     pub fn next_state(&self, signer: &Signer, lifetime: Duration) -> String {
+        self.next_state_at(signer, lifetime, now_millis())
+    }
+
+    /// [`Mrtr::next_state`] issued at `now` (Unix milliseconds).
+    fn next_state_at(&self, signer: &Signer, lifetime: Duration, now: u64) -> String {
+        let lifetime = u64::try_from(lifetime.as_millis()).unwrap_or(u64::MAX);
         let claims = StateClaims {
             m: self.key.method.to_owned(),
             n: self.key.name.to_string(),
             d: self.key.digest(),
             a: self.answers.clone(),
-            e: now_secs() + lifetime.as_secs(),
+            e: now.saturating_add(lifetime),
             p: self.key.principal.clone(),
         };
         signer.sign(
@@ -585,6 +618,29 @@ mod tests {
         assert!(Mrtr::start(&signer, key.clone(), Some(&tampered), None).is_err());
         let null = serde_json::value::RawValue::from_string("null".into()).unwrap();
         assert!(Mrtr::start(&signer, key, None, Some(&null)).is_err());
+    }
+
+    #[test]
+    fn state_expires_to_the_millisecond() {
+        let signer = Signer::new(b"k".repeat(32).as_slice()).unwrap();
+        let key = RoundKey {
+            method: "tools/call",
+            name: "t".into(),
+            arguments: None,
+            principal: None,
+        };
+        let issued = 1_700_000_000_123;
+        let m = Mrtr::start_at(&signer, key.clone(), None, None, issued).unwrap();
+        // A lifetime under a second is not rounded down to nothing, nor up to a second.
+        let state = m.next_state_at(&signer, Duration::from_millis(300), issued);
+        let raw = serde_json::value::to_raw_value(&state).unwrap();
+        assert!(Mrtr::start_at(&signer, key.clone(), Some(&raw), None, issued + 299).is_ok());
+        assert_eq!(
+            Mrtr::start_at(&signer, key, Some(&raw), None, issued + 300)
+                .unwrap_err()
+                .code,
+            -32602
+        );
     }
 
     #[test]

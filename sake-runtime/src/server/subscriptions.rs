@@ -12,7 +12,7 @@ use tokio::sync::broadcast;
 use super::Shared;
 use super::notify::Event;
 use crate::protocol::jsonrpc::{self, RequestId, RpcError};
-use crate::protocol::meta::{Params, SERVER_INFO, SUBSCRIPTION_ID};
+use crate::protocol::meta::{Params, SERVER_INFO, SUBSCRIPTION_ID, clip};
 
 /// `params.notifications` of `subscriptions/listen`.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -91,9 +91,17 @@ pub(crate) fn listen(
     let raw = params.notifications.ok_or_else(|| {
         RpcError::invalid_params("Invalid params: `subscriptions/listen` needs `notifications` (a SubscriptionFilter object)")
     })?;
+    // serde would also read a struct from an array, by position: `[]` must not be a filter.
+    if !raw.get().starts_with('{') {
+        return Err(RpcError::invalid_params(format!(
+            "Invalid params: `notifications` must be a SubscriptionFilter object, not {}",
+            clip(raw.get())
+        )));
+    }
     let filter: Filter = serde_json::from_str(raw.get()).map_err(|e| {
         RpcError::invalid_params(format!(
-            "Invalid params: `notifications` is not a SubscriptionFilter: {e}"
+            "Invalid params: `notifications` is not a SubscriptionFilter: {}",
+            crate::handler::strip_position(&e)
         ))
     })?;
     let filter = filter.honoured(shared);
@@ -176,5 +184,42 @@ async fn next(mut state: State) -> Option<(Frame, State)> {
             }
             _ = state.tick.tick() => return Some((Frame::KeepAlive, state)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Registry;
+    use crate::server::Server;
+    use serde_json::value::RawValue;
+
+    fn refusal(params: &str) -> String {
+        let shared = Server::with_registry(Registry::from_defs([], [], []).unwrap())
+            .build()
+            .unwrap()
+            .shared;
+        let raw = RawValue::from_string(params.to_owned()).unwrap();
+        let params = Params::parse(Some(&raw)).unwrap();
+        match listen(&shared, RequestId::Number(1), &params) {
+            Ok(_) => panic!("accepted {params:?}"),
+            Err(e) => e.message,
+        }
+    }
+
+    #[test]
+    fn a_malformed_filter_is_described_in_protocol_terms() {
+        for (raw, shown) in [("5", "5"), ("[]", "[]"), ("[true,true]", "[true,true]")] {
+            assert_eq!(
+                refusal(&format!(r#"{{"notifications":{raw}}}"#)),
+                format!(
+                    "Invalid params: `notifications` must be a SubscriptionFilter object, not {shown}"
+                )
+            );
+        }
+        assert_eq!(
+            refusal(r#"{"notifications":{"toolsListChanged":"yes"}}"#),
+            "Invalid params: `notifications` is not a SubscriptionFilter: invalid type: string \"yes\", expected a boolean"
+        );
     }
 }

@@ -22,26 +22,32 @@ pub const PARAM_PREFIX: &str = "mcp-param-";
 const SENTINEL_PREFIX: &str = "=?base64?";
 const SENTINEL_SUFFIX: &str = "?=";
 
-/// Reads a header as text with surrounding optional whitespace trimmed.
+/// Reads a header as text with surrounding optional whitespace (spaces, tabs) trimmed.
 ///
-/// `Ok(None)` when absent; -32020 when it holds bytes that are not visible ASCII or space.
+/// `Ok(None)` when absent; -32020 when what remains holds anything but visible ASCII and
+/// spaces: a tab or a byte beyond ASCII inside a value means it should have been sent as
+/// `=?base64?…?=` (digest A7.6). `name` is matched case-insensitively and shown in errors
+/// as given (the lowercase constants are shown in their usual spelling).
 pub fn read<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, RpcError> {
     let Some(value) = headers.get(name) else {
         return Ok(None);
     };
-    let bytes = value.as_bytes();
+    let all = value.as_bytes();
+    let ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = all.iter().position(|b| !ows(b)).unwrap_or(all.len());
+    let end = all.iter().rposition(|b| !ows(b)).map_or(start, |i| i + 1);
+    let bytes = &all[start..end];
     if bytes
         .iter()
-        .any(|&b| !(b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b)))
+        .any(|&b| !(b == b' ' || (0x21..=0x7e).contains(&b)))
     {
         return Err(RpcError::header_mismatch(format!(
             "Header mismatch: the {} header holds characters that are not visible ASCII; encode such values as =?base64?…?=",
             display_name(name)
         )));
     }
-    // Visible ASCII only, so this cannot fail.
-    let text = std::str::from_utf8(bytes).unwrap_or_default();
-    Ok(Some(text.trim_matches([' ', '\t'])))
+    // Visible ASCII and spaces only, so this cannot fail.
+    Ok(Some(std::str::from_utf8(bytes).unwrap_or_default()))
 }
 
 /// Decodes a value that may use the Base64 sentinel (`=?base64?…?=`).
@@ -147,6 +153,22 @@ mod tests {
         assert_eq!(read(&h, NAME).unwrap(), Some("foo"));
         h.insert(NAME, HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap());
         assert_eq!(read(&h, NAME).unwrap_err().code, -32020);
+        // A tab is optional whitespace around a value, a control character inside it.
+        h.insert(NAME, HeaderValue::from_static("\tus west\t"));
+        assert_eq!(read(&h, NAME).unwrap(), Some("us west"));
+        h.insert(NAME, HeaderValue::from_static("us\twest"));
+        assert_eq!(
+            read(&h, NAME).unwrap_err().message,
+            "Header mismatch: the Mcp-Name header holds characters that are not visible ASCII; encode such values as =?base64?…?="
+        );
+        h.insert(NAME, HeaderValue::from_static(" \t "));
+        assert_eq!(read(&h, NAME).unwrap(), Some(""));
+        // Declared names are looked up case-insensitively and shown as declared.
+        h.insert("mcp-param-region", HeaderValue::from_static("a\tb"));
+        assert_eq!(
+            read(&h, "Mcp-Param-Region").unwrap_err().message,
+            "Header mismatch: the Mcp-Param-Region header holds characters that are not visible ASCII; encode such values as =?base64?…?="
+        );
         assert_eq!(read(&h, METHOD).unwrap(), None);
     }
 }

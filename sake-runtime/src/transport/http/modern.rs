@@ -205,8 +205,9 @@ fn check_param_headers(
             .iter()
             .try_fold(&args, |v, k| v.get(k))
             .filter(|v| !v.is_null());
+        // Looked up case-insensitively; errors spell it as the tool declared it.
         let display = format!("Mcp-Param-{}", p.name);
-        let header = headers::read(headers, &p.header)?;
+        let header = headers::read(headers, &display)?;
         let (header, body) = match (header, body) {
             (None, None) => continue,
             (None, Some(_)) => {
@@ -223,7 +224,7 @@ fn check_param_headers(
             }
             (Some(h), Some(b)) => (h, b),
         };
-        let decoded = headers::decode_sentinel(&p.header, header)?;
+        let decoded = headers::decode_sentinel(&display, header)?;
         let equal = match p.kind {
             HeaderKind::String => body.as_str() == Some(&*decoded),
             HeaderKind::Boolean => {
