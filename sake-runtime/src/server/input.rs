@@ -273,11 +273,13 @@ fn now_millis() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// The digest of a request's arguments, independent of key order and whitespace.
+/// The digest of a request's arguments, independent of key order and whitespace. Absent,
+/// `null` and `{}` arguments mean the same call, and digest the same.
 pub(crate) fn arguments_digest(arguments: Option<&serde_json::value::RawValue>) -> String {
     let value: Value = arguments
         .and_then(|a| serde_json::from_str(a.get()).ok())
-        .unwrap_or(Value::Null);
+        .filter(|v| !v.is_null())
+        .unwrap_or_else(|| Value::Object(Map::new()));
     let mut canonical = String::new();
     canonicalize(&value, &mut canonical);
     let hash = Sha256::digest(canonical.as_bytes());
@@ -585,6 +587,10 @@ mod tests {
                 .unwrap();
         assert_eq!(arguments_digest(Some(&a)), arguments_digest(Some(&b)));
         assert_ne!(arguments_digest(Some(&a)), arguments_digest(None));
+        let empty = serde_json::value::RawValue::from_string("{}".into()).unwrap();
+        let null = serde_json::value::RawValue::from_string("null".into()).unwrap();
+        assert_eq!(arguments_digest(Some(&empty)), arguments_digest(None));
+        assert_eq!(arguments_digest(Some(&null)), arguments_digest(None));
     }
 
     #[test]
