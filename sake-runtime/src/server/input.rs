@@ -278,7 +278,7 @@ fn now_millis() -> u64 {
 pub(crate) fn arguments_digest(arguments: Option<&serde_json::value::RawValue>) -> String {
     let value: Value = arguments
         .and_then(|a| serde_json::from_str(a.get()).ok())
-        .filter(|v| !v.is_null())
+        .filter(|v: &Value| !v.is_null())
         .unwrap_or_else(|| Value::Object(Map::new()));
     let mut canonical = String::new();
     canonicalize(&value, &mut canonical);
