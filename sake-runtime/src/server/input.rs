@@ -370,6 +370,7 @@ impl Mrtr {
             if claims.m != key.method
                 || claims.n != key.name
                 || claims.e < now_secs()
+                || claims.p != key.principal
                 || claims.d != key.digest()
             {
                 return Err(bad());
@@ -585,6 +586,31 @@ mod tests {
         assert!(Mrtr::start(&signer, key.clone(), Some(&tampered), None).is_err());
         let null = serde_json::value::RawValue::from_string("null".into()).unwrap();
         assert!(Mrtr::start(&signer, key, None, Some(&null)).is_err());
+    }
+
+    #[test]
+    fn state_is_bound_to_its_caller() {
+        let signer = Signer::new(b"k".repeat(32).as_slice()).unwrap();
+        let key = |principal: Option<&str>| RoundKey {
+            method: "tools/call",
+            name: "t".into(),
+            arguments: None,
+            principal: principal.map(str::to_owned),
+        };
+        let issued = Mrtr::start(&signer, key(Some("alice")), None, None).unwrap();
+        let state = issued.next_state(&signer, Duration::from_secs(60));
+        let raw = serde_json::value::to_raw_value(&state).unwrap();
+        assert!(Mrtr::start(&signer, key(Some("alice")), Some(&raw), None).is_ok());
+        for other in [Some("bob"), None] {
+            let e = Mrtr::start(&signer, key(other), Some(&raw), None).unwrap_err();
+            assert_eq!(e.code, -32602, "{other:?}");
+        }
+        // And state issued to nobody in particular is nobody's to reuse once callers are named.
+        let anonymous = Mrtr::start(&signer, key(None), None, None)
+            .unwrap()
+            .next_state(&signer, Duration::from_secs(60));
+        let raw = serde_json::value::to_raw_value(&anonymous).unwrap();
+        assert!(Mrtr::start(&signer, key(Some("alice")), Some(&raw), None).is_err());
     }
 
     #[test]
