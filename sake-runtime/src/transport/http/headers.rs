@@ -24,24 +24,32 @@ const SENTINEL_SUFFIX: &str = "?=";
 
 /// Reads a header as text with surrounding optional whitespace trimmed.
 ///
-/// `Ok(None)` when absent; -32020 when it holds bytes that are not visible ASCII or space.
+/// `Ok(None)` when absent; -32020 when it appears more than once (a proxy may route on
+/// another line than the one checked), or holds anything but visible ASCII and interior
+/// spaces (a tab or a control byte must be sent Base64-encoded).
 pub fn read<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, RpcError> {
-    let Some(value) = headers.get(name) else {
+    let mut values = headers.get_all(name).into_iter();
+    let Some(value) = values.next() else {
         return Ok(None);
     };
-    let bytes = value.as_bytes();
-    if bytes
+    if values.next().is_some() {
+        return Err(RpcError::header_mismatch(format!(
+            "Header mismatch: the {} header appears more than once; send it once",
+            display_name(name)
+        )));
+    }
+    let trimmed = value.as_bytes().trim_ascii();
+    if trimmed
         .iter()
-        .any(|&b| !(b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b)))
+        .any(|&b| !(b == b' ' || (0x21..=0x7e).contains(&b)))
     {
         return Err(RpcError::header_mismatch(format!(
             "Header mismatch: the {} header holds characters that are not visible ASCII; encode such values as =?base64?…?=",
             display_name(name)
         )));
     }
-    // Visible ASCII only, so this cannot fail.
-    let text = std::str::from_utf8(bytes).unwrap_or_default();
-    Ok(Some(text.trim_matches([' ', '\t'])))
+    // Visible ASCII and spaces only, so this cannot fail.
+    Ok(Some(std::str::from_utf8(trimmed).unwrap_or_default()))
 }
 
 /// Decodes a value that may use the Base64 sentinel (`=?base64?…?=`).
@@ -148,5 +156,23 @@ mod tests {
         h.insert(NAME, HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap());
         assert_eq!(read(&h, NAME).unwrap_err().code, -32020);
         assert_eq!(read(&h, METHOD).unwrap(), None);
+        for bad in [&b"a\tb"[..], b"a\x80b", b"\xff"] {
+            h.insert(NAME, HeaderValue::from_bytes(bad).unwrap());
+            assert_eq!(read(&h, NAME).unwrap_err().code, -32020, "{bad:?}");
+        }
+        h.insert(NAME, HeaderValue::from_static("\t a b \t"));
+        assert_eq!(read(&h, NAME).unwrap(), Some("a b"));
+    }
+
+    #[test]
+    fn a_repeated_header_is_refused() {
+        let mut h = HeaderMap::new();
+        h.append(METHOD, HeaderValue::from_static("tools/call"));
+        h.append(METHOD, HeaderValue::from_static("tools/list"));
+        let e = read(&h, METHOD).unwrap_err();
+        assert_eq!(
+            e.message,
+            "Header mismatch: the Mcp-Method header appears more than once; send it once"
+        );
     }
 }
