@@ -450,6 +450,13 @@ impl Shared {
                     "Invalid params: missing required parameter `{name}`"
                 ))
             })?;
+            // serde would read these structs from arrays, by position: only objects are.
+            if !raw.get().starts_with('{') {
+                return Err(RpcError::invalid_params(format!(
+                    "Invalid params: `{name}` must be {shape}, not {}",
+                    clip(raw.get())
+                )));
+            }
             serde_json::from_str(raw.get()).map_err(|e| {
                 RpcError::invalid_params(format!("Invalid params: `{name}` must be {shape}: {e}"))
             })

@@ -210,17 +210,36 @@ pub(crate) fn initialize(
     let revision = Revision::parse(&requested)
         .filter(|r| !r.is_modern())
         .unwrap_or(Revision::LATEST_LEGACY);
+    // serde would read a struct from an array, by position: only objects are.
     let capabilities = match params.capabilities {
         None => Default::default(),
+        Some(raw) if !raw.get().starts_with('{') => {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: `capabilities` must be a ClientCapabilities object, not {}",
+                crate::protocol::meta::clip(raw.get())
+            )));
+        }
         Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
             RpcError::invalid_params(format!(
                 "Invalid params: `capabilities` is not a ClientCapabilities object: {e}"
             ))
         })?,
     };
-    let client: Option<crate::protocol::types::Implementation> = params
-        .client_info
-        .and_then(|raw| serde_json::from_str(raw.get()).ok());
+    // Optional (some clients omit it), but never silently dropped when malformed.
+    let client: Option<crate::protocol::types::Implementation> = match params.client_info {
+        None => None,
+        Some(raw) => Some(
+            serde_json::from_str(raw.get())
+                .ok()
+                .filter(|_| raw.get().starts_with('{'))
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "Invalid params: `clientInfo` must be an object with `name` and `version`, not {}",
+                        crate::protocol::meta::clip(raw.get())
+                    ))
+                })?,
+        ),
+    };
     let mut session = Session::new(revision, capabilities, client.as_ref())
         .ok_or_else(|| RpcError::internal("no randomness available for a session id"))?;
     session.principal = principal;

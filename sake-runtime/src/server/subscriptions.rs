@@ -91,6 +91,12 @@ pub(crate) fn listen(
     let raw = params.notifications.ok_or_else(|| {
         RpcError::invalid_params("Invalid params: `subscriptions/listen` needs `notifications` (a SubscriptionFilter object)")
     })?;
+    if !raw.get().starts_with('{') {
+        return Err(RpcError::invalid_params(format!(
+            "Invalid params: `notifications` must be a SubscriptionFilter object, not {}",
+            crate::protocol::meta::clip(raw.get())
+        )));
+    }
     let filter: Filter = serde_json::from_str(raw.get()).map_err(|e| {
         RpcError::invalid_params(format!(
             "Invalid params: `notifications` is not a SubscriptionFilter: {e}"
