@@ -34,6 +34,7 @@ pub(crate) async fn serve(
     headers: &HeaderMap,
     extensions: http::Extensions,
     req: ModernRequest<'_>,
+    permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Response {
     let ModernRequest { id, method, params } = req;
     let (method, meta) = match check(&shared, headers, method, &params) {
@@ -42,6 +43,8 @@ pub(crate) async fn serve(
     };
     let ModernMeta { meta, .. } = meta;
     if method == Method::Listen {
+        // A subscription counts against `max_streams`, not `max_concurrent_requests`.
+        drop(permit);
         let Ok(permit) = shared.streams_open.clone().try_acquire_owned() else {
             return super::busy(&format!("{} open streams", shared.config.max_streams));
         };
@@ -75,13 +78,20 @@ pub(crate) async fn serve(
     parts.extensions = extensions;
     match shared.dispatch(parts, method, &params) {
         Dispatched::Ready(out) => sse::outcome(Era::Modern, &id, &out),
-        Dispatched::Pending(fut) => match rx {
-            None => {
-                let out = fut.await;
-                sse::outcome(Era::Modern, &id, &out)
+        Dispatched::Pending(fut) => {
+            // The request counts until its function ends (or its stream is dropped).
+            let fut: crate::handler::BoxFuture<_> = Box::pin(async move {
+                let _permit = permit;
+                fut.await
+            });
+            match rx {
+                None => {
+                    let out = fut.await;
+                    sse::outcome(Era::Modern, &id, &out)
+                }
+                Some(rx) => sse::respond(Era::Modern, id, fut, rx).await,
             }
-            Some(rx) => sse::respond(Era::Modern, id, fut, rx).await,
-        },
+        }
     }
 }
 
