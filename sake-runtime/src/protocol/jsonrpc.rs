@@ -244,6 +244,16 @@ pub enum Incoming<'a> {
     },
 }
 
+impl Incoming<'_> {
+    /// The id of a request; `None` for notifications and responses.
+    pub fn request_id(&self) -> Option<&RequestId> {
+        match self {
+            Incoming::Request { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+}
+
 /// The members of a message, each kept raw so that a member of the wrong type is reported
 /// by name, with the id echoed when it is readable.
 #[derive(Deserialize)]

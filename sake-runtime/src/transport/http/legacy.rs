@@ -118,7 +118,7 @@ pub(crate) async fn serve(
     permit: OwnedSemaphorePermit,
 ) -> Response {
     if let Err(e) = check_version_header(session.revision, headers) {
-        return legacy_error(None, &e);
+        return legacy_error(message.request_id(), &e);
     }
     let refreshed = shared
         .sessions

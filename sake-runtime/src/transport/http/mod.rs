@@ -282,7 +282,8 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
             )
             .await
         }
-        Err(e) => sse::error(Era::Legacy, None, &e),
+        // JSON-RPC: an error names the request whenever its id could be read.
+        Err(e) => sse::error(Era::Legacy, message.request_id(), &e),
         Ok(None) => match message {
             // A 2026-07-28 client has no notifications to send over HTTP; accept and ignore.
             Incoming::Notification { .. } if era_hint == Era::Modern => sse::accepted(),
