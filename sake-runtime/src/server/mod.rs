@@ -341,6 +341,31 @@ impl Server {
         self
     }
 
+    /// The most server-to-client requests (elicitation, sampling, roots of handshake
+    /// sessions) waiting for answers at once, over all sessions. A function asking beyond it
+    /// gets [`InputError::Unavailable`](crate::InputError::Unavailable). Defaults to 10000.
+    pub fn max_pending_inputs(mut self, requests: usize) -> Self {
+        self.config.max_pending_inputs = requests.max(1);
+        self
+    }
+
+    /// How many notifications (list changes, resource updates) may wait for the slowest
+    /// listening stream. A `subscriptions/listen` stream that falls further behind ends with
+    /// its closing result, a legacy GET stream just ends; their clients reconnect. Defaults
+    /// to 1024.
+    pub fn event_buffer(mut self, events: usize) -> Self {
+        self.config.event_buffer = events.max(1);
+        self
+    }
+
+    /// How many handshake sessions the server keeps records for at once: ended sessions
+    /// (refused until their ids expire), sessions holding resource subscriptions, and
+    /// resumable response streams. Defaults to 100000.
+    pub fn max_tracked_sessions(mut self, sessions: usize) -> Self {
+        self.config.max_tracked_sessions = sessions.max(1);
+        self
+    }
+
     /// The most messages a 2025-03-26 batch may hold. Defaults to 1000.
     pub fn max_batch_size(mut self, messages: usize) -> Self {
         self.config.max_batch = messages.max(1);
