@@ -269,11 +269,18 @@ struct StateClaims {
 
 /// The digest of a request's arguments, independent of key order and whitespace.
 pub(crate) fn arguments_digest(arguments: Option<&serde_json::value::RawValue>) -> String {
-    let value: Value = arguments
-        .and_then(|a| serde_json::from_str(a.get()).ok())
-        .unwrap_or(Value::Null);
     let mut canonical = String::new();
-    canonicalize(&value, &mut canonical);
+    match arguments.map(|a| (a, serde_json::from_str::<Value>(a.get()))) {
+        None => canonicalize(&Value::Null, &mut canonical),
+        Some((_, Ok(value))) => canonicalize(&value, &mut canonical),
+        // Unreadable as a value (a number out of range, nesting too deep): digest the text
+        // itself, which no canonical form starts with `!`. Never "no arguments", or state
+        // issued for one such request would fit any other.
+        Some((raw, Err(_))) => {
+            canonical.push('!');
+            canonical.push_str(raw.get());
+        }
+    }
     let hash = Sha256::digest(canonical.as_bytes());
     hash.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
@@ -553,6 +560,10 @@ mod tests {
                 .unwrap();
         assert_eq!(arguments_digest(Some(&a)), arguments_digest(Some(&b)));
         assert_ne!(arguments_digest(Some(&a)), arguments_digest(None));
+        let raw = |s: &str| serde_json::value::RawValue::from_string(s.into()).unwrap();
+        let (x, y) = (raw(r#"{"t":"a","n":1e400}"#), raw(r#"{"t":"b","n":1e400}"#));
+        assert_ne!(arguments_digest(Some(&x)), arguments_digest(Some(&y)));
+        assert_ne!(arguments_digest(Some(&x)), arguments_digest(None));
     }
 
     #[test]
