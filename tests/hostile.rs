@@ -1179,3 +1179,480 @@ async fn hostile_stdio_table() {
         failures.join("\n")
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// A handshake client that never answers a question
+
+#[tokio::test]
+async fn a_legacy_client_that_never_answers_an_elicitation() {
+    const REV: &str = "2025-11-25";
+    let w = Wire::new(
+        server()
+            .input_timeout(Duration::from_millis(300))
+            .max_pending_inputs(1),
+    )
+    .revision(REV);
+    let s = w.initialize(REV, json!({"elicitation": {}})).await;
+    let ask = |id: u64| {
+        Req::legacy(
+            &s,
+            id,
+            "tools/call",
+            json!({"name": "ask", "arguments": {"topic": "a"}}),
+        )
+    };
+    let mut first = w.open(ask(1)).await;
+    assert_eq!(
+        (first.status, first.content_type()),
+        (200, Some("text/event-stream"))
+    );
+    let question = first.next_message().await.unwrap();
+    assert_eq!(question["method"], "elicitation/create");
+    // Never answered: the tool sees the timeout, and the call ends with its error.
+    assert_eq!(
+        first.next_message().await.unwrap(),
+        json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "content": [{"type": "text", "text": "the client did not answer within 300ms"}],
+            "isError": true,
+        }})
+    );
+    assert!(first.next_message().await.is_none());
+    // The question is forgotten: with room for one waiting question, another call may ask.
+    let mut second = w.open(ask(2)).await;
+    let again = second.next_message().await.unwrap();
+    assert_eq!(again["method"], "elicitation/create");
+    assert_ne!(again["id"], question["id"]);
+    // While it waits, the limit holds: a third call cannot ask.
+    let third = w.send(ask(3)).await;
+    assert_eq!(
+        third.messages,
+        vec![json!({"jsonrpc": "2.0", "id": 3, "result": {
+            "content": [{"type": "text", "text": "this request cannot ask the client for input: too many questions are waiting for answers"}],
+            "isError": true,
+        }})]
+    );
+    // A late answer to the forgotten question is taken and ignored.
+    let answer = |id: &Value| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {"name": "Ada"}}});
+        Req::in_session(&s, serde_json::to_vec(&body).unwrap())
+    };
+    w.send(answer(&question["id"])).await.assert_accepted();
+    w.send(answer(&again["id"])).await.assert_accepted();
+    assert_eq!(
+        second.next_message().await.unwrap(),
+        json!({"jsonrpc": "2.0", "id": 2, "result": {
+            "content": [{"type": "text", "text": "a: hello Ada"}],
+        }})
+    );
+    still_serves(&w.revision(MODERN), 9).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A real socket: what hyper refuses before the server sees it, and a slow body
+
+/// Serves on a loopback port until the test ends.
+async fn serve_socket(server: Server) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = server.build().unwrap();
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    addr
+}
+
+/// A raw HTTP/1.1 answer: status line, lowercase headers, (de-chunked) body.
+#[derive(Debug)]
+struct RawReply {
+    status_line: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+fn parse_http1(bytes: &[u8]) -> RawReply {
+    let split = bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no end of head: {}", String::from_utf8_lossy(bytes)));
+    let head = std::str::from_utf8(&bytes[..split]).unwrap();
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap().to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let mut rest = &bytes[split + 4..];
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked {
+        let mut out = Vec::new();
+        loop {
+            let end = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+            let size = usize::from_str_radix(std::str::from_utf8(&rest[..end]).unwrap().trim(), 16)
+                .unwrap();
+            rest = &rest[end + 2..];
+            if size == 0 {
+                break;
+            }
+            out.extend_from_slice(&rest[..size]);
+            rest = &rest[size + 2..];
+        }
+        out
+    } else {
+        rest.to_vec()
+    };
+    RawReply {
+        status_line,
+        headers,
+        body,
+    }
+}
+
+/// Sends raw bytes on a fresh connection and reads until the server closes it.
+async fn exchange(addr: std::net::SocketAddr, bytes: &[u8]) -> RawReply {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(bytes).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), tcp.read_to_end(&mut out))
+        .await
+        .expect("the server answers and closes within 60 s")
+        .unwrap();
+    parse_http1(&out)
+}
+
+async fn socket_still_serves(addr: std::net::SocketAddr, id: u64) {
+    let req = Req::modern(
+        id,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "still here"}}),
+    )
+    .header("connection", "close");
+    let reply = exchange(addr, &req.to_http1()).await;
+    assert_eq!(reply.status_line, "HTTP/1.1 200 OK");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&reply.body).unwrap(),
+        still_here(id)
+    );
+}
+
+/// A request whose `Mcp-Name` line is `name_line` (raw bytes), on a real socket.
+fn with_header_line(line: &[u8]) -> Vec<u8> {
+    let req = Req::modern(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "x"}}),
+    )
+    .without("mcp-name")
+    .header("connection", "close");
+    let bytes = req.to_http1();
+    let at = bytes.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
+    [&bytes[..at], line, b"\r\n", &bytes[at..]].concat()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_header_bytes_on_a_socket() {
+    let addr = serve_socket(server().body_timeout(Duration::from_millis(300))).await;
+    let bad = "HTTP/1.1 400 Bad Request";
+    // (name, bytes, status line, JSON-RPC code of the body if any)
+    let cases: Vec<(&str, Vec<u8>, &str, Option<i64>)> = vec![
+        (
+            "CR inside a value",
+            with_header_line(b"mcp-name: ec\rho"),
+            bad,
+            None,
+        ),
+        (
+            "bare LF inside a value",
+            with_header_line(b"mcp-name: ec\nho"),
+            bad,
+            None,
+        ),
+        (
+            "NUL inside a value",
+            with_header_line(b"mcp-name: ec\0ho"),
+            bad,
+            None,
+        ),
+        (
+            "control byte inside a value",
+            with_header_line(b"mcp-name: ec\x01ho"),
+            bad,
+            None,
+        ),
+        (
+            "DEL inside a value",
+            with_header_line(b"mcp-name: ec\x7fho"),
+            bad,
+            None,
+        ),
+        (
+            "obs-fold continuation",
+            with_header_line(b"mcp-name: ec\r\n ho"),
+            bad,
+            None,
+        ),
+        (
+            "space in a header name",
+            with_header_line(b"mcp name: echo"),
+            bad,
+            None,
+        ),
+        ("empty header name", with_header_line(b": echo"), bad, None),
+        (
+            "CR LF injecting a header",
+            with_header_line(b"mcp-name: echo\r\nmcp-name: add"),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "obs-text reaches the server",
+            with_header_line(b"mcp-name: ech\xf6"),
+            bad,
+            Some(-32020),
+        ),
+        (
+            "a 1 MiB header",
+            with_header_line(format!("x-big: {}", "b".repeat(1 << 20)).as_bytes()),
+            "HTTP/1.1 431 Request Header Fields Too Large",
+            None,
+        ),
+        (
+            "a garbage request line",
+            b"GARBAGE\r\n\r\n".to_vec(),
+            bad,
+            None,
+        ),
+    ];
+    let count = cases.len();
+    let mut failures = Vec::new();
+    for (i, (name, bytes, status, code)) in cases.into_iter().enumerate() {
+        let reply = exchange(addr, &bytes).await;
+        let got_code = serde_json::from_slice::<Value>(&reply.body)
+            .ok()
+            .and_then(|v| v["error"]["code"].as_i64());
+        if reply.status_line != status || got_code != code {
+            failures.push(format!(
+                "{name}: got {:?} {got_code:?} {:?}",
+                reply.status_line,
+                String::from_utf8_lossy(&reply.body)
+            ));
+        }
+        socket_still_serves(addr, 300 + i as u64).await;
+    }
+    // A slow body: the head, then 10 of 100 bytes, then nothing.
+    {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let req = Req::modern(1, "tools/list", json!({}))
+            .header("content-length", "100")
+            .body(b"{\"jsonrpc\"".to_vec());
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(&req.to_http1()).await.unwrap();
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        let reply = tokio::time::timeout(Duration::from_secs(60), async {
+            loop {
+                let n = tcp.read(&mut buf).await.unwrap();
+                out.extend_from_slice(&buf[..n]);
+                if n == 0 || out.windows(4).any(|w| w == b"\r\n\r\n") && out.ends_with(b"}}") {
+                    break parse_http1(&out);
+                }
+            }
+        })
+        .await
+        .expect("a slow body is cut off");
+        assert_eq!(reply.status_line, "HTTP/1.1 408 Request Timeout");
+        assert_eq!(
+            serde_json::from_slice::<Value>(&reply.body).unwrap(),
+            json!({"jsonrpc": "2.0", "error": {"code": -32000, "message": "Request Timeout: the body did not arrive within 0.3 s"}})
+        );
+    }
+    socket_still_serves(addr, 399).await;
+    println!("socket table: {count} cases + 1 slow body");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10,000 concurrent streams, opened and dropped
+//
+// Each stream is a TCP connection, and a process here may hold 20,000 descriptors: the
+// server runs in a child process (this test binary again, running `stream_server_child`), so
+// that each side holds one descriptor per stream. Where the limit is lower the test opens as
+// many as it allows and says so.
+
+const CHILD_ENV: &str = "SAKE_HOSTILE_STREAM_SERVER";
+
+/// The most descriptors this process may open (`/proc/self/limits`; 1024 elsewhere).
+fn fd_limit() -> usize {
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|l| {
+            l.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3)?.parse().ok())
+        })
+        .unwrap_or(1024)
+}
+
+fn stream_count() -> usize {
+    10_000.min(fd_limit().saturating_sub(512))
+}
+
+/// Not a test of its own: the server half of `ten_thousand_streams_opened_and_dropped`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_server_child() {
+    if std::env::var(CHILD_ENV).is_err() {
+        return;
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    println!("LISTENING {}", listener.local_addr().unwrap());
+    let service = server()
+        .max_streams(stream_count())
+        .keep_alive(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    // Until the parent closes our stdin.
+    let stop = async {
+        let _ = tokio::task::spawn_blocking(|| {
+            let mut s = String::new();
+            let _ = std::io::stdin().read_line(&mut s);
+        })
+        .await;
+    };
+    service.serve(listener, stop).await.unwrap();
+}
+
+/// Opens a stream and reads until its first event: the connection, kept open.
+async fn open_stream(
+    addr: std::net::SocketAddr,
+    request: Vec<u8>,
+) -> Result<tokio::net::TcpStream, String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| e.to_string())?;
+    tcp.write_all(&request).await.map_err(|e| e.to_string())?;
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 2048];
+    loop {
+        let n = tcp.read(&mut buf).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err(String::from_utf8_lossy(&seen).into_owned());
+        }
+        seen.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&seen);
+        if !text.starts_with("HTTP/1.1 200 OK") && text.contains("\r\n\r\n") {
+            return Err(text.into_owned());
+        }
+        if text.contains("notifications/subscriptions/acknowledged")
+            || text.contains(": stream open")
+        {
+            return Ok(tcp);
+        }
+    }
+}
+
+fn listen_request() -> Vec<u8> {
+    Req::modern(
+        1,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    )
+    .to_http1()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_streams_opened_and_dropped() {
+    use tokio::io::AsyncBufReadExt as _;
+    if std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    let n = stream_count();
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "stream_server_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr: std::net::SocketAddr = tokio::time::timeout(Duration::from_secs(120), async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("the child starts");
+            // libtest prints the test's name on the same line.
+            if let Some(at) = line.find("LISTENING ") {
+                break line[at + 10..].trim().parse().unwrap();
+            }
+        }
+    })
+    .await
+    .expect("the child listens");
+    // Sessions for the GET streams, minted in memory with the same key (one stream each: a
+    // session's newer GET stream replaces its older one).
+    let minter = Wire::new(server());
+    let mut sessions = Vec::new();
+    for _ in 0..n / 2 {
+        sessions.push(minter.initialize("2025-11-25", json!({})).await);
+    }
+    let requests: Vec<Vec<u8>> = (0..n)
+        .map(|i| match sessions.get(i / 2).filter(|_| i % 2 == 1) {
+            Some(s) => Req::in_session(s, Vec::new())
+                .http_method(http::Method::GET)
+                .header("accept", "text/event-stream")
+                .without("content-type")
+                .to_http1(),
+            None => listen_request(),
+        })
+        .collect();
+    let mut open = Vec::with_capacity(n);
+    for chunk in requests.chunks(250) {
+        let opened =
+            futures_util::future::join_all(chunk.iter().map(|r| open_stream(addr, r.clone())))
+                .await;
+        for o in opened {
+            open.push(o.unwrap_or_else(|e| panic!("stream {} refused: {e}", open.len())));
+        }
+    }
+    assert_eq!(open.len(), n);
+    println!("{n} streams open (half subscriptions/listen, half legacy GET)");
+    // At the limit: one more is refused, and requests are still served.
+    let refused = exchange(
+        addr,
+        &Req::modern(1, "subscriptions/listen", json!({"notifications": {}}))
+            .header("connection", "close")
+            .to_http1(),
+    )
+    .await;
+    assert_eq!(refused.status_line, "HTTP/1.1 503 Service Unavailable");
+    assert!(
+        refused
+            .headers
+            .contains(&("retry-after".into(), "1".into()))
+    );
+    assert_eq!(
+        serde_json::from_slice::<Value>(&refused.body).unwrap(),
+        json!({"jsonrpc": "2.0", "error": {"code": -32000, "message": format!("Service Unavailable: the server is at its limit of {n} open streams; retry shortly")}})
+    );
+    socket_still_serves(addr, 1).await;
+    // Dropped: the server notices at its next keep-alive, and the streams are free again.
+    drop(open);
+    let reopened = tokio::time::timeout(Duration::from_secs(120), async {
+        loop {
+            if let Ok(tcp) = open_stream(addr, listen_request()).await {
+                break tcp;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("dropped streams are released");
+    drop(reopened);
+    socket_still_serves(addr, 2).await;
+    drop(child.stdin.take());
+    let _ = child.kill().await;
+}
