@@ -425,6 +425,13 @@ impl Open {
             .map(|v| v.to_str().unwrap())
     }
 
+    /// Validates results as answers to `method` (a resumed stream's request is not in its
+    /// GET).
+    pub fn answering(mut self, method: &str) -> Open {
+        self.request_method = Some(method.to_owned());
+        self
+    }
+
     /// The next SSE event with data, validated; `None` when the stream ends first.
     pub async fn next_event(&mut self) -> Option<SseEvent> {
         loop {
