@@ -461,7 +461,7 @@ async fn a_handshake_client_that_disconnects_does_not_cancel() {
     t.release.notify_one();
     eventually("the call finishes", || t.finished.load(Ordering::SeqCst)).await;
     // Its result waits for the client to resume the stream.
-    let mut resumed = w
+    let resumed = w
         .open_as(
             REV,
             Req::in_session(&s, Vec::new())
