@@ -64,6 +64,19 @@ fn boomer(
     vec![PromptMessage::user(name)]
 }
 
+async fn endless_completion(_: CompletionRequest) -> Vec<String> {
+    std::future::pending().await
+}
+
+/// A prompt whose completion never returns.
+#[prompt(complete = endless_completion)]
+fn stuck(
+    /// Anything.
+    name: String,
+) -> Vec<PromptMessage> {
+    vec![PromptMessage::user(name)]
+}
+
 /// What the tests observe of a running `watch`.
 #[derive(Default)]
 struct Tag {
@@ -333,6 +346,21 @@ async fn a_function_that_never_returns_is_cut_off_and_cancelled() {
         t.cancelled.load(Ordering::SeqCst)
     })
     .await;
+    // Completion functions too.
+    w.rpc(
+        4,
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "stuck"}, "argument": {"name": "name", "value": "x"}}),
+    )
+    .await
+    .assert_json(
+        200,
+        err(
+            Some(4),
+            -32603,
+            "Request timed out: `stuck` did not finish within 0.3 s and was cancelled",
+        ),
+    );
     assert!(logged(&["a request timed out", "name=forever"]));
     still_serves(&w, 2).await;
 
