@@ -1656,3 +1656,50 @@ async fn ten_thousand_streams_opened_and_dropped() {
     drop(child.stdin.take());
     let _ = child.kill().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_or_idle_request_heads_are_cut_off() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let addr = serve_socket(server().header_timeout(Duration::from_millis(300))).await;
+    // A connection that never sends anything.
+    let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), idle.read_to_end(&mut out))
+        .await
+        .expect("an idle connection is closed")
+        .unwrap();
+    let idle_answer = String::from_utf8_lossy(&out).into_owned();
+    // A head sent a byte at a time, never finished (slowloris).
+    let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let closed = tokio::time::timeout(Duration::from_secs(60), async {
+        slow.write_all(b"POST /mcp HTTP/1.1\r\n").await.unwrap();
+        let mut out = Vec::new();
+        loop {
+            if slow.write_all(b"x").await.is_err() {
+                break out;
+            }
+            let mut buf = [0u8; 1024];
+            match tokio::time::timeout(Duration::from_millis(100), slow.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => break out,
+                Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+                Err(_) => {}
+            }
+        }
+    })
+    .await
+    .expect("a head that never ends is cut off");
+    let slow_answer = String::from_utf8_lossy(&closed).into_owned();
+    // A keep-alive connection that goes quiet after a request is closed too.
+    let mut kept = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = Req::modern(1, "tools/list", json!({}));
+    kept.write_all(&req.to_http1()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), kept.read_to_end(&mut out))
+        .await
+        .expect("a quiet keep-alive connection is closed")
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out).starts_with("HTTP/1.1 200 OK\r\n"));
+    // hyper closes such connections without a word.
+    assert_eq!((idle_answer.as_str(), slow_answer.as_str()), ("", ""));
+    socket_still_serves(addr, 1).await;
+}

@@ -79,6 +79,7 @@ pub(crate) struct Config {
     pub max_tracked_sessions: usize,
     pub request_timeout: Duration,
     pub body_timeout: Duration,
+    pub header_timeout: Duration,
     pub max_concurrent_requests: usize,
     pub max_streams: usize,
 }
@@ -115,6 +116,7 @@ impl Default for Config {
             max_tracked_sessions: 100_000,
             request_timeout: Duration::from_secs(600),
             body_timeout: Duration::from_secs(30),
+            header_timeout: Duration::from_secs(30),
             max_concurrent_requests: 4096,
             max_streams: 16_384,
         }
@@ -317,6 +319,16 @@ impl Server {
         self
     }
 
+    /// How long a connection may take to send a request's head (the request line and the
+    /// headers), counted from its first byte or from the end of the previous response; the
+    /// connection is closed after it (slow-header attacks, idle keep-alive connections).
+    /// Applies to [`Service::serve`] and the `serve_http*` methods, not to a router you serve
+    /// yourself. Defaults to 30 s.
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.config.header_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
     /// The most requests served at once; more get 503 with `Retry-After`. Defaults to 4096.
     pub fn max_concurrent_requests(mut self, requests: usize) -> Self {
         self.config.max_concurrent_requests = requests.max(1);
@@ -457,31 +469,58 @@ impl Service {
         crate::transport::http::router(self.shared.clone())
     }
 
-    /// Serves on a bound listener until `signal` completes.
+    /// Serves on a bound listener until `signal` completes; then in-flight requests finish
+    /// and long-lived streams end with their final messages.
+    ///
+    /// Each connection speaks HTTP/1.1 and must send each request head within
+    /// [`Server::header_timeout`].
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         signal: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), Error> {
-        use axum::serve::ListenerExt as _;
+        use hyper_util::rt::{TokioIo, TokioTimer};
+        use hyper_util::service::TowerToHyperService;
         let local = listener.local_addr()?;
         tracing::info!(
             "serving MCP on http://{local}{} (revisions 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)",
             self.shared.config.path
         );
-        let listener = listener.tap_io(|tcp| {
+        let router = self.router();
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.shared.config.header_timeout);
+        let mut signal = std::pin::pin!(signal);
+        loop {
+            let (tcp, _) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(conn) => conn,
+                    Err(e) => {
+                        // Out of descriptors, most likely: wait rather than spin.
+                        tracing::warn!(error = %e, "accepting a connection failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                },
+                () = &mut signal => break,
+            };
             // Nagle's algorithm stalls small streamed responses by tens of milliseconds.
             let _ = tcp.set_nodelay(true);
-        });
-        let shutdown = self.shared.shutdown.clone();
-        let signal = async move {
-            signal.await;
-            tracing::info!("shutting down: finishing in-flight requests and closing streams");
-            shutdown.cancel();
-        };
-        axum::serve(listener, self.router())
-            .with_graceful_shutdown(signal)
-            .await?;
+            let service = TowerToHyperService::new(router.clone());
+            let conn = builder.serve_connection(TokioIo::new(tcp), service);
+            let conn = graceful.watch(conn);
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+            });
+        }
+        tracing::info!("shutting down: finishing in-flight requests and closing streams");
+        self.shared.shutdown.cancel();
+        drop(listener);
+        graceful.shutdown().await;
         Ok(())
     }
 }
