@@ -732,3 +732,91 @@ async fn a_subscriber_too_slow_for_the_event_buffer_is_closed_gracefully() {
     assert!(get.next_message().await.is_none());
     still_serves(&w, 1).await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Shutdown
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_every_stream() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let service = server()
+        .keep_alive(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let serving = tokio::spawn(service.serve(listener, async {
+        let _ = stopped.await;
+    }));
+    // Wait until the listener answers.
+    let open = |req: Req| async move {
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(&req.to_http1()).await.unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("\n\n")
+            || !String::from_utf8_lossy(&seen).contains("\r\n\r\n")
+        {
+            let n = tcp.read(&mut buf).await.unwrap();
+            assert!(n > 0);
+            seen.extend_from_slice(&buf[..n]);
+        }
+        (tcp, seen)
+    };
+    let listen = Req::modern(
+        1,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    );
+    let (mut listen_tcp, _) = open(listen).await;
+    // A session of this server (its key is random).
+    let s = {
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
+        tcp.write_all(
+            &Req::post(serde_json::to_vec(&body).unwrap())
+                .header("connection", "close")
+                .to_http1(),
+        )
+        .await
+        .unwrap();
+        let mut out = Vec::new();
+        tcp.read_to_end(&mut out).await.unwrap();
+        let text = String::from_utf8_lossy(&out).into_owned();
+        let id = text
+            .lines()
+            .find_map(|l| l.strip_prefix("mcp-session-id: "))
+            .unwrap()
+            .trim()
+            .to_owned();
+        common::Session {
+            id,
+            revision: "2025-11-25",
+        }
+    };
+    let get = Req::in_session(&s, Vec::new())
+        .http_method(http::Method::GET)
+        .without("content-type");
+    let (mut get_tcp, _) = open(get).await;
+    stop.send(()).unwrap();
+    // Both streams end, the listen stream with its closing result, and serving returns.
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), listen_tcp.read_to_end(&mut rest))
+        .await
+        .expect("the listen stream ends")
+        .unwrap();
+    assert!(String::from_utf8_lossy(&rest).contains(r#""result":{"resultType":"complete""#));
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        get_tcp.read_to_end(&mut Vec::new()),
+    )
+    .await
+    .expect("the GET stream ends")
+    .unwrap();
+    tokio::time::timeout(Duration::from_secs(30), serving)
+        .await
+        .expect("serve returns")
+        .unwrap()
+        .unwrap();
+}

@@ -459,6 +459,9 @@ fn standalone(
                     _ = tick.tick() => {
                         return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (events, tick, claim, false)));
                     }
+                    // The server is shutting down: end the stream, or it would hold the
+                    // shutdown forever.
+                    () = claim.shared.shutdown.cancelled() => return None,
                 }
             }
         },
