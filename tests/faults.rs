@@ -169,6 +169,12 @@ fn echo(
     text
 }
 
+/// A document.
+#[resource(uri = "docs://a", mime_type = "text/plain")]
+fn doc_a() -> &'static str {
+    "a"
+}
+
 const NAME: &str = "faults";
 const VERSION: &str = "0.0.1";
 
@@ -819,4 +825,33 @@ async fn shutdown_ends_every_stream() {
         .expect("serve returns")
         .unwrap()
         .unwrap();
+}
+
+#[tokio::test]
+async fn resource_subscriptions_are_bounded_per_session() {
+    const REV: &str = "2025-11-25";
+    let w = Wire::new(server().max_subscriptions_per_session(2)).revision(REV);
+    let s = w.initialize(REV, json!({})).await;
+    let sub = |id: u64, method: &str, uri: &str| Req::legacy(&s, id, method, json!({"uri": uri}));
+    let ok = |id: u64| json!({"jsonrpc": "2.0", "id": id, "result": {}});
+    w.send(sub(1, "resources/subscribe", "docs://a"))
+        .await
+        .assert_json(200, ok(1));
+    w.send(sub(2, "resources/subscribe", "docs://b"))
+        .await
+        .assert_json(200, ok(2));
+    w.send(sub(3, "resources/subscribe", "docs://c")).await.assert_json(
+        200,
+        err(
+            Some(3),
+            -32603,
+            "This session holds 2 resource subscriptions, the most it may; unsubscribe from one first",
+        ),
+    );
+    w.send(sub(4, "resources/unsubscribe", "docs://a"))
+        .await
+        .assert_json(200, ok(4));
+    w.send(sub(5, "resources/subscribe", "docs://c"))
+        .await
+        .assert_json(200, ok(5));
 }

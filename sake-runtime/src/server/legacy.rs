@@ -16,6 +16,7 @@ use super::context::RequestParts;
 use super::dispatch::{Dispatched, raw_str};
 use super::inflight::InflightGuard;
 use super::input::{InputChannel, LegacyPeer};
+use super::notify::SubscribeRefused;
 use super::session::Session;
 use crate::handler::BoxFuture;
 use crate::protocol::jsonrpc::{self, RequestId, RpcError};
@@ -95,10 +96,11 @@ pub(crate) fn start(
             };
             if method == Method::ResourcesUnsubscribe {
                 shared.hub.unsubscribe(&session.sid, &uri);
-            } else if !shared.hub.subscribe(&session.sid, &uri) {
-                return done(Err(RpcError::internal(
-                    "Too many sessions hold resource subscriptions on this server; try again later",
-                )));
+            } else if let Err(why) = shared.hub.subscribe(&session.sid, &uri) {
+                return done(Err(RpcError::internal(match why {
+                    SubscribeRefused::TooManySessions => "Too many sessions hold resource subscriptions on this server; try again later".to_owned(),
+                    SubscribeRefused::TooManyForSession(n) => format!("This session holds {n} resource subscriptions, the most it may; unsubscribe from one first"),
+                })));
             }
             done(empty())
         }

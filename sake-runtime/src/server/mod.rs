@@ -77,6 +77,7 @@ pub(crate) struct Config {
     pub max_pending_inputs: usize,
     pub event_buffer: usize,
     pub max_tracked_sessions: usize,
+    pub max_subscriptions_per_session: usize,
     pub request_timeout: Duration,
     pub body_timeout: Duration,
     pub header_timeout: Duration,
@@ -114,6 +115,7 @@ impl Default for Config {
             max_pending_inputs: 10_000,
             event_buffer: 1024,
             max_tracked_sessions: 100_000,
+            max_subscriptions_per_session: 1024,
             request_timeout: Duration::from_secs(600),
             body_timeout: Duration::from_secs(30),
             header_timeout: Duration::from_secs(30),
@@ -378,6 +380,14 @@ impl Server {
         self
     }
 
+    /// The most resources one handshake session may subscribe to (`resources/subscribe`);
+    /// beyond it the request fails with -32603 until the session unsubscribes from one.
+    /// Defaults to 1024.
+    pub fn max_subscriptions_per_session(mut self, uris: usize) -> Self {
+        self.config.max_subscriptions_per_session = uris.max(1);
+        self
+    }
+
     /// The most messages a 2025-03-26 batch may hold. Defaults to 1000.
     pub fn max_batch_size(mut self, messages: usize) -> Self {
         self.config.max_batch = messages.max(1);
@@ -594,7 +604,11 @@ impl Shared {
             config.session_refresh_after,
             config.max_tracked_sessions,
         );
-        let hub = Hub::new(config.event_buffer, config.max_tracked_sessions);
+        let hub = Hub::new(
+            config.event_buffer,
+            config.max_tracked_sessions,
+            config.max_subscriptions_per_session,
+        );
         let mut lists: [RevisionLists; 4] = Default::default();
         for rev in Revision::ALL {
             let page = |kind: &str, key: &str, items: Vec<Value>| {

@@ -69,6 +69,15 @@ impl Notifier {
     }
 }
 
+/// Why a subscription was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SubscribeRefused {
+    /// The server tracks subscriptions of as many sessions as it may.
+    TooManySessions,
+    /// The session holds this many subscriptions already.
+    TooManyForSession(usize),
+}
+
 /// The process-local fan-out and the legacy sessions' resource subscriptions.
 #[derive(Debug)]
 pub(crate) struct Hub {
@@ -76,6 +85,7 @@ pub(crate) struct Hub {
     /// `resources/subscribe` of legacy sessions, by session id.
     subscriptions: Mutex<HashMap<String, HashSet<String>>>,
     max_sessions: usize,
+    max_per_session: usize,
     /// The generation of each legacy session's standalone GET stream: a newer stream
     /// replaces an older one.
     get_streams: Mutex<HashMap<String, u64>>,
@@ -83,12 +93,13 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
-    pub fn new(buffer: usize, max_sessions: usize) -> Arc<Hub> {
+    pub fn new(buffer: usize, max_sessions: usize, max_per_session: usize) -> Arc<Hub> {
         let (events, _) = broadcast::channel(buffer.max(1));
         Arc::new(Hub {
             events,
             subscriptions: Mutex::new(HashMap::new()),
             max_sessions,
+            max_per_session,
             get_streams: Mutex::new(HashMap::new()),
             next_generation: std::sync::atomic::AtomicU64::new(1),
         })
@@ -103,18 +114,21 @@ impl Hub {
         self.events.subscribe()
     }
 
-    /// Records a legacy session's subscription; `false` when too many sessions subscribe.
-    pub fn subscribe(&self, sid: &str, uri: &str) -> bool {
+    /// Records a legacy session's subscription; refused when too many sessions subscribe,
+    /// or this session holds too many subscriptions already.
+    pub fn subscribe(&self, sid: &str, uri: &str) -> Result<(), SubscribeRefused> {
         let Ok(mut subs) = self.subscriptions.lock() else {
-            return false;
+            return Err(SubscribeRefused::TooManySessions);
         };
         if !subs.contains_key(sid) && subs.len() >= self.max_sessions {
-            return false;
+            return Err(SubscribeRefused::TooManySessions);
         }
-        subs.entry(sid.to_owned())
-            .or_default()
-            .insert(uri.to_owned());
-        true
+        let set = subs.entry(sid.to_owned()).or_default();
+        if !set.contains(uri) && set.len() >= self.max_per_session {
+            return Err(SubscribeRefused::TooManyForSession(self.max_per_session));
+        }
+        set.insert(uri.to_owned());
+        Ok(())
     }
 
     pub fn unsubscribe(&self, sid: &str, uri: &str) {
@@ -170,5 +184,29 @@ impl Hub {
         {
             g.remove(sid);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subscriptions_are_bounded_per_session() {
+        let hub = Hub::new(4, 2, 2);
+        assert_eq!(hub.subscribe("s", "a://1"), Ok(()));
+        assert_eq!(hub.subscribe("s", "a://2"), Ok(()));
+        assert_eq!(hub.subscribe("s", "a://2"), Ok(()));
+        assert_eq!(
+            hub.subscribe("s", "a://3"),
+            Err(SubscribeRefused::TooManyForSession(2))
+        );
+        hub.unsubscribe("s", "a://1");
+        assert_eq!(hub.subscribe("s", "a://3"), Ok(()));
+        assert_eq!(hub.subscribe("t", "a://1"), Ok(()));
+        assert_eq!(
+            hub.subscribe("u", "a://1"),
+            Err(SubscribeRefused::TooManySessions)
+        );
     }
 }
