@@ -105,6 +105,8 @@ pub struct Req {
     /// Lowercase name → raw value, in insertion order.
     headers: Vec<(String, Vec<u8>)>,
     body: Vec<u8>,
+    /// What an authentication layer would have put on the request.
+    extensions: http::Extensions,
 }
 
 impl Req {
@@ -116,6 +118,7 @@ impl Req {
             path: "/mcp".into(),
             headers: Vec::new(),
             body: body.into(),
+            extensions: http::Extensions::new(),
         }
         .header("host", "localhost")
         .header("content-type", "application/json")
@@ -153,6 +156,41 @@ impl Req {
         req
     }
 
+    /// A request of a handshake session: `Mcp-Session-Id`, and `MCP-Protocol-Version` from
+    /// 2025-06-18 on.
+    pub fn in_handshake(
+        session: &Handshake,
+        id: impl Into<Value>,
+        method: &str,
+        params: Value,
+    ) -> Req {
+        let body = json!({"jsonrpc": "2.0", "id": id.into(), "method": method, "params": params});
+        Req::in_session(session, serde_json::to_vec(&body).unwrap())
+    }
+
+    /// A POST of `body` in a handshake session.
+    pub fn in_session(session: &Handshake, body: impl Into<Vec<u8>>) -> Req {
+        let req = Req::post(body).header("mcp-session-id", &session.id);
+        if session.revision == "2025-03-26" {
+            req
+        } else {
+            req.header("mcp-protocol-version", session.revision)
+        }
+    }
+
+    /// Adds a header line, keeping any of the same name (a repeated header).
+    pub fn append_header(mut self, name: &str, value: &[u8]) -> Req {
+        self.headers
+            .push((name.to_ascii_lowercase(), value.to_vec()));
+        self
+    }
+
+    /// Puts a value in the request's extensions (where an auth layer puts the caller).
+    pub fn extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Req {
+        self.extensions.insert(value);
+        self
+    }
+
     /// Sets a header (replacing any of the same name, compared case-insensitively).
     pub fn header(self, name: &str, value: &str) -> Req {
         self.header_bytes(name, value.as_bytes())
@@ -185,6 +223,15 @@ impl Req {
         self
     }
 
+    /// A header's value, if set.
+    pub fn header_str(&self, name: &str) -> Option<&str> {
+        let lower = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == lower)
+            .and_then(|(_, v)| std::str::from_utf8(v).ok())
+    }
+
     /// The body's length in bytes.
     pub fn body_len(&self) -> usize {
         self.body.len()
@@ -195,13 +242,35 @@ impl Req {
         serde_json::from_slice(&self.body).ok()
     }
 
-    fn build(self) -> http::Request<String> {
-        let body = String::from_utf8(self.body).expect("test bodies are UTF-8");
+    /// The body's bytes.
+    pub fn body_bytes(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// The request as raw HTTP/1.1 bytes, for a real socket (`Content-Length` added).
+    pub fn to_http1(&self) -> Vec<u8> {
+        let mut out = format!("{} {} HTTP/1.1\r\n", self.method, self.path).into_bytes();
+        for (name, value) in &self.headers {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
+        }
+        if !self.headers.iter().any(|(n, _)| n == "content-length") {
+            out.extend_from_slice(format!("content-length: {}\r\n", self.body.len()).as_bytes());
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&self.body);
+        out
+    }
+
+    fn build(self) -> http::Request<axum::body::Body> {
         let mut req = http::Request::builder()
             .method(self.method)
             .uri(self.path)
-            .body(body)
+            .body(axum::body::Body::from(self.body))
             .unwrap();
+        *req.extensions_mut() = self.extensions;
         for (name, value) in self.headers {
             req.headers_mut().append(
                 http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
@@ -388,6 +457,78 @@ pub fn parse_sse(body: &str) -> Vec<SseEvent> {
     events
 }
 
+/// A handshake session: its id and revision.
+#[derive(Clone, Debug)]
+pub struct Handshake {
+    /// The `Mcp-Session-Id`.
+    pub id: String,
+    /// The negotiated revision.
+    pub revision: &'static str,
+}
+
+/// A response whose body is read a message at a time.
+pub struct Open {
+    /// The HTTP status.
+    pub status: u16,
+    /// The response headers.
+    pub headers: http::HeaderMap,
+    body: axum::body::Body,
+    pending: String,
+    revision: &'static str,
+    request_method: Option<String>,
+}
+
+impl Open {
+    /// The `Content-Type`, if any.
+    pub fn content_type(&self) -> Option<&str> {
+        self.headers
+            .get(http::header::CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap())
+    }
+
+    /// Validates results as answers to `method` (a resumed stream's request is not in its
+    /// GET).
+    pub fn answering(mut self, method: &str) -> Open {
+        self.request_method = Some(method.to_owned());
+        self
+    }
+
+    /// The next SSE event with data, validated; `None` when the stream ends first.
+    pub async fn next_event(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(end) = self.pending.find("\n\n") {
+                let block: String = self.pending.drain(..end + 2).collect();
+                if let Some(ev) = parse_sse(&block).into_iter().next()
+                    && ev.data.as_deref().is_some_and(|d| !d.is_empty())
+                {
+                    return Some(ev);
+                }
+                continue;
+            }
+            let frame = self.body.frame().await?.expect("the body does not fail");
+            if let Ok(data) = frame.into_data() {
+                self.pending
+                    .push_str(std::str::from_utf8(&data).expect("SSE is UTF-8"));
+            }
+        }
+    }
+
+    /// The next JSON-RPC message of an SSE stream, validated against the schema.
+    pub async fn next_message(&mut self) -> Option<Value> {
+        let ev = self.next_event().await?;
+        let m: Value = serde_json::from_str(ev.data.as_deref().unwrap()).unwrap();
+        validate(self.revision, self.request_method.as_deref(), &m);
+        Some(m)
+    }
+
+    /// The whole remaining body, for a response that is not a stream.
+    pub async fn rest(self) -> Vec<u8> {
+        let mut out = self.pending.into_bytes();
+        out.extend_from_slice(&self.body.collect().await.unwrap().to_bytes());
+        out
+    }
+}
+
 /// A server under test, reached in memory.
 pub struct Wire {
     service: sake::Service,
@@ -508,6 +649,82 @@ impl Wire {
             chunks,
             buf: String::new(),
         }
+    }
+
+    /// Sends a request and returns as soon as the response head arrives: for streams that
+    /// do not end (`subscriptions/listen`, GET streams) or that a test drops half-way.
+    pub async fn open_raw(&self, req: Req) -> Open {
+        let revision = self.revision;
+        let request_method = req
+            .body_json()
+            .and_then(|b| b.get("method").and_then(Value::as_str).map(str::to_owned));
+        let response = self
+            .service
+            .router()
+            .oneshot(req.build())
+            .await
+            .expect("the router is infallible");
+        let (parts, body) = response.into_parts();
+        Open {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body,
+            pending: String::new(),
+            revision,
+            request_method,
+        }
+    }
+
+    /// [`Wire::open_raw`], validating messages against `revision`'s schema.
+    pub async fn open_raw_as(&self, revision: &'static str, req: Req) -> Open {
+        let mut open = self.open_raw(req).await;
+        open.revision = revision;
+        open
+    }
+
+    /// Opens a handshake session at `revision` with the given client capabilities, and
+    /// sends `notifications/initialized`.
+    pub async fn handshake(&self, revision: &'static str, capabilities: Value) -> Handshake {
+        self.handshake_with(revision, capabilities, |r| r).await
+    }
+
+    /// [`Wire::handshake`] with a hook on the requests (extensions, headers).
+    pub async fn handshake_with(
+        &self,
+        revision: &'static str,
+        capabilities: Value,
+        hook: impl Fn(Req) -> Req,
+    ) -> Handshake {
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": revision,
+            "capabilities": capabilities,
+            "clientInfo": {"name": "wire-tests", "version": "1.0.0"},
+        }});
+        let reply = self
+            .send_as(
+                revision,
+                hook(Req::post(serde_json::to_vec(&body).unwrap())),
+            )
+            .await;
+        assert_eq!(reply.json(200)["result"]["protocolVersion"], revision);
+        let session = Handshake {
+            id: reply
+                .header("mcp-session-id")
+                .expect("a session id")
+                .to_owned(),
+            revision,
+        };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        self.send_as(
+            revision,
+            hook(Req::in_session(
+                &session,
+                serde_json::to_vec(&initialized).unwrap(),
+            )),
+        )
+        .await
+        .assert_accepted();
+        session
     }
 
     /// Sends a 2026-07-28 request with default `_meta` and headers.
@@ -1101,5 +1318,102 @@ pub fn validate(revision: &str, request_method: Option<&str>, message: &Value) {
         s.check(revision, &def, result, message);
     } else {
         panic!("not a JSON-RPC message: {message}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// stdio
+
+/// A server under test on stdio, through an in-memory pipe (`Service::serve_io`).
+pub struct Stdio {
+    to_server: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    from_server:
+        tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    task: tokio::task::JoinHandle<Result<(), sake::Error>>,
+}
+
+impl Stdio {
+    /// Starts serving `service` on a fresh pipe.
+    pub fn start(service: sake::Service) -> Stdio {
+        use tokio::io::AsyncBufReadExt as _;
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let (server_read, server_write) = tokio::io::split(server);
+        let task = tokio::spawn(service.serve_io(server_read, server_write));
+        let (client_read, client_write) = tokio::io::split(client);
+        Stdio {
+            to_server: client_write,
+            from_server: tokio::io::BufReader::new(client_read).lines(),
+            task,
+        }
+    }
+
+    /// Writes `bytes` and a newline.
+    pub async fn send_line(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt as _;
+        self.to_server.write_all(bytes).await.unwrap();
+        self.to_server.write_all(b"\n").await.unwrap();
+        self.to_server.flush().await.unwrap();
+    }
+
+    /// Writes one message as a line.
+    pub async fn send(&mut self, message: &Value) {
+        self.send_line(&serde_json::to_vec(message).unwrap()).await;
+    }
+
+    /// The next line the server writes, as JSON, not validated. Fails after 60 s of silence.
+    pub async fn recv_raw(&mut self) -> Value {
+        let line = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            self.from_server.next_line(),
+        )
+        .await
+        .expect("the server answers within 60 s")
+        .unwrap()
+        .expect("the server's output is open");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carries only JSON ({e}): {line}"))
+    }
+
+    /// The next line the server writes, as JSON, validated against `revision`'s schema as an
+    /// answer to `request_method`. Fails after 60 s of silence.
+    pub async fn recv(&mut self, revision: &str, request_method: Option<&str>) -> Value {
+        let line = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            self.from_server.next_line(),
+        )
+        .await
+        .expect("the server answers within 60 s")
+        .unwrap()
+        .expect("the server's output is open");
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carries only JSON ({e}): {line}"));
+        match &v {
+            Value::Array(items) => {
+                for m in items {
+                    validate(revision, request_method, m);
+                }
+            }
+            m => validate(revision, request_method, m),
+        }
+        v
+    }
+
+    /// Closes the server's input and waits for it to stop (reading whatever it still writes).
+    pub async fn close(self) {
+        use tokio::io::AsyncWriteExt as _;
+        let Stdio {
+            mut to_server,
+            mut from_server,
+            task,
+        } = self;
+        // The halves share one pipe: shutting the write side down is the EOF.
+        to_server.shutdown().await.unwrap();
+        let drain = async { while let Ok(Some(_)) = from_server.next_line().await {} };
+        let (stopped, ()) = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            tokio::join!(task, drain)
+        })
+        .await
+        .expect("the server stops at EOF");
+        stopped.unwrap().unwrap();
     }
 }

@@ -238,6 +238,11 @@ pub fn parse_modern_meta(raw: Option<&RawValue>) -> Result<ModernMeta, RpcError>
     };
     let client_info = match fields.client_info {
         None => None,
+        Some(v) if !v.get().starts_with('{') => {
+            return Err(RpcError::invalid_meta(format!(
+                "Invalid params: `_meta[\"{CLIENT_INFO}\"]` must be an object with `name` and `version`"
+            )));
+        }
         Some(v) => Some(serde_json::from_str::<Implementation>(v.get()).map_err(|e| {
             RpcError::invalid_meta(format!(
                 "Invalid params: `_meta[\"{CLIENT_INFO}\"]` must be an object with `name` and `version`: {e}"
@@ -371,6 +376,10 @@ mod tests {
                 .starts_with("Invalid params: `_meta` must be an object")
         );
         assert!(parse_legacy_meta(Some(&raw(r#"[1]"#))).is_err());
+        let info = raw(
+            r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":["c","1"]}"#,
+        );
+        assert_eq!(parse_modern_meta(Some(&info)).unwrap_err().code, -32602);
         let params = raw(r#"[{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}]"#);
         let e = Params::parse(Some(&params)).unwrap_err();
         assert_eq!(e.code, -32602);

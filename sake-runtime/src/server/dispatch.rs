@@ -47,6 +47,15 @@ pub(crate) fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> RpcErr
     ))
 }
 
+/// The error for a function cut off by `request_timeout`: logged with its name.
+pub(crate) fn timed_out(name: &str, limit: std::time::Duration) -> RpcError {
+    tracing::warn!(name = %name, timeout_s = limit.as_secs_f64(), "a request timed out and was cancelled");
+    RpcError::internal(format!(
+        "Request timed out: `{name}` did not finish within {} s and was cancelled",
+        limit.as_secs_f64()
+    ))
+}
+
 /// -32021 when a function failed after being refused a client capability.
 fn refusal(round: Option<&Mrtr>) -> Option<RpcError> {
     round
@@ -239,16 +248,7 @@ impl Shared {
             let step = match tokio::time::timeout(limit, polled).await {
                 Ok(Ok(step)) => step,
                 Ok(Err(panic)) => return Err(render::error(rev, panicked(&name, panic.as_ref()))),
-                Err(_) => {
-                    tracing::warn!(name = %name, timeout_s = limit.as_secs_f64(), "a request timed out and was cancelled");
-                    return Err(render::error(
-                        rev,
-                        RpcError::internal(format!(
-                            "Request timed out: `{name}` did not finish within {} s and was cancelled",
-                            limit.as_secs_f64()
-                        )),
-                    ));
-                }
+                Err(_) => return Err(render::error(rev, timed_out(&name, limit))),
             };
             match (step, &round) {
                 (Step::Ask(asked), Some(round)) => {
@@ -450,6 +450,13 @@ impl Shared {
                     "Invalid params: missing required parameter `{name}`"
                 ))
             })?;
+            // serde would read these structs from arrays, by position: only objects are.
+            if !raw.get().starts_with('{') {
+                return Err(RpcError::invalid_params(format!(
+                    "Invalid params: `{name}` must be {shape}, not {}",
+                    clip(raw.get())
+                )));
+            }
             serde_json::from_str(raw.get()).map_err(|e| {
                 RpcError::invalid_params(format!("Invalid params: `{name}` must be {shape}: {e}"))
             })
@@ -508,12 +515,20 @@ impl Shared {
             value: argument.value,
             context: context.arguments.unwrap_or_default(),
         };
+        // Logged under the prompt's name or the template's URI.
+        let label = match reference {
+            Ref::Prompt { name } => name,
+            Ref::Resource { uri } => uri,
+        };
         let fut = std::panic::catch_unwind(AssertUnwindSafe(|| complete(request)))
-            .map_err(|p| panicked("completion", p.as_ref()))?;
+            .map_err(|p| panicked(&label, p.as_ref()))?;
+        let limit = self.config.request_timeout;
         Ok(Dispatched::Pending(Box::pin(async move {
-            let c = match futures_util::FutureExt::catch_unwind(AssertUnwindSafe(fut)).await {
-                Ok(c) => c,
-                Err(p) => return Err(panicked("completion", p.as_ref())),
+            let guarded = futures_util::FutureExt::catch_unwind(AssertUnwindSafe(fut));
+            let c = match tokio::time::timeout(limit, guarded).await {
+                Ok(Ok(c)) => c,
+                Ok(Err(p)) => return Err(panicked(&label, p.as_ref())),
+                Err(_) => return Err(timed_out(&label, limit)),
             };
             let c = if c.values.len() > Completion::MAX_VALUES {
                 Completion::new(c.values)

@@ -276,12 +276,19 @@ fn now_millis() -> u64 {
 /// The digest of a request's arguments, independent of key order and whitespace. Absent,
 /// `null` and `{}` arguments mean the same call, and digest the same.
 pub(crate) fn arguments_digest(arguments: Option<&serde_json::value::RawValue>) -> String {
-    let value: Value = arguments
-        .and_then(|a| serde_json::from_str(a.get()).ok())
-        .filter(|v: &Value| !v.is_null())
-        .unwrap_or_else(|| Value::Object(Map::new()));
     let mut canonical = String::new();
-    canonicalize(&value, &mut canonical);
+    let empty = || Value::Object(Map::new());
+    match arguments.map(|a| (a, serde_json::from_str::<Value>(a.get()))) {
+        None | Some((_, Ok(Value::Null))) => canonicalize(&empty(), &mut canonical),
+        Some((_, Ok(value))) => canonicalize(&value, &mut canonical),
+        // Unreadable as a value (a number out of range, nesting too deep): digest the text
+        // itself, which no canonical form starts with `!`. Never "no arguments", or state
+        // issued for one such request would fit any other.
+        Some((raw, Err(_))) => {
+            canonical.push('!');
+            canonical.push_str(raw.get());
+        }
+    }
     let hash = Sha256::digest(canonical.as_bytes());
     hash.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
@@ -389,6 +396,7 @@ impl Mrtr {
             if claims.m != key.method
                 || claims.n != key.name
                 || claims.e <= now
+                || claims.p != key.principal
                 || claims.d != key.digest()
             {
                 return Err(bad());
@@ -591,6 +599,10 @@ mod tests {
         let null = serde_json::value::RawValue::from_string("null".into()).unwrap();
         assert_eq!(arguments_digest(Some(&empty)), arguments_digest(None));
         assert_eq!(arguments_digest(Some(&null)), arguments_digest(None));
+        let raw = |s: &str| serde_json::value::RawValue::from_string(s.into()).unwrap();
+        let (x, y) = (raw(r#"{"t":"a","n":1e400}"#), raw(r#"{"t":"b","n":1e400}"#));
+        assert_ne!(arguments_digest(Some(&x)), arguments_digest(Some(&y)));
+        assert_ne!(arguments_digest(Some(&x)), arguments_digest(None));
     }
 
     #[test]
@@ -647,6 +659,31 @@ mod tests {
                 .code,
             -32602
         );
+    }
+
+    #[test]
+    fn state_is_bound_to_its_caller() {
+        let signer = Signer::new(b"k".repeat(32).as_slice()).unwrap();
+        let key = |principal: Option<&str>| RoundKey {
+            method: "tools/call",
+            name: "t".into(),
+            arguments: None,
+            principal: principal.map(str::to_owned),
+        };
+        let issued = Mrtr::start(&signer, key(Some("alice")), None, None).unwrap();
+        let state = issued.next_state(&signer, Duration::from_secs(60));
+        let raw = serde_json::value::to_raw_value(&state).unwrap();
+        assert!(Mrtr::start(&signer, key(Some("alice")), Some(&raw), None).is_ok());
+        for other in [Some("bob"), None] {
+            let e = Mrtr::start(&signer, key(other), Some(&raw), None).unwrap_err();
+            assert_eq!(e.code, -32602, "{other:?}");
+        }
+        // And state issued to nobody in particular is nobody's to reuse once callers are named.
+        let anonymous = Mrtr::start(&signer, key(None), None, None)
+            .unwrap()
+            .next_state(&signer, Duration::from_secs(60));
+        let raw = serde_json::value::to_raw_value(&anonymous).unwrap();
+        assert!(Mrtr::start(&signer, key(Some("alice")), Some(&raw), None).is_err());
     }
 
     #[test]

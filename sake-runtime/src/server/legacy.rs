@@ -16,6 +16,7 @@ use super::context::RequestParts;
 use super::dispatch::{Dispatched, raw_str};
 use super::inflight::InflightGuard;
 use super::input::{InputChannel, LegacyPeer};
+use super::notify::SubscribeRefused;
 use super::session::Session;
 use crate::handler::BoxFuture;
 use crate::protocol::jsonrpc::{self, RequestId, RpcError};
@@ -99,10 +100,11 @@ pub(crate) fn start(
             };
             if method == Method::ResourcesUnsubscribe {
                 shared.hub.unsubscribe(&session.sid, &uri);
-            } else if !shared.hub.subscribe(&session.sid, &uri) {
-                return done(Err(RpcError::internal(
-                    "Too many sessions hold resource subscriptions on this server; try again later",
-                )));
+            } else if let Err(why) = shared.hub.subscribe(&session.sid, &uri) {
+                return done(Err(RpcError::internal(match why {
+                    SubscribeRefused::TooManySessions => "Too many sessions hold resource subscriptions on this server; try again later".to_owned(),
+                    SubscribeRefused::TooManyForSession(n) => format!("This session holds {n} resource subscriptions, the most it may; unsubscribe from one first"),
+                })));
             }
             done(empty())
         }
@@ -223,17 +225,36 @@ pub(crate) fn initialize(
     let revision = Revision::parse(&requested)
         .filter(|r| !r.is_modern())
         .unwrap_or(Revision::LATEST_LEGACY);
+    // serde would read a struct from an array, by position: only objects are.
     let capabilities = match params.capabilities {
         None => Default::default(),
+        Some(raw) if !raw.get().starts_with('{') => {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: `capabilities` must be a ClientCapabilities object, not {}",
+                crate::protocol::meta::clip(raw.get())
+            )));
+        }
         Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
             RpcError::invalid_params(format!(
                 "Invalid params: `capabilities` is not a ClientCapabilities object: {e}"
             ))
         })?,
     };
-    let client: Option<crate::protocol::types::Implementation> = params
-        .client_info
-        .and_then(|raw| serde_json::from_str(raw.get()).ok());
+    // Optional (some clients omit it), but never silently dropped when malformed.
+    let client: Option<crate::protocol::types::Implementation> = match params.client_info {
+        None => None,
+        Some(raw) => Some(
+            serde_json::from_str(raw.get())
+                .ok()
+                .filter(|_| raw.get().starts_with('{'))
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "Invalid params: `clientInfo` must be an object with `name` and `version`, not {}",
+                        crate::protocol::meta::clip(raw.get())
+                    ))
+                })?,
+        ),
+    };
     let mut session = Session::new(revision, capabilities, client.as_ref())
         .ok_or_else(|| RpcError::internal("no randomness available for a session id"))?;
     session.principal = principal;

@@ -77,8 +77,10 @@ pub(crate) struct Config {
     pub max_pending_inputs: usize,
     pub event_buffer: usize,
     pub max_tracked_sessions: usize,
+    pub max_subscriptions_per_session: usize,
     pub request_timeout: Duration,
     pub body_timeout: Duration,
+    pub header_timeout: Duration,
     pub max_concurrent_requests: usize,
     pub max_streams: usize,
 }
@@ -113,8 +115,10 @@ impl Default for Config {
             max_pending_inputs: 10_000,
             event_buffer: 1024,
             max_tracked_sessions: 100_000,
+            max_subscriptions_per_session: 1024,
             request_timeout: Duration::from_secs(600),
             body_timeout: Duration::from_secs(30),
+            header_timeout: Duration::from_secs(30),
             max_concurrent_requests: 4096,
             max_streams: 16_384,
         }
@@ -324,6 +328,16 @@ impl Server {
         self
     }
 
+    /// How long a connection may take to send a request's head (the request line and the
+    /// headers), counted from its first byte or from the end of the previous response; the
+    /// connection is closed after it (slow-header attacks, idle keep-alive connections).
+    /// Applies to [`Service::serve`] and the `serve_http*` methods, not to a router you serve
+    /// yourself. Defaults to 30 s.
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.config.header_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
     /// The most requests served at once; more get 503 with `Retry-After`. Defaults to 4096.
     pub fn max_concurrent_requests(mut self, requests: usize) -> Self {
         self.config.max_concurrent_requests = requests.max(1);
@@ -345,6 +359,39 @@ impl Server {
         F: Fn(&http::Extensions) -> Option<String> + Send + Sync + 'static,
     {
         self.principal = Some(Arc::new(f));
+        self
+    }
+
+    /// The most server-to-client requests (elicitation, sampling, roots of handshake
+    /// sessions) waiting for answers at once, over all sessions. A function asking beyond it
+    /// gets [`InputError::Unavailable`](crate::InputError::Unavailable). Defaults to 10000.
+    pub fn max_pending_inputs(mut self, requests: usize) -> Self {
+        self.config.max_pending_inputs = requests.max(1);
+        self
+    }
+
+    /// How many notifications (list changes, resource updates) may wait for the slowest
+    /// listening stream. A `subscriptions/listen` stream that falls further behind ends with
+    /// its closing result, a legacy GET stream just ends; their clients reconnect. Defaults
+    /// to 1024.
+    pub fn event_buffer(mut self, events: usize) -> Self {
+        self.config.event_buffer = events.max(1);
+        self
+    }
+
+    /// How many handshake sessions the server keeps records for at once: ended sessions
+    /// (refused until their ids expire), sessions holding resource subscriptions, and
+    /// resumable response streams. Defaults to 100000.
+    pub fn max_tracked_sessions(mut self, sessions: usize) -> Self {
+        self.config.max_tracked_sessions = sessions.max(1);
+        self
+    }
+
+    /// The most resources one handshake session may subscribe to (`resources/subscribe`);
+    /// beyond it the request fails with -32603 until the session unsubscribes from one.
+    /// Defaults to 1024.
+    pub fn max_subscriptions_per_session(mut self, uris: usize) -> Self {
+        self.config.max_subscriptions_per_session = uris.max(1);
         self
     }
 
@@ -468,30 +515,56 @@ impl Service {
 
     /// Serves on a bound listener until `signal` completes; then shuts down gracefully (see
     /// [`shutdown`](Service::shutdown)) and returns once the last response has ended.
+    ///
+    /// Each connection speaks HTTP/1.1 and must send each request head within
+    /// [`Server::header_timeout`].
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         signal: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), Error> {
-        use axum::serve::ListenerExt as _;
+        use hyper_util::rt::{TokioIo, TokioTimer};
+        use hyper_util::service::TowerToHyperService;
         let local = listener.local_addr()?;
         tracing::info!(
             "serving MCP on http://{local}{} (revisions 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)",
             self.shared.config.path
         );
-        let listener = listener.tap_io(|tcp| {
+        let router = self.router();
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.shared.config.header_timeout);
+        let mut signal = std::pin::pin!(signal);
+        loop {
+            let (tcp, _) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(conn) => conn,
+                    Err(e) => {
+                        // Out of descriptors, most likely: wait rather than spin.
+                        tracing::warn!(error = %e, "accepting a connection failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                },
+                () = &mut signal => break,
+            };
             // Nagle's algorithm stalls small streamed responses by tens of milliseconds.
             let _ = tcp.set_nodelay(true);
-        });
-        let service = self.clone();
-        let signal = async move {
-            signal.await;
-            tracing::info!("shutting down: finishing in-flight requests and closing streams");
-            service.shutdown();
-        };
-        axum::serve(listener, self.router())
-            .with_graceful_shutdown(signal)
-            .await?;
+            let service = TowerToHyperService::new(router.clone());
+            let conn = builder.serve_connection(TokioIo::new(tcp), service);
+            let conn = graceful.watch(conn);
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+            });
+        }
+        tracing::info!("shutting down: finishing in-flight requests and closing streams");
+        self.shutdown();
+        drop(listener);
+        graceful.shutdown().await;
         Ok(())
     }
 }
@@ -565,7 +638,11 @@ impl Shared {
             config.session_refresh_after,
             config.max_tracked_sessions,
         );
-        let hub = Hub::new(config.event_buffer, config.max_tracked_sessions);
+        let hub = Hub::new(
+            config.event_buffer,
+            config.max_tracked_sessions,
+            config.max_subscriptions_per_session,
+        );
         let mut lists: [RevisionLists; 4] = Default::default();
         for rev in Revision::ALL {
             let page = |kind: &str, key: &str, items: Vec<Value>| {

@@ -72,6 +72,15 @@ impl Notifier {
     }
 }
 
+/// Why a subscription was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SubscribeRefused {
+    /// The server tracks subscriptions of as many sessions as it may.
+    TooManySessions,
+    /// The session holds this many subscriptions already.
+    TooManyForSession(usize),
+}
+
 /// The process-local fan-out and the legacy sessions' resource subscriptions.
 #[derive(Debug)]
 pub(crate) struct Hub {
@@ -82,6 +91,7 @@ pub(crate) struct Hub {
     /// the session id of `initialize` rather than the re-minted one that carries the level.
     log_levels: Mutex<HashMap<String, LoggingLevel>>,
     max_sessions: usize,
+    max_per_session: usize,
     /// Each legacy session's standalone GET stream: its generation and the token that ends
     /// it. A newer stream replaces (ends) an older one; DELETE ends it.
     get_streams: Mutex<HashMap<String, (u64, CancellationToken)>>,
@@ -89,13 +99,14 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
-    pub fn new(buffer: usize, max_sessions: usize) -> Arc<Hub> {
+    pub fn new(buffer: usize, max_sessions: usize, max_per_session: usize) -> Arc<Hub> {
         let (events, _) = broadcast::channel(buffer.max(1));
         Arc::new(Hub {
             events,
             subscriptions: Mutex::new(HashMap::new()),
             log_levels: Mutex::new(HashMap::new()),
             max_sessions,
+            max_per_session,
             get_streams: Mutex::new(HashMap::new()),
             next_generation: std::sync::atomic::AtomicU64::new(1),
         })
@@ -110,18 +121,21 @@ impl Hub {
         self.events.subscribe()
     }
 
-    /// Records a legacy session's subscription; `false` when too many sessions subscribe.
-    pub fn subscribe(&self, sid: &str, uri: &str) -> bool {
+    /// Records a legacy session's subscription; refused when too many sessions subscribe,
+    /// or this session holds too many subscriptions already.
+    pub fn subscribe(&self, sid: &str, uri: &str) -> Result<(), SubscribeRefused> {
         let Ok(mut subs) = self.subscriptions.lock() else {
-            return false;
+            return Err(SubscribeRefused::TooManySessions);
         };
         if !subs.contains_key(sid) && subs.len() >= self.max_sessions {
-            return false;
+            return Err(SubscribeRefused::TooManySessions);
         }
-        subs.entry(sid.to_owned())
-            .or_default()
-            .insert(uri.to_owned());
-        true
+        let set = subs.entry(sid.to_owned()).or_default();
+        if !set.contains(uri) && set.len() >= self.max_per_session {
+            return Err(SubscribeRefused::TooManyForSession(self.max_per_session));
+        }
+        set.insert(uri.to_owned());
+        Ok(())
     }
 
     pub fn unsubscribe(&self, sid: &str, uri: &str) {
@@ -205,7 +219,7 @@ mod tests {
 
     #[test]
     fn log_levels_are_kept_per_session_bounded_and_forgotten() {
-        let hub = Hub::new(8, 2);
+        let hub = Hub::new(8, 2, 8);
         assert!(hub.set_log_level("a", LoggingLevel::Warning));
         assert!(hub.set_log_level("b", LoggingLevel::Error));
         assert!(!hub.set_log_level("c", LoggingLevel::Info), "bounded");
@@ -218,7 +232,7 @@ mod tests {
 
     #[test]
     fn a_get_stream_ends_when_replaced_or_its_session_ends() {
-        let hub = Hub::new(8, 8);
+        let hub = Hub::new(8, 8, 8);
         let (first, t1) = hub.claim_get_stream("s");
         let (second, t2) = hub.claim_get_stream("s");
         assert!(t1.is_cancelled() && !t2.is_cancelled());
@@ -230,5 +244,24 @@ mod tests {
         let (_, other) = hub.claim_get_stream("t");
         hub.end_session("s");
         assert!(!other.is_cancelled());
+    }
+
+    #[test]
+    fn subscriptions_are_bounded_per_session() {
+        let hub = Hub::new(4, 2, 2);
+        assert_eq!(hub.subscribe("s", "a://1"), Ok(()));
+        assert_eq!(hub.subscribe("s", "a://2"), Ok(()));
+        assert_eq!(hub.subscribe("s", "a://2"), Ok(()));
+        assert_eq!(
+            hub.subscribe("s", "a://3"),
+            Err(SubscribeRefused::TooManyForSession(2))
+        );
+        hub.unsubscribe("s", "a://1");
+        assert_eq!(hub.subscribe("s", "a://3"), Ok(()));
+        assert_eq!(hub.subscribe("t", "a://1"), Ok(()));
+        assert_eq!(
+            hub.subscribe("u", "a://1"),
+            Err(SubscribeRefused::TooManySessions)
+        );
     }
 }

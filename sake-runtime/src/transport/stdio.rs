@@ -270,13 +270,21 @@ async fn request(
     tasks: &mut JoinSet<()>,
 ) {
     tracing::info!(method, id = %id, "request");
+    // Held by the request's task until it ends: at most `max_concurrent_requests` run.
+    let Ok(permit) = conn.shared.requests.clone().try_acquire_owned() else {
+        let what = format!(
+            "{} requests are running",
+            conn.shared.config.max_concurrent_requests
+        );
+        return conn.write(busy(Some(&id), what)).await;
+    };
     let params = match Params::parse(raw) {
         Ok(p) => p,
         Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
     };
     let modern_only = matches!(method, "server/discover" | "subscriptions/listen");
     if is_modern(&params) || (modern_only && conn.session().is_none()) {
-        return modern(conn, id, method, &params, tasks).await;
+        return modern(conn, id, method, &params, tasks, permit).await;
     }
     if method == "initialize" {
         let msg = match legacy::initialize(&conn.shared, &params, None) {
@@ -329,6 +337,7 @@ async fn request(
         Started::Running(fut) => {
             let conn = conn.clone();
             tasks.spawn(async move {
+                let _permit = permit;
                 tokio::select! {
                     biased;
                     () = conn.all.cancelled() => {}
@@ -347,6 +356,7 @@ async fn modern(
     method_name: &str,
     params: &Params<'_>,
     tasks: &mut JoinSet<()>,
+    permit: tokio::sync::OwnedSemaphorePermit,
 ) {
     let shared = &conn.shared;
     let checked = (|| {
@@ -376,6 +386,12 @@ async fn modern(
     };
     let cancel = CancellationToken::new();
     if method == Method::Listen {
+        // A subscription counts against `max_streams`, not `max_concurrent_requests`.
+        drop(permit);
+        let Ok(stream_permit) = shared.streams_open.clone().try_acquire_owned() else {
+            let what = format!("{} streams are open", shared.config.max_streams);
+            return conn.write(busy(Some(&id), what)).await;
+        };
         let frames = match subscriptions::listen(shared, id.clone(), params) {
             Ok(f) => f,
             Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
@@ -385,6 +401,7 @@ async fn modern(
         tasks.spawn(async move {
             use futures_util::StreamExt;
             let _guard = guard;
+            let _permit = stream_permit;
             let mut frames = std::pin::pin!(frames);
             loop {
                 tokio::select! {
@@ -411,6 +428,7 @@ async fn modern(
             let conn = conn.clone();
             tasks.spawn(async move {
                 let _guard = guard;
+                let _permit = permit;
                 // Cancellation first: a function that stops when cancelled finishes at the
                 // same moment, and its result must not be written.
                 tokio::select! {
@@ -423,6 +441,16 @@ async fn modern(
             });
         }
     }
+}
+
+/// The answer to a request beyond `max_concurrent_requests` (or a listen beyond
+/// `max_streams`).
+fn busy(id: Option<&RequestId>, what: String) -> Vec<u8> {
+    let e = RpcError::new(
+        jsonrpc::code::TRANSPORT_REFUSED,
+        format!("Server busy: {what}; retry when one has finished"),
+    );
+    jsonrpc::error_bytes(id, &e)
 }
 
 /// A 2025-03-26 session's batch: one array of responses, in order.
@@ -452,6 +480,14 @@ async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
             )))
             .await;
     }
+    // A batch counts as one request.
+    let Ok(permit) = conn.shared.requests.clone().try_acquire_owned() else {
+        let what = format!(
+            "{} requests are running",
+            conn.shared.config.max_concurrent_requests
+        );
+        return conn.write(busy(None, what)).await;
+    };
     let mut runs: Vec<crate::handler::BoxFuture<Option<Vec<u8>>>> = Vec::new();
     for raw in items {
         match jsonrpc::decode_raw(raw) {
@@ -493,6 +529,7 @@ async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
     }
     let conn = conn.clone();
     tasks.spawn(async move {
+        let _permit = permit;
         let bodies: Vec<Vec<u8>> = futures_util::future::join_all(runs)
             .await
             .into_iter()

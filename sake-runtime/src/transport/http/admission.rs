@@ -18,7 +18,14 @@ pub(crate) enum HostPolicy {
 }
 
 fn is_loopback(host: &str) -> bool {
-    matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1") || host.ends_with(".localhost")
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1")
+        || (host.ends_with(".localhost") && is_dns_name(host))
+}
+
+/// Letters, digits, dots and hyphens: `evil.example#.localhost` is no subdomain of localhost.
+fn is_dns_name(host: &str) -> bool {
+    host.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
 }
 
 /// The host part of `host[:port]` or `[v6]:port`, lowercased.
@@ -56,6 +63,9 @@ fn forbidden(message: String) -> RpcError {
 }
 
 /// Checks `Host` and `Origin`: 403 when either names a host the server does not serve.
+///
+/// Every value counts: a request with two `Host` or `Origin` lines passes only if each
+/// of them would (an intermediary may read a different one than we do).
 pub(crate) fn check_origin(
     policy: &HostPolicy,
     origins: &[String],
@@ -64,7 +74,7 @@ pub(crate) fn check_origin(
     if *policy == HostPolicy::Any {
         return Ok(());
     }
-    if let Some(host) = headers.get(HOST) {
+    for host in headers.get_all(HOST) {
         let host = host.to_str().map(host_part).unwrap_or_default();
         if !policy.allows(&host) {
             return Err(forbidden(format!(
@@ -72,7 +82,7 @@ pub(crate) fn check_origin(
             )));
         }
     }
-    if let Some(origin) = headers.get(ORIGIN) {
+    for origin in headers.get_all(ORIGIN) {
         let origin = origin.to_str().unwrap_or("").trim().to_ascii_lowercase();
         let allowed = origins.contains(&origin)
             || origin
@@ -139,6 +149,10 @@ mod tests {
             headers(Some("127.0.0.1:1"), Some("http://localhost:5173")),
             headers(Some("[::1]:80"), Some("https://[::1]")),
             headers(None, None),
+            headers(
+                Some("app.localhost:8080"),
+                Some("http://app.localhost:8080"),
+            ),
         ] {
             assert!(check_origin(&p, &[], &ok).is_ok(), "{ok:?}");
         }
@@ -147,10 +161,32 @@ mod tests {
             headers(Some("localhost:3000"), Some("http://evil.example.com")),
             headers(Some("localhost"), Some("null")),
             headers(Some("localhost"), Some("file://localhost")),
+            headers(Some("evil.example#.localhost"), None),
+            headers(Some("localhost"), Some("http://evil.example/.localhost")),
         ] {
             let e = check_origin(&p, &[], &bad).unwrap_err();
             assert_eq!(e.http_status(crate::protocol::Era::Modern), 403);
         }
+    }
+
+    #[test]
+    fn every_host_and_origin_line_is_checked() {
+        let p = HostPolicy::Loopback;
+        for (name, values) in [
+            (HOST, ["localhost", "evil.example.com"]),
+            (ORIGIN, ["http://localhost", "http://evil.example.com"]),
+        ] {
+            let mut h = HeaderMap::new();
+            for v in values {
+                h.append(&name, HeaderValue::from_static(v));
+            }
+            let e = check_origin(&p, &[], &h).unwrap_err();
+            assert!(e.message.contains("evil.example.com"), "{e}");
+        }
+        let mut h = HeaderMap::new();
+        h.append(HOST, HeaderValue::from_static("localhost"));
+        h.append(HOST, HeaderValue::from_static("127.0.0.1:80"));
+        assert!(check_origin(&p, &[], &h).is_ok());
     }
 
     #[test]

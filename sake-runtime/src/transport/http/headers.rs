@@ -24,20 +24,22 @@ const SENTINEL_SUFFIX: &str = "?=";
 
 /// Reads a header as text with surrounding optional whitespace (spaces, tabs) trimmed.
 ///
-/// `Ok(None)` when absent; -32020 when what remains holds anything but visible ASCII and
-/// spaces: a tab or a byte beyond ASCII inside a value means it should have been sent as
-/// `=?base64?…?=` (digest A7.6). `name` is matched case-insensitively and shown in errors
-/// as given (the lowercase constants are shown in their usual spelling).
+/// `Ok(None)` when absent; -32020 when it appears more than once (a proxy may route on
+/// another line than the one checked), or holds anything but visible ASCII and interior
+/// spaces (a tab or a control byte must be sent Base64-encoded).
 pub fn read<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, RpcError> {
-    let Some(value) = headers.get(name) else {
+    let mut values = headers.get_all(name).into_iter();
+    let Some(value) = values.next() else {
         return Ok(None);
     };
-    let all = value.as_bytes();
-    let ows = |b: &u8| *b == b' ' || *b == b'\t';
-    let start = all.iter().position(|b| !ows(b)).unwrap_or(all.len());
-    let end = all.iter().rposition(|b| !ows(b)).map_or(start, |i| i + 1);
-    let bytes = &all[start..end];
-    if bytes
+    if values.next().is_some() {
+        return Err(RpcError::header_mismatch(format!(
+            "Header mismatch: the {} header appears more than once; send it once",
+            display_name(name)
+        )));
+    }
+    let trimmed = value.as_bytes().trim_ascii();
+    if trimmed
         .iter()
         .any(|&b| !(b == b' ' || (0x21..=0x7e).contains(&b)))
     {
@@ -47,7 +49,7 @@ pub fn read<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, R
         )));
     }
     // Visible ASCII and spaces only, so this cannot fail.
-    Ok(Some(std::str::from_utf8(bytes).unwrap_or_default()))
+    Ok(Some(std::str::from_utf8(trimmed).unwrap_or_default()))
 }
 
 /// Decodes a value that may use the Base64 sentinel (`=?base64?…?=`).
@@ -170,5 +172,23 @@ mod tests {
             "Header mismatch: the Mcp-Param-Region header holds characters that are not visible ASCII; encode such values as =?base64?…?="
         );
         assert_eq!(read(&h, METHOD).unwrap(), None);
+        for bad in [&b"a\tb"[..], b"a\x80b", b"\xff"] {
+            h.insert(NAME, HeaderValue::from_bytes(bad).unwrap());
+            assert_eq!(read(&h, NAME).unwrap_err().code, -32020, "{bad:?}");
+        }
+        h.insert(NAME, HeaderValue::from_static("\t a b \t"));
+        assert_eq!(read(&h, NAME).unwrap(), Some("a b"));
+    }
+
+    #[test]
+    fn a_repeated_header_is_refused() {
+        let mut h = HeaderMap::new();
+        h.append(METHOD, HeaderValue::from_static("tools/call"));
+        h.append(METHOD, HeaderValue::from_static("tools/list"));
+        let e = read(&h, METHOD).unwrap_err();
+        assert_eq!(
+            e.message,
+            "Header mismatch: the Mcp-Method header appears more than once; send it once"
+        );
     }
 }

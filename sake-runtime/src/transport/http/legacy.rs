@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use http::{HeaderMap, HeaderValue};
 use serde_json::json;
 use serde_json::value::RawValue;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc};
 
 use super::headers::{self, SESSION_ID};
 use super::sse;
@@ -115,6 +115,7 @@ pub(crate) async fn serve(
     headers: &HeaderMap,
     extensions: http::Extensions,
     message: Incoming<'_>,
+    permit: OwnedSemaphorePermit,
 ) -> Response {
     if let Err(e) = check_version_header(session.revision, headers) {
         return legacy_error(message.request_id(), &e);
@@ -147,24 +148,31 @@ pub(crate) async fn serve(
                 ),
                 other => (other, refreshed),
             };
-            respond(&shared, &session, started, rx, token).await
+            respond(&shared, &session, started, rx, token, permit).await
         }
     }
 }
 
 /// Answers a started request (or batch): JSON when it finishes without sending anything,
-/// otherwise an SSE stream that outlives a disconnect (legacy clients cancel explicitly).
+/// otherwise an SSE stream. The request runs in its own task, holding `permit`: a client
+/// that disconnects does not cancel it, before or after its first message (legacy clients
+/// cancel with `notifications/cancelled`).
 async fn respond(
     shared: &Arc<Shared>,
     session: &Session,
     started: Started,
     mut rx: mpsc::Receiver<Bytes>,
     token: Option<String>,
+    permit: OwnedSemaphorePermit,
 ) -> Response {
-    let mut fut = match started {
+    let running = match started {
         Started::Done(body, _) => return with_session(sse::json(200, body), token.as_deref()),
-        Started::Running(fut) => fut,
+        Started::Running(fut) => tokio::spawn(async move {
+            let _permit = permit;
+            fut.await
+        }),
     };
+    let mut fut: BoxFuture<Option<Vec<u8>>> = Box::pin(async move { running.await.ok().flatten() });
     let first = tokio::select! {
         biased;
         Some(msg) = rx.recv() => msg,
@@ -246,6 +254,7 @@ pub(crate) async fn batch(
     headers: &HeaderMap,
     extensions: http::Extensions,
     body: &[u8],
+    permit: OwnedSemaphorePermit,
 ) -> Response {
     if let Err(e) = check_version_header(session.revision, headers) {
         return legacy_error(None, &e);
@@ -340,7 +349,7 @@ pub(crate) async fn batch(
         out.push(b']');
         Some(out)
     });
-    respond(&shared, &session, Started::Running(all), rx, token).await
+    respond(&shared, &session, Started::Running(all), rx, token, permit).await
 }
 
 /// GET: a session's standalone stream of notifications, or the resumption of a dropped
@@ -451,6 +460,9 @@ fn standalone(
                     _ = tick.tick() => {
                         return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (events, tick, claim, false)));
                     }
+                    // The server is shutting down: end the stream, or it would hold the
+                    // shutdown forever.
+                    () = claim.shared.shutdown.cancelled() => return None,
                 }
             }
         },

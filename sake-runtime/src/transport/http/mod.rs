@@ -166,7 +166,9 @@ pub(crate) fn accepts_sse(headers: &HeaderMap) -> bool {
 }
 
 async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
-    let Ok(_permit) = shared.requests.clone().try_acquire_owned() else {
+    // Held until the request's work ends, also when that outlives this handler (an SSE
+    // body, a handshake session's request that goes on after a disconnect).
+    let Ok(permit) = shared.requests.clone().try_acquire_owned() else {
         return busy(&format!(
             "{} concurrent requests",
             shared.config.max_concurrent_requests
@@ -215,6 +217,7 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
                     &parts.headers,
                     parts.extensions,
                     &body,
+                    permit,
                 )
                 .await
             }
@@ -254,7 +257,14 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
                 method,
                 params: params_parsed,
             };
-            return modern::serve(shared.clone(), &parts.headers, parts.extensions, req).await;
+            return modern::serve(
+                shared.clone(),
+                &parts.headers,
+                parts.extensions,
+                req,
+                permit,
+            )
+            .await;
         }
         // Inside a session, `initialize` is refused like any request of that session.
         if method == "initialize" && !parts.headers.contains_key(headers::SESSION_ID) {
@@ -262,7 +272,18 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
         }
     }
     match legacy::session(&shared, &parts.headers, &parts.extensions) {
-        Ok(Some(session)) => legacy::serve(shared.clone(), session, &parts.headers, parts.extensions, message).await,
+        Ok(Some(session)) => {
+            legacy::serve(
+                shared.clone(),
+                session,
+                &parts.headers,
+                parts.extensions,
+                message,
+                permit,
+            )
+            .await
+        }
+        // JSON-RPC: an error names the request whenever its id could be read.
         Err(e) => sse::error(Era::Legacy, message.request_id(), &e),
         Ok(None) => match message {
             // A 2026-07-28 client has no notifications to send over HTTP; accept and ignore.

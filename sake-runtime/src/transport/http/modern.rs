@@ -34,6 +34,7 @@ pub(crate) async fn serve(
     headers: &HeaderMap,
     extensions: http::Extensions,
     req: ModernRequest<'_>,
+    permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Response {
     let ModernRequest { id, method, params } = req;
     let (method, meta) = match check(&shared, headers, method, &params) {
@@ -42,6 +43,8 @@ pub(crate) async fn serve(
     };
     let ModernMeta { meta, .. } = meta;
     if method == Method::Listen {
+        // A subscription counts against `max_streams`, not `max_concurrent_requests`.
+        drop(permit);
         let Ok(permit) = shared.streams_open.clone().try_acquire_owned() else {
             return super::busy(&format!("{} open streams", shared.config.max_streams));
         };
@@ -75,13 +78,20 @@ pub(crate) async fn serve(
     parts.extensions = extensions;
     match shared.dispatch(parts, method, &params) {
         Dispatched::Ready(out) => sse::outcome(Era::Modern, &id, &out),
-        Dispatched::Pending(fut) => match rx {
-            None => {
-                let out = fut.await;
-                sse::outcome(Era::Modern, &id, &out)
+        Dispatched::Pending(fut) => {
+            // The request counts until its function ends (or its stream is dropped).
+            let fut: crate::handler::BoxFuture<_> = Box::pin(async move {
+                let _permit = permit;
+                fut.await
+            });
+            match rx {
+                None => {
+                    let out = fut.await;
+                    sse::outcome(Era::Modern, &id, &out)
+                }
+                Some(rx) => sse::respond(Era::Modern, id, fut, rx).await,
             }
-            Some(rx) => sse::respond(Era::Modern, id, fut, rx).await,
-        },
+        }
     }
 }
 
@@ -196,9 +206,16 @@ fn check_param_headers(
     declared: &[HeaderParam],
     arguments: Option<&RawValue>,
 ) -> Result<(), RpcError> {
-    let args: Value = arguments
-        .and_then(|a| serde_json::from_str(a.get()).ok())
-        .unwrap_or(Value::Null);
+    // Arguments the server cannot read (a number out of range, nesting too deep) must not
+    // read as "no arguments": the tool would run with values no header was checked against.
+    let args: Value = match arguments {
+        None => Value::Null,
+        Some(a) => serde_json::from_str(a.get()).map_err(|e| {
+            RpcError::invalid_params(format!(
+                "Invalid params: `arguments` cannot be read to check its Mcp-Param headers: {e}"
+            ))
+        })?,
+    };
     for p in declared {
         let body = p
             .path
@@ -310,6 +327,31 @@ mod tests {
             code(&s, &h("2026-07-28"), "server/discover", &meta("2026-07-28")),
             0
         );
+    }
+
+    #[test]
+    fn unreadable_arguments_do_not_skip_the_param_headers() {
+        let declared = [HeaderParam {
+            name: "Region".into(),
+            header: "mcp-param-region".into(),
+            path: vec!["region".into()],
+            kind: HeaderKind::String,
+        }];
+        for args in [
+            r#"{"region":"eu","x":1e400}"#,
+            &format!(
+                r#"{{"region":"eu","x":{}1{}}}"#,
+                "[".repeat(200),
+                "]".repeat(200)
+            ),
+        ] {
+            let raw = RawValue::from_string(args.to_owned()).unwrap();
+            let e = check_param_headers(&HeaderMap::new(), &declared, Some(&raw)).unwrap_err();
+            assert_eq!(e.code, -32602, "{e}");
+        }
+        let raw = RawValue::from_string(r#"{"region":"eu"}"#.to_owned()).unwrap();
+        let e = check_param_headers(&HeaderMap::new(), &declared, Some(&raw)).unwrap_err();
+        assert_eq!(e.code, -32020);
     }
 
     #[test]
