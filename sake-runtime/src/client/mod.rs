@@ -53,7 +53,7 @@ use crate::protocol::Revision;
 use crate::protocol::jsonrpc::{RequestId, RpcError, code};
 use crate::protocol::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION, SERVER_INFO};
 use crate::protocol::methods::Method;
-use crate::protocol::tool_headers::{ParamHeader, param_headers};
+use crate::protocol::tool_headers::{HeaderParam, header_params};
 use crate::protocol::types::{
     CallToolResult, Completion, CompletionReference, CreateMessageRequest, CreateMessageResult,
     DiscoverResult, ElicitRequest, ElicitResult, GetPromptResult, Implementation, JsonObject,
@@ -78,6 +78,7 @@ pub struct ClientBuilder {
     timeout: Option<Duration>,
     probe_timeout: Duration,
     max_rounds: usize,
+    pin: Option<Revision>,
 }
 
 impl Default for ClientBuilder {
@@ -108,7 +109,17 @@ impl ClientBuilder {
             timeout: None,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             max_rounds: DEFAULT_MAX_ROUNDS,
+            pin: None,
         }
+    }
+
+    /// Speaks only `revision`: 2026-07-28 without falling back to the handshake, or a
+    /// handshake revision without probing `server/discover` first (`initialize` offers it and
+    /// accepts any handshake revision the server answers with). By default the client
+    /// discovers and falls back.
+    pub fn revision(mut self, revision: Revision) -> Self {
+        self.pin = Some(revision);
+        self
     }
 
     /// The name and version the client gives (`clientInfo`).
@@ -236,6 +247,7 @@ impl ClientBuilder {
                 timeout: self.timeout,
                 probe_timeout: self.probe_timeout,
                 max_rounds: self.max_rounds,
+                pin: self.pin,
                 reinit: tokio::sync::Mutex::new(()),
             }),
         }
@@ -276,10 +288,11 @@ struct Inner {
     capabilities: Value,
     state: RwLock<State>,
     /// The `x-mcp-header` parameters of each tool, from the last `tools/list` (2026-07-28).
-    tool_headers: Mutex<HashMap<String, Vec<ParamHeader>>>,
+    tool_headers: Mutex<HashMap<String, Vec<HeaderParam>>>,
     timeout: Option<Duration>,
     probe_timeout: Duration,
     max_rounds: usize,
+    pin: Option<Revision>,
     reinit: tokio::sync::Mutex<()>,
 }
 
@@ -515,13 +528,23 @@ impl Client {
     // ------------------------------------------------------------------ negotiation
 
     async fn negotiate(&self) -> Result<(), ClientError> {
+        if let Some(rev) = self.inner.pin.filter(|r| !r.is_modern()) {
+            let state = self.initialize().await?;
+            tracing::info!(server = %self.inner.key, revision = %state.revision, "speaking a handshake revision (pinned {rev})");
+            self.inner
+                .cache
+                .remember(&self.inner.key, Remembered::Legacy(state.revision));
+            self.set_state(state);
+            return Ok(());
+        }
+        let pinned_modern = self.inner.pin.is_some();
         match self.inner.cache.get(&self.inner.key) {
             Some(Remembered::Modern(d)) => {
                 tracing::debug!(server = %self.inner.key, "remembered: 2026-07-28");
                 self.set_state(modern_state(&d));
                 return Ok(());
             }
-            Some(Remembered::Legacy(_)) => {
+            Some(Remembered::Legacy(_)) if !pinned_modern => {
                 tracing::debug!(server = %self.inner.key, "remembered: a handshake revision");
                 match self.initialize().await {
                     Ok(state) => {
@@ -538,7 +561,7 @@ impl Client {
                     Err(e) => return Err(e),
                 }
             }
-            None => {}
+            _ => {}
         }
         match self.discover().await? {
             Some(d) => {
@@ -547,6 +570,11 @@ impl Client {
                 self.inner
                     .cache
                     .remember(&self.inner.key, Remembered::Modern(d));
+            }
+            None if pinned_modern => {
+                return Err(ClientError::UnsupportedVersion(
+                    "the server does not speak 2026-07-28, the only revision this client was pinned to".into(),
+                ));
             }
             None => {
                 let state = self.initialize().await?;
@@ -613,11 +641,13 @@ impl Client {
     /// The handshake: `initialize` offering the newest handshake revision, then
     /// `notifications/initialized`, then (HTTP) the standalone GET stream.
     async fn initialize(&self) -> Result<State, ClientError> {
+        let offer = self
+            .inner
+            .pin
+            .filter(|r| !r.is_modern())
+            .unwrap_or(Revision::LATEST_LEGACY);
         let mut params = Map::new();
-        params.insert(
-            "protocolVersion".into(),
-            json!(Revision::LATEST_LEGACY.as_str()),
-        );
+        params.insert("protocolVersion".into(), json!(offer.as_str()));
         params.insert("capabilities".into(), self.inner.capabilities.clone());
         params.insert("clientInfo".into(), json!(self.inner.info));
         let id = self.inner.core.next_id();
@@ -652,8 +682,7 @@ impl Client {
             .filter(|r| !r.is_modern())
             .ok_or_else(|| {
                 ClientError::UnsupportedVersion(format!(
-                    "initialize offered {} and the server chose {}, which this client does not speak",
-                    Revision::LATEST_LEGACY,
+                    "initialize offered {offer} and the server chose {}, which this client does not speak",
                     init.protocol_version
                 ))
             })?;
@@ -740,14 +769,13 @@ impl Client {
             let args = params.get("arguments").cloned().unwrap_or(Value::Null);
             for p in known {
                 if let Some(v) = p.value(&args) {
-                    let name = HeaderName::from_bytes(
-                        format!("mcp-param-{}", p.name.to_ascii_lowercase()).as_bytes(),
-                    )
-                    .map_err(|e| ClientError::InvalidHeader {
-                        name: p.header_name(),
-                        reason: e.to_string(),
+                    let name = HeaderName::from_bytes(p.header.as_bytes()).map_err(|e| {
+                        ClientError::InvalidHeader {
+                            name: p.display_name(),
+                            reason: e.to_string(),
+                        }
                     })?;
-                    h.insert(name, header_value(&p.header_name(), &v)?);
+                    h.insert(name, header_value(&p.display_name(), &v)?);
                 }
             }
         }
@@ -1011,7 +1039,7 @@ impl Client {
                 error,
             })?;
             if modern_http {
-                match param_headers(&tool.input_schema) {
+                match header_params(&tool.input_schema) {
                     Ok(h) => {
                         headers.insert(tool.name.clone(), h);
                     }

@@ -14,18 +14,33 @@ use crate::transport::http::headers::encode_value;
 /// The annotation keyword.
 pub const KEYWORD: &str = "x-mcp-header";
 
-/// One annotated parameter: the header's name suffix and where the value sits in `arguments`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParamHeader {
-    /// `<Name>` of `Mcp-Param-<Name>`, as declared.
-    pub name: String,
-    /// The property path from the root of `arguments` (more than one key for nested objects).
-    pub path: Vec<String>,
+/// The JSON type of an argument mirrored in a header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderKind {
+    /// `"type": "string"`: sent as is, or with the Base64 sentinel.
+    String,
+    /// `"type": "integer"`: decimal.
+    Integer,
+    /// `"type": "boolean"`: `true` or `false`.
+    Boolean,
 }
 
-impl ParamHeader {
-    /// The full header name, `Mcp-Param-<Name>`.
-    pub fn header_name(&self) -> String {
+/// One annotated parameter: where its value sits in `arguments`, and the header's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeaderParam {
+    /// Property names from the root of `arguments` (more than one for nested objects).
+    pub path: Vec<String>,
+    /// `<Name>` of `Mcp-Param-<Name>`, as declared.
+    pub name: String,
+    /// `mcp-param-<name>`, lowercase, for lookups.
+    pub header: String,
+    /// The property's type.
+    pub kind: HeaderKind,
+}
+
+impl HeaderParam {
+    /// The header's name as declared, `Mcp-Param-<Name>`.
+    pub fn display_name(&self) -> String {
         format!("Mcp-Param-{}", self.name)
     }
 
@@ -85,22 +100,24 @@ pub fn is_token(name: &str) -> bool {
 /// Keywords whose values are data, not schemas: an `x-mcp-header` key inside them means nothing.
 const DATA_KEYWORDS: &[&str] = &["const", "default", "enum", "examples"];
 
-/// Reads the `x-mcp-header` annotations of an input schema.
+/// Finds and checks the `x-mcp-header` annotations of an input schema (digest A7.7): only on
+/// string, integer or boolean properties reachable through `properties` alone, token
+/// characters, unique regardless of case.
 ///
-/// `Err` names the first rule an annotation breaks; such a tool must not be called over HTTP.
-pub fn param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, String> {
+/// `Err` names the first rule an annotation breaks: a server refuses to define such a tool, a
+/// client leaves it out of its view of `tools/list`.
+pub fn header_params(input_schema: &Value) -> Result<Vec<HeaderParam>, String> {
     let mut out = Vec::new();
     walk(input_schema, Some(&mut Vec::new()), &mut out)?;
-    let mut seen: Vec<String> = Vec::with_capacity(out.len());
+    let mut seen: Vec<&str> = Vec::with_capacity(out.len());
     for p in &out {
-        let lower = p.name.to_ascii_lowercase();
-        if seen.contains(&lower) {
+        if seen.contains(&p.header.as_str()) {
             return Err(format!(
-                "{KEYWORD} {:?} is declared twice (names are case-insensitive)",
+                "`{KEYWORD}` {:?} is used twice (header names are case-insensitive)",
                 p.name
             ));
         }
-        seen.push(lower);
+        seen.push(&p.header);
     }
     Ok(out)
 }
@@ -109,7 +126,7 @@ pub fn param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, String> {
 fn walk(
     schema: &Value,
     path: Option<&mut Vec<String>>,
-    out: &mut Vec<ParamHeader>,
+    out: &mut Vec<HeaderParam>,
 ) -> Result<(), String> {
     let Value::Object(map) = schema else {
         if let Value::Array(items) = schema {
@@ -122,11 +139,11 @@ fn walk(
     if let Some(annotation) = map.get(KEYWORD) {
         let Some(path) = path.as_deref() else {
             return Err(format!(
-                "{KEYWORD} is only allowed on properties reached through `properties` keys"
+                "`{KEYWORD}` is only allowed on properties reached through `properties` keys"
             ));
         };
         if path.is_empty() {
-            return Err(format!("{KEYWORD} cannot annotate the root schema"));
+            return Err(format!("`{KEYWORD}` cannot annotate the root schema"));
         }
         out.push(check_annotation(annotation, map, path)?);
     }
@@ -162,30 +179,32 @@ fn check_annotation(
     annotation: &Value,
     property: &Map<String, Value>,
     path: &[String],
-) -> Result<ParamHeader, String> {
+) -> Result<HeaderParam, String> {
     let Value::String(name) = annotation else {
-        return Err(format!("{KEYWORD} must be a string, not {annotation}"));
-    };
-    if name.is_empty() {
-        return Err(format!("{KEYWORD} must not be empty"));
-    }
-    if !is_token(name) {
         return Err(format!(
-            "{KEYWORD} {name:?} is not an HTTP token (visible ASCII without separators)"
+            "`{KEYWORD}` of `{}` is not a string",
+            path.join(".")
         ));
+    };
+    if !is_token(name) {
+        return Err(format!("`{KEYWORD}` {name:?} is not a valid header name"));
     }
-    match property.get("type").and_then(Value::as_str) {
-        Some("string" | "integer" | "boolean") => {}
-        other => {
+    let kind = match property.get("type").and_then(Value::as_str) {
+        Some("string") => HeaderKind::String,
+        Some("integer") => HeaderKind::Integer,
+        Some("boolean") => HeaderKind::Boolean,
+        _ => {
             return Err(format!(
-                "{KEYWORD} {name:?} is on a property of type {}; only string, integer and boolean can be headers",
-                other.unwrap_or("(none)")
+                "`{KEYWORD}` {name:?} is on `{}`, which is not a string, integer or boolean",
+                path.join(".")
             ));
         }
-    }
-    Ok(ParamHeader {
-        name: name.clone(),
+    };
+    Ok(HeaderParam {
         path: path.to_vec(),
+        name: name.clone(),
+        header: format!("mcp-param-{}", name.to_ascii_lowercase()),
+        kind,
     })
 }
 
@@ -195,7 +214,7 @@ mod tests {
     use serde_json::json;
 
     fn names(schema: Value) -> Result<Vec<String>, String> {
-        param_headers(&schema).map(|v| v.into_iter().map(|p| p.name).collect())
+        header_params(&schema).map(|v| v.into_iter().map(|p| p.name).collect())
     }
 
     #[test]
@@ -206,22 +225,34 @@ mod tests {
             "deep":{"type":"object","properties":{"flag":{"type":"boolean","x-mcp-header":"Flag"}}},
             "plain":{"type":"string","default":{"x-mcp-header":"ignored"}}
         }});
-        let headers = param_headers(&schema).unwrap();
+        let headers = header_params(&schema).unwrap();
+        let got: Vec<(&str, Vec<&str>, &str, HeaderKind)> = headers
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.path.iter().map(String::as_str).collect(),
+                    p.header.as_str(),
+                    p.kind,
+                )
+            })
+            .collect();
         assert_eq!(
-            headers,
+            got,
             vec![
-                ParamHeader {
-                    name: "Region".into(),
-                    path: vec!["region".into()]
-                },
-                ParamHeader {
-                    name: "N".into(),
-                    path: vec!["n".into()]
-                },
-                ParamHeader {
-                    name: "Flag".into(),
-                    path: vec!["deep".into(), "flag".into()]
-                },
+                (
+                    "Region",
+                    vec!["region"],
+                    "mcp-param-region",
+                    HeaderKind::String
+                ),
+                ("N", vec!["n"], "mcp-param-n", HeaderKind::Integer),
+                (
+                    "Flag",
+                    vec!["deep", "flag"],
+                    "mcp-param-flag",
+                    HeaderKind::Boolean
+                ),
             ]
         );
     }
@@ -256,9 +287,11 @@ mod tests {
 
     #[test]
     fn values_follow_the_type_conversions() {
-        let p = |name: &str| ParamHeader {
+        let p = |name: &str| HeaderParam {
             name: name.into(),
             path: vec![name.into()],
+            header: format!("mcp-param-{name}"),
+            kind: HeaderKind::String,
         };
         let args = json!({"s":"us-west1","i":42,"f":42.0,"b":false,"u":"Hello, 世界",
             "sp":" padded ","empty":"","null":null});
