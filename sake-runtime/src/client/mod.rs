@@ -60,6 +60,7 @@ use crate::protocol::types::{
     ListRootsResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Root,
     ServerCapabilities, Tool,
 };
+use crate::protocol::version::ElicitationModes;
 use crate::transport::http::headers::{METHOD, NAME, encode_value};
 
 /// How many `input_required` rounds one request may take.
@@ -648,7 +649,10 @@ impl Client {
             .unwrap_or(Revision::LATEST_LEGACY);
         let mut params = Map::new();
         params.insert("protocolVersion".into(), json!(offer.as_str()));
-        params.insert("capabilities".into(), self.inner.capabilities.clone());
+        params.insert(
+            "capabilities".into(),
+            capabilities_for(&self.inner.capabilities, offer),
+        );
         params.insert("clientInfo".into(), json!(self.inner.info));
         let id = self.inner.core.next_id();
         let body = request_body(&id, "initialize", &params);
@@ -1368,6 +1372,26 @@ impl Client {
             Transport::Stdio(s) => s.close().await,
         }
     }
+}
+
+/// The capabilities declared in an `initialize` that offers `rev`: without what the revision
+/// does not define (elicitation before 2025-06-18, its URL mode before 2025-11-25).
+fn capabilities_for(declared: &Value, rev: Revision) -> Value {
+    let mut caps = declared.clone();
+    if let Some(obj) = caps.as_object_mut() {
+        match rev.features().elicitation {
+            ElicitationModes::None => {
+                obj.remove("elicitation");
+            }
+            ElicitationModes::Form => {
+                if let Some(Value::Object(e)) = obj.get_mut("elicitation") {
+                    e.remove("url");
+                }
+            }
+            ElicitationModes::FormAndUrl => {}
+        }
+    }
+    caps
 }
 
 fn modern_state(d: &DiscoverResult) -> State {
