@@ -950,7 +950,7 @@ async fn legacy_subscriptions_get_notifications_from_the_get_stream() {
 
 #[tokio::test]
 async fn tool_errors_are_results_or_typed_errors() {
-    let f = fake(modern(|s| tool_reply(s))).await;
+    let f = fake(modern(tool_reply)).await;
     let cache = EraCache::new();
     let client = builder(&cache).connect(&f.url).await.expect("connect");
     let r = client

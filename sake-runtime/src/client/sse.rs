@@ -61,7 +61,9 @@ impl Parser {
             }
         }
         self.buf.drain(..start);
-        if self.buf.len() > self.max_line {
+        if self.buf.len() > self.max_line
+            || self.data.as_ref().is_some_and(|d| d.len() > self.max_line)
+        {
             return Err(format!(
                 "an event-stream line is longer than {} bytes",
                 self.max_line
@@ -142,8 +144,17 @@ mod tests {
     }
 
     #[test]
-    fn refuses_endless_lines() {
+    fn refuses_endless_lines_and_events() {
         let mut p = Parser::new(8);
         assert!(p.feed(b"data: 0123456789").is_err());
+        let mut p = Parser::new(8);
+        assert!(
+            p.feed(
+                b"data: 0123
+data: 4567
+"
+            )
+            .is_err()
+        );
     }
 }
