@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 NODE=${SAKE_NODE:-${NODE:-node}}
 SUITE=${SAKE_CONFORMANCE:-${SUITE:?set SAKE_CONFORMANCE to the path of the suite dist/index.js}}
 
-cargo build --quiet --example conformance_client
+# --workspace: the features of the whole workspace, as `cargo test --workspace` built them.
+cargo build --quiet --workspace --example conformance_client
 TARGET_DIR=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 BIN="$TARGET_DIR/debug/examples/conformance_client"
 OUT=$(mktemp -d)
