@@ -22,6 +22,7 @@ mod core;
 mod error;
 mod http;
 mod negotiate;
+mod params;
 mod sse;
 mod stdio;
 
@@ -53,7 +54,6 @@ use crate::protocol::Revision;
 use crate::protocol::jsonrpc::{RequestId, RpcError, code};
 use crate::protocol::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION, SERVER_INFO};
 use crate::protocol::methods::Method;
-use crate::protocol::tool_headers::{HeaderParam, header_params};
 use crate::protocol::types::{
     CallToolResult, Completion, CompletionReference, CreateMessageRequest, CreateMessageResult,
     DiscoverResult, ElicitRequest, ElicitResult, GetPromptResult, Implementation, JsonObject,
@@ -61,6 +61,7 @@ use crate::protocol::types::{
     ServerCapabilities, Tool,
 };
 use crate::protocol::version::ElicitationModes;
+use crate::registry::{HeaderParam, header_params};
 use crate::transport::http::headers::{METHOD, NAME, encode_value};
 
 /// How many `input_required` rounds one request may take.
@@ -772,14 +773,14 @@ impl Client {
                 .unwrap_or_default();
             let args = params.get("arguments").cloned().unwrap_or(Value::Null);
             for p in known {
-                if let Some(v) = p.value(&args) {
+                if let Some(v) = params::value(&p, &args) {
                     let name = HeaderName::from_bytes(p.header.as_bytes()).map_err(|e| {
                         ClientError::InvalidHeader {
-                            name: p.display_name(),
+                            name: format!("Mcp-Param-{}", p.name),
                             reason: e.to_string(),
                         }
                     })?;
-                    h.insert(name, header_value(&p.display_name(), &v)?);
+                    h.insert(name, header_value(&format!("Mcp-Param-{}", p.name), &v)?);
                 }
             }
         }

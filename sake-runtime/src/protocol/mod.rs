@@ -5,7 +5,6 @@ pub mod jsonrpc;
 pub mod meta;
 pub mod methods;
 pub mod render;
-pub mod tool_headers;
 pub mod types;
 pub mod version;
 
