@@ -965,3 +965,92 @@ async fn tool_errors_are_results_or_typed_errors() {
     assert!(matches!(err, ClientError::Tool { .. }), "{err}");
     assert_eq!(err.to_string(), "tool tool-error failed: no");
 }
+
+#[tokio::test]
+async fn completion_sends_the_reference_and_the_argument() {
+    let f = fake(modern(|s: &Seen| {
+        Reply::result(
+            s,
+            json!({"resultType": "complete", "completion": {"values": ["alice", "alan"], "total": 2, "hasMore": false}}),
+        )
+    }))
+    .await;
+    let cache = EraCache::new();
+    let client = builder(&cache).connect(&f.url).await.expect("connect");
+    let c = client
+        .complete(sake::CompletionReference::prompt("greet"), "name", "al")
+        .await
+        .expect("complete");
+    assert_eq!(c.values, ["alice", "alan"]);
+    assert_eq!(c.total, Some(2));
+    let template = client
+        .complete(
+            sake::CompletionReference::resource("users://{id}"),
+            "id",
+            "1",
+        )
+        .await
+        .expect("complete");
+    assert_eq!(template.values.len(), 2);
+    let seen = f.seen();
+    assert_eq!(
+        seen[1].body["params"],
+        json!({"ref": {"type": "ref/prompt", "name": "greet"},
+            "argument": {"name": "name", "value": "al"}, "_meta": plain_meta()})
+    );
+    assert_eq!(
+        seen[2].body["params"]["ref"],
+        json!({"type": "ref/resource", "uri": "users://{id}"})
+    );
+    assert_eq!(seen[1].header("mcp-method"), Some("completion/complete"));
+}
+
+#[tokio::test]
+async fn lists_follow_every_page() {
+    let f = fake(modern(|s: &Seen| {
+        let (tools, next) = match s.body["params"].get("cursor").and_then(Value::as_str) {
+            None => (
+                json!([{"name": "a", "inputSchema": {"type": "object"}}]),
+                json!("p2"),
+            ),
+            Some("p2") => (
+                json!([{"name": "b", "inputSchema": {"type": "object"}}]),
+                json!(""),
+            ),
+            Some(_) => (
+                json!([{"name": "c", "inputSchema": {"type": "object"}}]),
+                Value::Null,
+            ),
+        };
+        let mut result =
+            json!({"resultType": "complete", "tools": tools, "ttlMs": 0, "cacheScope": "private"});
+        if !next.is_null() {
+            result["nextCursor"] = next;
+        }
+        Reply::result(s, result)
+    }))
+    .await;
+    let cache = EraCache::new();
+    let client = builder(&cache).connect(&f.url).await.expect("connect");
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    // An empty string is a cursor, not the end.
+    assert_eq!(names, ["a", "b", "c"]);
+    let cursors: Vec<Value> = f
+        .seen()
+        .iter()
+        .skip(1)
+        .map(|s| {
+            s.body["params"]
+                .get("cursor")
+                .cloned()
+                .unwrap_or(Value::Null)
+        })
+        .collect();
+    assert_eq!(cursors, [Value::Null, json!("p2"), json!("")]);
+}

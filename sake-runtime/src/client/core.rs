@@ -344,6 +344,15 @@ impl Core {
         rx
     }
 
+    /// Waits for the response to `id` until the returned guard is dropped (also when the
+    /// waiting future is cancelled, e.g. by a timeout).
+    pub(crate) fn pending<'a>(
+        &'a self,
+        id: &'a RequestId,
+    ) -> (oneshot::Receiver<Answer>, PendingGuard<'a>) {
+        (self.register(id), PendingGuard { core: self, id })
+    }
+
     /// Stops waiting for `id`.
     pub(crate) fn unregister(&self, id: &RequestId) {
         if let Ok(mut p) = self.pending.lock() {
@@ -427,6 +436,18 @@ impl Core {
 /// server's own -32700.
 pub(crate) fn is_invalid_reply(e: &RpcError) -> bool {
     e.code == code::PARSE_ERROR && e.data.as_ref().and_then(|d| d.get("sake.client")).is_some()
+}
+
+/// Stops waiting for a response when dropped.
+pub(crate) struct PendingGuard<'a> {
+    core: &'a Core,
+    id: &'a RequestId,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.core.unregister(self.id);
+    }
 }
 
 /// Aborts a background task when dropped.

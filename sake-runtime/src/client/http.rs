@@ -249,10 +249,8 @@ impl Http {
         headers: HeaderMap,
         sessions: bool,
     ) -> Result<Exchange, ClientError> {
-        let rx = self.core.register(id);
-        let out = self.post_inner(id, rx, body, headers, sessions).await;
-        self.core.unregister(id);
-        out
+        let (rx, _waiting) = self.core.pending(id);
+        self.post_inner(id, rx, body, headers, sessions).await
     }
 
     async fn post_inner(

@@ -78,18 +78,12 @@ impl Stdio {
         body: Vec<u8>,
         timeout: Option<Duration>,
     ) -> Result<Option<Exchange>, ClientError> {
-        let rx = self.core.register(id);
-        if let Err(e) = self.write(body).await {
-            self.core.unregister(id);
-            return Err(e);
-        }
+        let (rx, _waiting) = self.core.pending(id);
+        self.write(body).await?;
         let answer = match timeout {
             Some(t) => match tokio::time::timeout(t, rx).await {
                 Ok(a) => a,
-                Err(_) => {
-                    self.core.unregister(id);
-                    return Ok(None);
-                }
+                Err(_) => return Ok(None),
             },
             None => rx.await,
         };
