@@ -200,3 +200,29 @@ async fn stdio_falls_back_when_discover_gets_no_answer() {
     assert_eq!(client.revision(), Revision::V2025_06_18);
     client.close().await;
 }
+
+#[tokio::test]
+async fn stdio_cancels_a_request_that_timed_out() {
+    use futures_util::StreamExt;
+    let client = Client::builder()
+        .cache(EraCache::new())
+        .timeout(Duration::from_millis(300))
+        .spawn(fake_stdio("method-not-found"))
+        .await
+        .expect("spawn");
+    let mut notes = client.notifications();
+    let err = client
+        .call_tool("hang", json!({}))
+        .await
+        .expect_err("no answer");
+    assert!(matches!(err, ClientError::Timeout { .. }), "{err}");
+    let n = tokio::time::timeout(Duration::from_secs(5), notes.next())
+        .await
+        .expect("in time")
+        .expect("the server saw the cancellation");
+    assert_eq!(
+        n.params["data"]["cancelled"],
+        json!({"requestId": 3, "reason": "timed out"})
+    );
+    client.close().await;
+}

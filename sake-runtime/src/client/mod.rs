@@ -812,10 +812,23 @@ impl Client {
     ) -> Result<Exchange, ClientError> {
         match s.request(id, body, self.inner.timeout).await? {
             Some(ex) => Ok(ex),
-            None => Err(ClientError::Timeout {
-                method: method.to_owned(),
-                millis: self.inner.timeout.map(|t| t.as_millis()).unwrap_or(0),
-            }),
+            None => {
+                // On stdio a request that is given up is cancelled with a notification.
+                let mut params = Map::new();
+                params.insert("requestId".into(), json!(id));
+                params.insert("reason".into(), json!("timed out"));
+                let params = self.with_meta(params, self.revision());
+                if let Err(e) = s
+                    .write(notification_body("notifications/cancelled", Some(&params)))
+                    .await
+                {
+                    tracing::debug!("could not cancel {method}: {e}");
+                }
+                Err(ClientError::Timeout {
+                    method: method.to_owned(),
+                    millis: self.inner.timeout.map(|t| t.as_millis()).unwrap_or(0),
+                })
+            }
         }
     }
 
