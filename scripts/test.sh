@@ -31,4 +31,8 @@ if [ -x scripts/conformance.sh ]; then
   echo "==> conformance"
   scripts/conformance.sh
 fi
+if [ -x scripts/conformance-client.sh ]; then
+  echo "==> conformance (client)"
+  scripts/conformance-client.sh
+fi
 echo "==> all tests passed"

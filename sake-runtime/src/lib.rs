@@ -3,6 +3,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "client")]
+pub mod client;
 mod error;
 pub mod handler;
 pub mod protocol;

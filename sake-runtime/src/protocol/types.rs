@@ -978,6 +978,149 @@ pub struct ElicitResult {
     pub content: Option<JsonObject>,
 }
 
+/// The parameters of `elicitation/create`: a form (a flat object schema) or a URL to open.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitRequest {
+    /// `"form"` (the default when absent) or `"url"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// What to ask.
+    pub message: String,
+    /// The form's schema: an object of primitive properties (form mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_schema: Option<Value>,
+    /// The URL to open (URL mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The elicitation's id (URL mode, 2025-11-25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation_id: Option<String>,
+    /// Extra metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+}
+
+impl ElicitRequest {
+    /// Whether this asks the user to open a URL rather than fill a form.
+    pub fn is_url(&self) -> bool {
+        self.mode.as_deref() == Some("url")
+    }
+
+    /// The `default` of every property of the form's schema that declares one.
+    pub fn defaults(&self) -> JsonObject {
+        let mut out = JsonObject::new();
+        if let Some(props) = self
+            .requested_schema
+            .as_ref()
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+        {
+            for (name, schema) in props {
+                if let Some(default) = schema.get("default") {
+                    out.insert(name.clone(), default.clone());
+                }
+            }
+        }
+        out
+    }
+}
+
+impl ElicitResult {
+    /// The user submitted `content`.
+    pub fn accept(content: JsonObject) -> Self {
+        ElicitResult {
+            action: ElicitAction::Accept,
+            content: Some(content),
+        }
+    }
+
+    /// The user declined.
+    pub fn decline() -> Self {
+        ElicitResult {
+            action: ElicitAction::Decline,
+            content: None,
+        }
+    }
+
+    /// The user dismissed the request.
+    pub fn cancel() -> Self {
+        ElicitResult {
+            action: ElicitAction::Cancel,
+            content: None,
+        }
+    }
+}
+
+/// What `completion/complete` completes: a prompt's argument or a resource template's variable.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum CompletionReference {
+    /// `{"type":"ref/prompt","name":…}`
+    #[serde(rename = "ref/prompt")]
+    Prompt {
+        /// The prompt's name.
+        name: String,
+    },
+    /// `{"type":"ref/resource","uri":…}` (the template's URI)
+    #[serde(rename = "ref/resource")]
+    Resource {
+        /// The resource template.
+        uri: String,
+    },
+}
+
+impl CompletionReference {
+    /// A prompt's argument.
+    pub fn prompt(name: impl Into<String>) -> Self {
+        CompletionReference::Prompt { name: name.into() }
+    }
+
+    /// A resource template's variable.
+    pub fn resource(uri: impl Into<String>) -> Self {
+        CompletionReference::Resource { uri: uri.into() }
+    }
+}
+
+/// The result of `server/discover` (2026-07-28).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverResult {
+    /// Every revision the server speaks.
+    pub supported_versions: Vec<String>,
+    /// What the server offers.
+    #[serde(default)]
+    pub capabilities: ServerCapabilities,
+    /// How to use the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Freshness of the answer, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// `"public"` or `"private"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<String>,
+    /// Extra metadata; `io.modelcontextprotocol/serverInfo` names the server.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+}
+
+/// The result of `initialize` (handshake revisions).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// The revision the server chose.
+    pub protocol_version: String,
+    /// What the server offers.
+    #[serde(default)]
+    pub capabilities: ServerCapabilities,
+    /// The server's name and version.
+    pub server_info: Implementation,
+    /// How to use the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

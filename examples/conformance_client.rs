@@ -1,0 +1,236 @@
+//! The client the official MCP conformance suite drives:
+//! `conformance client --command target/debug/examples/conformance_client --scenario NAME`.
+//!
+//! The suite starts a test server per scenario, runs this program with the server's URL as
+//! the last argument, and names the scenario in `MCP_CONFORMANCE_SCENARIO` (test data, when a
+//! scenario has any, is JSON in `MCP_CONFORMANCE_CONTEXT`). Everything below is ordinary use
+//! of `sake::client`: the client discovers the server's era by itself. `scripts/conformance-client.sh`
+//! runs every non-auth scenario of the 2026-07-28 and 2025-11-25 requirement sets.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use sake::client::{Client, ClientBuilder, ClientError};
+use sake::{CreateMessageResult, ElicitResult, Role, Root};
+use serde_json::{Map, Value, json};
+
+type Outcome = Result<(), ClientError>;
+
+fn builder() -> ClientBuilder {
+    Client::builder().info("sake-conformance-client", env!("CARGO_PKG_VERSION"))
+}
+
+/// Declares every capability, with handlers that accept.
+fn full_builder() -> ClientBuilder {
+    builder()
+        .on_elicitation(|_req| async { Ok(ElicitResult::accept(Map::new())) })
+        .on_sampling(|_req| async {
+            Ok(CreateMessageResult {
+                role: Role::Assistant,
+                content: json!({"type": "text", "text": "Paris"}),
+                model: "conformance-model".into(),
+                stop_reason: Some("endTurn".into()),
+            })
+        })
+        .roots(vec![Root {
+            uri: "file:///tmp/conformance".into(),
+            name: Some("conformance".into()),
+            meta: None,
+        }])
+}
+
+/// Arguments for a tool: `a`/`b` numbers (the suite's `add_numbers`), otherwise a value for
+/// each required property from its type.
+fn arguments_for(schema: &Value) -> Value {
+    let mut args = Map::new();
+    let props = schema.get("properties").and_then(Value::as_object);
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for name in required.iter().filter_map(Value::as_str) {
+        let ty = props
+            .and_then(|p| p.get(name))
+            .and_then(|p| p.get("type"))
+            .and_then(Value::as_str)
+            .unwrap_or("string");
+        let value = match (name, ty) {
+            ("a", _) => json!(2),
+            ("b", _) => json!(3),
+            (_, "integer" | "number") => json!(1),
+            (_, "boolean") => json!(true),
+            (_, "object") => json!({}),
+            (_, "array") => json!([]),
+            _ => json!("us-west1"),
+        };
+        args.insert(name.to_owned(), value);
+    }
+    Value::Object(args)
+}
+
+/// Lists the tools and calls the first one (`initialize`, `tools_call`, `sse-retry`, …).
+async fn list_and_call_first(client: &Client) -> Outcome {
+    let tools = client.list_tools().await?;
+    if let Some(tool) = tools.first() {
+        let result = client
+            .call_tool(&tool.name, arguments_for(&tool.input_schema))
+            .await?;
+        eprintln!("{} -> {:?}", tool.name, result.content);
+    }
+    Ok(())
+}
+
+async fn mrtr(url: &str) -> Outcome {
+    // The elicitation handler calls another tool while the first call waits for its retry:
+    // the other call must carry none of the first call's round state.
+    let slot: Arc<OnceLock<Client>> = Arc::new(OnceLock::new());
+    let once = Arc::new(AtomicBool::new(false));
+    let (s, o) = (Arc::clone(&slot), Arc::clone(&once));
+    let client = builder()
+        .on_elicitation(move |_req| {
+            let (s, o) = (Arc::clone(&s), Arc::clone(&o));
+            async move {
+                if !o.swap(true, Ordering::SeqCst)
+                    && let Some(c) = s.get()
+                {
+                    let r = c.call_tool("test_mrtr_unrelated", json!({})).await;
+                    eprintln!("test_mrtr_unrelated -> {r:?}");
+                }
+                let mut content = Map::new();
+                content.insert("confirmed".into(), json!(true));
+                Ok(ElicitResult::accept(content))
+            }
+        })
+        .connect(url)
+        .await?;
+    let _ = slot.set(client.clone());
+    client.list_tools().await?;
+    for tool in [
+        "test_mrtr_echo_state",
+        "test_mrtr_no_state",
+        "test_mrtr_no_result_type",
+    ] {
+        let r = client.call_tool(tool, json!({})).await?;
+        eprintln!("{tool} -> {:?}", r.content);
+    }
+    Ok(())
+}
+
+async fn run(scenario: &str, url: &str, context: Option<Value>) -> Outcome {
+    match scenario {
+        "elicitation-sep1034-client-defaults" => {
+            // Accept without filling anything: the client adds the schema's defaults.
+            let client = builder()
+                .on_elicitation(|_req| async { Ok(ElicitResult::accept(Map::new())) })
+                .connect(url)
+                .await?;
+            client.list_tools().await?;
+            let r = client
+                .call_tool("test_client_elicitation_defaults", json!({}))
+                .await?;
+            eprintln!("-> {:?}", r.content);
+            client.close().await;
+            Ok(())
+        }
+        "request-metadata" => {
+            let client = full_builder().connect(url).await?;
+            client.list_tools().await?;
+            Ok(())
+        }
+        "sep-2322-client-request-state" => mrtr(url).await,
+        "http-standard-headers" => {
+            let client = builder().connect(url).await?;
+            for tool in client.list_tools().await? {
+                client
+                    .call_tool(&tool.name, arguments_for(&tool.input_schema))
+                    .await?;
+            }
+            for resource in client.list_resources().await? {
+                client.read(&resource.uri).await?;
+            }
+            for prompt in client.list_prompts().await? {
+                client.get_prompt(&prompt.name, json!({})).await?;
+            }
+            Ok(())
+        }
+        "http-custom-headers" => {
+            let client = builder().connect(url).await?;
+            client.list_tools().await?;
+            let calls = context
+                .as_ref()
+                .and_then(|c| c.get("toolCalls"))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for call in calls {
+                let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
+                let args = call.get("arguments").cloned().unwrap_or(json!({}));
+                client.call_tool(name, args).await?;
+            }
+            Ok(())
+        }
+        "http-invalid-tool-headers" => {
+            // Tools with invalid x-mcp-header annotations are left out of list_tools().
+            let client = builder().connect(url).await?;
+            for tool in client.list_tools().await? {
+                client
+                    .call_tool(&tool.name, arguments_for(&tool.input_schema))
+                    .await?;
+            }
+            Ok(())
+        }
+        "json-schema-ref-no-deref" => {
+            builder().connect(url).await?.list_tools().await?;
+            Ok(())
+        }
+        "json-schema-2020-12-preservation" => {
+            let client = builder().connect(url).await?;
+            let tools = client.list_tools().await?;
+            let focal = tools
+                .iter()
+                .find(|t| t.name == "json_schema_2020_12_tool")
+                .map(|t| t.input_schema.clone())
+                .unwrap_or(Value::Null);
+            client
+                .call_tool("json_schema_echo", json!({ "schema": focal }))
+                .await?;
+            Ok(())
+        }
+        // initialize, tools_call, sse-retry, and anything else: list and call.
+        _ => {
+            let client = full_builder().connect(url).await?;
+            list_and_call_first(&client).await?;
+            client.close().await;
+            Ok(())
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "sake=debug".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let Some(url) = std::env::args().skip(1).last() else {
+        eprintln!("usage: MCP_CONFORMANCE_SCENARIO=<scenario> conformance_client <server-url>");
+        return ExitCode::from(2);
+    };
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let context = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok());
+    eprintln!("scenario {scenario:?} against {url}");
+    match run(&scenario, &url, context).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

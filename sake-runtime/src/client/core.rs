@@ -1,0 +1,539 @@
+//! What both transports share: reading JSON-RPC messages, matching responses to their requests,
+//! fanning notifications out, and answering the server's requests with the registered handlers.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use serde::de::Deserializer;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use tokio::sync::{broadcast, oneshot};
+
+use crate::protocol::jsonrpc::{RequestId, RpcError, code};
+use crate::protocol::meta::SUBSCRIPTION_ID;
+use crate::protocol::types::{
+    ClientCapabilities, CreateMessageRequest, CreateMessageResult, ElicitAction, ElicitRequest,
+    ElicitResult, ElicitationCapability, JsonObject, ListRootsResult, RootsCapability,
+    SamplingCapability,
+};
+
+/// A boxed, sendable future.
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// The answer to one request: its raw result, or its error.
+pub(crate) type Answer = Result<Box<RawValue>, RpcError>;
+
+/// A notification from the server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notification {
+    /// The method, e.g. `notifications/tools/list_changed`.
+    pub method: String,
+    /// The params (`null` when absent).
+    pub params: Value,
+}
+
+impl Notification {
+    /// `params._meta["io.modelcontextprotocol/subscriptionId"]`: the listen request a 2026-07-28
+    /// subscription notification belongs to.
+    pub fn subscription_id(&self) -> Option<&Value> {
+        self.params.get("_meta")?.get(SUBSCRIPTION_ID)
+    }
+
+    /// `params.uri` (`notifications/resources/updated`).
+    pub fn uri(&self) -> Option<&str> {
+        self.params.get("uri")?.as_str()
+    }
+}
+
+/// One message read from the server.
+#[derive(Debug)]
+pub(crate) enum Msg {
+    /// A response; `id` is `None` when the server could not read the request's id.
+    Response {
+        id: Option<RequestId>,
+        answer: Answer,
+    },
+    /// A request from the server (handshake revisions only).
+    Request {
+        id: RequestId,
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    /// A notification.
+    Notification(Notification),
+    /// Not a JSON-RPC message (or a response with neither `result` nor `error`).
+    Invalid(String),
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    jsonrpc: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Box<RawValue>>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Box<RawValue>>,
+}
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+struct ErrorObject {
+    code: i64,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    data: Option<Value>,
+}
+
+/// Reads a JSON-RPC error object; anything unreadable becomes an internal error describing it.
+pub(crate) fn parse_error(raw: &RawValue) -> RpcError {
+    match serde_json::from_str::<ErrorObject>(raw.get()) {
+        Ok(e) => {
+            let code = i32::try_from(e.code).unwrap_or(code::INTERNAL_ERROR);
+            let err = RpcError::new(code, e.message);
+            match e.data {
+                Some(d) => err.with_data(d),
+                None => err,
+            }
+        }
+        Err(_) => RpcError::internal(format!(
+            "the server sent an unreadable error object: {}",
+            clip(raw.get())
+        )),
+    }
+}
+
+/// Shortens text for error messages.
+pub(crate) fn clip(s: &str) -> String {
+    const MAX: usize = 200;
+    if s.len() <= MAX {
+        return s.to_owned();
+    }
+    let mut end = MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// Reads one message.
+pub(crate) fn parse_message(bytes: &[u8]) -> Msg {
+    let env: Envelope = match serde_json::from_slice(bytes) {
+        Ok(env) => env,
+        Err(e) => {
+            return Msg::Invalid(format!(
+                "not a JSON-RPC message ({e}): {}",
+                clip(&String::from_utf8_lossy(bytes))
+            ));
+        }
+    };
+    if env.jsonrpc.as_deref() != Some("2.0") {
+        return Msg::Invalid("a message without `\"jsonrpc\": \"2.0\"`".into());
+    }
+    let id = match &env.id {
+        None => None,
+        Some(raw) if raw.get() == "null" => None,
+        Some(raw) => match serde_json::from_str::<RequestId>(raw.get()) {
+            Ok(id) => Some(id),
+            Err(_) => return Msg::Invalid(format!("an unusable id {}", clip(raw.get()))),
+        },
+    };
+    if let Some(method) = env.method {
+        return match id {
+            Some(id) => Msg::Request {
+                id,
+                method,
+                params: env.params,
+            },
+            None => Msg::Notification(Notification {
+                method,
+                params: env
+                    .params
+                    .and_then(|p| serde_json::from_str(p.get()).ok())
+                    .unwrap_or(Value::Null),
+            }),
+        };
+    }
+    match (env.result, env.error) {
+        (Some(result), None) => Msg::Response {
+            id,
+            answer: Ok(result),
+        },
+        (None, Some(error)) => Msg::Response {
+            id,
+            answer: Err(parse_error(&error)),
+        },
+        (Some(_), Some(_)) => Msg::Invalid("a response with both `result` and `error`".into()),
+        (None, None) => Msg::Invalid("a response with neither `result` nor `error`".into()),
+    }
+}
+
+/// Encodes a request.
+pub(crate) fn request_body(id: &RequestId, method: &str, params: &JsonObject) -> Vec<u8> {
+    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+        .unwrap_or_default()
+}
+
+/// Encodes a notification.
+pub(crate) fn notification_body(method: &str, params: Option<&JsonObject>) -> Vec<u8> {
+    let v = match params {
+        Some(p) => json!({"jsonrpc": "2.0", "method": method, "params": p}),
+        None => json!({"jsonrpc": "2.0", "method": method}),
+    };
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
+/// Encodes the answer to a server's request.
+pub(crate) fn response_body(id: &RequestId, outcome: &Result<Value, RpcError>) -> Vec<u8> {
+    let v = match outcome {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err(e) => {
+            let mut error = json!({"code": e.code, "message": e.message});
+            if let (Some(data), Some(obj)) = (&e.data, error.as_object_mut()) {
+                obj.insert("data".into(), data.clone());
+            }
+            json!({"jsonrpc": "2.0", "id": id, "error": error})
+        }
+    };
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
+type ElicitFn = dyn Fn(ElicitRequest) -> BoxFuture<Result<ElicitResult, RpcError>> + Send + Sync;
+type SampleFn =
+    dyn Fn(CreateMessageRequest) -> BoxFuture<Result<CreateMessageResult, RpcError>> + Send + Sync;
+type RootsFn = dyn Fn() -> BoxFuture<Result<ListRootsResult, RpcError>> + Send + Sync;
+
+/// The application's answers to what a server may ask: elicitation, sampling and roots.
+///
+/// A capability is declared exactly when its handler is registered.
+#[derive(Clone, Default)]
+pub(crate) struct Handlers {
+    pub(crate) elicitation: Option<Arc<ElicitFn>>,
+    pub(crate) elicitation_url: bool,
+    pub(crate) sampling: Option<Arc<SampleFn>>,
+    pub(crate) roots: Option<Arc<RootsFn>>,
+}
+
+/// Why a handler could not answer.
+#[derive(Debug)]
+pub(crate) enum HandlerFailure {
+    Missing(String),
+    BadParams(String, String),
+    Failed(String, RpcError),
+}
+
+impl HandlerFailure {
+    /// The JSON-RPC error a legacy server is answered with.
+    pub(crate) fn to_rpc(&self) -> RpcError {
+        match self {
+            HandlerFailure::Missing(m) => RpcError::method_not_found(m),
+            HandlerFailure::BadParams(_, why) => RpcError::invalid_params(why.clone()),
+            HandlerFailure::Failed(_, e) => e.clone(),
+        }
+    }
+}
+
+impl Handlers {
+    /// The capabilities these handlers declare.
+    pub(crate) fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: self.elicitation.as_ref().map(|_| ElicitationCapability {
+                form: Some(Map::new()),
+                url: self.elicitation_url.then(Map::new),
+            }),
+            sampling: self
+                .sampling
+                .as_ref()
+                .map(|_| SamplingCapability::default()),
+            roots: self.roots.as_ref().map(|_| RootsCapability::default()),
+            ..ClientCapabilities::default()
+        }
+    }
+
+    /// Answers one request of the server (a legacy JSON-RPC request, or a 2026-07-28 input
+    /// request): the result object, or why there is none.
+    pub(crate) async fn answer(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Value, HandlerFailure> {
+        let params_str = params.map(RawValue::get).unwrap_or("{}");
+        let bad =
+            |e: serde_json::Error| HandlerFailure::BadParams(method.to_owned(), e.to_string());
+        let failed = |e: RpcError| HandlerFailure::Failed(method.to_owned(), e);
+        match method {
+            "ping" => Ok(json!({})),
+            "elicitation/create" => {
+                let Some(h) = &self.elicitation else {
+                    return Err(HandlerFailure::Missing(method.to_owned()));
+                };
+                let req: ElicitRequest = serde_json::from_str(params_str).map_err(bad)?;
+                let defaults = req.defaults();
+                let mut result = h(req).await.map_err(failed)?;
+                // SEP-1034: an accepted form carries the defaults of the fields left empty.
+                if result.action == ElicitAction::Accept && !defaults.is_empty() {
+                    let content = result.content.get_or_insert_with(Map::new);
+                    for (k, v) in defaults {
+                        content.entry(k).or_insert(v);
+                    }
+                }
+                serde_json::to_value(result).map_err(bad)
+            }
+            "sampling/createMessage" => {
+                let Some(h) = &self.sampling else {
+                    return Err(HandlerFailure::Missing(method.to_owned()));
+                };
+                let req: CreateMessageRequest = serde_json::from_str(params_str).map_err(bad)?;
+                let result = h(req).await.map_err(failed)?;
+                serde_json::to_value(result).map_err(bad)
+            }
+            "roots/list" => {
+                let Some(h) = &self.roots else {
+                    return Err(HandlerFailure::Missing(method.to_owned()));
+                };
+                let result = h().await.map_err(failed)?;
+                serde_json::to_value(result).map_err(bad)
+            }
+            other => Err(HandlerFailure::Missing(other.to_owned())),
+        }
+    }
+}
+
+/// Matches responses to requests and fans notifications out.
+pub(crate) struct Core {
+    pending: Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>,
+    next_id: AtomicI64,
+    notifications: broadcast::Sender<Notification>,
+    pub(crate) handlers: Handlers,
+}
+
+impl Core {
+    pub(crate) fn new(handlers: Handlers) -> Self {
+        Core {
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicI64::new(1),
+            notifications: broadcast::channel(1024).0,
+            handlers,
+        }
+    }
+
+    /// A fresh request id: never reused while the client lives.
+    pub(crate) fn next_id(&self) -> RequestId {
+        RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Waits for the response to `id`.
+    pub(crate) fn register(&self, id: &RequestId) -> oneshot::Receiver<Answer> {
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut p) = self.pending.lock() {
+            p.insert(id.clone(), tx);
+        }
+        rx
+    }
+
+    /// Waits for the response to `id` until the returned guard is dropped (also when the
+    /// waiting future is cancelled, e.g. by a timeout).
+    pub(crate) fn pending<'a>(
+        &'a self,
+        id: &'a RequestId,
+    ) -> (oneshot::Receiver<Answer>, PendingGuard<'a>) {
+        (self.register(id), PendingGuard { core: self, id })
+    }
+
+    /// Stops waiting for `id`.
+    pub(crate) fn unregister(&self, id: &RequestId) {
+        if let Ok(mut p) = self.pending.lock() {
+            p.remove(id);
+        }
+    }
+
+    /// Delivers a response; `false` when nobody waits for that id.
+    pub(crate) fn deliver(&self, id: &RequestId, answer: Answer) -> bool {
+        let tx = self.pending.lock().ok().and_then(|mut p| p.remove(id));
+        match tx {
+            Some(tx) => tx.send(answer).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Fails every waiting request (the connection is gone).
+    pub(crate) fn close_all(&self) {
+        if let Ok(mut p) = self.pending.lock() {
+            p.clear();
+        }
+    }
+
+    /// Publishes a notification.
+    pub(crate) fn notify(&self, n: Notification) {
+        tracing::debug!(method = %n.method, "notification from the server");
+        let _ = self.notifications.send(n);
+    }
+
+    /// A receiver of every notification from now on.
+    pub(crate) fn listen(&self) -> broadcast::Receiver<Notification> {
+        self.notifications.subscribe()
+    }
+
+    /// Routes one message: responses to their waiters, notifications to listeners. A request
+    /// of the server is handed back for the transport to answer. `current` is the request
+    /// whose stream the message came on, which an id-less error response belongs to.
+    pub(crate) fn route(
+        &self,
+        msg: Msg,
+        current: Option<&RequestId>,
+    ) -> Option<(RequestId, String, Option<Box<RawValue>>)> {
+        match msg {
+            Msg::Response { id, answer } => {
+                let Some(id) = id.as_ref().or(current) else {
+                    tracing::warn!("dropping a response without an id");
+                    return None;
+                };
+                if !self.deliver(id, answer) {
+                    tracing::warn!(%id, "dropping a response to no pending request");
+                }
+                None
+            }
+            Msg::Notification(n) => {
+                self.notify(n);
+                None
+            }
+            Msg::Request { id, method, params } => Some((id, method, params)),
+            Msg::Invalid(why) => {
+                match current {
+                    Some(id) => {
+                        // On a request's own stream, garbage is that request's answer.
+                        self.deliver(
+                            id,
+                            Err(RpcError::new(
+                                code::PARSE_ERROR,
+                                format!("unparseable reply: {why}"),
+                            )
+                            .with_data(json!({"sake.client": "invalid-reply"}))),
+                        );
+                    }
+                    None => tracing::warn!("ignoring an invalid message: {why}"),
+                }
+                None
+            }
+        }
+    }
+}
+
+/// Marks the error `route` makes of an unparseable reply, so that it is told apart from a
+/// server's own -32700.
+pub(crate) fn is_invalid_reply(e: &RpcError) -> bool {
+    e.code == code::PARSE_ERROR && e.data.as_ref().and_then(|d| d.get("sake.client")).is_some()
+}
+
+/// Stops waiting for a response when dropped.
+pub(crate) struct PendingGuard<'a> {
+    core: &'a Core,
+    id: &'a RequestId,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.core.unregister(self.id);
+    }
+}
+
+/// Aborts a background task when dropped.
+#[derive(Debug)]
+pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_every_kind_of_message() {
+        assert!(matches!(
+            parse_message(br#"{"jsonrpc":"2.0","id":3,"result":{"a":1}}"#),
+            Msg::Response { id: Some(RequestId::Number(3)), answer: Ok(r) } if r.get() == r#"{"a":1}"#
+        ));
+        match parse_message(
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad","data":{"x":1}}}"#,
+        ) {
+            Msg::Response {
+                id: None,
+                answer: Err(e),
+            } => {
+                assert_eq!(e.code, -32600);
+                assert_eq!(e.data, Some(json!({"x": 1})));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse_message(br#"{"jsonrpc":"2.0","id":"s1","method":"roots/list"}"#),
+            Msg::Request { method, .. } if method == "roots/list"
+        ));
+        assert!(matches!(
+            parse_message(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#),
+            Msg::Notification(n) if n.params == json!({"progress": 1})
+        ));
+        assert!(matches!(
+            parse_message(br#"{"jsonrpc":"2.0","id":1}"#),
+            Msg::Invalid(_)
+        ));
+        assert!(matches!(parse_message(b"<html>"), Msg::Invalid(_)));
+        assert!(matches!(
+            parse_message(br#"{"id":1,"result":{}}"#),
+            Msg::Invalid(_)
+        ));
+    }
+
+    #[tokio::test]
+    async fn accepted_forms_get_the_schema_defaults() {
+        let handlers = Handlers {
+            elicitation: Some(Arc::new(|_req| {
+                Box::pin(async {
+                    Ok(ElicitResult::accept(
+                        json!({"name": "Ada"})
+                            .as_object()
+                            .cloned()
+                            .unwrap_or_default(),
+                    ))
+                })
+            })),
+            ..Handlers::default()
+        };
+        let params = RawValue::from_string(
+            json!({"message": "m", "requestedSchema": {"type": "object", "properties": {
+                "name": {"type": "string", "default": "John"},
+                "age": {"type": "integer", "default": 30}}}})
+            .to_string(),
+        )
+        .unwrap();
+        let v = handlers
+            .answer("elicitation/create", Some(&params))
+            .await
+            .unwrap();
+        assert_eq!(
+            v,
+            json!({"action": "accept", "content": {"name": "Ada", "age": 30}})
+        );
+        assert!(matches!(
+            handlers.answer("sampling/createMessage", None).await,
+            Err(HandlerFailure::Missing(_))
+        ));
+    }
+}

@@ -1,0 +1,141 @@
+//! What can go wrong when talking to a server.
+
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::types::CallToolResult;
+
+/// Why a client operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The URL cannot be used (not `http://`, or malformed).
+    #[error("invalid server URL {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The server could not be reached, or the connection broke.
+    #[error("network error talking to {url}: {message}")]
+    Network {
+        /// The server URL.
+        url: String,
+        /// The underlying error.
+        message: String,
+    },
+    /// The server answered with an HTTP status that carries no JSON-RPC answer.
+    #[error("HTTP {status} from the server{}", if body.is_empty() { String::new() } else { format!(": {body}") })]
+    Http {
+        /// The HTTP status.
+        status: u16,
+        /// The start of the response body.
+        body: String,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error("the server answered {method} with an error: {error}")]
+    Rpc {
+        /// The request's method.
+        method: String,
+        /// The error.
+        error: Box<RpcError>,
+        /// The HTTP status it came with (200 on stdio).
+        status: u16,
+    },
+    /// A tool ran and failed (`isError: true`).
+    #[error("tool {name} failed: {}", tool_error_text(result))]
+    Tool {
+        /// The tool's name.
+        name: String,
+        /// The failed result, as sent.
+        result: Box<CallToolResult>,
+    },
+    /// The server's answer breaks the protocol (unparseable, wrong shape, unknown `resultType`).
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// No revision both sides speak.
+    #[error("no common protocol revision: {0}")]
+    UnsupportedVersion(String),
+    /// A header value cannot be sent (a control byte, or non-ASCII where Base64 is not allowed).
+    #[error("refusing to send the {name} header: {reason}")]
+    InvalidHeader {
+        /// The header.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The server asked for something the client has no handler for.
+    #[error("the server asked for {method}, but no handler for it is registered")]
+    MissingHandler {
+        /// `elicitation/create`, `sampling/createMessage` or `roots/list`.
+        method: String,
+    },
+    /// A registered handler failed.
+    #[error("the {method} handler failed: {error}")]
+    Handler {
+        /// The method it served.
+        method: String,
+        /// Its error.
+        error: Box<RpcError>,
+    },
+    /// The server kept asking for input (more rounds than allowed).
+    #[error("{method} still needs input after {rounds} rounds")]
+    TooManyRounds {
+        /// The request's method.
+        method: String,
+        /// How many rounds were made.
+        rounds: usize,
+    },
+    /// A method the negotiated revision does not have.
+    #[error("{method} does not exist in revision {revision}")]
+    NotInRevision {
+        /// The method.
+        method: String,
+        /// The negotiated revision.
+        revision: String,
+    },
+    /// No answer in time.
+    #[error("{method} timed out after {millis} ms")]
+    Timeout {
+        /// The request's method.
+        method: String,
+        /// The limit.
+        millis: u128,
+    },
+    /// The connection (the child process, or the client) is closed.
+    #[error("the connection is closed")]
+    Closed,
+    /// The server process could not be started.
+    #[error("could not start the server process: {0}")]
+    Spawn(#[source] std::io::Error),
+    /// Reading or writing the server process's pipes failed.
+    #[error("I/O error on the server's stdio: {0}")]
+    Io(#[source] std::io::Error),
+    /// A result did not have the expected type.
+    #[error("could not decode the result of {method}: {error}")]
+    Decode {
+        /// The request's method.
+        method: String,
+        /// The decoding error.
+        #[source]
+        error: serde_json::Error,
+    },
+}
+
+fn tool_error_text(result: &CallToolResult) -> String {
+    let text: Vec<&str> = result.content.iter().filter_map(|c| c.as_text()).collect();
+    if text.is_empty() {
+        "(no text)".to_owned()
+    } else {
+        text.join(" ")
+    }
+}
+
+impl ClientError {
+    /// The JSON-RPC error, when the server answered with one.
+    pub fn rpc(&self) -> Option<&RpcError> {
+        match self {
+            ClientError::Rpc { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,547 @@
+//! Streamable HTTP, both eras, on hyper's HTTP/1 client.
+//!
+//! Each request is one POST; its answer is a JSON body or an event stream carrying
+//! notifications (and, on the handshake revisions, the server's own requests) before the
+//! response. On the handshake revisions the client also keeps the session id, the
+//! `MCP-Protocol-Version` header, the standalone GET stream, and resumes a dropped stream with
+//! `Last-Event-ID` after the server's `retry` interval.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use tokio::sync::oneshot;
+
+use super::core::{AbortOnDrop, Answer, Core, Msg, clip, parse_message, response_body};
+use super::error::ClientError;
+use super::negotiate::{Body, Exchange};
+use super::sse::Parser;
+use crate::protocol::Revision;
+use crate::protocol::jsonrpc::RequestId;
+use crate::transport::http::headers::{PROTOCOL_VERSION, SESSION_ID};
+
+/// The longest non-streamed body read.
+const MAX_BODY: usize = 64 << 20;
+/// The longest event-stream line.
+const MAX_LINE: usize = 64 << 20;
+/// How long to wait before resuming a stream whose server named no `retry` interval.
+const DEFAULT_RETRY: Duration = Duration::from_millis(1000);
+/// How often a dropped stream is resumed before the request is given up.
+const MAX_RESUMES: usize = 5;
+
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+/// The handshake-era state of the connection.
+#[derive(Debug, Default)]
+struct Session {
+    /// The revision `initialize` settled on: sent as `MCP-Protocol-Version` from then on.
+    version: Option<Revision>,
+    /// The session id, as the server last minted it.
+    id: Option<HeaderValue>,
+}
+
+/// One HTTP endpoint.
+pub(crate) struct Http {
+    pub(crate) url: String,
+    uri: http::Uri,
+    hyper: HyperClient<HttpConnector, Full<Bytes>>,
+    headers: HeaderMap,
+    session: Mutex<Session>,
+    pub(crate) core: Arc<Core>,
+    get_stream: Mutex<Option<AbortOnDrop>>,
+}
+
+/// Checks a header value before it is sent: visible ASCII and spaces only (no control byte).
+pub(crate) fn header_value(name: &str, value: &str) -> Result<HeaderValue, ClientError> {
+    if let Some(b) = value
+        .bytes()
+        .find(|&b| !(b == b' ' || (0x21..=0x7e).contains(&b)))
+    {
+        return Err(ClientError::InvalidHeader {
+            name: name.to_owned(),
+            reason: format!(
+                "the value {value:?} holds the byte 0x{b:02x}; only visible ASCII and spaces may be sent"
+            ),
+        });
+    }
+    HeaderValue::from_str(value).map_err(|e| ClientError::InvalidHeader {
+        name: name.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        })
+}
+
+async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, String> {
+    let mut body = body;
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| e.to_string())?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > limit {
+                return Err(format!("the response body exceeds {limit} bytes"));
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(Bytes::from(out))
+}
+
+/// The messages of a JSON body: one object, or an array of them (2025-03-26 batches).
+fn json_messages(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let trimmed = bytes.trim_ascii_start();
+    if trimmed.first() == Some(&b'[')
+        && let Ok(items) = serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(bytes)
+    {
+        return items
+            .into_iter()
+            .map(|r| r.get().as_bytes().to_vec())
+            .collect();
+    }
+    vec![bytes.to_vec()]
+}
+
+impl Http {
+    pub(crate) fn new(url: &str, headers: HeaderMap, core: Arc<Core>) -> Result<Self, ClientError> {
+        let bad = |reason: String| ClientError::InvalidUrl {
+            url: url.to_owned(),
+            reason,
+        };
+        let uri: http::Uri = url.parse().map_err(|e| bad(format!("{e}")))?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some("https") => {
+                return Err(bad(
+                    "https is not supported by this client; reach TLS servers through a local proxy".into(),
+                ));
+            }
+            _ => return Err(bad("the URL must start with http://".into())),
+        }
+        if uri.host().is_none() {
+            return Err(bad("the URL has no host".into()));
+        }
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let hyper = HyperClient::builder(TokioExecutor::new()).build(connector);
+        Ok(Http {
+            url: url.to_owned(),
+            uri,
+            hyper,
+            headers,
+            session: Mutex::new(Session::default()),
+            core,
+            get_stream: Mutex::new(None),
+        })
+    }
+
+    /// Sets the handshake revision (sent as `MCP-Protocol-Version` from now on).
+    pub(crate) fn set_version(&self, version: Option<Revision>) {
+        if let Ok(mut s) = self.session.lock() {
+            s.version = version;
+        }
+    }
+
+    /// Forgets the session (before a new `initialize`).
+    pub(crate) fn reset_session(&self) {
+        if let Ok(mut s) = self.session.lock() {
+            *s = Session::default();
+        }
+        if let Ok(mut g) = self.get_stream.lock() {
+            g.take();
+        }
+    }
+
+    /// Whether a session id is held.
+    pub(crate) fn has_session(&self) -> bool {
+        self.session.lock().is_ok_and(|s| s.id.is_some())
+    }
+
+    /// The session id, if any.
+    pub(crate) fn session_id(&self) -> Option<String> {
+        self.session.lock().ok().and_then(|s| {
+            s.id.as_ref()
+                .and_then(|v| v.to_str().ok().map(str::to_owned))
+        })
+    }
+
+    fn network(&self, e: impl std::fmt::Display) -> ClientError {
+        ClientError::Network {
+            url: self.url.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    fn request(
+        &self,
+        method: Method,
+        extra: HeaderMap,
+        body: Bytes,
+    ) -> Result<Request<Full<Bytes>>, ClientError> {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(self.uri.clone())
+            .body(Full::new(body))
+            .map_err(|e| self.network(e))?;
+        let h = req.headers_mut();
+        for (k, v) in &self.headers {
+            h.append(k, v.clone());
+        }
+        if let Ok(s) = self.session.lock() {
+            if let Some(v) = s.version {
+                h.insert(PROTOCOL_VERSION, HeaderValue::from_static(v.as_str()));
+            }
+            if let Some(id) = &s.id {
+                h.insert(SESSION_ID, id.clone());
+            }
+        }
+        for (k, v) in extra {
+            if let Some(k) = k {
+                h.insert(k, v);
+            }
+        }
+        Ok(req)
+    }
+
+    /// Keeps the session id the server sends (a re-minted one replaces the old).
+    fn track_session(&self, headers: &HeaderMap) -> Result<(), ClientError> {
+        let Some(v) = headers.get(SESSION_ID) else {
+            return Ok(());
+        };
+        if v.is_empty() || v.as_bytes().iter().any(|b| !(0x21..=0x7e).contains(b)) {
+            return Err(ClientError::Protocol(
+                "the server sent an Mcp-Session-Id that is not visible ASCII".into(),
+            ));
+        }
+        if let Ok(mut s) = self.session.lock()
+            && s.id.as_ref() != Some(v)
+        {
+            if s.id.is_some() {
+                tracing::debug!("the server re-minted the session id");
+            }
+            s.id = Some(v.clone());
+        }
+        Ok(())
+    }
+
+    /// POSTs a request and returns its answer. `headers` are the 2026-07-28 headers (none on
+    /// the handshake revisions, whose headers come from the session). `sessions` says whether
+    /// an `Mcp-Session-Id` in the answer is taken.
+    pub(crate) async fn post_request(
+        self: &Arc<Self>,
+        id: &RequestId,
+        body: Vec<u8>,
+        headers: HeaderMap,
+        sessions: bool,
+    ) -> Result<Exchange, ClientError> {
+        let (rx, _waiting) = self.core.pending(id);
+        self.post_inner(id, rx, body, headers, sessions).await
+    }
+
+    async fn post_inner(
+        self: &Arc<Self>,
+        id: &RequestId,
+        mut rx: oneshot::Receiver<Answer>,
+        body: Vec<u8>,
+        mut headers: HeaderMap,
+        sessions: bool,
+    ) -> Result<Exchange, ClientError> {
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
+        let req = self.request(Method::POST, headers, Bytes::from(body))?;
+        let resp = self.hyper.request(req).await.map_err(|e| self.network(e))?;
+        let status = resp.status().as_u16();
+        if sessions {
+            self.track_session(resp.headers())?;
+        }
+        let stream = is_event_stream(resp.headers());
+        let body = resp.into_body();
+        if !(200..300).contains(&status) {
+            let bytes = read_body(body, 1 << 20).await.unwrap_or_default();
+            return Ok(Exchange {
+                status,
+                body: match parse_message(&bytes) {
+                    Msg::Response { id: rid, answer }
+                        if rid.is_none() || rid.as_ref() == Some(id) =>
+                    {
+                        Body::Response(answer)
+                    }
+                    _ => Body::Other(clip(&String::from_utf8_lossy(&bytes))),
+                },
+            });
+        }
+        if stream {
+            return self.follow_stream(id, rx, status, body).await;
+        }
+        let bytes = read_body(body, MAX_BODY)
+            .await
+            .map_err(|e| self.network(e))?;
+        if bytes.trim_ascii().is_empty() {
+            return Ok(Exchange {
+                status,
+                body: Body::Other(String::new()),
+            });
+        }
+        for msg in json_messages(&bytes) {
+            self.handle(parse_message(&msg), Some(id)).await;
+        }
+        Ok(Exchange {
+            status,
+            body: match rx.try_recv() {
+                Ok(answer) => Body::Response(answer),
+                Err(_) => Body::Other(clip(&String::from_utf8_lossy(&bytes))),
+            },
+        })
+    }
+
+    /// Reads a request's event stream until its response, resuming it when it drops early.
+    async fn follow_stream(
+        self: &Arc<Self>,
+        id: &RequestId,
+        mut rx: oneshot::Receiver<Answer>,
+        status: u16,
+        body: Incoming,
+    ) -> Result<Exchange, ClientError> {
+        let mut parser = Parser::new(MAX_LINE);
+        let mut body = Some(body);
+        let mut resumes = 0;
+        loop {
+            if let Some(b) = body.take() {
+                let pump = self.pump(b, &mut parser, Some(id));
+                tokio::pin!(pump);
+                tokio::select! {
+                    answer = &mut rx => {
+                        return match answer {
+                            Ok(a) => Ok(Exchange { status, body: Body::Response(a) }),
+                            Err(_) => Err(ClientError::Closed),
+                        };
+                    }
+                    end = &mut pump => {
+                        if let Err(e) = end {
+                            tracing::debug!("the event stream of request {id} broke: {e}");
+                        }
+                    }
+                }
+            }
+            if let Ok(a) = rx.try_recv() {
+                return Ok(Exchange {
+                    status,
+                    body: Body::Response(a),
+                });
+            }
+            // The stream ended before the response: resume it (handshake revisions only; a
+            // 2026-07-28 stream carries no event ids).
+            let Some(last) = parser.last_id.clone() else {
+                return Err(ClientError::Protocol(format!(
+                    "the event stream of request {id} ended before its response"
+                )));
+            };
+            if resumes == MAX_RESUMES {
+                return Err(ClientError::Protocol(format!(
+                    "the event stream of request {id} dropped {MAX_RESUMES} times"
+                )));
+            }
+            resumes += 1;
+            let wait = parser
+                .retry_ms
+                .map(Duration::from_millis)
+                .unwrap_or(DEFAULT_RETRY);
+            tracing::debug!(%id, last_event_id = %last, ?wait, "resuming a dropped event stream");
+            tokio::time::sleep(wait).await;
+            match self.open_get(Some(&last)).await? {
+                Some(b) => body = Some(b),
+                None => {
+                    return Err(ClientError::Protocol(format!(
+                        "the event stream of request {id} dropped and the server refused to resume it"
+                    )));
+                }
+            }
+        }
+    }
+
+    /// GETs the endpoint's event stream (resuming after `last_event_id` when given); `None`
+    /// when the server offers none.
+    async fn open_get(&self, last_event_id: Option<&str>) -> Result<Option<Incoming>, ClientError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(last) = last_event_id {
+            headers.insert(
+                HeaderName::from_static("last-event-id"),
+                header_value("Last-Event-ID", last)?,
+            );
+        }
+        let req = self.request(Method::GET, headers, Bytes::new())?;
+        let resp = self.hyper.request(req).await.map_err(|e| self.network(e))?;
+        if resp.status() != StatusCode::OK || !is_event_stream(resp.headers()) {
+            tracing::debug!(status = %resp.status(), "the server offers no GET event stream");
+            return Ok(None);
+        }
+        Ok(Some(resp.into_body()))
+    }
+
+    /// Opens the standalone GET stream, when the server offers one, and keeps reading it.
+    pub(crate) async fn start_get_stream(self: &Arc<Self>) {
+        let body = match self.open_get(None).await {
+            Ok(Some(body)) => body,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!("no standalone event stream: {e}");
+                return;
+            }
+        };
+        let this = Arc::clone(self);
+        let task = tokio::spawn(async move {
+            let mut parser = Parser::new(MAX_LINE);
+            let mut body = Some(body);
+            let mut failures = 0;
+            loop {
+                if let Some(b) = body.take()
+                    && let Err(e) = this.pump(b, &mut parser, None).await
+                {
+                    tracing::debug!("the standalone event stream broke: {e}");
+                }
+                let wait = parser
+                    .retry_ms
+                    .map(Duration::from_millis)
+                    .unwrap_or(DEFAULT_RETRY);
+                tokio::time::sleep(wait).await;
+                match this.open_get(parser.last_id.clone().as_deref()).await {
+                    Ok(Some(b)) => {
+                        failures = 0;
+                        body = Some(b);
+                    }
+                    _ => {
+                        failures += 1;
+                        if failures >= 3 {
+                            tracing::debug!("giving up on the standalone event stream");
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        if let Ok(mut g) = self.get_stream.lock() {
+            *g = Some(AbortOnDrop(task));
+        }
+    }
+
+    /// Stops reading the standalone GET stream.
+    pub(crate) fn stop_get_stream(&self) {
+        if let Ok(mut g) = self.get_stream.lock() {
+            g.take();
+        }
+    }
+
+    /// Reads events until the stream ends, routing each message.
+    async fn pump(
+        &self,
+        mut body: Incoming,
+        parser: &mut Parser,
+        current: Option<&RequestId>,
+    ) -> Result<(), String> {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| e.to_string())?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            for event in parser.feed(&data)? {
+                if event.data.trim().is_empty() {
+                    continue;
+                }
+                if !matches!(event.event.as_deref(), None | Some("message")) {
+                    continue;
+                }
+                self.handle(parse_message(event.data.as_bytes()), current)
+                    .await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Routes one message; answers a request of the server with the registered handlers.
+    async fn handle(&self, msg: Msg, current: Option<&RequestId>) {
+        let Some((rid, method, params)) = self.core.route(msg, current) else {
+            return;
+        };
+        tracing::debug!(%rid, %method, "request from the server");
+        let outcome = self
+            .core
+            .handlers
+            .answer(&method, params.as_deref())
+            .await
+            .map_err(|f| f.to_rpc());
+        let body = response_body(&rid, &outcome);
+        if let Err(e) = self.post_message(body).await {
+            tracing::warn!(%method, "could not answer the server's request: {e}");
+        }
+    }
+
+    /// POSTs a notification or a response: no answer is expected beyond a 2xx status.
+    pub(crate) async fn post_message(&self, body: Vec<u8>) -> Result<u16, ClientError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
+        let req = self.request(Method::POST, headers, Bytes::from(body))?;
+        let resp = self.hyper.request(req).await.map_err(|e| self.network(e))?;
+        let status = resp.status().as_u16();
+        let bytes = read_body(resp.into_body(), 1 << 20)
+            .await
+            .unwrap_or_default();
+        if !(200..300).contains(&status) {
+            return Err(ClientError::Http {
+                status,
+                body: clip(&String::from_utf8_lossy(&bytes)),
+            });
+        }
+        Ok(status)
+    }
+
+    /// Ends the session with DELETE (the server may refuse with 405).
+    pub(crate) async fn delete_session(&self) {
+        if !self.has_session() {
+            return;
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("*/*"));
+        if let Ok(req) = self.request(Method::DELETE, headers, Bytes::new()) {
+            match self.hyper.request(req).await {
+                Ok(resp) => tracing::debug!(status = %resp.status(), "session ended"),
+                Err(e) => tracing::debug!("DELETE failed: {e}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_bytes_are_refused() {
+        assert!(header_value("Mcp-Method", "tools/list").is_ok());
+        assert!(header_value("Mcp-Method", "tools/\nlist").is_err());
+        assert!(header_value("Mcp-Method", "tools\u{7f}").is_err());
+        assert!(header_value("Mcp-Method", "outils/é").is_err());
+    }
+
+    #[test]
+    fn batches_are_split() {
+        assert_eq!(json_messages(br#"[{"a":1},{"b":2}]"#).len(), 2);
+        assert_eq!(json_messages(br#"{"a":1}"#).len(), 1);
+    }
+}

@@ -1,0 +1,160 @@
+//! An incremental `text/event-stream` parser (the WHATWG event-stream rules), enough for MCP:
+//! `data`, `id`, `retry` and `event`; comments and unknown fields are ignored.
+
+/// One dispatched event.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Event {
+    /// The `data` lines, joined with `\n`.
+    pub data: String,
+    /// The `event` name, if any.
+    pub event: Option<String>,
+}
+
+/// Feeds bytes in, takes events out; remembers the last event id and retry interval.
+#[derive(Debug, Default)]
+pub(crate) struct Parser {
+    buf: Vec<u8>,
+    data: Option<String>,
+    event: Option<String>,
+    /// The last `id` seen on the stream (what `Last-Event-ID` resumes from).
+    pub last_id: Option<String>,
+    /// The last `retry` interval, in milliseconds.
+    pub retry_ms: Option<u64>,
+    /// The largest line kept before giving up on a stream (guards memory).
+    max_line: usize,
+}
+
+impl Parser {
+    pub(crate) fn new(max_line: usize) -> Self {
+        Parser {
+            max_line,
+            ..Parser::default()
+        }
+    }
+
+    /// Adds bytes and returns the events they complete. `Err` when one line outgrows the limit.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Event>, String> {
+        self.buf.extend_from_slice(bytes);
+        let mut events = Vec::new();
+        let mut start = 0;
+        let mut i = 0;
+        while i < self.buf.len() {
+            let b = self.buf[i];
+            if b == b'\n' || b == b'\r' {
+                // A lone CR at the end of the buffer may be half of CRLF: wait for more.
+                if b == b'\r' && i + 1 == self.buf.len() {
+                    break;
+                }
+                let line = String::from_utf8_lossy(&self.buf[start..i]).into_owned();
+                let next = if b == b'\r' && self.buf.get(i + 1) == Some(&b'\n') {
+                    i + 2
+                } else {
+                    i + 1
+                };
+                if let Some(e) = self.line(&line) {
+                    events.push(e);
+                }
+                start = next;
+                i = next;
+            } else {
+                i += 1;
+            }
+        }
+        self.buf.drain(..start);
+        if self.buf.len() > self.max_line
+            || self.data.as_ref().is_some_and(|d| d.len() > self.max_line)
+        {
+            return Err(format!(
+                "an event-stream line is longer than {} bytes",
+                self.max_line
+            ));
+        }
+        Ok(events)
+    }
+
+    fn line(&mut self, line: &str) -> Option<Event> {
+        if line.is_empty() {
+            let data = self.data.take();
+            let event = self.event.take();
+            return data.map(|data| Event { data, event });
+        }
+        if line.starts_with(':') {
+            return None;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line, ""),
+        };
+        match field {
+            "data" => match &mut self.data {
+                Some(d) => {
+                    d.push('\n');
+                    d.push_str(value);
+                }
+                None => self.data = Some(value.to_owned()),
+            },
+            "event" => self.event = Some(value.to_owned()),
+            "id" if !value.contains('\0') => self.last_id = Some(value.to_owned()),
+            "retry" => {
+                if let Ok(ms) = value.parse::<u64>() {
+                    self.retry_ms = Some(ms);
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_events_across_chunks_and_line_endings() {
+        let mut p = Parser::new(1 << 20);
+        let mut out = p.feed(b"id: e1\nretry: 500\ndata: \n\n").unwrap();
+        assert_eq!(
+            out,
+            vec![Event {
+                data: String::new(),
+                event: None
+            }]
+        );
+        assert_eq!(p.last_id.as_deref(), Some("e1"));
+        assert_eq!(p.retry_ms, Some(500));
+        out = p.feed(b"event: message\r\ndata: {\"a\":").unwrap();
+        assert!(out.is_empty());
+        out = p.feed(b"1}\r").unwrap();
+        assert!(out.is_empty());
+        out = p.feed(b"\n\r\n: comment\n\ndata:x\ndata:y\n\n").unwrap();
+        assert_eq!(
+            out,
+            vec![
+                Event {
+                    data: "{\"a\":1}".into(),
+                    event: Some("message".into())
+                },
+                Event {
+                    data: "x\ny".into(),
+                    event: None
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn refuses_endless_lines_and_events() {
+        let mut p = Parser::new(8);
+        assert!(p.feed(b"data: 0123456789").is_err());
+        let mut p = Parser::new(8);
+        assert!(
+            p.feed(
+                b"data: 0123
+data: 4567
+"
+            )
+            .is_err()
+        );
+    }
+}
