@@ -4,6 +4,9 @@
 #![warn(missing_docs)]
 
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handler;
 pub mod protocol;
 pub mod registry;
