@@ -83,7 +83,9 @@ fn message(headers: &HeaderMap, decoded: Result<Incoming<'_>, DecodeError>) {
             let raw = match outcome {
                 Ok(r) | Err(r) => r,
             };
-            assert!(serde_json::from_str::<Value>(raw.get()).is_ok());
+            // Raw, not parsed: serde_json's `RawValue` accepts a lone surrogate escape
+            // (`"\uDBF0"`) that `Value` refuses, so only check that something is there.
+            assert!(!raw.get().is_empty());
         }
     }
 }
