@@ -154,6 +154,8 @@ fuzz_target!(|data: &[u8]| {
     let Some(req) = request(world, data) else {
         return;
     };
+    // A response to HEAD has no body, whatever its Content-Type says.
+    let head = req.method() == Method::HEAD;
     let resp = world
         .rt
         .block_on(world.router.clone().oneshot(req))
@@ -166,7 +168,9 @@ fuzz_target!(|data: &[u8]| {
         );
     }
     assert!(STATUSES.contains(&status), "unexpected status {status}");
-    check_body(world, resp);
+    if !head {
+        check_body(world, resp);
+    }
 });
 
 fn request(world: &World, data: &[u8]) -> Option<Request<Body>> {
