@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Work (`all`): 2026-07-28 tool calls, lists and discovery, progress streams, three-round MRTR
-//! calls, `subscriptions/listen` with a triggered list change; 2025-11-25 sessions
+//! calls, `subscriptions/listen` with a triggered list change (triggered again until it
+//! arrives, since behind a balancer the trigger may reach another replica); 2025-11-25 sessions
 //! (initialize, a call, sampling answered on the call's stream, a resource subscription, a GET
 //! stream receiving a list change, DELETE); 2025-03-26 sessions with a batch. `modern` keeps
 //! only the 2026-07-28 work. With `--pid` it samples the server's RSS and open file
@@ -450,20 +451,23 @@ impl Client {
             ack["method"] == "notifications/subscriptions/acknowledged",
             || format!("listen ack: {ack}"),
         )?;
-        self.modern_result("tools/call", json!({ "name": "test_trigger_tool_change" }))
-            .await?;
-        loop {
-            let m = stream
-                .next()
-                .await?
-                .ok_or("the listen stream ended before the list change")?;
-            if m["method"] == "notifications/tools/list_changed" {
-                return expect(
-                    m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == id,
-                    || format!("untagged notification {m}"),
-                );
+        // Notifications are per process: behind a balancer the trigger may reach another
+        // replica than the stream, so trigger again until one lands on the stream's.
+        for _ in 0..20 {
+            self.modern_result("tools/call", json!({ "name": "test_trigger_tool_change" }))
+                .await?;
+            let wait = Duration::from_millis(300);
+            while let Ok(m) = tokio::time::timeout(wait, stream.next()).await {
+                let m = m?.ok_or("the listen stream ended before the list change")?;
+                if m["method"] == "notifications/tools/list_changed" {
+                    return expect(
+                        m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == id,
+                        || format!("untagged notification {m}"),
+                    );
+                }
             }
         }
+        Err("no list change on the listen stream after 20 triggers".into())
     }
 
     async fn initialize(&mut self, version: &str) -> Res<Vec<(&'static str, String)>> {
