@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of sake on a fresh machine: installs the pinned test peers (Node 22, the
 # official MCP conformance suite, the TypeScript SDK client) into .tools/, then runs the Rust
-# tests (unit, integration, wire, interop, UI, doc) and the conformance suite.
+# tests (unit, integration, wire, interop, UI, doc), the conformance suite, and the suite
+# through three replicas behind nginx (deploy/replicas.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -34,5 +35,17 @@ fi
 if [ -x scripts/conformance-client.sh ]; then
   echo "==> conformance (client)"
   scripts/conformance-client.sh
+fi
+# --- three replicas behind nginx (deploy/): the suite through nginx, shared sessions, a replica
+# killed under load. Skipped (exit 77) where nginx is missing and apt-get cannot install it.
+if [ -x deploy/replicas.sh ]; then
+  echo "==> replicas behind nginx"
+  rc=0
+  deploy/replicas.sh || rc=$?
+  if [ "$rc" -eq 77 ]; then
+    echo "    (skipped: no nginx)"
+  elif [ "$rc" -ne 0 ]; then
+    exit "$rc"
+  fi
 fi
 echo "==> all tests passed"

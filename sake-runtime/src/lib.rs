@@ -6,6 +6,9 @@
 #[cfg(feature = "client")]
 pub mod client;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handler;
 pub mod protocol;
 pub mod registry;

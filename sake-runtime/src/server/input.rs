@@ -632,6 +632,19 @@ mod tests {
                 .code,
             -32602
         );
+        // Issued to nobody in particular, or to another caller: refused to this one.
+        let caller = |p: &str| RoundKey {
+            principal: Some(p.into()),
+            ..key.clone()
+        };
+        assert!(Mrtr::start(&signer, caller("alice"), Some(&raw), None).is_err());
+        let m = Mrtr::start(&signer, caller("alice"), None, Some(&responses)).unwrap();
+        let alices =
+            serde_json::value::to_raw_value(&m.next_state(&signer, Duration::from_secs(60)))
+                .unwrap();
+        assert!(Mrtr::start(&signer, caller("alice"), Some(&alices), None).is_ok());
+        assert!(Mrtr::start(&signer, caller("bob"), Some(&alices), None).is_err());
+        assert!(Mrtr::start(&signer, key.clone(), Some(&alices), None).is_err());
         let tampered = serde_json::value::to_raw_value(&format!("{state}-TAMPERED")).unwrap();
         assert!(Mrtr::start(&signer, key.clone(), Some(&tampered), None).is_err());
         let null = serde_json::value::RawValue::from_string("null".into()).unwrap();

@@ -217,6 +217,28 @@ mod tests {
         assert_eq!(s.verify("s1.x.y"), Err(Refused::Invalid));
     }
 
+    /// deploy/nginx.conf hashes the 36 characters after `s1.`: they must depend only on the
+    /// session's random id, so that a re-issued token keeps the session on its replica.
+    #[test]
+    fn re_issued_tokens_keep_their_routing_key() {
+        let s = sessions(3600);
+        let session =
+            Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+        let first = s.mint(&session);
+        let mut changed = session.clone();
+        changed.log_level = Some(LoggingLevel::Debug);
+        changed.revision = Revision::V2025_03_26;
+        changed.issued_at = 0;
+        let second = s
+            .signer()
+            .sign(Domain::Session, &serde_json::to_vec(&changed).unwrap());
+        assert!(first.starts_with("s1.") && second.starts_with("s1."));
+        assert_eq!(first[3..39], second[3..39]);
+        let other =
+            Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+        assert_ne!(s.mint(&other)[3..39], first[3..39]);
+    }
+
     #[test]
     fn old_tokens_expire() {
         let s = sessions(10);

@@ -328,7 +328,7 @@ struct VersionOnly<'a> {
 
 /// Digest C7: modern when `_meta` names a protocol version, or when the version header names
 /// something other than a handshake revision.
-fn is_modern(headers: &HeaderMap, params: &Params<'_>) -> bool {
+pub(crate) fn is_modern(headers: &HeaderMap, params: &Params<'_>) -> bool {
     if header_era(headers) == Era::Modern && headers.contains_key(headers::PROTOCOL_VERSION) {
         return true;
     }

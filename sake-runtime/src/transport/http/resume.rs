@@ -175,9 +175,29 @@ impl Stream for Reader {
 /// Every resumable stream of this process.
 #[derive(Debug)]
 pub(crate) struct Streams {
-    map: Mutex<HashMap<u64, Arc<RespStream>>>,
+    map: Mutex<Registry>,
     next: AtomicU64,
     max: usize,
+}
+
+#[derive(Debug)]
+struct Registry {
+    streams: HashMap<u64, Arc<RespStream>>,
+    /// When streams that ended more than `LINGER` ago were last dropped.
+    swept: Instant,
+}
+
+impl Registry {
+    /// Drops the streams that ended more than `LINGER` ago.
+    fn sweep(&mut self) {
+        self.streams.retain(|_, s| {
+            s.state
+                .lock()
+                .map(|st| st.finished_at.is_none_or(|t| t.elapsed() < LINGER))
+                .unwrap_or(false)
+        });
+        self.swept = Instant::now();
+    }
 }
 
 impl Streams {
@@ -186,7 +206,10 @@ impl Streams {
         let mut seed = [0u8; 4];
         let _ = getrandom::fill(&mut seed);
         Streams {
-            map: Mutex::new(HashMap::new()),
+            map: Mutex::new(Registry {
+                streams: HashMap::new(),
+                swept: Instant::now(),
+            }),
             next: AtomicU64::new(u64::from(u32::from_le_bytes(seed)) << 16),
             max,
         }
@@ -202,17 +225,14 @@ impl Streams {
             state: Mutex::new(State::default()),
             notify: Notify::new(),
         });
-        if let Ok(mut map) = self.map.lock() {
-            if map.len() >= self.max / 2 {
-                map.retain(|_, s| {
-                    s.state
-                        .lock()
-                        .map(|st| st.finished_at.is_none_or(|t| t.elapsed() < LINGER))
-                        .unwrap_or(false)
-                });
+        if let Ok(mut reg) = self.map.lock() {
+            // Ended streams go a minute after they end (checked every quarter of that), or
+            // at once when the registry is half full.
+            if reg.swept.elapsed() >= LINGER / 4 || reg.streams.len() >= self.max / 2 {
+                reg.sweep();
             }
-            if map.len() < self.max && with_ids {
-                map.insert(id, stream.clone());
+            if reg.streams.len() < self.max && with_ids {
+                reg.streams.insert(id, stream.clone());
             }
         }
         stream
@@ -223,7 +243,7 @@ impl Streams {
         let (stream, seq) = last_event_id.trim().split_once('.')?;
         let stream: u64 = stream.parse().ok()?;
         let seq: usize = seq.parse().ok()?;
-        let s = self.map.lock().ok()?.get(&stream).cloned()?;
+        let s = self.map.lock().ok()?.streams.get(&stream).cloned()?;
         (s.sid == sid).then_some((s, seq + 1))
     }
 }
@@ -268,6 +288,26 @@ mod tests {
                 .is_none()
         );
         assert!(streams.resume("sess", "garbage").is_none());
+    }
+
+    #[test]
+    fn ended_streams_are_forgotten_after_a_minute() {
+        let streams = Streams::new(1_000_000);
+        let old = streams.open("sess", true);
+        old.finish();
+        let running = streams.open("sess", true);
+        if let Ok(mut st) = old.state.lock() {
+            st.finished_at = Instant::now().checked_sub(LINGER + Duration::from_secs(1));
+        }
+        // Not yet time to sweep: both stay.
+        streams.open("sess", true);
+        assert_eq!(streams.map.lock().unwrap().streams.len(), 3);
+        streams.map.lock().unwrap().swept = Instant::now() - LINGER;
+        streams.open("sess", true);
+        let reg = streams.map.lock().unwrap();
+        assert_eq!(reg.streams.len(), 3);
+        assert!(!reg.streams.contains_key(&old.id));
+        assert!(reg.streams.contains_key(&running.id));
     }
 
     #[tokio::test]

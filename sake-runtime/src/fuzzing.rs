@@ -1,0 +1,88 @@
+//! Entry points for the fuzz targets in `fuzz/`: the private checks they exercise, callable
+//! from outside the crate. Compiled only with the `fuzzing` feature; not an API.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use http::HeaderMap;
+use serde_json::value::RawValue;
+
+use crate::protocol::Revision;
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::meta::Params;
+use crate::protocol::types::ClientCapabilities;
+use crate::server::input::{Mrtr, RoundKey};
+use crate::server::session::{Session, Sessions};
+use crate::server::signing::Signer;
+
+/// Whether the endpoint serves a request with these headers and params statelessly
+/// (2026-07-28) rather than as part of a handshake session (digest C7).
+pub fn is_modern(headers: &HeaderMap, params: &Params<'_>) -> bool {
+    crate::transport::http::is_modern(headers, params)
+}
+
+/// Session ids and `requestState` under one key, as a server holding that key mints and
+/// checks them.
+#[derive(Debug)]
+pub struct Keys {
+    sessions: Sessions,
+}
+
+fn round_key(name: &str, arguments: Option<&RawValue>, principal: Option<&str>) -> RoundKey {
+    RoundKey {
+        method: "tools/call",
+        name: Cow::Owned(name.to_owned()),
+        arguments: arguments.map(ToOwned::to_owned),
+        principal: principal.map(str::to_owned),
+    }
+}
+
+impl Keys {
+    /// Keys signing with `key`; `None` for an empty key.
+    pub fn new(key: &[u8]) -> Option<Keys> {
+        let sessions = Sessions::new(
+            Signer::new(key)?,
+            Duration::from_secs(3600),
+            Duration::from_secs(600),
+            16,
+        );
+        Some(Keys { sessions })
+    }
+
+    /// A fresh session id of a handshake session at `revision`.
+    pub fn mint_session(&self, revision: Revision) -> Option<String> {
+        let session = Session::new(revision, ClientCapabilities::default(), None)?;
+        Some(self.sessions.mint(&session))
+    }
+
+    /// Whether the endpoint would accept `token` as a session id.
+    pub fn verify_session(&self, token: &str) -> bool {
+        self.sessions.verify(token).is_ok()
+    }
+
+    /// The `requestState` a `tools/call` of `name` with `arguments`, by `principal`, gets
+    /// after a round whose `inputResponses` were `answers`.
+    pub fn mint_request_state(
+        &self,
+        name: &str,
+        arguments: Option<&RawValue>,
+        principal: Option<&str>,
+        answers: Option<&RawValue>,
+    ) -> Result<String, RpcError> {
+        let signer = self.sessions.signer();
+        let round = Mrtr::start(signer, round_key(name, arguments, principal), None, answers)?;
+        Ok(round.next_state(signer, Duration::from_secs(600)))
+    }
+
+    /// Whether a retry of that call carrying `state` (raw JSON, as in `params`) is accepted.
+    pub fn verify_request_state(
+        &self,
+        state: &RawValue,
+        name: &str,
+        arguments: Option<&RawValue>,
+        principal: Option<&str>,
+    ) -> bool {
+        let key = round_key(name, arguments, principal);
+        Mrtr::start(self.sessions.signer(), key, Some(state), None).is_ok()
+    }
+}
