@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use base64::Engine as _;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 
 use crate::protocol::jsonrpc::RpcError;
 
@@ -26,7 +26,18 @@ const SENTINEL_SUFFIX: &str = "?=";
 ///
 /// `Ok(None)` when absent; -32020 when it holds bytes that are not visible ASCII or space.
 pub fn read<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, RpcError> {
-    let Some(value) = headers.get(name) else {
+    // The names read on every request are looked up as prebuilt `HeaderName`s: a `&str` is
+    // parsed and lowercased on each lookup.
+    static KNOWN: [HeaderName; 3] = [
+        HeaderName::from_static(PROTOCOL_VERSION),
+        HeaderName::from_static(METHOD),
+        HeaderName::from_static(NAME),
+    ];
+    let value = match KNOWN.iter().find(|k| k.as_str() == name) {
+        Some(known) => headers.get(known),
+        None => headers.get(name),
+    };
+    let Some(value) = value else {
         return Ok(None);
     };
     let bytes = value.as_bytes();
