@@ -517,6 +517,29 @@ fn throughput(o: &Opts, rep: &mut Report, workload: &str, title: &str, specs: &[
         loads.join("; "),
         t.render()
     ));
+    // Servers measured next to each other in a round saw about the same load: the median of
+    // the per-round ratios cancels more of the machine's drift than the ratio of medians.
+    let per_round = |j: Option<usize>| -> Option<(f64, Vec<f64>)> {
+        let j = j?;
+        let sake_i = find(Kind::Sake)?;
+        let v: Vec<f64> = (0..samples[j].rps.len())
+            .map(|r| samples[sake_i].rps[r] / samples[j].rps[r])
+            .collect();
+        Some((median(v.clone()), v))
+    };
+    let mut lines = String::new();
+    for (name, j) in [("bare axum", ax), ("rmcp", rm)] {
+        if let Some((m, v)) = per_round(j) {
+            let each: Vec<String> = v.iter().map(|x| format!("{x:.2}")).collect();
+            writeln!(
+                lines,
+                "- sake's req/s ÷ {name}'s, per round: {} (median {m:.2}×)",
+                each.join(", ")
+            )
+            .unwrap();
+        }
+    }
+    rep.section(&format!("\n{lines}"));
     let sake_i = find(Kind::Sake).expect("sake in every workload");
     let sake_rps = med(&samples[sake_i].rps);
     let vs = |j: Option<usize>| {
