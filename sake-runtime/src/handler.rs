@@ -290,6 +290,11 @@ pub fn decode_tool_args<A: DeserializeOwned>(
         .map(RawValue::get)
         .filter(|s| *s != "null")
         .unwrap_or("{}");
+    // Valid arguments decode without tracking the path (which allocates per field); only a
+    // failure is decoded again, to name the field.
+    if let Ok(args) = serde_json::from_str(json) {
+        return Ok(args);
+    }
     let de = &mut serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
@@ -335,6 +340,11 @@ pub fn decode_prompt_args<A: DeserializeOwned>(
         .map(RawValue::get)
         .filter(|s| *s != "null")
         .unwrap_or("{}");
+    // Valid arguments decode without tracking the path (which allocates per field); only a
+    // failure is decoded again, to name the field.
+    if let Ok(args) = serde_json::from_str(json) {
+        return Ok(args);
+    }
     let de = &mut serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();

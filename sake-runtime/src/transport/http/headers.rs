@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use base64::Engine as _;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 
 use crate::protocol::jsonrpc::RpcError;
 
@@ -28,7 +28,17 @@ const SENTINEL_SUFFIX: &str = "?=";
 /// another line than the one checked), or holds anything but visible ASCII and interior
 /// spaces (a tab or a control byte must be sent Base64-encoded).
 pub fn read<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, RpcError> {
-    let mut values = headers.get_all(name).into_iter();
+    // The names read on every request are looked up as prebuilt `HeaderName`s: a `&str` is
+    // parsed and lowercased on each lookup.
+    static KNOWN: [HeaderName; 3] = [
+        HeaderName::from_static(PROTOCOL_VERSION),
+        HeaderName::from_static(METHOD),
+        HeaderName::from_static(NAME),
+    ];
+    let mut values = match KNOWN.iter().find(|k| k.as_str() == name) {
+        Some(known) => headers.get_all(known).into_iter(),
+        None => headers.get_all(name).into_iter(),
+    };
     let Some(value) = values.next() else {
         return Ok(None);
     };

@@ -98,7 +98,11 @@ async fn post(State(shared): State<Arc<Shared>>, request: Request) -> Response {
         error = Empty
     );
     let started = std::time::Instant::now();
-    let resp = serve_post(shared, request).instrument(span.clone()).await;
+    // Boxed: the request's future is large (every path's state), and axum and tower move
+    // the handler's future several times before polling it; a box moves as a pointer.
+    let resp = Box::pin(serve_post(shared, request))
+        .instrument(span.clone())
+        .await;
     let status = resp.status().as_u16();
     let streaming = resp
         .headers()

@@ -1,0 +1,957 @@
+//! `sake-bench`: runs the workloads of docs/benchmarks.md against sake, bare axum and rmcp in
+//! one run, interleaved A B C A B C, and prints one table per workload.
+//!
+//! Servers run pinned to one core (`taskset -c 0`), the load generator (wrk, or this
+//! process) to the other. Usually started by `benches/run.sh`, which builds everything first.
+//!
+//! ```text
+//! sake-bench [--quick] [--rounds N] [--duration SECS] [--connections N] [--sessions N]
+//!            [--only call,session,list,progress,startup,memory,build] [--out FILE]
+//! ```
+
+mod buildcost;
+mod http;
+mod stats;
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use stats::{Table, median, micros, ratio, thousands};
+
+pub const WORKLOADS: [&str; 7] = [
+    "call", "session", "list", "progress", "startup", "memory", "build",
+];
+
+#[derive(Clone, Debug)]
+pub struct Opts {
+    pub quick: bool,
+    pub rounds: usize,
+    pub duration: u32,
+    pub warmup: u32,
+    pub connections: u32,
+    pub sessions: usize,
+    /// rmcp keeps every session (about 65 KiB each here): it gets fewer, not to fill the
+    /// memory of a shared machine.
+    pub rmcp_sessions: usize,
+    pub startup_samples: usize,
+    pub only: Vec<String>,
+    pub out: Option<PathBuf>,
+    pub server_core: String,
+    pub load_core: String,
+    /// Where the release binaries are (this program's own directory).
+    pub bin_dir: PathBuf,
+    /// `benches/`.
+    pub bench_dir: PathBuf,
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: sake-bench [--quick] [--rounds N] [--duration SECS] [--connections N] [--sessions N] [--only {}] [--out FILE]",
+        WORKLOADS.join(",")
+    );
+    std::process::exit(2)
+}
+
+fn parse_opts() -> Opts {
+    let bin_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let bench_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let mut o = Opts {
+        quick: false,
+        rounds: 3,
+        duration: 10,
+        warmup: 2,
+        connections: 32,
+        sessions: 100_000,
+        rmcp_sessions: 20_000,
+        startup_samples: 5,
+        only: Vec::new(),
+        out: None,
+        server_core: "0".into(),
+        load_core: "1".into(),
+        bin_dir,
+        bench_dir,
+    };
+    let mut explicit_rounds = None;
+    let mut explicit_duration = None;
+    let mut explicit_sessions = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || args.next().unwrap_or_else(|| usage());
+        match a.as_str() {
+            "--quick" => o.quick = true,
+            "--rounds" => explicit_rounds = value().parse().ok(),
+            "--duration" => explicit_duration = value().parse().ok(),
+            "--connections" => o.connections = value().parse().unwrap_or_else(|_| usage()),
+            "--sessions" => explicit_sessions = value().parse().ok(),
+            "--rmcp-sessions" => o.rmcp_sessions = value().parse().unwrap_or_else(|_| usage()),
+            "--only" => {
+                o.only = value().split(',').map(|s| s.trim().to_owned()).collect();
+                if let Some(bad) = o.only.iter().find(|w| !WORKLOADS.contains(&w.as_str())) {
+                    eprintln!("unknown workload {bad:?}");
+                    usage();
+                }
+            }
+            "--out" => o.out = Some(PathBuf::from(value())),
+            "--server-core" => o.server_core = value(),
+            "--load-core" => o.load_core = value(),
+            "-h" | "--help" => usage(),
+            _ => usage(),
+        }
+    }
+    if o.quick {
+        o.rounds = 1;
+        o.duration = 2;
+        o.warmup = 1;
+        o.sessions = 2_000;
+        o.startup_samples = 2;
+    }
+    o.rounds = explicit_rounds.unwrap_or(o.rounds).max(1);
+    o.duration = explicit_duration.unwrap_or(o.duration).max(1);
+    o.sessions = explicit_sessions.unwrap_or(o.sessions).max(200);
+    o.rmcp_sessions = o.rmcp_sessions.clamp(200, o.sessions);
+    o
+}
+
+impl Opts {
+    fn selected(&self, w: &str) -> bool {
+        if self.only.is_empty() {
+            // The build-cost workload builds three crates from scratch first: not in a smoke run.
+            !(self.quick && w == "build")
+        } else {
+            self.only.iter().any(|o| o == w)
+        }
+    }
+}
+
+/// `/proc/loadavg`'s first three fields.
+pub fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "?".into())
+}
+
+fn rss_kib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+// ------------------------------------------------------------------------------ servers
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Axum,
+    Sake,
+    Rmcp,
+}
+
+#[derive(Clone, Debug)]
+struct Spec {
+    label: &'static str,
+    kind: Kind,
+    program: &'static str,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl Spec {
+    fn new(label: &'static str, kind: Kind, program: &'static str, args: &[&str]) -> Spec {
+        Spec {
+            label,
+            kind,
+            program,
+            args: args.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
+        }
+    }
+}
+
+fn axum() -> Spec {
+    Spec::new("bare axum", Kind::Axum, "axum-server", &[])
+}
+fn sake() -> Spec {
+    Spec::new("sake", Kind::Sake, "sake-server", &[])
+}
+fn sake_1k() -> Spec {
+    Spec::new("sake", Kind::Sake, "sake-server-1k", &[])
+}
+fn rmcp_stateless() -> Spec {
+    Spec::new("rmcp stateless", Kind::Rmcp, "rmcp-server", &["stateless"])
+}
+fn rmcp_legacy() -> Spec {
+    Spec::new("rmcp session", Kind::Rmcp, "rmcp-server", &["legacy"])
+}
+fn rmcp_1k() -> Spec {
+    Spec::new(
+        "rmcp stateless",
+        Kind::Rmcp,
+        "rmcp-server",
+        &["stateless", "1k"],
+    )
+}
+
+static PORT: AtomicU16 = AtomicU16::new(0);
+
+fn next_port() -> u16 {
+    if PORT.load(Ordering::Relaxed) == 0 {
+        let base = 20_000 + (std::process::id() % 2_000) as u16 * 10;
+        let _ = PORT.compare_exchange(0, base, Ordering::Relaxed, Ordering::Relaxed);
+    }
+    PORT.fetch_add(1, Ordering::Relaxed)
+}
+
+struct Running {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Running {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+    fn rss(&self) -> f64 {
+        rss_kib(self.pid()).unwrap_or(f64::NAN)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Spawns a server pinned to the server core; does not wait.
+fn spawn(o: &Opts, spec: &Spec) -> (Child, SocketAddr) {
+    let port = next_port();
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let logs = o.bench_dir.join("target/bench-logs");
+    let _ = std::fs::create_dir_all(&logs);
+    let log = std::fs::File::create(logs.join(format!("{}-{port}.log", spec.program)))
+        .expect("a log file");
+    let child = Command::new("taskset")
+        .arg("-c")
+        .arg(&o.server_core)
+        .arg(o.bin_dir.join(spec.program))
+        .arg(port.to_string())
+        .args(&spec.args)
+        .envs(spec.env.iter().cloned())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", spec.program));
+    (child, addr)
+}
+
+fn start(o: &Opts, spec: &Spec) -> Running {
+    let (child, addr) = spawn(o, spec);
+    let running = Running { child, addr };
+    if !http::wait_listening(addr, Duration::from_secs(120)) {
+        panic!("{} did not listen on {addr}", spec.program);
+    }
+    running
+}
+
+// ----------------------------------------------------------------------------------- wrk
+
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+struct WrkOut {
+    requests: u64,
+    duration_us: u64,
+    p50_us: f64,
+    p99_us: f64,
+    errors: u64,
+}
+
+fn wrk(o: &Opts, script: &str, addr: SocketAddr, seconds: u32, env: &[(String, String)]) -> WrkOut {
+    let script = o.bench_dir.join("wrk").join(script);
+    let out = Command::new("taskset")
+        .arg("-c")
+        .arg(&o.load_core)
+        .arg("wrk")
+        .arg("-t1")
+        .arg(format!("-c{}", o.connections))
+        .arg(format!("-d{seconds}s"))
+        .arg("--timeout")
+        .arg("5s")
+        .arg("-s")
+        .arg(&script)
+        .arg(format!("http://{addr}/mcp"))
+        .envs(env.iter().cloned())
+        .output()
+        .expect("wrk (install it: apt-get install wrk)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("BENCH_JSON "))
+        .unwrap_or_else(|| {
+            panic!(
+                "wrk printed no result:\n{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    serde_json::from_str(line).expect("wrk's BENCH_JSON line")
+}
+
+// ------------------------------------------------------------------------ the workloads
+
+/// Samples of one server in one workload.
+#[derive(Default, Clone)]
+struct Samples {
+    rps: Vec<f64>,
+    p50: Vec<f64>,
+    p99: Vec<f64>,
+    errors: Vec<f64>,
+    rss: Vec<f64>,
+    loads: Vec<String>,
+}
+
+struct Report {
+    markdown: String,
+    /// (target, met, figure)
+    targets: Vec<(String, bool, String)>,
+}
+
+impl Report {
+    fn section(&mut self, text: &str) {
+        print!("{text}");
+        self.markdown.push_str(text);
+    }
+    fn target(&mut self, name: &str, figure: f64, at_least: Option<f64>, at_most: Option<f64>) {
+        let met = figure.is_finite()
+            && at_least.is_none_or(|t| figure >= t)
+            && at_most.is_none_or(|t| figure <= t);
+        self.targets
+            .push((name.to_owned(), met, format!("{figure:.2}")));
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+/// Checks that a server answers the workload's request correctly before loading it.
+fn check(workload: &str, spec: &Spec, addr: SocketAddr, sid: Option<&str>) {
+    let (ok, what) = match workload {
+        "call" => {
+            let r = http::probe(
+                addr,
+                http::MODERN_CALL,
+                &http::modern_headers("tools/call", Some("add")),
+            );
+            (
+                matches!(&r, Some((200, b)) if contains(b, br#""text":"5""#)),
+                r,
+            )
+        }
+        "list" => {
+            let r = http::probe(
+                addr,
+                http::MODERN_LIST,
+                &http::modern_headers("tools/list", None),
+            );
+            (
+                matches!(&r, Some((200, b)) if contains(b, b"lookup_0997")),
+                r,
+            )
+        }
+        "progress" => {
+            let body = http::MODERN_CALL
+                .replace(
+                    r#"clientCapabilities":{}"#,
+                    r#"clientCapabilities":{},"progressToken":7"#,
+                )
+                .replace(
+                    r#""name":"add","arguments":{"a":2,"b":3}"#,
+                    r#""name":"progress","arguments":{}"#,
+                );
+            let r = http::probe(
+                addr,
+                &body,
+                &http::modern_headers("tools/call", Some("progress")),
+            );
+            let ok = matches!(&r, Some((200, b)) if count(b, b"notifications/progress") == 10 && contains(b, b"done"));
+            (ok, r)
+        }
+        "session" => {
+            let mut h = vec![("mcp-protocol-version", "2025-11-25".to_owned())];
+            if let Some(s) = sid {
+                h.push(("mcp-session-id", s.to_owned()));
+            }
+            let r = http::probe(addr, http::LEGACY_CALL, &h);
+            (
+                matches!(&r, Some((200, b)) if contains(b, br#""text":"5""#)),
+                r,
+            )
+        }
+        _ => (true, None),
+    };
+    if !ok {
+        panic!(
+            "{} answered the {workload} request wrongly: {:?}",
+            spec.label,
+            what.map(|(s, b)| (s, String::from_utf8_lossy(&b).into_owned()))
+        );
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    count(hay, needle) > 0
+}
+
+fn count(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len()).filter(|w| *w == needle).count()
+}
+
+/// A throughput workload: every server, `rounds` times, interleaved.
+fn throughput(o: &Opts, rep: &mut Report, workload: &str, title: &str, specs: &[Spec]) {
+    let script = format!("{workload}.lua");
+    let mut samples: Vec<Samples> = vec![Samples::default(); specs.len()];
+    let load_before = load();
+    for round in 0..o.rounds {
+        for (i, spec) in specs.iter().enumerate() {
+            let server = start(o, spec);
+            let mut env = Vec::new();
+            let mut sid = None;
+            if workload == "session" && spec.kind != Kind::Axum {
+                let s = rt()
+                    .block_on(async {
+                        let mut c = http::Conn::open(server.addr).await?;
+                        http::open_session(&mut c).await
+                    })
+                    .unwrap_or_else(|e| panic!("{}: cannot open a session: {e}", spec.label));
+                env.push(("MCP_SESSION_ID".to_owned(), s.clone()));
+                sid = Some(s);
+            }
+            check(workload, spec, server.addr, sid.as_deref());
+            let _ = wrk(o, &script, server.addr, o.warmup, &env);
+            let l = load();
+            let w = wrk(o, &script, server.addr, o.duration, &env);
+            let rps = w.requests as f64 / (w.duration_us as f64 / 1e6);
+            eprintln!(
+                "  {workload} round {} {:<16} {:>9} req/s  p50 {:>8}  p99 {:>8}  errors {}  (load {l})",
+                round + 1,
+                spec.label,
+                thousands(rps),
+                micros(w.p50_us),
+                micros(w.p99_us),
+                w.errors
+            );
+            let s = &mut samples[i];
+            s.rps.push(rps);
+            s.p50.push(w.p50_us);
+            s.p99.push(w.p99_us);
+            s.errors.push(w.errors as f64);
+            s.rss.push(server.rss());
+            s.loads.push(l);
+        }
+    }
+    let med = |v: &Vec<f64>| median(v.clone());
+    let find = |k: Kind| specs.iter().position(|s| s.kind == k);
+    let (ax, rm) = (find(Kind::Axum), find(Kind::Rmcp));
+    let mut t = Table::new(&[
+        "server",
+        "req/s",
+        "×axum",
+        "×rmcp",
+        "p50",
+        "×axum",
+        "×rmcp",
+        "p99",
+        "×axum",
+        "×rmcp",
+        "errors",
+        "RSS after",
+    ]);
+    for (i, spec) in specs.iter().enumerate() {
+        let s = &samples[i];
+        let base = |j: Option<usize>, f: &dyn Fn(&Samples) -> f64| j.map(|j| f(&samples[j]));
+        let rps = med(&s.rps);
+        let p50 = med(&s.p50);
+        let p99 = med(&s.p99);
+        t.row(vec![
+            spec.label.to_owned(),
+            thousands(rps),
+            ratio(rps, base(ax, &|s| med(&s.rps))),
+            ratio(rps, base(rm, &|s| med(&s.rps))),
+            micros(p50),
+            ratio(p50, base(ax, &|s| med(&s.p50))),
+            ratio(p50, base(rm, &|s| med(&s.p50))),
+            micros(p99),
+            ratio(p99, base(ax, &|s| med(&s.p99))),
+            ratio(p99, base(rm, &|s| med(&s.p99))),
+            format!("{}", s.errors.iter().sum::<f64>()),
+            format!("{:.1} MiB", med(&s.rss) / 1024.0),
+        ]);
+    }
+    let loads: Vec<String> = samples
+        .iter()
+        .zip(specs)
+        .map(|(s, spec)| format!("{}: {}", spec.label, s.loads.join(" / ")))
+        .collect();
+    rep.section(&format!(
+        "\n### {title}\n\nMedians of {} interleaved round(s) of {} s each (wrk -t1 -c{}), after a {} s warm-up. Load average before: {load_before}; at each measurement: {}.\n\n{}",
+        o.rounds,
+        o.duration,
+        o.connections,
+        o.warmup,
+        loads.join("; "),
+        t.render()
+    ));
+    // Servers measured next to each other in a round saw about the same load: the median of
+    // the per-round ratios cancels more of the machine's drift than the ratio of medians.
+    let per_round = |j: Option<usize>| -> Option<(f64, Vec<f64>)> {
+        let j = j?;
+        let sake_i = find(Kind::Sake)?;
+        let v: Vec<f64> = (0..samples[j].rps.len())
+            .map(|r| samples[sake_i].rps[r] / samples[j].rps[r])
+            .collect();
+        Some((median(v.clone()), v))
+    };
+    let mut lines = String::new();
+    for (name, j) in [("bare axum", ax), ("rmcp", rm)] {
+        if let Some((m, v)) = per_round(j) {
+            let each: Vec<String> = v.iter().map(|x| format!("{x:.2}")).collect();
+            writeln!(
+                lines,
+                "- sake's req/s ÷ {name}'s, per round: {} (median {m:.2}×)",
+                each.join(", ")
+            )
+            .unwrap();
+        }
+    }
+    rep.section(&format!("\n{lines}"));
+    let sake_i = find(Kind::Sake).expect("sake in every workload");
+    let sake_rps = med(&samples[sake_i].rps);
+    let vs = |j: Option<usize>| {
+        j.map(|j| sake_rps / med(&samples[j].rps))
+            .unwrap_or(f64::NAN)
+    };
+    match workload {
+        "call" => {
+            rep.target(
+                "2026-07-28 tools/call ≥ 0.7× bare axum",
+                vs(ax),
+                Some(0.7),
+                None,
+            );
+            rep.target("2026-07-28 tools/call ≥ 4× rmcp", vs(rm), Some(4.0), None);
+        }
+        "session" => rep.target(
+            "legacy session tools/call ≥ 0.6× bare axum",
+            vs(ax),
+            Some(0.6),
+            None,
+        ),
+        "list" => rep.target(
+            "tools/list of 1,000 tools ≥ 0.8× bare axum (same bytes)",
+            vs(ax),
+            Some(0.8),
+            None,
+        ),
+        _ => {}
+    }
+}
+
+/// Workload 5: exec to the first answered `tools/call`, with 1,000 tools.
+fn startup(o: &Opts, rep: &mut Report) {
+    let specs = [axum(), sake_1k(), rmcp_1k()];
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
+    let mut rss: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
+    let load_before = load();
+    for _ in 0..o.rounds {
+        for (i, spec) in specs.iter().enumerate() {
+            for _ in 0..o.startup_samples {
+                let started = Instant::now();
+                let (child, addr) = spawn(o, spec);
+                let server = Running { child, addr };
+                let headers = http::modern_headers("tools/call", Some("add"));
+                let elapsed = loop {
+                    match http::probe(addr, http::MODERN_CALL, &headers) {
+                        Some((200, _)) => break started.elapsed(),
+                        Some((status, body)) => panic!(
+                            "{} answered {status} at start-up: {}",
+                            spec.label,
+                            String::from_utf8_lossy(&body)
+                        ),
+                        None if started.elapsed() > Duration::from_secs(60) => {
+                            panic!("{} never answered", spec.label)
+                        }
+                        None => std::thread::sleep(Duration::from_micros(500)),
+                    }
+                };
+                times[i].push(elapsed.as_secs_f64() * 1e6);
+                rss[i].push(server.rss());
+            }
+        }
+    }
+    let mut t = Table::new(&[
+        "server (1,000 tools)",
+        "exec → first answer",
+        "×axum",
+        "×rmcp",
+        "RSS idle",
+    ]);
+    let m: Vec<f64> = times.iter().map(|v| median(v.clone())).collect();
+    for (i, spec) in specs.iter().enumerate() {
+        t.row(vec![
+            spec.label.to_owned(),
+            micros(m[i]),
+            ratio(m[i], Some(m[0])),
+            ratio(m[i], Some(m[2])),
+            format!("{:.1} MiB", median(rss[i].clone()) / 1024.0),
+        ]);
+    }
+    rep.section(&format!(
+        "\n### 5. Start-up: exec to the first answered tools/call (1,000 tools)\n\nMedians of {} samples ({} rounds × {}), interleaved; polled every 0.5 ms. Bare axum has no tools to register: it is the floor of process start and bind. Load average before: {load_before}, after: {}.\n\n{}",
+        o.rounds * o.startup_samples,
+        o.rounds,
+        o.startup_samples,
+        load(),
+        t.render()
+    ));
+}
+
+/// Opens `count` sessions over `conc` connections; each is used once (`tools/call`).
+fn open_sessions(addr: SocketAddr, count: usize, conc: usize) -> (usize, usize, Duration) {
+    let started = Instant::now();
+    let next = Arc::new(AtomicUsize::new(0));
+    let errors = Arc::new(AtomicUsize::new(0));
+    let first_error: Arc<Mutex<Option<String>>> = Arc::default();
+    rt().block_on(async {
+        let mut tasks = Vec::new();
+        for _ in 0..conc {
+            let (next, errors, first_error) = (next.clone(), errors.clone(), first_error.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut conn = None;
+                while next.fetch_add(1, Ordering::Relaxed) < count {
+                    let c = match conn.take() {
+                        Some(c) => c,
+                        None => match http::Conn::open(addr).await {
+                            Ok(c) => c,
+                            Err(e) => {
+                                errors.fetch_add(1, Ordering::Relaxed);
+                                first_error.lock().unwrap().get_or_insert(e.to_string());
+                                continue;
+                            }
+                        },
+                    };
+                    let mut c = c;
+                    let r = async {
+                        let sid = http::open_session(&mut c).await?;
+                        http::session_call(&mut c, &sid).await
+                    }
+                    .await;
+                    match r {
+                        Ok(()) => conn = Some(c),
+                        Err(e) => {
+                            errors.fetch_add(1, Ordering::Relaxed);
+                            first_error.lock().unwrap().get_or_insert(e.to_string());
+                        }
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+    let errors = errors.load(Ordering::Relaxed);
+    if let Some(e) = first_error.lock().unwrap().as_ref() {
+        eprintln!("  first session error: {e}");
+    }
+    (count - errors.min(count), errors, started.elapsed())
+}
+
+/// Workload 6: RSS after 100 and after N legacy sessions, each opened and used once.
+fn memory(o: &Opts, rep: &mut Report) {
+    let specs = [sake(), rmcp_legacy()];
+    let rounds = o.rounds;
+    let mut r100: Vec<Vec<f64>> = vec![Vec::new(); 2];
+    let mut rn: Vec<Vec<f64>> = vec![Vec::new(); 2];
+    let mut rate: Vec<Vec<f64>> = vec![Vec::new(); 2];
+    let mut errs = [0usize; 2];
+    let counts = [o.sessions, o.rmcp_sessions];
+    let load_before = load();
+    for _ in 0..rounds {
+        for (i, spec) in specs.iter().enumerate() {
+            let server = start(o, spec);
+            let (_, e1, _) = open_sessions(server.addr, 100, 8);
+            std::thread::sleep(Duration::from_millis(500));
+            r100[i].push(server.rss());
+            let (ok, e2, took) = open_sessions(server.addr, counts[i] - 100, 8);
+            std::thread::sleep(Duration::from_millis(500));
+            rn[i].push(server.rss());
+            rate[i].push(ok as f64 / took.as_secs_f64());
+            errs[i] += e1 + e2;
+            eprintln!(
+                "  memory {:<14} RSS after 100: {:.1} MiB, after {}: {:.1} MiB, {} sessions/s, {} errors (load {})",
+                spec.label,
+                r100[i].last().unwrap() / 1024.0,
+                counts[i],
+                rn[i].last().unwrap() / 1024.0,
+                thousands(*rate[i].last().unwrap()),
+                e1 + e2,
+                load()
+            );
+        }
+    }
+    let n = thousands(o.sessions as f64);
+    let mut t = Table::new(&[
+        "server (session mode)",
+        "sessions N",
+        "RSS after 100",
+        "RSS after N",
+        "growth",
+        "KiB per session",
+        "sessions/s (open + call)",
+        "errors",
+    ]);
+    let mid = |v: &Vec<f64>| median(v.clone());
+    for (i, spec) in specs.iter().enumerate() {
+        t.row(vec![
+            spec.label.to_owned(),
+            thousands(counts[i] as f64),
+            format!("{:.1} MiB", mid(&r100[i]) / 1024.0),
+            format!("{:.1} MiB", mid(&rn[i]) / 1024.0),
+            ratio(mid(&rn[i]), Some(mid(&r100[i]))),
+            format!(
+                "{:.2}",
+                (mid(&rn[i]) - mid(&r100[i])) / (counts[i] - 100) as f64
+            ),
+            thousands(mid(&rate[i])),
+            errs[i].to_string(),
+        ]);
+    }
+    rep.section(&format!(
+        "\n### 6. Memory: RSS after {n} distinct 2025-11-25 sessions, each opened and used once\n\nEach session: `initialize`, `notifications/initialized`, one `tools/call`, over 8 keep-alive connections. rmcp keeps a worker and state per session (until 300 s idle), so it gets {} sessions, not to fill a shared machine's memory; its growth per session is the figure to compare. Medians of {rounds} round(s). Load average before: {load_before}, after: {}.\n\n{}",
+        thousands(o.rmcp_sessions as f64),
+        load(),
+        t.render()
+    ));
+    rep.target(
+        &format!("RSS after {n} sessions within 10% of after 100"),
+        mid(&rn[0]) / mid(&r100[0]),
+        None,
+        Some(1.1),
+    );
+}
+
+/// `sake-bench replay <port> <call|session|list> <count>`: sends `count` requests of a
+/// workload one after another on one connection, for profiling a server under callgrind or
+/// perf (instruction counts per request are stable on a busy machine, wall-clock is not).
+fn replay(mut args: impl Iterator<Item = String>) {
+    let port: u16 = args
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| usage());
+    let workload = args.next().unwrap_or_else(|| usage());
+    let count: usize = args.next().and_then(|p| p.parse().ok()).unwrap_or(10_000);
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let started = Instant::now();
+    rt().block_on(async move {
+        let mut c = http::Conn::open(addr).await.expect("connect");
+        let (body, headers): (&'static str, Vec<(&'static str, String)>) = match workload.as_str() {
+            "call" => (
+                http::MODERN_CALL,
+                http::modern_headers("tools/call", Some("add")),
+            ),
+            "list" => (http::MODERN_LIST, http::modern_headers("tools/list", None)),
+            "session" => {
+                let sid = http::open_session(&mut c).await.expect("a session");
+                (
+                    http::LEGACY_CALL,
+                    vec![
+                        ("mcp-protocol-version", "2025-11-25".to_owned()),
+                        ("mcp-session-id", sid),
+                    ],
+                )
+            }
+            _ => usage(),
+        };
+        for _ in 0..count {
+            let a = c.post(body, &headers).await.expect("an answer");
+            assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+        }
+    });
+    eprintln!("{count} requests in {:.2?}", started.elapsed());
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("replay") {
+        args.next();
+        return replay(args);
+    }
+    let o = parse_opts();
+    let which = Command::new("wrk").arg("--version").output();
+    if which.is_err() {
+        eprintln!("wrk is missing: install it with `apt-get install wrk` (benches/run.sh does)");
+        std::process::exit(1);
+    }
+    let mut rep = Report {
+        markdown: String::new(),
+        targets: Vec::new(),
+    };
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(&o.bench_dir)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let dirty = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .current_dir(&o.bench_dir)
+        .output()
+        .map(|o| !o.stdout.is_empty())
+        .unwrap_or(false);
+    let date = Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let uptime = Command::new("uptime")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_default();
+    rep.section(&format!(
+        "## Results: {date}, commit {commit}{}\n\n- `uptime` at start: `{uptime}`\n- CPU: {cpu}, {} online; servers on core {}, load generator on core {}\n- {} round(s), {} s per measurement, {} connections{}\n",
+        if dirty { " (with uncommitted changes)" } else { "" },
+        std::fs::read_to_string("/proc/cpuinfo")
+            .map(|c| c.lines().filter(|l| l.starts_with("processor")).count())
+            .unwrap_or(0),
+        o.server_core,
+        o.load_core,
+        o.rounds,
+        o.duration,
+        o.connections,
+        if o.quick { " — **quick smoke run, not a measurement**" } else { "" },
+    ));
+    let mut list_file = None;
+    if o.selected("list") {
+        // The bare axum route returns the bytes of sake's own 1,000-tool list.
+        let server = start(&o, &sake_1k());
+        let (status, body) = http::probe(
+            server.addr,
+            http::MODERN_LIST,
+            &http::modern_headers("tools/list", None),
+        )
+        .expect("sake-server-1k answers tools/list");
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        #[derive(serde::Deserialize)]
+        struct Resp<'a> {
+            #[serde(borrow)]
+            result: &'a serde_json::value::RawValue,
+        }
+        let r: Resp<'_> = serde_json::from_slice(&body).expect("a JSON-RPC result");
+        let path = o.bench_dir.join("target/bench-logs/tools_list_1k.json");
+        std::fs::write(&path, r.result.get()).expect("write the list");
+        list_file = Some(path);
+    }
+    for w in WORKLOADS {
+        if !o.selected(w) {
+            continue;
+        }
+        eprintln!("== {w} (load {})", load());
+        match w {
+            "call" => throughput(
+                &o,
+                &mut rep,
+                w,
+                "1. tools/call on 2026-07-28 (JSON response)",
+                &[axum(), sake(), rmcp_stateless()],
+            ),
+            "session" => throughput(
+                &o,
+                &mut rep,
+                w,
+                "2. tools/call inside a 2025-11-25 session",
+                &[axum(), sake(), rmcp_legacy()],
+            ),
+            "list" => {
+                let mut ax = axum();
+                ax.env.push((
+                    "AXUM_TOOLS_LIST".into(),
+                    list_file.as_ref().unwrap().display().to_string(),
+                ));
+                throughput(
+                    &o,
+                    &mut rep,
+                    w,
+                    "3. tools/list with 1,000 tools (2026-07-28)",
+                    &[ax, sake_1k(), rmcp_1k()],
+                )
+            }
+            "progress" => throughput(
+                &o,
+                &mut rep,
+                w,
+                "4. tools/call streaming 10 progress notifications over SSE (2026-07-28)",
+                &[axum(), sake(), rmcp_stateless()],
+            ),
+            "startup" => startup(&o, &mut rep),
+            "memory" => memory(&o, &mut rep),
+            "build" => {
+                let r = buildcost::run(&o, &mut |s| rep.section(s));
+                if let Some(x) = r {
+                    rep.target(
+                        "incremental release rebuild ≤ 3× bare axum",
+                        x,
+                        None,
+                        Some(3.0),
+                    );
+                }
+            }
+            _ => unreachable!(),
+        }
+    }
+    let mut summary = String::from("\n### Targets\n\n| target | figure | met |\n|:--|--:|:-:|\n");
+    for (name, met, fig) in &rep.targets {
+        writeln!(
+            summary,
+            "| {name} | {fig} | {} |",
+            if *met { "yes" } else { "**no**" }
+        )
+        .unwrap();
+    }
+    writeln!(summary, "\n`uptime` at the end: `{}`", {
+        Command::new("uptime")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default()
+    })
+    .unwrap();
+    rep.section(&summary);
+    if let Some(out) = &o.out {
+        std::fs::write(out, &rep.markdown).expect("write --out");
+        eprintln!("results written to {}", out.display());
+    }
+}

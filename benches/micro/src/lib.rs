@@ -1,0 +1,1 @@
+//! Tools registered for the micro-benchmarks live in the bench file itself.

@@ -1,0 +1,13 @@
+//! The sake server with 1,000 tools: `add`, `progress` and 998 `lookup_NNNN`. Usage:
+//! `sake-server-1k <port>`.
+
+mod common;
+
+mod lookups {
+    use sake::prelude::*;
+    include!(concat!(env!("OUT_DIR"), "/lookups_998.rs"));
+}
+
+fn main() {
+    common::main("sake-bench");
+}
