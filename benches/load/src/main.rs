@@ -209,7 +209,9 @@ static PORT: AtomicU16 = AtomicU16::new(0);
 
 fn next_port() -> u16 {
     if PORT.load(Ordering::Relaxed) == 0 {
-        let base = 20_000 + (std::process::id() % 2_000) as u16 * 10;
+        // Below the kernel's ephemeral range (32768 and up by default): wrk's and the
+        // driver's own client sockets take ports there, and a server could not bind one.
+        let base = 10_000 + (std::process::id() % 2_000) as u16 * 10;
         let _ = PORT.compare_exchange(0, base, Ordering::Relaxed, Ordering::Relaxed);
     }
     PORT.fetch_add(1, Ordering::Relaxed)
