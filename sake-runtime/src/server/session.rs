@@ -111,7 +111,17 @@ pub(crate) struct Sessions {
     pub refresh_after: Duration,
     ended: Mutex<HashMap<String, u64>>,
     max_ended: usize,
+    /// Tokens whose signature was checked, and what they say. A client sends the same id on
+    /// every request of its session, and checking the signature and decoding the payload is
+    /// most of what serving a session costs sake. Bounded by [`VERIFIED_CACHE`] entries (it
+    /// starts over when full); expiry and ending are checked on every request all the same.
+    verified: Mutex<HashMap<Box<str>, Session>>,
 }
+
+/// How many verified tokens [`Sessions`] remembers.
+const VERIFIED_CACHE: usize = 256;
+/// Longer tokens (a client announcing very large capabilities) are verified every time.
+const MAX_CACHED_TOKEN: usize = 1024;
 
 impl Sessions {
     pub fn new(
@@ -126,6 +136,7 @@ impl Sessions {
             refresh_after,
             ended: Mutex::new(HashMap::new()),
             max_ended,
+            verified: Mutex::new(HashMap::new()),
         }
     }
 
@@ -143,11 +154,31 @@ impl Sessions {
 
     /// Checks a token: signed by this key, not expired, not ended.
     pub fn verify(&self, token: &str) -> Result<Session, Refused> {
-        let payload = self
-            .signer
-            .verify(Domain::Session, token)
-            .ok_or(Refused::Invalid)?;
-        let session: Session = serde_json::from_slice(&payload).map_err(|_| Refused::Invalid)?;
+        let cached = self
+            .verified
+            .lock()
+            .ok()
+            .and_then(|cache| cache.get(token).cloned());
+        let session = match cached {
+            Some(session) => session,
+            None => {
+                let payload = self
+                    .signer
+                    .verify(Domain::Session, token)
+                    .ok_or(Refused::Invalid)?;
+                let session: Session =
+                    serde_json::from_slice(&payload).map_err(|_| Refused::Invalid)?;
+                if token.len() <= MAX_CACHED_TOKEN
+                    && let Ok(mut cache) = self.verified.lock()
+                {
+                    if cache.len() >= VERIFIED_CACHE {
+                        cache.clear();
+                    }
+                    cache.insert(token.into(), session.clone());
+                }
+                session
+            }
+        };
         let age = now_secs().saturating_sub(session.issued_at);
         if age > self.lifetime.as_secs() {
             return Err(Refused::Expired);
@@ -248,6 +279,45 @@ mod tests {
         let payload = serde_json::to_vec(&session).unwrap();
         let token = s.signer().sign(Domain::Session, &payload);
         assert_eq!(s.verify(&token), Err(Refused::Expired));
+    }
+
+    /// A token verified once is remembered, but never past its expiry or its end; forged
+    /// tokens are never remembered, and the memory is bounded.
+    #[test]
+    fn remembered_tokens_still_expire_and_end() {
+        let s = sessions(3600);
+        let session =
+            Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+        let token = s.mint(&session);
+        assert_eq!(s.verify(&token).unwrap().sid, session.sid);
+        assert_eq!(s.verify(&token).unwrap().sid, session.sid);
+        assert!(s.verified.lock().unwrap().contains_key(token.as_str()));
+        assert_eq!(s.verify("s1.x.y"), Err(Refused::Invalid));
+        assert_eq!(s.verified.lock().unwrap().len(), 1);
+        s.end(&session);
+        assert_eq!(s.verify(&token), Err(Refused::Ended));
+
+        let short = sessions(10);
+        let mut old =
+            Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+        old.issued_at = now_secs() - 100;
+        let token = short
+            .signer()
+            .sign(Domain::Session, &serde_json::to_vec(&old).unwrap());
+        // Remembered while it was valid (as if verified 100 s ago), refused now.
+        short
+            .verified
+            .lock()
+            .unwrap()
+            .insert(token.as_str().into(), old);
+        assert_eq!(short.verify(&token), Err(Refused::Expired));
+
+        for _ in 0..(VERIFIED_CACHE + 10) {
+            let other =
+                Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+            s.verify(&s.mint(&other)).unwrap();
+        }
+        assert!(s.verified.lock().unwrap().len() <= VERIFIED_CACHE);
     }
 
     #[test]

@@ -19,6 +19,17 @@ pub const SESSION_ID: &str = "mcp-session-id";
 /// The prefix of `Mcp-Param-{Name}`.
 pub const PARAM_PREFIX: &str = "mcp-param-";
 
+/// The names looked up on every request, prebuilt: a `&str` name is parsed and lowercased
+/// by `HeaderMap` on each lookup.
+pub(crate) mod name {
+    use http::HeaderName;
+
+    /// `MCP-Protocol-Version`.
+    pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(super::PROTOCOL_VERSION);
+    /// `Mcp-Session-Id`.
+    pub const SESSION_ID: HeaderName = HeaderName::from_static(super::SESSION_ID);
+}
+
 const SENTINEL_PREFIX: &str = "=?base64?";
 const SENTINEL_SUFFIX: &str = "?=";
 

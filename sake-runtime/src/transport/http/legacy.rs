@@ -43,7 +43,7 @@ pub(crate) fn session(
     headers: &HeaderMap,
     extensions: &http::Extensions,
 ) -> Result<Option<Session>, RpcError> {
-    let Some(raw) = headers.get(SESSION_ID) else {
+    let Some(raw) = headers.get(headers::name::SESSION_ID) else {
         return Ok(None);
     };
     let token = raw.to_str().unwrap_or("").trim();
@@ -77,7 +77,7 @@ pub(crate) fn session(
 /// 2025-03-26 accepts its absence.
 fn check_version_header(rev: Revision, headers: &HeaderMap) -> Result<(), RpcError> {
     let value = headers
-        .get(headers::PROTOCOL_VERSION)
+        .get(headers::name::PROTOCOL_VERSION)
         .map(|v| v.to_str().unwrap_or("").trim().to_owned());
     match value {
         None if rev.features().version_header_required => Err(RpcError::invalid_request(format!(
@@ -165,41 +165,27 @@ async fn respond(
     token: Option<String>,
     permit: OwnedSemaphorePermit,
 ) -> Response {
-    let running = match started {
+    let mut running = match started {
         Started::Done(body, _) => return with_session(sse::json(200, body), token.as_deref()),
-        Started::Running(fut) => tokio::spawn(async move {
-            let _permit = permit;
-            fut.await
-        }),
+        Started::Running(fut) => fut,
     };
+    // Most functions finish on their first poll (no await that waits): those need no task
+    // of their own, and nothing can interrupt them between here and the response.
+    let first_poll =
+        std::future::poll_fn(|cx| std::task::Poll::Ready(running.as_mut().poll(cx))).await;
+    if let std::task::Poll::Ready(out) = first_poll {
+        drop(permit);
+        return finished(shared, session, out, &mut rx, token.as_deref());
+    }
+    let running = tokio::spawn(async move {
+        let _permit = permit;
+        running.await
+    });
     let mut fut: BoxFuture<Option<Vec<u8>>> = Box::pin(async move { running.await.ok().flatten() });
     let first = tokio::select! {
         biased;
         Some(msg) = rx.recv() => msg,
-        out = &mut fut => {
-            let mut queued = Vec::new();
-            while let Ok(msg) = rx.try_recv() {
-                queued.push(msg);
-            }
-            if queued.is_empty() {
-                return with_session(
-                    match out {
-                        Some(body) => sse::json(200, body),
-                        None => sse::sse_response(Body::empty()),
-                    },
-                    token.as_deref(),
-                );
-            }
-            let stream = open_stream(shared, session);
-            for msg in queued {
-                push(&stream, &msg);
-            }
-            if let Some(body) = out {
-                stream.push_message(&body);
-            }
-            stream.finish();
-            return with_session(sse::sse_response(Body::from_stream(stream.reader(0, true))), token.as_deref());
-        }
+        out = &mut fut => return finished(shared, session, out, &mut rx, token.as_deref()),
     };
     let stream = open_stream(shared, session);
     push(&stream, &first);
@@ -226,6 +212,43 @@ async fn respond(
     with_session(
         sse::sse_response(Body::from_stream(stream.reader(0, true))),
         token.as_deref(),
+    )
+}
+
+/// The response of a request that ended before its first message was sent: JSON when it
+/// sent nothing, otherwise an SSE stream of what it queued, then its result. `None` is a
+/// cancelled request: an empty stream, no response.
+fn finished(
+    shared: &Shared,
+    session: &Session,
+    out: Option<Vec<u8>>,
+    rx: &mut mpsc::Receiver<Bytes>,
+    token: Option<&str>,
+) -> Response {
+    let mut queued = Vec::new();
+    while let Ok(msg) = rx.try_recv() {
+        queued.push(msg);
+    }
+    if queued.is_empty() {
+        return with_session(
+            match out {
+                Some(body) => sse::json(200, body),
+                None => sse::sse_response(Body::empty()),
+            },
+            token,
+        );
+    }
+    let stream = open_stream(shared, session);
+    for msg in queued {
+        push(&stream, &msg);
+    }
+    if let Some(body) = out {
+        stream.push_message(&body);
+    }
+    stream.finish();
+    with_session(
+        sse::sse_response(Body::from_stream(stream.reader(0, true))),
+        token,
     )
 }
 
@@ -364,7 +387,7 @@ pub(crate) async fn get(
         Ok(None) => return None,
         Err(e) => return Some(legacy_error(None, &e)),
     };
-    if let Some(v) = headers.get(headers::PROTOCOL_VERSION)
+    if let Some(v) = headers.get(headers::name::PROTOCOL_VERSION)
         && v.to_str().map(str::trim).ok() != Some(session.revision.as_str())
     {
         return Some(legacy_error(

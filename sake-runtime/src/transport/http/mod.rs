@@ -271,7 +271,7 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
             .await;
         }
         // Inside a session, `initialize` is refused like any request of that session.
-        if method == "initialize" && !parts.headers.contains_key(headers::SESSION_ID) {
+        if method == "initialize" && !parts.headers.contains_key(headers::name::SESSION_ID) {
             return legacy::initialize(&shared, id, &params_parsed, &parts.extensions);
         }
     }
@@ -315,7 +315,7 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
 /// The era an `MCP-Protocol-Version` header alone suggests.
 fn header_era(headers: &HeaderMap) -> Era {
     match headers
-        .get(headers::PROTOCOL_VERSION)
+        .get(headers::name::PROTOCOL_VERSION)
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
     {
@@ -333,7 +333,7 @@ struct VersionOnly<'a> {
 /// Digest C7: modern when `_meta` names a protocol version, or when the version header names
 /// something other than a handshake revision.
 pub(crate) fn is_modern(headers: &HeaderMap, params: &Params<'_>) -> bool {
-    if header_era(headers) == Era::Modern && headers.contains_key(headers::PROTOCOL_VERSION) {
+    if header_era(headers) == Era::Modern && headers.contains_key(headers::name::PROTOCOL_VERSION) {
         return true;
     }
     params
