@@ -26,6 +26,10 @@ pub(crate) mod name {
 
     /// `MCP-Protocol-Version`.
     pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(super::PROTOCOL_VERSION);
+    /// `Mcp-Method`.
+    pub const METHOD: HeaderName = HeaderName::from_static(super::METHOD);
+    /// `Mcp-Name`.
+    pub const NAME: HeaderName = HeaderName::from_static(super::NAME);
     /// `Mcp-Session-Id`.
     pub const SESSION_ID: HeaderName = HeaderName::from_static(super::SESSION_ID);
 }
@@ -39,13 +43,7 @@ const SENTINEL_SUFFIX: &str = "?=";
 /// another line than the one checked), or holds anything but visible ASCII and interior
 /// spaces (a tab or a control byte must be sent Base64-encoded).
 pub fn read<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, RpcError> {
-    // The names read on every request are looked up as prebuilt `HeaderName`s: a `&str` is
-    // parsed and lowercased on each lookup.
-    static KNOWN: [HeaderName; 3] = [
-        HeaderName::from_static(PROTOCOL_VERSION),
-        HeaderName::from_static(METHOD),
-        HeaderName::from_static(NAME),
-    ];
+    static KNOWN: [HeaderName; 3] = [name::PROTOCOL_VERSION, name::METHOD, name::NAME];
     let mut values = match KNOWN.iter().find(|k| k.as_str() == name) {
         Some(known) => headers.get_all(known).into_iter(),
         None => headers.get_all(name).into_iter(),
