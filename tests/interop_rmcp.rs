@@ -2,12 +2,11 @@
 //! `ClientLifecycleMode::Discover` (stateless 2026-07-28, `server/discover` first) against a
 //! quickstart-like sake server on a real socket.
 
-use std::future::Future;
-use std::time::Duration;
+mod support;
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, GetPromptRequestParams,
-    Implementation, JsonObject, ProtocolVersion, ReadResourceRequestParams,
+    Implementation, ProtocolVersion, ReadResourceRequestParams,
 };
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -17,6 +16,7 @@ use sake::prelude::*;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
+use support::{args, same, within};
 use tokio::sync::oneshot;
 
 // ---------------------------------------------------------------------------------------------
@@ -131,27 +131,6 @@ async fn connect(url: &str) -> RunningService<RoleClient, Client> {
         )
         .await
         .unwrap()
-}
-
-/// Fails the test instead of hanging CI.
-async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), fut)
-        .await
-        .unwrap_or_else(|_| panic!("{what} timed out"))
-}
-
-fn args(v: Value) -> JsonObject {
-    v.as_object().unwrap().clone()
-}
-
-fn to_json(v: impl Serialize) -> Value {
-    serde_json::to_value(v).unwrap()
-}
-
-#[track_caller]
-fn same(got: impl Serialize, want: Value) {
-    let got = to_json(got);
-    assert!(got == want, "differs\n got: {got}\nwant: {want}");
 }
 
 fn server_meta() -> Value {

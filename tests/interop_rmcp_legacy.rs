@@ -10,23 +10,23 @@
 
 #[path = "interop/server.rs"]
 mod server;
+mod support;
 
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationCapability, FormElicitationCapability, GetPromptRequestParams,
-    Implementation, JsonObject, LoggingLevel, LoggingMessageNotificationParam, ProtocolVersion,
+    Implementation, LoggingLevel, LoggingMessageNotificationParam, ProtocolVersion,
     ReadResourceRequestParams, SetLevelRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData};
-use serde::Serialize;
 use serde_json::{Value, json};
+use support::{args, same, to_json, within};
 
 /// A client that declares form elicitation and answers every form with the name Ferris,
 /// remembering what it was asked.
@@ -83,27 +83,6 @@ async fn connect(
         .await
         .unwrap();
     (client, handler)
-}
-
-/// Fails the test instead of hanging CI.
-async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), fut)
-        .await
-        .unwrap_or_else(|_| panic!("{what} timed out"))
-}
-
-fn args(v: Value) -> JsonObject {
-    v.as_object().unwrap().clone()
-}
-
-fn to_json(v: impl Serialize) -> Value {
-    serde_json::to_value(v).unwrap()
-}
-
-#[track_caller]
-fn same(got: impl Serialize, want: Value) {
-    let got = to_json(got);
-    assert!(got == want, "differs\n got: {got}\nwant: {want}");
 }
 
 async fn run(version: ProtocolVersion) {

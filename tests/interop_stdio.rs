@@ -13,14 +13,13 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationCapability, FormElicitationCapability, GetPromptRequestParams,
-    Implementation, JsonObject, ProtocolVersion, ReadResourceRequestParams,
+    Implementation, ProtocolVersion, ReadResourceRequestParams,
 };
 use rmcp::service::{RequestContext, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData};
-use serde::Serialize;
 use serde_json::{Value, json};
-use support::{example_binary, within};
+use support::{args, example_binary, same, within};
 
 // ---------------------------------------------------------------------------------------------
 // rmcp
@@ -70,16 +69,6 @@ async fn spawn_rmcp(
     )
     .await
     .unwrap()
-}
-
-fn args(v: Value) -> JsonObject {
-    v.as_object().unwrap().clone()
-}
-
-#[track_caller]
-fn same(got: impl Serialize, want: Value) {
-    let got = serde_json::to_value(got).unwrap();
-    assert!(got == want, "differs\n got: {got}\nwant: {want}");
 }
 
 fn server_info() -> Value {

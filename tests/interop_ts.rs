@@ -7,6 +7,8 @@
 //! `$SAKE_NODE` / `$SAKE_NODE_MODULES`, which `scripts/test.sh` exports after installing the
 //! pinned versions into `.tools/`. Without them this test fails: it never passes unrun.
 
+mod support;
+
 #[path = "interop/server.rs"]
 mod server;
 
@@ -15,6 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::same;
 
 /// How long one run of the driver may take (each of its steps has its own 10 s limit).
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -80,11 +83,6 @@ async fn drive(url: &str, revision: &str) -> Value {
     );
     serde_json::from_str(stdout.trim())
         .unwrap_or_else(|e| panic!("the driver printed no JSON ({e}): {stdout}\nstderr: {stderr}"))
-}
-
-#[track_caller]
-fn same(got: &Value, want: Value) {
-    assert!(*got == want, "differs\n got: {got}\nwant: {want}");
 }
 
 fn add_tool(revision: &str) -> Value {

@@ -2,7 +2,8 @@
 //! result, a `subscriptions/listen` stream ends with its closing result, a handshake
 //! session's GET stream ends, and the server future returns.
 
-use std::future::Future;
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use std::time::Duration;
 use sake::State;
 use sake::prelude::*;
 use serde_json::{Value, json};
+use support::within;
 use tokio::sync::{Notify, oneshot};
 
 /// Tells the test that `slow` has started.
@@ -31,14 +33,6 @@ async fn slow(
 #[resource(uri = "notes://one", mime_type = "text/plain")]
 fn note() -> &'static str {
     "one"
-}
-
-const STEP: Duration = Duration::from_secs(20);
-
-async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
-    tokio::time::timeout(STEP, fut)
-        .await
-        .unwrap_or_else(|_| panic!("{what} timed out"))
 }
 
 fn server(started: &Arc<Notify>) -> Server {

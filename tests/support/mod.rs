@@ -24,6 +24,23 @@ pub async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
         .unwrap_or_else(|_| panic!("{what} timed out after {STEP:?}"))
 }
 
+/// A JSON object, for tool arguments.
+pub fn args(v: Value) -> serde_json::Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+/// Anything serialisable, as JSON.
+pub fn to_json(v: impl serde::Serialize) -> Value {
+    serde_json::to_value(v).unwrap()
+}
+
+/// Asserts that `got`, as JSON, is exactly `want`, printing both when not.
+#[track_caller]
+pub fn same(got: impl serde::Serialize, want: Value) {
+    let got = to_json(got);
+    assert!(got == want, "differs\n got: {got}\nwant: {want}");
+}
+
 /// The path of an example binary of this package, built with the profile and target
 /// directory of the running test (so `cargo test --test stdio` alone works too).
 pub fn example_binary(name: &str) -> PathBuf {
