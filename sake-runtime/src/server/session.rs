@@ -113,8 +113,8 @@ pub(crate) struct Sessions {
     max_ended: usize,
     /// Tokens whose signature was checked, and what they say. A client sends the same id on
     /// every request of its session, and checking the signature and decoding the payload is
-    /// most of what serving a session costs sake. Bounded by [`VERIFIED_CACHE`] entries (it
-    /// starts over when full); expiry and ending are checked on every request all the same.
+    /// most of what serving a session costs sake. Bounded by [`VERIFIED_CACHE`] entries (when
+    /// full, one is forgotten for each new one); expiry and ending are checked on every request all the same.
     verified: Mutex<HashMap<Box<str>, Session>>,
 }
 
@@ -171,8 +171,12 @@ impl Sessions {
                 if token.len() <= MAX_CACHED_TOKEN
                     && let Ok(mut cache) = self.verified.lock()
                 {
-                    if cache.len() >= VERIFIED_CACHE {
-                        cache.clear();
+                    // Full: forget one (the map's order is random), so that a server with
+                    // more live sessions than the cache holds still hits it mostly.
+                    if cache.len() >= VERIFIED_CACHE
+                        && let Some(old) = cache.keys().next().cloned()
+                    {
+                        cache.remove(&old);
                     }
                     cache.insert(token.into(), session.clone());
                 }
