@@ -599,7 +599,8 @@ impl Client {
             let body = request_body(&id, "server/discover", &params);
             let ex = match &self.inner.transport {
                 Transport::Http(h) => {
-                    let headers = self.modern_headers("server/discover", &params)?;
+                    let headers =
+                        self.modern_headers(Revision::LATEST, "server/discover", &params)?;
                     self.timed("server/discover", h.post_request(&id, body, headers, false))
                         .await?
                 }
@@ -705,7 +706,13 @@ impl Client {
         let note = notification_body("notifications/initialized", None);
         match &self.inner.transport {
             Transport::Http(h) => {
-                h.set_version(Some(revision));
+                // 2025-03-26 has no `MCP-Protocol-Version` header; later revisions require it.
+                h.set_version(
+                    revision
+                        .features()
+                        .version_header_required
+                        .then_some(revision),
+                );
                 if let Err(e) = h.post_message(note).await {
                     tracing::warn!("notifications/initialized was refused: {e}");
                 }
@@ -748,11 +755,18 @@ impl Client {
 
     /// The 2026-07-28 headers of a request: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`
     /// and the tool's `Mcp-Param-*`.
-    fn modern_headers(&self, method: &str, params: &JsonObject) -> Result<HeaderMap, ClientError> {
+    fn modern_headers(
+        &self,
+        rev: Revision,
+        method: &str,
+        params: &JsonObject,
+    ) -> Result<HeaderMap, ClientError> {
         let mut h = HeaderMap::new();
+        // The same revision as `_meta` (`with_meta`): a server refuses a request whose
+        // header and body disagree.
         h.insert(
             crate::transport::http::headers::PROTOCOL_VERSION,
-            HeaderValue::from_static(Revision::LATEST.as_str()),
+            HeaderValue::from_static(rev.as_str()),
         );
         // Never Base64: a method with a control byte (or any non-ASCII) is refused here.
         h.insert(METHOD, header_value("Mcp-Method", method)?);
@@ -845,7 +859,7 @@ impl Client {
             let ex = match &self.inner.transport {
                 Transport::Http(h) => {
                     let headers = if rev.is_modern() {
-                        self.modern_headers(method, &params)?
+                        self.modern_headers(rev, method, &params)?
                     } else {
                         HeaderMap::new()
                     };
@@ -1283,7 +1297,8 @@ impl Client {
         let mut guards: Vec<Box<dyn Send + Sync>> = Vec::new();
         match &self.inner.transport {
             Transport::Http(h) => {
-                let headers = self.modern_headers("subscriptions/listen", &params)?;
+                let headers =
+                    self.modern_headers(Revision::LATEST, "subscriptions/listen", &params)?;
                 let h = Arc::clone(h);
                 let client = self.clone();
                 let rid = id.clone();
