@@ -13,12 +13,11 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, oneshot};
 
-use crate::protocol::jsonrpc::{RequestId, RpcError, code};
+use crate::protocol::jsonrpc::{self, RequestId, RpcError, code};
 use crate::protocol::meta::SUBSCRIPTION_ID;
 use crate::protocol::types::{
     ClientCapabilities, CreateMessageRequest, CreateMessageResult, ElicitAction, ElicitRequest,
-    ElicitResult, ElicitationCapability, JsonObject, ListRootsResult, RootsCapability,
-    SamplingCapability,
+    ElicitResult, ElicitationCapability, ListRootsResult, RootsCapability, SamplingCapability,
 };
 
 /// A boxed, sendable future.
@@ -181,34 +180,16 @@ pub(crate) fn parse_message(bytes: &[u8]) -> Msg {
     }
 }
 
-/// Encodes a request.
-pub(crate) fn request_body(id: &RequestId, method: &str, params: &JsonObject) -> Vec<u8> {
-    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-        .unwrap_or_default()
-}
-
-/// Encodes a notification.
-pub(crate) fn notification_body(method: &str, params: Option<&JsonObject>) -> Vec<u8> {
-    let v = match params {
-        Some(p) => json!({"jsonrpc": "2.0", "method": method, "params": p}),
-        None => json!({"jsonrpc": "2.0", "method": method}),
-    };
-    serde_json::to_vec(&v).unwrap_or_default()
-}
-
 /// Encodes the answer to a server's request.
 pub(crate) fn response_body(id: &RequestId, outcome: &Result<Value, RpcError>) -> Vec<u8> {
-    let v = match outcome {
-        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err(e) => {
-            let mut error = json!({"code": e.code, "message": e.message});
-            if let (Some(data), Some(obj)) = (&e.data, error.as_object_mut()) {
-                obj.insert("data".into(), data.clone());
-            }
-            json!({"jsonrpc": "2.0", "id": id, "error": error})
-        }
-    };
-    serde_json::to_vec(&v).unwrap_or_default()
+    match outcome {
+        // A `Value` always serialises.
+        Ok(result) => jsonrpc::result_bytes(
+            id,
+            &serde_json::to_vec(result).unwrap_or_else(|_| b"{}".to_vec()),
+        ),
+        Err(e) => jsonrpc::error_bytes(Some(id), e),
+    }
 }
 
 type ElicitFn = dyn Fn(ElicitRequest) -> BoxFuture<Result<ElicitResult, RpcError>> + Send + Sync;

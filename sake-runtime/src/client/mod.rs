@@ -44,14 +44,12 @@ pub use self::core::Notification;
 pub use self::error::ClientError;
 pub use self::negotiate::{EraCache, Remembered};
 
-use self::core::{
-    AbortOnDrop, Core, HandlerFailure, Handlers, is_invalid_reply, notification_body, request_body,
-};
+use self::core::{AbortOnDrop, Core, HandlerFailure, Handlers, is_invalid_reply};
 use self::http::{Http, header_value};
 use self::negotiate::{Body, Exchange, FailReason, Verdict, classify_discover, error_forgets};
 use self::stdio::Stdio;
 use crate::protocol::Revision;
-use crate::protocol::jsonrpc::{RequestId, RpcError, code};
+use crate::protocol::jsonrpc::{RequestId, RpcError, code, notification_bytes, request_bytes};
 use crate::protocol::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION, SERVER_INFO};
 use crate::protocol::methods::Method;
 use crate::protocol::types::{
@@ -596,7 +594,7 @@ impl Client {
         loop {
             let params = self.with_meta(Map::new(), Revision::LATEST);
             let id = self.inner.core.next_id();
-            let body = request_body(&id, "server/discover", &params);
+            let body = request_bytes(&id, "server/discover", &params);
             let ex = match &self.inner.transport {
                 Transport::Http(h) => {
                     let headers =
@@ -657,7 +655,7 @@ impl Client {
         );
         params.insert("clientInfo".into(), json!(self.inner.info));
         let id = self.inner.core.next_id();
-        let body = request_body(&id, "initialize", &params);
+        let body = request_bytes(&id, "initialize", &params);
         let ex = match &self.inner.transport {
             Transport::Http(h) => {
                 h.reset_session();
@@ -703,7 +701,7 @@ impl Client {
                 .and_then(|i| serde_json::from_value(i).ok()),
             instructions: init.instructions,
         };
-        let note = notification_body("notifications/initialized", None);
+        let note = notification_bytes("notifications/initialized", &JsonObject::new());
         match &self.inner.transport {
             Transport::Http(h) => {
                 // 2025-03-26 has no `MCP-Protocol-Version` header; later revisions require it.
@@ -833,7 +831,7 @@ impl Client {
                 params.insert("reason".into(), json!("timed out"));
                 let params = self.with_meta(params, self.revision());
                 if let Err(e) = s
-                    .write(notification_body("notifications/cancelled", Some(&params)))
+                    .write(notification_bytes("notifications/cancelled", &params))
                     .await
                 {
                     tracing::debug!("could not cancel {method}: {e}");
@@ -854,7 +852,7 @@ impl Client {
             let rev = self.revision();
             let params = self.with_meta(params.clone(), rev);
             let id = self.inner.core.next_id();
-            let body = request_body(&id, method, &params);
+            let body = request_bytes(&id, method, &params);
             tracing::debug!(%id, method, revision = %rev, "request");
             let ex = match &self.inner.transport {
                 Transport::Http(h) => {
@@ -1024,7 +1022,7 @@ impl Client {
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), ClientError> {
         let params = self.with_meta(Self::object(method, params)?, self.revision());
-        let body = notification_body(method, Some(&params));
+        let body = notification_bytes(method, &params);
         match &self.inner.transport {
             Transport::Http(h) => h.post_message(body).await.map(|_| ()),
             Transport::Stdio(s) => s.write(body).await,
@@ -1290,7 +1288,7 @@ impl Client {
         params.insert("notifications".into(), what.to_filter());
         let params = self.with_meta(params, Revision::LATEST);
         let id = self.inner.core.next_id();
-        let body = request_body(&id, "subscriptions/listen", &params);
+        let body = request_bytes(&id, "subscriptions/listen", &params);
         let sub_id = json!(id);
         let mut events = self.inner.core.listen();
         let (done_tx, mut done_rx) = oneshot::channel::<Result<Box<RawValue>, ClientError>>();
@@ -1337,7 +1335,7 @@ impl Client {
                     core.unregister(&cancel_id);
                     let mut params = meta;
                     params.insert("requestId".into(), json!(cancel_id));
-                    let body = notification_body("notifications/cancelled", Some(&params));
+                    let body = notification_bytes("notifications/cancelled", &params);
                     if let Ok(rt) = tokio::runtime::Handle::try_current() {
                         rt.spawn(async move {
                             let _ = stdio.write(body).await;
