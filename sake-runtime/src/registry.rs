@@ -43,7 +43,9 @@ pub(crate) struct HeaderParam {
     /// `Name` of `Mcp-Param-Name`, as declared.
     pub name: String,
     /// `mcp-param-name`, for lookups.
-    pub header: String,
+    pub header: http::HeaderName,
+    /// `Mcp-Param-Name`, as declared, for messages.
+    pub display: String,
     pub kind: HeaderKind,
 }
 
@@ -117,7 +119,8 @@ pub(crate) fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, String> 
                     ));
                 }
             };
-            let header = format!("mcp-param-{}", h.to_ascii_lowercase());
+            let header = http::HeaderName::try_from(format!("mcp-param-{h}"))
+                .map_err(|_| format!("`x-mcp-header` {h:?} is not a valid header name"))?;
             if out.iter().any(|p| p.header == header) {
                 return Err(format!(
                     "`x-mcp-header` {h:?} is used twice (header names are case-insensitive)"
@@ -127,6 +130,7 @@ pub(crate) fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, String> 
                 path: path.clone(),
                 name: h.to_owned(),
                 header,
+                display: format!("Mcp-Param-{h}"),
                 kind,
             });
         }

@@ -786,13 +786,7 @@ impl Client {
             let args = params.get("arguments").cloned().unwrap_or(Value::Null);
             for p in known {
                 if let Some(v) = params::value(&p, &args) {
-                    let name = HeaderName::from_bytes(p.header.as_bytes()).map_err(|e| {
-                        ClientError::InvalidHeader {
-                            name: format!("Mcp-Param-{}", p.name),
-                            reason: e.to_string(),
-                        }
-                    })?;
-                    h.insert(name, header_value(&format!("Mcp-Param-{}", p.name), &v)?);
+                    h.insert(p.header.clone(), header_value(&p.display, &v)?);
                 }
             }
         }

@@ -42,19 +42,24 @@ const SENTINEL_SUFFIX: &str = "?=";
 /// `Ok(None)` when absent; -32020 when it appears more than once (a proxy may route on
 /// another line than the one checked), or holds anything but visible ASCII and interior
 /// spaces (a tab or a control byte must be sent Base64-encoded).
-pub fn read<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, RpcError> {
-    static KNOWN: [HeaderName; 3] = [name::PROTOCOL_VERSION, name::METHOD, name::NAME];
-    let mut values = match KNOWN.iter().find(|k| k.as_str() == name) {
-        Some(known) => headers.get_all(known).into_iter(),
-        None => headers.get_all(name).into_iter(),
-    };
+pub fn read<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Result<Option<&'h str>, RpcError> {
+    read_as(headers, name, || display_name(name.as_str()))
+}
+
+/// [`read`], with the header spelled as `display` in messages (`Mcp-Param-*` as declared).
+pub fn read_as<'h>(
+    headers: &'h HeaderMap,
+    name: &HeaderName,
+    display: impl Fn() -> String,
+) -> Result<Option<&'h str>, RpcError> {
+    let mut values = headers.get_all(name).into_iter();
     let Some(value) = values.next() else {
         return Ok(None);
     };
     if values.next().is_some() {
         return Err(RpcError::header_mismatch(format!(
             "Header mismatch: the {} header appears more than once; send it once",
-            display_name(name)
+            display()
         )));
     }
     let trimmed = value.as_bytes().trim_ascii();
@@ -64,7 +69,7 @@ pub fn read<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, R
     {
         return Err(RpcError::header_mismatch(format!(
             "Header mismatch: the {} header holds characters that are not visible ASCII; encode such values as =?base64?…?=",
-            display_name(name)
+            display()
         )));
     }
     // Visible ASCII and spaces only, so this cannot fail.
@@ -171,32 +176,36 @@ mod tests {
     fn reading_trims_and_rejects_non_ascii() {
         let mut h = HeaderMap::new();
         h.insert(NAME, HeaderValue::from_static("  foo \t"));
-        assert_eq!(read(&h, NAME).unwrap(), Some("foo"));
+        assert_eq!(read(&h, &name::NAME).unwrap(), Some("foo"));
         h.insert(NAME, HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap());
-        assert_eq!(read(&h, NAME).unwrap_err().code, -32020);
+        assert_eq!(read(&h, &name::NAME).unwrap_err().code, -32020);
         // A tab is optional whitespace around a value, a control character inside it.
         h.insert(NAME, HeaderValue::from_static("\tus west\t"));
-        assert_eq!(read(&h, NAME).unwrap(), Some("us west"));
+        assert_eq!(read(&h, &name::NAME).unwrap(), Some("us west"));
         h.insert(NAME, HeaderValue::from_static("us\twest"));
         assert_eq!(
-            read(&h, NAME).unwrap_err().message,
+            read(&h, &name::NAME).unwrap_err().message,
             "Header mismatch: the Mcp-Name header holds characters that are not visible ASCII; encode such values as =?base64?…?="
         );
         h.insert(NAME, HeaderValue::from_static(" \t "));
-        assert_eq!(read(&h, NAME).unwrap(), Some(""));
+        assert_eq!(read(&h, &name::NAME).unwrap(), Some(""));
         // Declared names are looked up case-insensitively and shown as declared.
         h.insert("mcp-param-region", HeaderValue::from_static("a\tb"));
         assert_eq!(
-            read(&h, "Mcp-Param-Region").unwrap_err().message,
+            read_as(&h, &HeaderName::from_static("mcp-param-region"), || {
+                "Mcp-Param-Region".to_owned()
+            })
+            .unwrap_err()
+            .message,
             "Header mismatch: the Mcp-Param-Region header holds characters that are not visible ASCII; encode such values as =?base64?…?="
         );
-        assert_eq!(read(&h, METHOD).unwrap(), None);
+        assert_eq!(read(&h, &name::METHOD).unwrap(), None);
         for bad in [&b"a\tb"[..], b"a\x80b", b"\xff"] {
             h.insert(NAME, HeaderValue::from_bytes(bad).unwrap());
-            assert_eq!(read(&h, NAME).unwrap_err().code, -32020, "{bad:?}");
+            assert_eq!(read(&h, &name::NAME).unwrap_err().code, -32020, "{bad:?}");
         }
         h.insert(NAME, HeaderValue::from_static("\t a b \t"));
-        assert_eq!(read(&h, NAME).unwrap(), Some("a b"));
+        assert_eq!(read(&h, &name::NAME).unwrap(), Some("a b"));
     }
 
     #[test]
@@ -204,7 +213,7 @@ mod tests {
         let mut h = HeaderMap::new();
         h.append(METHOD, HeaderValue::from_static("tools/call"));
         h.append(METHOD, HeaderValue::from_static("tools/list"));
-        let e = read(&h, METHOD).unwrap_err();
+        let e = read(&h, &name::METHOD).unwrap_err();
         assert_eq!(
             e.message,
             "Header mismatch: the Mcp-Method header appears more than once; send it once"

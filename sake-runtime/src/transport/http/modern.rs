@@ -105,7 +105,7 @@ fn check(
     // 5. `_meta` (-32602, 400).
     let meta = meta::parse_modern_meta(params.meta)?;
     // 6–8. The version header: present, served, equal to `_meta`.
-    let header_version = headers::read(headers, headers::PROTOCOL_VERSION)?.ok_or_else(|| {
+    let header_version = headers::read(headers, &headers::name::PROTOCOL_VERSION)?.ok_or_else(|| {
         RpcError::header_mismatch(
             "Header mismatch: missing MCP-Protocol-Version header; send the same version as _meta[\"io.modelcontextprotocol/protocolVersion\"]",
         )
@@ -133,7 +133,7 @@ fn check(
         return Err(version_mismatch(header_version, &meta.protocol_version));
     }
     // 9. `Mcp-Method` equals the method, exactly.
-    match headers::read(headers, headers::METHOD)? {
+    match headers::read(headers, &headers::name::METHOD)? {
         None => {
             return Err(RpcError::header_mismatch(format!(
                 "Header mismatch: missing Mcp-Method header; send Mcp-Method: {method_name}"
@@ -157,7 +157,7 @@ fn check(
             _ => params.name,
         }
         .and_then(raw_str);
-        match (headers::read(headers, headers::NAME)?, body) {
+        match (headers::read(headers, &headers::name::NAME)?, body) {
             (None, _) => {
                 return Err(RpcError::header_mismatch(format!(
                     "Header mismatch: missing Mcp-Name header; send the request's `{field}`"
@@ -222,9 +222,9 @@ fn check_param_headers(
             .iter()
             .try_fold(&args, |v, k| v.get(k))
             .filter(|v| !v.is_null());
-        // Looked up case-insensitively; errors spell it as the tool declared it.
-        let display = format!("Mcp-Param-{}", p.name);
-        let header = headers::read(headers, &display)?;
+        // Errors spell it as the tool declared it.
+        let display = &p.display;
+        let header = headers::read_as(headers, &p.header, || display.clone())?;
         let (header, body) = match (header, body) {
             (None, None) => continue,
             (None, Some(_)) => {
@@ -241,7 +241,7 @@ fn check_param_headers(
             }
             (Some(h), Some(b)) => (h, b),
         };
-        let decoded = headers::decode_sentinel(&display, header)?;
+        let decoded = headers::decode_sentinel(display, header)?;
         let equal = match p.kind {
             HeaderKind::String => body.as_str() == Some(&*decoded),
             HeaderKind::Boolean => {
@@ -333,7 +333,8 @@ mod tests {
     fn unreadable_arguments_do_not_skip_the_param_headers() {
         let declared = [HeaderParam {
             name: "Region".into(),
-            header: "mcp-param-region".into(),
+            header: http::HeaderName::from_static("mcp-param-region"),
+            display: "Mcp-Param-Region".into(),
             path: vec!["region".into()],
             kind: HeaderKind::String,
         }];
