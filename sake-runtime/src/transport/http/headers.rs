@@ -21,7 +21,7 @@ pub const PARAM_PREFIX: &str = "mcp-param-";
 
 /// The names looked up on every request, prebuilt: a `&str` name is parsed and lowercased
 /// by `HeaderMap` on each lookup.
-pub(crate) mod name {
+pub mod name {
     use http::HeaderName;
 
     /// `MCP-Protocol-Version`.
