@@ -85,11 +85,11 @@ fn header_checks(b: Bencher) {
     let h = modern_headers();
     b.bench(|| {
         let h = black_box(&h);
-        let v = headers::read(h, headers::PROTOCOL_VERSION)
+        let v = headers::read(h, &headers::name::PROTOCOL_VERSION)
             .unwrap()
             .unwrap();
-        let m = headers::read(h, headers::METHOD).unwrap().unwrap();
-        let n = headers::read(h, headers::NAME).unwrap().unwrap();
+        let m = headers::read(h, &headers::name::METHOD).unwrap().unwrap();
+        let n = headers::read(h, &headers::name::NAME).unwrap().unwrap();
         let n = headers::decode_sentinel(headers::NAME, n).unwrap();
         (v.len(), m.len(), n.len())
     });
