@@ -299,6 +299,7 @@ fn context_report(ctx: Context) -> String {
         "name": ctx.name(),
         "greeting": ctx.state::<Greeting>().map(|g| g.0.clone()),
         "unregistered": ctx.state::<u8>().is_some(),
+        "meta": ctx.meta().map(|m| serde_json::from_str::<Value>(m.get()).unwrap()),
     })
     .to_string()
 }
@@ -356,7 +357,10 @@ async fn over_http_a_2026_request_context_has_its_meta_and_the_layers_extensions
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "context_report",
         "arguments": {},
-        "_meta": modern_meta(json!({"elicitation": {}, "roots": {}}), json!({"progressToken": "p-1"})),
+        "_meta": modern_meta(
+            json!({"elicitation": {}, "roots": {}}),
+            json!({"progressToken": "p-1", "x.example/trace": "t-é"}),
+        ),
     }});
     let headers = [
         ("mcp-protocol-version", "2026-07-28"),
@@ -378,6 +382,8 @@ async fn over_http_a_2026_request_context_has_its_meta_and_the_layers_extensions
             "name": "context_report",
             "greeting": "Hello",
             "unregistered": false,
+            // The whole `_meta` as sent, extension keys included.
+            "meta": body["params"]["_meta"],
         })
     );
     // Without the header the layer inserts nothing.
@@ -427,6 +433,7 @@ async fn over_http_a_session_request_context_has_the_session_and_the_layers_exte
             "name": "context_report",
             "greeting": "Hello",
             "unregistered": false,
+            "meta": {"progressToken": 42},
         })
     );
 }
@@ -458,6 +465,7 @@ async fn over_stdio_the_context_has_no_extensions() {
             "name": "context_report",
             "greeting": "Hello",
             "unregistered": false,
+            "meta": modern_meta(json!({"sampling": {}}), json!({})),
         })
     );
     p.initialize("2025-03-26", json!({"roots": {"listChanged": true}}))
@@ -482,6 +490,7 @@ async fn over_stdio_the_context_has_no_extensions() {
             "name": "context_report",
             "greeting": "Hello",
             "unregistered": false,
+            "meta": {"progressToken": "s"},
         })
     );
     p.close();

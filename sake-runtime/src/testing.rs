@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 use crate::error::Error;
 use crate::protocol::Revision;
 use crate::protocol::jsonrpc::RpcError;
-use crate::protocol::meta::{Params, RequestMeta};
+use crate::protocol::meta::{Params, RawMeta, RequestMeta};
 use crate::protocol::methods::Method;
 use crate::protocol::types::{ClientCapabilities, LoggingLevel};
 use crate::registry::Registry;
@@ -150,7 +150,7 @@ impl TestClient {
                 client_info: None,
                 log_level: self.log_level,
                 progress_token: token,
-                raw: None,
+                raw: RawMeta::default(),
             },
         );
         parts.sink = Some(tx);

@@ -287,7 +287,7 @@ pub struct DecodeError {
 }
 
 /// Reads a JSON string, borrowing when it has no escapes; `None` for any other JSON value.
-fn raw_string(raw: &RawValue) -> Option<Cow<'_, str>> {
+pub(crate) fn raw_string(raw: &RawValue) -> Option<Cow<'_, str>> {
     if let Ok(s) = serde_json::from_str::<&str>(raw.get()) {
         return Some(Cow::Borrowed(s));
     }

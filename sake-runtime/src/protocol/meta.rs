@@ -1,6 +1,12 @@
 //! Request parameters common to all methods, and the `_meta` keys of 2026-07-28.
 
+use std::borrow::Cow;
+use std::marker::PhantomData;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::jsonrpc::{RequestId, RpcError};
@@ -26,11 +32,15 @@ pub type ProgressToken = RequestId;
 ///
 /// One pass over the JSON finds every field a method may use; a field of the wrong type is
 /// reported by the method that reads it, naming the field.
-#[derive(Debug, Default, Deserialize)]
-pub struct Params<'a> {
+///
+/// `M` is how `_meta` is read: raw (the default), or, on the 2026-07-28 fast path, as its
+/// fields in the same pass (see [`decode_modern_request`]).
+#[derive(Debug, Deserialize)]
+#[serde(bound(deserialize = "M: Deserialize<'de>"))]
+pub struct Params<'a, M = &'a RawValue> {
     /// `_meta`.
-    #[serde(rename = "_meta", borrow, default)]
-    pub meta: Option<&'a RawValue>,
+    #[serde(rename = "_meta", default)]
+    pub meta: Option<M>,
     /// `name` (tools/call, prompts/get).
     #[serde(borrow, default)]
     pub name: Option<&'a RawValue>,
@@ -86,6 +96,72 @@ pub struct Params<'a> {
     /// `requestId` (notifications/cancelled).
     #[serde(rename = "requestId", borrow, default)]
     pub request_id: Option<&'a RawValue>,
+}
+
+impl<M> Default for Params<'_, M> {
+    fn default() -> Self {
+        Params {
+            meta: None,
+            name: None,
+            uri: None,
+            arguments: None,
+            cursor: None,
+            input_responses: None,
+            request_state: None,
+            reference: None,
+            argument: None,
+            context: None,
+            level: None,
+            protocol_version: None,
+            capabilities: None,
+            client_info: None,
+            notifications: None,
+            request_id: None,
+        }
+    }
+}
+
+impl<'a, M> Params<'a, M> {
+    /// Takes `_meta` out, leaving the other fields (and no raw `_meta`).
+    fn take_meta(self) -> (Option<M>, Params<'a>) {
+        let Params {
+            meta,
+            name,
+            uri,
+            arguments,
+            cursor,
+            input_responses,
+            request_state,
+            reference,
+            argument,
+            context,
+            level,
+            protocol_version,
+            capabilities,
+            client_info,
+            notifications,
+            request_id,
+        } = self;
+        let rest = Params {
+            meta: None,
+            name,
+            uri,
+            arguments,
+            cursor,
+            input_responses,
+            request_state,
+            reference,
+            argument,
+            context,
+            level,
+            protocol_version,
+            capabilities,
+            client_info,
+            notifications,
+            request_id,
+        };
+        (meta, rest)
+    }
 }
 
 impl<'a> Params<'a> {
@@ -149,7 +225,7 @@ pub(crate) fn clip(s: &str) -> String {
 }
 
 #[derive(Deserialize)]
-struct RawMeta<'a> {
+struct MetaFields<'a> {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
     protocol_version: Option<&'a RawValue>,
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
@@ -174,14 +250,66 @@ pub struct RequestMeta {
     /// The progress token, when the client asked for progress.
     pub progress_token: Option<ProgressToken>,
     /// The whole `_meta` object, as sent.
-    pub raw: Option<Box<RawValue>>,
+    pub raw: RawMeta,
+}
+
+/// A request's whole `_meta` object, as sent.
+///
+/// The 2026-07-28 HTTP path reads `_meta`'s fields in the same pass as the rest of the request
+/// and keeps the request's bytes (a reference count, not a copy); the object itself is cut
+/// out of them only when something asks for it ([`Context::meta`](crate::Context::meta)).
+#[derive(Clone, Debug, Default)]
+pub struct RawMeta {
+    message: Option<Bytes>,
+    cell: OnceLock<Option<Box<RawValue>>>,
+}
+
+impl RawMeta {
+    /// A `_meta` already cut out (or none).
+    pub fn new(raw: Option<Box<RawValue>>) -> Self {
+        RawMeta {
+            message: None,
+            cell: OnceLock::from(raw),
+        }
+    }
+
+    /// The `_meta` of the JSON-RPC request `message`, read when first asked for.
+    pub(crate) fn of_message(message: Bytes) -> Self {
+        RawMeta {
+            message: Some(message),
+            cell: OnceLock::new(),
+        }
+    }
+
+    /// The object, if the request had one.
+    pub fn get(&self) -> Option<&RawValue> {
+        self.cell
+            .get_or_init(|| self.message.as_deref().and_then(meta_of_message))
+            .as_deref()
+    }
+}
+
+/// Cuts `params._meta` out of a request's bytes.
+fn meta_of_message(message: &[u8]) -> Option<Box<RawValue>> {
+    #[derive(Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow, default)]
+        params: Option<OnlyMeta<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct OnlyMeta<'a> {
+        #[serde(rename = "_meta", borrow, default)]
+        meta: Option<&'a RawValue>,
+    }
+    let message: Message<'_> = serde_json::from_slice(message).ok()?;
+    message.params?.meta.map(ToOwned::to_owned)
 }
 
 /// The modern `_meta` of a request, read and checked (digest A2).
 #[derive(Debug)]
-pub struct ModernMeta {
+pub struct ModernMeta<'a> {
     /// The `protocolVersion` as sent.
-    pub protocol_version: String,
+    pub protocol_version: Cow<'a, str>,
     /// Everything else.
     pub meta: RequestMeta,
 }
@@ -191,7 +319,7 @@ const META_HELP: &str = "2026-07-28 requests carry `params._meta` with \
 `io.modelcontextprotocol/clientCapabilities` (an object)";
 
 /// Reads and checks the `_meta` of a 2026-07-28 request. Every failure is -32602 with HTTP 400.
-pub fn parse_modern_meta(raw: Option<&RawValue>) -> Result<ModernMeta, RpcError> {
+pub fn parse_modern_meta(raw: Option<&RawValue>) -> Result<ModernMeta<'_>, RpcError> {
     let Some(raw) = raw else {
         return Err(RpcError::invalid_meta(format!(
             "Invalid params: missing `_meta`; {META_HELP}"
@@ -206,14 +334,19 @@ pub fn parse_modern_meta(raw: Option<&RawValue>) -> Result<ModernMeta, RpcError>
     if !raw.get().starts_with('{') {
         return Err(not_object());
     }
-    let fields: RawMeta<'_> = serde_json::from_str(raw.get()).map_err(|_| not_object())?;
+    let fields: MetaFields<'_> = serde_json::from_str(raw.get()).map_err(|_| not_object())?;
+    check_modern_meta(fields, RawMeta::new(Some(raw.to_owned())))
+}
+
+/// Checks `_meta`'s fields (digest A2); `raw` is the object they came from.
+fn check_modern_meta<'a>(fields: MetaFields<'a>, raw: RawMeta) -> Result<ModernMeta<'a>, RpcError> {
     let protocol_version = match fields.protocol_version {
         None => {
             return Err(RpcError::invalid_meta(format!(
                 "Invalid params: missing `_meta[\"{PROTOCOL_VERSION}\"]`; {META_HELP}"
             )));
         }
-        Some(v) => serde_json::from_str::<String>(v.get()).map_err(|_| {
+        Some(v) => super::jsonrpc::raw_string(v).ok_or_else(|| {
             RpcError::invalid_meta(format!(
                 "Invalid params: `_meta[\"{PROTOCOL_VERSION}\"]` must be a string"
             ))
@@ -271,7 +404,7 @@ pub fn parse_modern_meta(raw: Option<&RawValue>) -> Result<ModernMeta, RpcError>
             client_info,
             log_level,
             progress_token,
-            raw: Some(raw.to_owned()),
+            raw,
         },
     })
 }
@@ -279,18 +412,18 @@ pub fn parse_modern_meta(raw: Option<&RawValue>) -> Result<ModernMeta, RpcError>
 /// Reads the progress token of a legacy request's `_meta`; the rest of it is kept raw.
 pub fn parse_legacy_meta(
     raw: Option<&RawValue>,
-) -> Result<(Option<ProgressToken>, Option<Box<RawValue>>), RpcError> {
+) -> Result<(Option<ProgressToken>, RawMeta), RpcError> {
     let Some(raw) = raw else {
-        return Ok((None, None));
+        return Ok((None, RawMeta::default()));
     };
     let not_object = || RpcError::invalid_params("Invalid params: `_meta` must be an object");
     if !raw.get().starts_with('{') {
         return Err(not_object());
     }
-    let fields: RawMeta<'_> = serde_json::from_str(raw.get()).map_err(|_| not_object())?;
+    let fields: MetaFields<'_> = serde_json::from_str(raw.get()).map_err(|_| not_object())?;
     Ok((
         parse_progress_token(fields.progress_token)?,
-        Some(raw.to_owned()),
+        RawMeta::new(Some(raw.to_owned())),
     ))
 }
 
@@ -308,9 +441,234 @@ fn parse_progress_token(raw: Option<&RawValue>) -> Result<Option<ProgressToken>,
     }
 }
 
+/// A 2026-07-28 request read in one pass by [`decode_modern_request`].
+#[derive(Debug)]
+pub struct ModernRequest<'a> {
+    /// Its id.
+    pub id: RequestId,
+    /// The method, as sent.
+    pub method: &'a str,
+    /// The params other than `_meta` (`params.meta` is `None`).
+    pub params: Params<'a>,
+    /// `_meta`, read and checked.
+    pub meta: ModernMeta<'a>,
+}
+
+/// Reads a well-formed 2026-07-28 request in one pass over its bytes: the JSON-RPC envelope,
+/// `params` and the `_meta` fields together, without cutting out and re-reading each level.
+///
+/// `None` for anything else, including every malformed request: the caller then decodes it
+/// the careful way ([`decode`](super::jsonrpc::decode), [`Params::parse`],
+/// [`parse_modern_meta`]), which names what is wrong. Whatever this accepts, that path
+/// accepts too, with the same result; the tests hold the two to that.
+pub fn decode_modern_request(message: &Bytes) -> Option<ModernRequest<'_>> {
+    // One UTF-8 check of the whole body instead of one per borrowed string.
+    let text = std::str::from_utf8(message).ok()?;
+    let typed: TypedRequest<'_> = serde_json::from_str(text).ok()?;
+    if typed.jsonrpc != "2.0" || typed.result.is_some() || typed.error.is_some() {
+        return None;
+    }
+    let (meta, params) = typed.params.0.take_meta();
+    // `_meta`'s fields were cut out in the same pass; they are checked as the careful path
+    // checks them (an error there is left to it, to be reported in its order).
+    let meta = check_modern_meta(meta?.0, RawMeta::of_message(message.clone())).ok()?;
+    Some(ModernRequest {
+        id: typed.id,
+        method: typed.method,
+        params,
+        meta,
+    })
+}
+
+/// A request whose every member has the type the careful path wants.
+#[derive(Deserialize)]
+struct TypedRequest<'a> {
+    jsonrpc: &'a str,
+    id: RequestId,
+    method: &'a str,
+    #[serde(borrow)]
+    params: ObjectOnly<Params<'a, ObjectOnly<MetaFields<'a>>>>,
+    #[serde(borrow, default, deserialize_with = "super::jsonrpc::present")]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "super::jsonrpc::present")]
+    error: Option<&'a RawValue>,
+}
+
+/// A `T` read only from a JSON object: serde reads a struct from an array too (by position),
+/// which the careful path refuses.
+struct ObjectOnly<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Object<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Object(PhantomData)).map(ObjectOnly)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The careful path: envelope, then `params`, then `_meta`, each cut out and re-read.
+    fn careful(body: &[u8]) -> Option<(RequestId, String, String, String)> {
+        let Ok(crate::protocol::jsonrpc::Incoming::Request { id, method, params }) =
+            crate::protocol::jsonrpc::decode(body)
+        else {
+            return None;
+        };
+        let params = Params::parse(params).ok()?;
+        let meta = parse_modern_meta(params.meta).ok()?;
+        let (_, rest) = params.take_meta();
+        Some((
+            id,
+            method.into_owned(),
+            format!("{rest:?}"),
+            describe(&meta),
+        ))
+    }
+
+    fn describe(m: &ModernMeta<'_>) -> String {
+        let r = &m.meta;
+        format!(
+            "{} {:?} {:?} {:?} {:?} {:?}",
+            m.protocol_version,
+            r.client_capabilities,
+            r.client_info,
+            r.log_level,
+            r.progress_token,
+            r.raw.get().map(RawValue::get)
+        )
+    }
+
+    /// Every body the one-pass reader accepts, the careful path accepts with the same
+    /// result; and it accepts the well-formed ones (else it would be no fast path at all).
+    #[test]
+    fn the_one_pass_reader_agrees_with_the_careful_path() {
+        use serde_json::{Value, json};
+        let base = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}, "sampling": {}},
+                "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+                "io.modelcontextprotocol/logLevel": "info",
+                "progressToken": "p1",
+                "x.example/other": [1, {"a": null}]
+            },
+            "name": "add", "arguments": {"a": 1, "b": 2}, "cursor": "c1"
+        }});
+        let values = [
+            Value::Null,
+            json!(1),
+            json!(1.5),
+            json!(-3),
+            json!(18446744073709551615u64),
+            json!("2026-07-28"),
+            json!("2.0"),
+            json!("warning"),
+            json!("loud"),
+            json!(true),
+            json!([]),
+            json!([1, 2]),
+            json!({}),
+            json!({"name": "n", "version": "v"}),
+            json!({"elicitation": []}),
+            json!({"name": 1}),
+        ];
+        let paths: [&[&str]; 14] = [
+            &["jsonrpc"],
+            &["id"],
+            &["method"],
+            &["params"],
+            &["result"],
+            &["params", "_meta"],
+            &["params", "name"],
+            &["params", "requestState"],
+            &["params", "_meta", "io.modelcontextprotocol/protocolVersion"],
+            &[
+                "params",
+                "_meta",
+                "io.modelcontextprotocol/clientCapabilities",
+            ],
+            &["params", "_meta", "io.modelcontextprotocol/clientInfo"],
+            &["params", "_meta", "io.modelcontextprotocol/logLevel"],
+            &["params", "_meta", "progressToken"],
+            &[
+                "params",
+                "_meta",
+                "io.modelcontextprotocol/clientCapabilities",
+                "sampling",
+            ],
+        ];
+        let mut bodies = vec![base.to_string()];
+        for path in paths {
+            let (last, parents) = path.split_last().unwrap();
+            let mut removed = base.clone();
+            let mut slot = &mut removed;
+            for p in parents {
+                slot = &mut slot[*p];
+            }
+            slot.as_object_mut().unwrap().remove(*last);
+            bodies.push(removed.to_string());
+            for v in &values {
+                let mut changed = base.clone();
+                let mut slot = &mut changed;
+                for p in path {
+                    slot = &mut slot[*p];
+                }
+                *slot = v.clone();
+                bodies.push(changed.to_string());
+            }
+        }
+        // Spellings a `Value` cannot produce: escapes, duplicates, whitespace, trailing bytes.
+        let text = base.to_string();
+        for (from, to) in [
+            ("\"2.0\"", "\"2\\u002e0\""),
+            ("\"tools/call\"", "\"tools\\/call\""),
+            ("\"2026-07-28\"", "\"2026\\u002d07-28\""),
+            ("\"info\"", "\"inf\\u006f\""),
+            ("\"name\":\"add\"", "\"name\":\"add\",\"name\":\"add\""),
+            ("\"_meta\":", "\"_meta\":{},\"_meta\":"),
+            ("\"id\":7", "\"id\" : 7 "),
+            ("\"id\":7", "\"id\":7,\"id\":8"),
+            ("\"progressToken\":\"p1\"", "\"progressToken\":1e3"),
+        ] {
+            assert!(text.contains(from), "{from}");
+            bodies.push(text.replacen(from, to, 1));
+        }
+        bodies.push(format!("{text} "));
+        bodies.push(format!("{text}x"));
+        bodies.push(format!(" \n{text}"));
+        let mut fast = 0;
+        for body in &bodies {
+            let bytes = Bytes::from(body.clone());
+            let slow = careful(body.as_bytes());
+            if let Some(req) = decode_modern_request(&bytes) {
+                fast += 1;
+                let (_, rest) = req.params.take_meta();
+                let got = (
+                    req.id,
+                    req.method.to_owned(),
+                    format!("{rest:?}"),
+                    describe(&req.meta),
+                );
+                assert_eq!(Some(got), slow, "{body}");
+            }
+        }
+        assert!(decode_modern_request(&Bytes::from(text.clone())).is_some());
+        // The base and the mutations the careful path also accepts (values of fields read
+        // later, absent optional ones, escapes in `_meta` strings, whitespace) take the fast
+        // path; the count pins that down.
+        assert_eq!(fast, 81, "bodies read in one pass");
+    }
 
     fn raw(s: &str) -> Box<RawValue> {
         RawValue::from_string(s.to_owned()).unwrap()

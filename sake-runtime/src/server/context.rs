@@ -158,7 +158,7 @@ impl Context {
 
     /// The request's `_meta` object as sent, if any.
     pub fn meta(&self) -> Option<&RawValue> {
-        self.inner.meta.raw.as_deref()
+        self.inner.meta.raw.get()
     }
 
     /// The HTTP request's extensions (empty on stdio): where an authentication layer leaves

@@ -25,7 +25,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::protocol::jsonrpc::{self, Incoming, RpcError};
-use crate::protocol::meta::Params;
+use crate::protocol::meta::{self, Params};
 use crate::protocol::{Era, Revision};
 use crate::server::Shared;
 
@@ -97,12 +97,16 @@ async fn post(State(shared): State<Arc<Shared>>, request: Request) -> Response {
         revision = Empty,
         error = Empty
     );
-    let started = std::time::Instant::now();
+    // The clock is read only when the line will be written.
+    let started = tracing::enabled!(tracing::Level::INFO).then(std::time::Instant::now);
     // Boxed: the request's future is large (every path's state), and axum and tower move
     // the handler's future several times before polling it; a box moves as a pointer.
     let resp = Box::pin(serve_post(shared, request))
         .instrument(span.clone())
         .await;
+    let Some(started) = started else {
+        return resp;
+    };
     let status = resp.status().as_u16();
     let streaming = resp
         .headers()
@@ -235,6 +239,28 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
             Err(e) => sse::error(Era::Legacy, None, &e),
         };
     }
+    // The common case, a well-formed 2026-07-28 request, is read in one pass; anything
+    // else (and every malformed request) is decoded level by level below.
+    if era_hint == Era::Modern
+        && let Some(req) = meta::decode_modern_request(&body)
+    {
+        record_request(req.method, &req.params);
+        tracing::Span::current().record("revision", Revision::LATEST.as_str());
+        let req = modern::ModernRequest {
+            id: req.id,
+            method: req.method,
+            params: req.params,
+            meta: Some(req.meta),
+        };
+        return modern::serve(
+            shared.clone(),
+            &parts.headers,
+            parts.extensions,
+            req,
+            permit,
+        )
+        .await;
+    }
     let message = match jsonrpc::decode(&body) {
         Ok(m) => m,
         Err(e) => return sse::error(era_hint, e.id.as_ref(), &e.error),
@@ -260,6 +286,7 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
                 id: id.clone(),
                 method,
                 params: params_parsed,
+                meta: None,
             };
             return modern::serve(
                 shared.clone(),

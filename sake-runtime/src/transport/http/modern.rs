@@ -26,6 +26,9 @@ pub(crate) struct ModernRequest<'a> {
     pub id: RequestId,
     pub method: &'a str,
     pub params: Params<'a>,
+    /// `_meta`, when it was read with the rest ([`meta::decode_modern_request`]); otherwise
+    /// it is read from `params.meta` here.
+    pub meta: Option<ModernMeta<'a>>,
 }
 
 /// Serves one 2026-07-28 request.
@@ -36,8 +39,13 @@ pub(crate) async fn serve(
     req: ModernRequest<'_>,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Response {
-    let ModernRequest { id, method, params } = req;
-    let (method, meta) = match check(&shared, headers, method, &params) {
+    let ModernRequest {
+        id,
+        method,
+        params,
+        meta,
+    } = req;
+    let (method, meta) = match check(&shared, headers, method, &params, meta) {
         Ok(v) => v,
         Err(e) => return sse::error(Era::Modern, Some(&id), &e),
     };
@@ -78,32 +86,37 @@ pub(crate) async fn serve(
     parts.extensions = extensions;
     match shared.dispatch(parts, method, &params) {
         Dispatched::Ready(out) => sse::outcome(Era::Modern, &id, &out),
-        Dispatched::Pending(fut) => {
-            // The request counts until its function ends (or its stream is dropped).
-            let fut: crate::handler::BoxFuture<_> = Box::pin(async move {
-                let _permit = permit;
-                fut.await
-            });
-            match rx {
-                None => {
-                    let out = fut.await;
-                    sse::outcome(Era::Modern, &id, &out)
-                }
-                Some(rx) => sse::respond(Era::Modern, id, fut, rx).await,
+        // The request counts until its function ends (or its response is dropped).
+        Dispatched::Pending(fut) => match rx {
+            None => {
+                let out = fut.await;
+                drop(permit);
+                sse::outcome(Era::Modern, &id, &out)
             }
-        }
+            Some(rx) => {
+                let fut: crate::handler::BoxFuture<_> = Box::pin(async move {
+                    let _permit = permit;
+                    fut.await
+                });
+                sse::respond(Era::Modern, id, fut, rx).await
+            }
+        },
     }
 }
 
 /// Every check a 2026-07-28 request passes before dispatch (digest A7.12, steps 5–13).
-fn check(
+fn check<'a>(
     shared: &Shared,
     headers: &HeaderMap,
     method_name: &str,
-    params: &Params<'_>,
-) -> Result<(Method, ModernMeta), RpcError> {
+    params: &Params<'a>,
+    meta: Option<ModernMeta<'a>>,
+) -> Result<(Method, ModernMeta<'a>), RpcError> {
     // 5. `_meta` (-32602, 400).
-    let meta = meta::parse_modern_meta(params.meta)?;
+    let meta = match meta {
+        Some(meta) => meta,
+        None => meta::parse_modern_meta(params.meta)?,
+    };
     // 6–8. The version header: present, served, equal to `_meta`.
     let header_version = headers::read(headers, &headers::name::PROTOCOL_VERSION)?.ok_or_else(|| {
         RpcError::header_mismatch(
@@ -286,7 +299,7 @@ mod tests {
     fn code(shared: &Shared, h: &HeaderMap, method: &str, params: &str) -> i32 {
         let raw = RawValue::from_string(params.to_owned()).unwrap();
         let params = Params::parse(Some(&raw)).unwrap();
-        check(shared, h, method, &params)
+        check(shared, h, method, &params, None)
             .map(|_| 0)
             .unwrap_or_else(|e| e.code)
     }
