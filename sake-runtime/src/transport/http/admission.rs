@@ -1,6 +1,8 @@
 //! What an HTTP request must pass before its body is read: `Host` and `Origin` (DNS-rebinding
 //! protection), the media type, and the size.
 
+use std::borrow::Cow;
+
 use http::HeaderMap;
 use http::header::{CONTENT_TYPE, HOST, ORIGIN};
 
@@ -29,7 +31,7 @@ fn is_dns_name(host: &str) -> bool {
 }
 
 /// The host part of `host[:port]` or `[v6]:port`, lowercased.
-fn host_part(authority: &str) -> String {
+fn host_part(authority: &str) -> Cow<'_, str> {
     let a = authority.trim();
     let host = if a.starts_with('[') {
         match a.find(']') {
@@ -45,7 +47,12 @@ fn host_part(authority: &str) -> String {
             }
         })
     };
-    host.to_ascii_lowercase()
+    // Borrowed in the common case: an allocation per request for nothing.
+    if host.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(host.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(host)
+    }
 }
 
 impl HostPolicy {
@@ -76,7 +83,8 @@ pub(crate) fn check_origin(
     }
     for host in headers.get_all(HOST) {
         let host = host.to_str().map(host_part).unwrap_or_default();
-        if !policy.allows(&host) {
+        let host = &*host;
+        if !policy.allows(host) {
             return Err(forbidden(format!(
                 "Forbidden: Host {host:?} is not served here (DNS-rebinding protection); configure Server::allowed_hosts"
             )));
