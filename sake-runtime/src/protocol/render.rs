@@ -97,8 +97,22 @@ pub fn result<T: Serialize + ?Sized>(
 ) -> Vec<u8> {
     let f = rev.features();
     if f.result_type {
-        match serde_json::to_vec(body) {
-            Ok(bytes) if !has_top_level_meta(&bytes) => modern_splice(env, cache, &bytes),
+        // One buffer: the fields sake adds, then the body serialised after them with its
+        // opening brace turned into a comma.
+        let mut out = Vec::with_capacity(256 + env.server_info_meta.len());
+        modern_fields(env, cache, &mut out);
+        let start = out.len();
+        match serde_json::to_writer(&mut out, body) {
+            Ok(()) if !has_top_level_meta(&out[start..]) => {
+                // `body` is a JSON object: `{}` or `{"k":...}`.
+                if out.len() - start > 2 {
+                    out[start] = b',';
+                } else {
+                    out.truncate(start);
+                    out.push(b'}');
+                }
+                out
+            }
             _ => {
                 let value = serde_json::to_value(body).unwrap_or(Value::Object(Map::new()));
                 modern_value(env, cache, value)
@@ -126,8 +140,9 @@ fn has_top_level_meta(bytes: &[u8]) -> bool {
     bytes.windows(8).any(|w| w == b"\"_meta\":")
 }
 
-fn modern_splice(env: &ResultEnv, cache: Cache, body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len() + env.server_info_meta.len() + 64);
+/// `{"resultType":"complete"`, the caching hints, and `_meta` with `serverInfo`: the object
+/// is left open for the body's fields.
+fn modern_fields(env: &ResultEnv, cache: Cache, out: &mut Vec<u8>) {
     out.extend_from_slice(br#"{"resultType":"complete""#);
     if cache == Cache::Cacheable {
         out.extend_from_slice(br#","ttlMs":"#);
@@ -137,14 +152,6 @@ fn modern_splice(env: &ResultEnv, cache: Cache, body: &[u8]) -> Vec<u8> {
         out.push(b'"');
     }
     out.extend_from_slice(&env.server_info_meta);
-    // `body` is a JSON object: `{}` or `{"k":...}`.
-    if body.len() > 2 {
-        out.push(b',');
-        out.extend_from_slice(&body[1..]);
-    } else {
-        out.push(b'}');
-    }
-    out
 }
 
 fn modern_value(env: &ResultEnv, cache: Cache, value: Value) -> Vec<u8> {
