@@ -32,7 +32,7 @@ fn round_key(name: &str, arguments: Option<&RawValue>, principal: Option<&str>) 
     RoundKey {
         method: "tools/call",
         name: Cow::Owned(name.to_owned()),
-        arguments: arguments.map(ToOwned::to_owned),
+        arguments: arguments.map(|a| bytes::Bytes::copy_from_slice(a.get().as_bytes())),
         principal: principal.map(str::to_owned),
     }
 }

@@ -281,6 +281,11 @@ impl RawMeta {
         }
     }
 
+    /// The bytes of the request this `_meta` is read from, when they were kept.
+    pub(crate) fn message(&self) -> Option<&Bytes> {
+        self.message.as_ref()
+    }
+
     /// The object, if the request had one.
     pub fn get(&self) -> Option<&RawValue> {
         self.cell

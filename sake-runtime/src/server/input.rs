@@ -275,10 +275,10 @@ fn now_millis() -> u64 {
 
 /// The digest of a request's arguments, independent of key order and whitespace. Absent,
 /// `null` and `{}` arguments mean the same call, and digest the same.
-pub(crate) fn arguments_digest(arguments: Option<&serde_json::value::RawValue>) -> String {
+pub(crate) fn arguments_digest(arguments: Option<&str>) -> String {
     let mut canonical = String::new();
     let empty = || Value::Object(Map::new());
-    match arguments.map(|a| (a, serde_json::from_str::<Value>(a.get()))) {
+    match arguments.map(|a| (a, serde_json::from_str::<Value>(a))) {
         None | Some((_, Ok(Value::Null))) => canonicalize(&empty(), &mut canonical),
         Some((_, Ok(value))) => canonicalize(&value, &mut canonical),
         // Unreadable as a value (a number out of range, nesting too deep): digest the text
@@ -286,7 +286,7 @@ pub(crate) fn arguments_digest(arguments: Option<&serde_json::value::RawValue>) 
         // issued for one such request would fit any other.
         Some((raw, Err(_))) => {
             canonical.push('!');
-            canonical.push_str(raw.get());
+            canonical.push_str(raw);
         }
     }
     let hash = Sha256::digest(canonical.as_bytes());
@@ -328,15 +328,20 @@ fn canonicalize(v: &Value, out: &mut String) {
 pub(crate) struct RoundKey {
     pub method: &'static str,
     pub name: std::borrow::Cow<'static, str>,
-    /// The arguments as sent; digested only when a state is issued or checked.
-    pub arguments: Option<Box<serde_json::value::RawValue>>,
+    /// The arguments' JSON text as sent; digested only when a state is issued or checked.
+    /// Shared with the request's bytes where the transport keeps them.
+    pub arguments: Option<bytes::Bytes>,
     /// The authenticated caller, when the server names callers.
     pub principal: Option<String>,
 }
 
 impl RoundKey {
     fn digest(&self) -> String {
-        arguments_digest(self.arguments.as_deref())
+        arguments_digest(
+            self.arguments
+                .as_deref()
+                .map(|a| std::str::from_utf8(a).unwrap_or_default()),
+        )
     }
 }
 
@@ -593,16 +598,22 @@ mod tests {
         let b =
             serde_json::value::RawValue::from_string(r#"{ "a":[1,{"x":1,"y":2}], "b":1 }"#.into())
                 .unwrap();
-        assert_eq!(arguments_digest(Some(&a)), arguments_digest(Some(&b)));
-        assert_ne!(arguments_digest(Some(&a)), arguments_digest(None));
+        assert_eq!(
+            arguments_digest(Some(a.get())),
+            arguments_digest(Some(b.get()))
+        );
+        assert_ne!(arguments_digest(Some(a.get())), arguments_digest(None));
         let empty = serde_json::value::RawValue::from_string("{}".into()).unwrap();
         let null = serde_json::value::RawValue::from_string("null".into()).unwrap();
-        assert_eq!(arguments_digest(Some(&empty)), arguments_digest(None));
-        assert_eq!(arguments_digest(Some(&null)), arguments_digest(None));
+        assert_eq!(arguments_digest(Some(empty.get())), arguments_digest(None));
+        assert_eq!(arguments_digest(Some(null.get())), arguments_digest(None));
         let raw = |s: &str| serde_json::value::RawValue::from_string(s.into()).unwrap();
         let (x, y) = (raw(r#"{"t":"a","n":1e400}"#), raw(r#"{"t":"b","n":1e400}"#));
-        assert_ne!(arguments_digest(Some(&x)), arguments_digest(Some(&y)));
-        assert_ne!(arguments_digest(Some(&x)), arguments_digest(None));
+        assert_ne!(
+            arguments_digest(Some(x.get())),
+            arguments_digest(Some(y.get()))
+        );
+        assert_ne!(arguments_digest(Some(x.get())), arguments_digest(None));
     }
 
     #[test]
