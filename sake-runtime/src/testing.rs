@@ -146,7 +146,7 @@ impl TestClient {
         let mut parts = RequestParts::new(
             self.revision,
             RequestMeta {
-                client_capabilities: self.capabilities.clone(),
+                client_capabilities: std::sync::Arc::new(self.capabilities.clone()),
                 client_info: None,
                 log_level: self.log_level,
                 progress_token: token,

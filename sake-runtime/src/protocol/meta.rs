@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use serde::Deserialize;
@@ -242,7 +242,8 @@ struct MetaFields<'a> {
 #[derive(Clone, Debug, Default)]
 pub struct RequestMeta {
     /// The client's capabilities (from `_meta` in 2026-07-28, from `initialize` on legacy).
-    pub client_capabilities: ClientCapabilities,
+    /// Shared: a session's requests all carry the capabilities of its `initialize`.
+    pub client_capabilities: Arc<ClientCapabilities>,
     /// The client's name and version, when given.
     pub client_info: Option<Implementation>,
     /// The lowest log level the request (2026-07-28) or the session (legacy) wants.
@@ -405,7 +406,7 @@ fn check_modern_meta<'a>(fields: MetaFields<'a>, raw: RawMeta) -> Result<ModernM
     Ok(ModernMeta {
         protocol_version,
         meta: RequestMeta {
-            client_capabilities,
+            client_capabilities: Arc::new(client_capabilities),
             client_info,
             log_level,
             progress_token,

@@ -31,7 +31,7 @@ pub(crate) struct Session {
     #[serde(rename = "v", with = "revision_str")]
     pub revision: Revision,
     #[serde(rename = "c", default)]
-    pub capabilities: ClientCapabilities,
+    pub capabilities: std::sync::Arc<ClientCapabilities>,
     #[serde(rename = "n", default, skip_serializing_if = "Option::is_none")]
     pub client: Option<(String, String)>,
     #[serde(rename = "l", default, skip_serializing_if = "Option::is_none")]
@@ -71,7 +71,7 @@ impl Session {
         Some(Session {
             sid: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id),
             revision,
-            capabilities,
+            capabilities: std::sync::Arc::new(capabilities),
             client: client.map(|c| (c.name.clone(), c.version.clone())),
             log_level: None,
             issued_at: now_secs(),
