@@ -372,11 +372,22 @@ fn decode_envelope(env: Envelope<'_>) -> Result<Incoming<'_>, DecodeError> {
 }
 
 /// Writes `{"jsonrpc":"2.0","id":ID,"result":RESULT}` where `result` is a JSON object's bytes.
+///
+/// With an integer id, an empty `out` ends up exactly full, so that turning it into `Bytes`
+/// takes no further allocation.
 pub fn write_result(out: &mut Vec<u8>, id: &RequestId, result: &[u8]) {
-    out.reserve(result.len() + 40);
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+    const MIDDLE: &[u8] = b",\"result\":";
+    let mut digits = itoa::Buffer::new();
+    let id_len = match id {
+        RequestId::Number(n) => digits.format(*n).len(),
+        // Escapes may lengthen it; the Vec grows if they do.
+        RequestId::String(s) => s.len() + 2,
+    };
+    out.reserve_exact(HEAD.len() + id_len + MIDDLE.len() + result.len() + 1);
+    out.extend_from_slice(HEAD);
     write_id(out, id);
-    out.extend_from_slice(b",\"result\":");
+    out.extend_from_slice(MIDDLE);
     out.extend_from_slice(result);
     out.push(b'}');
 }
@@ -390,7 +401,7 @@ pub fn result_bytes(id: &RequestId, result: &[u8]) -> Vec<u8> {
 
 fn write_id(out: &mut Vec<u8>, id: &RequestId) {
     match id {
-        RequestId::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        RequestId::Number(n) => out.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes()),
         RequestId::String(s) => {
             // Serialising a string into a Vec cannot fail.
             let _ = serde_json::to_writer(&mut *out, &**s);
@@ -551,6 +562,14 @@ mod tests {
             result_bytes(&RequestId::from("a\"b"), b"{}"),
             br#"{"jsonrpc":"2.0","id":"a\"b","result":{}}"#
         );
+        for n in [0, -1, 42, i64::MIN, i64::MAX] {
+            let bytes = result_bytes(&RequestId::Number(n), br#"{"a":1}"#);
+            assert_eq!(
+                bytes,
+                format!(r#"{{"jsonrpc":"2.0","id":{n},"result":{{"a":1}}}}"#).as_bytes()
+            );
+            assert_eq!(bytes.len(), bytes.capacity(), "{n}");
+        }
         let e = RpcError::method_not_found("ping");
         assert_eq!(
             String::from_utf8(error_bytes(Some(&RequestId::Number(-3)), &e)).unwrap(),
