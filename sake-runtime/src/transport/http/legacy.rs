@@ -78,7 +78,7 @@ pub(crate) fn session(
 fn check_version_header(rev: Revision, headers: &HeaderMap) -> Result<(), RpcError> {
     let value = headers
         .get(headers::name::PROTOCOL_VERSION)
-        .map(|v| v.to_str().unwrap_or("").trim().to_owned());
+        .map(|v| v.to_str().unwrap_or("").trim());
     match value {
         None if rev.features().version_header_required => Err(RpcError::invalid_request(format!(
             "Bad Request: missing MCP-Protocol-Version header; this session speaks {rev}"
