@@ -119,10 +119,45 @@ pub fn result<T: Serialize + ?Sized>(
             }
         }
     } else {
+        // Most results have nothing this revision lacks: their bytes are final as serialised.
+        // Only those naming a field the revision drops or rewrites go through a `Value`.
+        let mut out = Vec::with_capacity(256);
+        if serde_json::to_writer(&mut out, body).is_ok() && !needs_shaping(f, shape, &out) {
+            return out;
+        }
         let mut value = serde_json::to_value(body).unwrap_or(Value::Object(Map::new()));
         legacy_shape(f, shape, &mut value);
         serde_json::to_vec(&value).unwrap_or_else(|_| b"{}".to_vec())
     }
+}
+
+/// Whether serialised `bytes` may hold something [`legacy_shape`] changes for this revision:
+/// a key (or the `resource_link` type) it drops or rewrites, at any depth. In serialised
+/// JSON a quote inside a string is escaped, so `"title":` can only be a key; a match that
+/// is no concern of `legacy_shape` only costs the slower path.
+fn needs_shaping(f: &Features, shape: Shape, bytes: &[u8]) -> bool {
+    if !matches!(shape, Shape::CallTool | Shape::GetPrompt) {
+        return false;
+    }
+    let mut needles: [&[u8]; 5] = [b"\"structuredContent\":", b"", b"", b"", b""];
+    if !f.resource_links {
+        needles[1] = b"\"resource_link\"";
+    }
+    if !f.icons {
+        needles[2] = b"\"icons\":";
+    }
+    if !f.titles {
+        needles[3] = b"\"title\":";
+    }
+    if !f.last_modified {
+        needles[4] = b"\"lastModified\":";
+    }
+    bytes.iter().enumerate().any(|(i, &b)| {
+        b == b'"'
+            && needles
+                .iter()
+                .any(|n| !n.is_empty() && bytes[i..].starts_with(n))
+    })
 }
 
 /// Renders an already-built JSON object (lists and discover, built once at start-up).
@@ -362,6 +397,52 @@ mod tests {
 
     fn parse(b: Vec<u8>) -> Value {
         serde_json::from_slice(&b).unwrap()
+    }
+
+    /// The Value path, which every legacy result took before serialised bytes were kept.
+    fn shaped(rev: Revision, shape: Shape, body: &Value) -> Vec<u8> {
+        let mut value = body.clone();
+        legacy_shape(rev.features(), shape, &mut value);
+        serde_json::to_vec(&value).unwrap()
+    }
+
+    #[test]
+    fn legacy_results_kept_as_serialised_are_the_shaped_ones() {
+        let link = json!({"type": "resource_link", "uri": "file:///a", "name": "a", "title": "A",
+            "icons": [{"src": "https://x/i.png"}], "annotations": {"lastModified": "2025-01-01T00:00:00Z"}});
+        let bodies = [
+            json!({"content": [{"type": "text", "text": "plain"}]}),
+            json!({"content": [{"type": "text", "text": "a \"title\": and \"icons\": in text"}]}),
+            json!({"content": [link.clone()]}),
+            json!({"content": [{"type": "text", "text": "t", "annotations": {"lastModified": "x", "priority": 1}}]}),
+            json!({"content": [], "structuredContent": {"n": 1}}),
+            json!({"content": [], "structuredContent": [1, 2]}),
+            json!({"content": [{"type": "resource", "resource": {"uri": "u", "text": "t", "title": "T", "icons": []}}], "isError": true}),
+            json!({"messages": [{"role": "user", "content": link}], "description": "d"}),
+            json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]}),
+        ];
+        let mut kept = 0;
+        for rev in Revision::ALL
+            .into_iter()
+            .filter(|r| !r.features().result_type)
+        {
+            for shape in [Shape::CallTool, Shape::GetPrompt, Shape::Plain] {
+                for body in &bodies {
+                    let mut direct = Vec::new();
+                    serde_json::to_writer(&mut direct, body).unwrap();
+                    if !needs_shaping(rev.features(), shape, &direct) {
+                        kept += 1;
+                    }
+                    assert_eq!(
+                        String::from_utf8(result(rev, &env(), shape, Cache::None, body)).unwrap(),
+                        String::from_utf8(shaped(rev, shape, body)).unwrap(),
+                        "{rev} {shape:?} {body}"
+                    );
+                }
+            }
+        }
+        // Plain results, and those with nothing a revision lacks, skip the Value.
+        assert_eq!(kept, 55);
     }
 
     #[test]
