@@ -1,5 +1,5 @@
 //! Micro-benchmarks of the pieces of sake's request path, through its public API:
-//! header checks, JSON-RPC decoding, `_meta` validation, dispatch (with argument decoding and
+//! header checks, JSON-RPC decoding (one-pass and careful), `_meta` validation, dispatch (with argument decoding and
 //! rendering), and result rendering.
 //!
 //! `cargo bench -p sake-micro` in benches/ (or `benches/run.sh --micro`). Wall-clock figures on
@@ -113,6 +113,21 @@ fn jsonrpc_decode(b: Bencher) {
             unreachable!()
         };
         Params::parse(params).unwrap().name.is_some()
+    });
+}
+
+/// The one-pass read of a well-formed 2026-07-28 request: envelope, `params` and `_meta`
+/// checked together (what the HTTP endpoint does first; compare with `jsonrpc_decode` plus
+/// `meta_validation`, the careful path it falls back to).
+#[divan::bench]
+fn one_pass_modern_decode(b: Bencher) {
+    let body = bytes::Bytes::from(call_body());
+    b.bench(|| {
+        meta::decode_modern_request(black_box(&body))
+            .unwrap()
+            .params
+            .name
+            .is_some()
     });
 }
 
