@@ -772,6 +772,28 @@ async fn set_level_remints_the_id_and_the_new_id_carries_the_level() {
     assert_eq!(call.rest().await, warning_and_error_logs(5));
 }
 
+/// The per-process record of levels is bounded; when full, a new session's level still
+/// counts (the least recently set record makes room), for clients that keep their first id.
+#[tokio::test]
+async fn set_level_still_counts_when_the_level_records_are_full() {
+    let w = Wire::new(server().max_tracked_sessions(1));
+    let first = w.session("2025-11-25", json!({})).await;
+    first
+        .rpc(1, "logging/setLevel", json!({"level": "warning"}))
+        .await
+        .assert_json(200, ok(1, json!({})));
+    let second = w.session("2025-11-25", json!({})).await;
+    second
+        .rpc(2, "logging/setLevel", json!({"level": "warning"}))
+        .await
+        .assert_json(200, ok(2, json!({})));
+    // Both keep the id of `initialize`: the second's level is the one this process holds.
+    let mut call = second.call_streaming(3, "logs", json!({})).await;
+    assert_eq!(call.rest().await, warning_and_error_logs(3));
+    let mut call = first.call_streaming(4, "logs", json!({})).await;
+    assert_eq!(call.rest().await.len(), 5, "the first's record made room");
+}
+
 #[tokio::test]
 async fn an_invalid_level_is_invalid_params() {
     let w = wire();

@@ -85,7 +85,9 @@ pub(crate) fn start(
                     // The re-minted id carries the level to every replica; clients that keep
                     // the id of `initialize` (the TypeScript SDK, rmcp) find it in this
                     // process.
-                    shared.hub.set_log_level(&session.sid, level);
+                    // Kept no longer than the session's first id could be used.
+                    let expires = std::time::Instant::now() + shared.config.session_lifetime;
+                    shared.hub.set_log_level(&session.sid, level, expires);
                     let mut s = session.clone();
                     s.log_level = Some(level);
                     Started::Done(response(&id, &empty()), Some(Box::new(s)))

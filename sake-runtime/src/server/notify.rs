@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -81,6 +82,14 @@ pub(crate) enum SubscribeRefused {
     TooManyForSession(usize),
 }
 
+/// A session's `logging/setLevel`, kept until its session could no longer be used.
+#[derive(Clone, Copy, Debug)]
+struct LevelRecord {
+    level: LoggingLevel,
+    set: Instant,
+    expires: Instant,
+}
+
 /// The process-local fan-out and the legacy sessions' resource subscriptions.
 #[derive(Debug)]
 pub(crate) struct Hub {
@@ -89,7 +98,7 @@ pub(crate) struct Hub {
     subscriptions: Mutex<HashMap<String, HashSet<String>>>,
     /// `logging/setLevel` of legacy sessions, by session id, for clients that keep sending
     /// the session id of `initialize` rather than the re-minted one that carries the level.
-    log_levels: Mutex<HashMap<String, LoggingLevel>>,
+    log_levels: Mutex<HashMap<String, LevelRecord>>,
     max_sessions: usize,
     max_per_session: usize,
     /// Each legacy session's standalone GET stream: its generation and the token that ends
@@ -156,21 +165,43 @@ impl Hub {
             .unwrap_or(false)
     }
 
-    /// Records a legacy session's log level; `false` when too many sessions have one.
-    pub fn set_log_level(&self, sid: &str, level: LoggingLevel) -> bool {
+    /// Records a legacy session's log level until `expires` (when its session id can no
+    /// longer be used). At most `max_sessions` are kept: when full, expired records go
+    /// first, then the least recently set one (its client still has the level in the
+    /// re-minted session id; only a client that keeps its first id loses it).
+    pub fn set_log_level(&self, sid: &str, level: LoggingLevel, expires: Instant) {
         let Ok(mut levels) = self.log_levels.lock() else {
-            return false;
+            return;
         };
+        let now = Instant::now();
         if !levels.contains_key(sid) && levels.len() >= self.max_sessions {
-            return false;
+            levels.retain(|_, r| r.expires > now);
+            if levels.len() >= self.max_sessions
+                && let Some(oldest) = levels
+                    .iter()
+                    .min_by_key(|(_, r)| r.set)
+                    .map(|(k, _)| k.clone())
+            {
+                levels.remove(&oldest);
+            }
         }
-        levels.insert(sid.to_owned(), level);
-        true
+        if self.max_sessions > 0 {
+            levels.insert(
+                sid.to_owned(),
+                LevelRecord {
+                    level,
+                    set: now,
+                    expires,
+                },
+            );
+        }
     }
 
-    /// The log level a legacy session set in this process, if any.
+    /// The log level a legacy session set in this process, if any and not expired.
     pub fn log_level(&self, sid: &str) -> Option<LoggingLevel> {
-        self.log_levels.lock().ok()?.get(sid).copied()
+        let levels = self.log_levels.lock().ok()?;
+        let r = levels.get(sid)?;
+        (r.expires > Instant::now()).then_some(r.level)
     }
 
     /// Forgets a session (DELETE) and ends its GET stream.
@@ -220,14 +251,40 @@ mod tests {
     #[test]
     fn log_levels_are_kept_per_session_bounded_and_forgotten() {
         let hub = Hub::new(8, 2, 8);
-        assert!(hub.set_log_level("a", LoggingLevel::Warning));
-        assert!(hub.set_log_level("b", LoggingLevel::Error));
-        assert!(!hub.set_log_level("c", LoggingLevel::Info), "bounded");
-        assert!(hub.set_log_level("a", LoggingLevel::Debug), "a change fits");
+        let later = Instant::now() + std::time::Duration::from_secs(3600);
+        hub.set_log_level("a", LoggingLevel::Warning, later);
+        hub.set_log_level("b", LoggingLevel::Error, later);
+        hub.set_log_level("a", LoggingLevel::Debug, later);
         assert_eq!(hub.log_level("a"), Some(LoggingLevel::Debug));
-        assert_eq!(hub.log_level("c"), None);
+        // Full: a new session's level still counts; the least recently set one goes.
+        hub.set_log_level("c", LoggingLevel::Info, later);
+        assert_eq!(hub.log_level("c"), Some(LoggingLevel::Info));
+        assert_eq!(hub.log_level("b"), None);
+        assert_eq!(hub.log_level("a"), Some(LoggingLevel::Debug));
         hub.end_session("a");
         assert_eq!(hub.log_level("a"), None);
+    }
+
+    #[test]
+    fn expired_log_levels_are_not_used_and_leave_first() {
+        let hub = Hub::new(8, 2, 8);
+        let later = Instant::now() + std::time::Duration::from_secs(3600);
+        hub.set_log_level("old", LoggingLevel::Error, Instant::now());
+        assert_eq!(
+            hub.log_level("old"),
+            None,
+            "its session can no longer be used"
+        );
+        hub.set_log_level("a", LoggingLevel::Warning, later);
+        // Full: the expired record leaves, not the live one set after it.
+        hub.set_log_level("b", LoggingLevel::Info, later);
+        assert_eq!(hub.log_level("a"), Some(LoggingLevel::Warning));
+        assert_eq!(hub.log_level("b"), Some(LoggingLevel::Info));
+        assert_eq!(hub.log_levels.lock().unwrap().len(), 2);
+        // With no room at all, nothing is kept.
+        let none = Hub::new(8, 0, 8);
+        none.set_log_level("a", LoggingLevel::Info, later);
+        assert_eq!(none.log_level("a"), None);
     }
 
     #[test]
