@@ -258,10 +258,19 @@ impl Shared {
                     },
                 }
             });
-            let step = match tokio::time::timeout(limit, polled).await {
-                Ok(Ok(step)) => step,
-                Ok(Err(panic)) => return Err(render::error(rev, panicked(&name, panic.as_ref()))),
-                Err(_) => return Err(render::error(rev, timed_out(&name, limit))),
+            // Most functions finish on their first poll: only one that waits gets a timer.
+            let mut polled = std::pin::pin!(polled);
+            let first = std::future::poll_fn(|cx| Poll::Ready(polled.as_mut().poll(cx))).await;
+            let outcome = match first {
+                Poll::Ready(outcome) => outcome,
+                Poll::Pending => match tokio::time::timeout(limit, polled).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => return Err(render::error(rev, timed_out(&name, limit))),
+                },
+            };
+            let step = match outcome {
+                Ok(step) => step,
+                Err(panic) => return Err(render::error(rev, panicked(&name, panic.as_ref()))),
             };
             match (step, &round) {
                 (Step::Ask(asked), Some(round)) => {
