@@ -4,13 +4,14 @@ use std::process::Stdio as StdStdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncRead, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
 
 use super::core::{AbortOnDrop, Core, parse_message, response_body};
 use super::error::ClientError;
 use super::negotiate::{Body, Exchange};
 use crate::protocol::jsonrpc::RequestId;
+use crate::transport::stdio::{Line, read_line};
 
 /// The longest line read from the server.
 const MAX_LINE: usize = 64 << 20;
@@ -115,46 +116,79 @@ impl Stdio {
     }
 }
 
-async fn read_loop(mut stdout: ChildStdout, core: Arc<Core>, owner: std::sync::Weak<Stdio>) {
+/// Reads the server's messages, a line each, until its stdout closes. A last message without
+/// a newline still counts.
+async fn read_loop<R: AsyncRead + Unpin>(
+    stdout: R,
+    core: Arc<Core>,
+    owner: std::sync::Weak<Stdio>,
+) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
-    let mut chunk = vec![0u8; 64 * 1024];
     loop {
-        let n = match stdout.read(&mut chunk).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        while let Some(pos) = buf.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=pos).collect();
-            let line = line.trim_ascii();
-            if line.is_empty() {
-                continue;
+        buf.clear();
+        match read_line(&mut reader, &mut buf, MAX_LINE).await {
+            Err(_) | Ok(Line::Eof) => break,
+            Ok(Line::TooLong) => {
+                tracing::warn!("the server wrote a line longer than {MAX_LINE} bytes; closing");
+                break;
             }
-            let msg = parse_message(line);
-            let Some((rid, method, params)) = core.route(msg, None) else {
-                continue;
-            };
-            // A request of the server: answer it without holding up the reader.
-            let core = Arc::clone(&core);
-            let owner = owner.clone();
-            tokio::spawn(async move {
-                let outcome = core
-                    .handlers
-                    .answer(&method, params.as_deref())
-                    .await
-                    .map_err(|f| f.to_rpc());
-                if let Some(stdio) = owner.upgrade()
-                    && let Err(e) = stdio.write(response_body(&rid, &outcome)).await
-                {
-                    tracing::warn!(%method, "could not answer the server's request: {e}");
-                }
-            });
+            Ok(Line::Complete) => {}
         }
-        if buf.len() > MAX_LINE {
-            tracing::warn!("the server wrote a line longer than {MAX_LINE} bytes; closing");
-            break;
+        let line = buf.trim_ascii();
+        if line.is_empty() {
+            continue;
         }
+        let msg = parse_message(line);
+        let Some((rid, method, params)) = core.route(msg, None) else {
+            continue;
+        };
+        // A request of the server: answer it without holding up the reader.
+        let core = Arc::clone(&core);
+        let owner = owner.clone();
+        tokio::spawn(async move {
+            let outcome = core
+                .handlers
+                .answer(&method, params.as_deref())
+                .await
+                .map_err(|f| f.to_rpc());
+            if let Some(stdio) = owner.upgrade()
+                && let Err(e) = stdio.write(response_body(&rid, &outcome)).await
+            {
+                tracing::warn!(%method, "could not answer the server's request: {e}");
+            }
+        });
     }
     tracing::debug!("the server's stdout closed");
     core.close_all();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::core::Handlers;
+
+    /// Every answer the server wrote arrives, its last one without a newline included, and
+    /// a long stream of small lines is read in one pass.
+    #[tokio::test]
+    async fn reads_every_line_and_a_last_one_without_a_newline() {
+        let core = Arc::new(Core::new(Handlers::default()));
+        let ids: Vec<RequestId> = (1..=2000).map(RequestId::Number).collect();
+        let waiting: Vec<_> = ids.iter().map(|id| core.register(id)).collect();
+        let mut out = String::new();
+        for n in 1..=2000 {
+            out.push_str(&format!(
+                r#"{{"jsonrpc":"2.0","id":{n},"result":{{"n":{n}}}}}"#
+            ));
+            // Blank lines and CRLF are tolerated; the last message has no newline at all.
+            if n < 2000 {
+                out.push_str(if n % 2 == 0 { "\r\n\n" } else { "\n" });
+            }
+        }
+        read_loop(out.as_bytes(), Arc::clone(&core), std::sync::Weak::new()).await;
+        for (n, rx) in (1..=2000).zip(waiting) {
+            let answer = rx.await.expect("answered").expect("a result");
+            assert_eq!(answer.get(), format!(r#"{{"n":{n}}}"#));
+        }
+    }
 }

@@ -37,14 +37,19 @@ fn new_scope() -> String {
     format!("stdio-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
-enum Line {
+/// What [`read_line`] found.
+pub(crate) enum Line {
+    /// The end of the input, with nothing left to read.
     Eof,
+    /// A line (also a last one without a newline).
     Complete,
+    /// A line over the limit, skipped to its end.
     TooLong,
 }
 
-/// Reads one line into `buf` (without the newline), refusing lines over `max` bytes.
-async fn read_line<R: AsyncRead + Unpin>(
+/// Reads one line into `buf` (without the newline), refusing lines over `max` bytes. Linear
+/// in the input: each byte is looked at once. Shared with the client's stdio transport.
+pub(crate) async fn read_line<R: AsyncRead + Unpin>(
     r: &mut BufReader<R>,
     buf: &mut Vec<u8>,
     max: usize,
