@@ -14,6 +14,9 @@ pub(crate) struct Event {
 #[derive(Debug, Default)]
 pub(crate) struct Parser {
     buf: Vec<u8>,
+    /// How much of `buf` is known to hold no line end: a long line fed in many chunks is
+    /// looked at once, not again from its start with every chunk.
+    scanned: usize,
     data: Option<String>,
     event: Option<String>,
     /// The last `id` seen on the stream (what `Last-Event-ID` resumes from).
@@ -37,7 +40,7 @@ impl Parser {
         self.buf.extend_from_slice(bytes);
         let mut events = Vec::new();
         let mut start = 0;
-        let mut i = 0;
+        let mut i = self.scanned;
         while i < self.buf.len() {
             let b = self.buf[i];
             if b == b'\n' || b == b'\r' {
@@ -60,7 +63,9 @@ impl Parser {
                 i += 1;
             }
         }
+        // Scanning stopped at the end, or at a lone CR to look at again with the next bytes.
         self.buf.drain(..start);
+        self.scanned = i - start;
         if self.buf.len() > self.max_line
             || self.data.as_ref().is_some_and(|d| d.len() > self.max_line)
         {
@@ -109,6 +114,30 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_line_in_many_chunks_is_read_whole() {
+        let mut p = Parser::new(1 << 20);
+        let payload = "x".repeat(100_000);
+        let text = format!("data: {payload}\r\n\r\ndata: after\n\n");
+        let mut events = Vec::new();
+        for chunk in text.as_bytes().chunks(997) {
+            events.extend(p.feed(chunk).unwrap());
+        }
+        assert_eq!(
+            events,
+            vec![
+                Event {
+                    data: payload,
+                    event: None
+                },
+                Event {
+                    data: "after".into(),
+                    event: None
+                }
+            ]
+        );
+    }
 
     #[test]
     fn parses_events_across_chunks_and_line_endings() {
