@@ -801,6 +801,43 @@ fn legacy_with(
     }
 }
 
+/// `input_required` exists on 2026-07-28 only: on a handshake session it is a protocol error,
+/// and no handler is asked and nothing is retried.
+#[tokio::test]
+async fn input_required_on_a_handshake_session_is_a_protocol_error() {
+    let f = fake_with_session(
+        Some("s"),
+        legacy_with(|s: &Seen| {
+            Reply::result(
+                s,
+                json!({"resultType": "input_required", "inputRequests": {
+                    "who": {"method": "roots/list"}}, "requestState": "x"}),
+            )
+        }),
+    )
+    .await;
+    let cache = EraCache::new();
+    let client = builder(&cache)
+        .roots(vec![])
+        .connect(&f.url)
+        .await
+        .expect("connect");
+    assert_eq!(client.revision(), Revision::V2025_11_25);
+    match client.call_tool("ask", json!({})).await {
+        Err(ClientError::Protocol(m)) => assert_eq!(
+            m,
+            "the server answered tools/call with input_required, which 2025-11-25 does not have (handshake revisions ask with requests on the call's stream)"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let calls = f
+        .seen()
+        .iter()
+        .filter(|s| s.method() == "tools/call")
+        .count();
+    assert_eq!(calls, 1, "not retried");
+}
+
 #[tokio::test]
 async fn answers_server_requests_on_the_call_stream_and_matches_responses_by_id() {
     let f = fake_with_session(

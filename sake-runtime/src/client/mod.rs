@@ -944,6 +944,12 @@ impl Client {
             if shape.result_type.as_ref().and_then(Value::as_str) != Some("input_required") {
                 return Ok(raw);
             }
+            let rev = self.revision();
+            if !rev.features().input_required {
+                return Err(ClientError::Protocol(format!(
+                    "the server answered {method} with input_required, which {rev} does not have (handshake revisions ask with requests on the call's stream)"
+                )));
+            }
             let ir: InputRequired = serde_json::from_str(raw.get()).map_err(|e| {
                 ClientError::Protocol(format!("malformed input_required result of {method}: {e}"))
             })?;
