@@ -69,6 +69,8 @@ pub struct Features {
     pub version_header_required: bool,
     /// Elicitation modes the revision defines.
     pub elicitation: ElicitationModes,
+    /// A URL elicitation carries an `elicitationId` (2025-11-25; 2026-07-28 dropped it).
+    pub url_elicitation_id: bool,
     /// The code for "resource not found".
     pub resource_not_found_code: i32,
     /// `completion/complete` takes `context.arguments`.
@@ -97,6 +99,7 @@ const MODERN: Features = Features {
     batches: false,
     version_header_required: true,
     elicitation: ElicitationModes::FormAndUrl,
+    url_elicitation_id: false,
     resource_not_found_code: -32602,
     completion_context: true,
     sse_polling: false,
@@ -118,6 +121,7 @@ const V2025_11_25: Features = Features {
     batches: false,
     version_header_required: true,
     elicitation: ElicitationModes::FormAndUrl,
+    url_elicitation_id: true,
     resource_not_found_code: -32002,
     completion_context: true,
     sse_polling: true,

@@ -325,10 +325,15 @@ impl Context {
         url: &str,
     ) -> Result<ElicitAction, InputError> {
         let mut params = json!({ "mode": "url", "message": message, "url": url });
-        if !self.inner.revision.is_modern() {
-            // 2025-11-25 names each URL elicitation; 2026-07-28 dropped the id.
+        if self.inner.revision.features().url_elicitation_id {
+            // Unguessable: the client may hand it to the page it opens.
             let mut id = [0u8; 12];
-            let _ = getrandom::fill(&mut id);
+            getrandom::fill(&mut id).map_err(|e| {
+                tracing::error!("the system's random source failed: {e}");
+                InputError::Unavailable(
+                    "no random elicitationId could be made for the URL elicitation",
+                )
+            })?;
             let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
             params["elicitationId"] = json!(id);
         }
