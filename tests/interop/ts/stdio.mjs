@@ -19,6 +19,22 @@ const require = createRequire(path.join(modules, 'sake-driver.cjs'));
 const { Client, LOG_LEVEL_META_KEY } = require('@modelcontextprotocol/client');
 const { StdioClientTransport } = require('@modelcontextprotocol/client/stdio');
 
+// The SDK runs notification handlers (progress included) a microtask after it reads them, but
+// settles responses at once: a last progress notification read in the same chunk as the
+// response reaches its handler after the request has ended ("unknown token"), though the
+// server sent it first. Responses are handed over a microtask later too, so that the client
+// handles what the server sent in the order it was sent.
+function inWireOrder(transport) {
+  const deliver = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    if ('id' in message && !('method' in message)) {
+      Promise.resolve().then(() => deliver(message, extra));
+    } else {
+      deliver(message, extra);
+    }
+  };
+}
+
 const modern = revision === '2026-07-28';
 const client = new Client(
   { name: 'sake-ts-interop', version: '1.0.0' },
@@ -41,6 +57,7 @@ client.setNotificationHandler('notifications/message', n => logs.push(n.params))
 const transport = new StdioClientTransport({ command: server, args: [], stderr: 'ignore' });
 const timeout = { timeout: 15000 };
 await client.connect(transport, timeout);
+inWireOrder(transport);
 
 const { tools } = await client.listTools(undefined, timeout);
 const add = await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } }, timeout);
