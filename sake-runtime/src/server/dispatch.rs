@@ -28,9 +28,41 @@ use crate::protocol::render::{self, Cache, Shape};
 use crate::protocol::types::{CallToolResult, Completion};
 
 /// How a round of a user function ended.
-enum Step<T> {
+enum Step<T, I> {
+    /// It returned.
     Done(T),
-    Ask(Vec<(String, serde_json::Value)>),
+    /// It was waiting when `interrupt` said to stop (an MRTR round that asked for input).
+    Interrupted(I),
+}
+
+/// Runs a user function's future: a panic in it, or `request_timeout`, fails this request
+/// only (logged with `name`). `interrupt` is asked each time the function waits; `Some` ends
+/// it there. Most functions finish on their first poll: only one that waits gets a timer.
+async fn supervise<T, I>(
+    mut fut: BoxFuture<T>,
+    limit: std::time::Duration,
+    name: &str,
+    mut interrupt: impl FnMut() -> Option<I>,
+) -> Result<Step<T, I>, RpcError> {
+    let polled = std::future::poll_fn(|cx| {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Err(panic) => Poll::Ready(Err(panic)),
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(Step::Done(v))),
+            Ok(Poll::Pending) => match interrupt() {
+                Some(i) => Poll::Ready(Ok(Step::Interrupted(i))),
+                None => Poll::Pending,
+            },
+        }
+    });
+    let mut polled = std::pin::pin!(polled);
+    let first = std::future::poll_fn(|cx| Poll::Ready(polled.as_mut().poll(cx))).await;
+    let outcome = match first {
+        Poll::Ready(outcome) => outcome,
+        Poll::Pending => tokio::time::timeout(limit, polled)
+            .await
+            .map_err(|_| timed_out(name, limit))?,
+    };
+    outcome.map_err(|panic| panicked(name, panic.as_ref()))
 }
 
 /// The error for a function that panicked: logged with its name; the client learns only that
@@ -238,7 +270,7 @@ impl Shared {
         let (ctx, cancel) = Context::new(parts, Some(name.clone()));
         // User code runs from here on: argument decoding, then the function. A panic in it
         // fails this request only.
-        let mut fut = match std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx))) {
+        let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx))) {
             Ok(fut) => fut,
             Err(panic) => return Err(panicked(&name, panic.as_ref())),
         };
@@ -246,34 +278,17 @@ impl Shared {
         Ok(Dispatched::Pending(Box::pin(async move {
             let guard = cancel.drop_guard();
             let limit = shared.config.request_timeout;
-            let polled = std::future::poll_fn(|cx| {
-                match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-                    Err(panic) => Poll::Ready(Err(panic)),
-                    Ok(Poll::Ready(v)) => Poll::Ready(Ok(Step::Done(v))),
-                    Ok(Poll::Pending) => match round.as_ref().and_then(|r| r.poll_pending()) {
-                        Some(RoundOutcome::InputRequired(asked)) => {
-                            Poll::Ready(Ok(Step::Ask(asked)))
-                        }
-                        None => Poll::Pending,
-                    },
-                }
-            });
-            // Most functions finish on their first poll: only one that waits gets a timer.
-            let mut polled = std::pin::pin!(polled);
-            let first = std::future::poll_fn(|cx| Poll::Ready(polled.as_mut().poll(cx))).await;
-            let outcome = match first {
-                Poll::Ready(outcome) => outcome,
-                Poll::Pending => match tokio::time::timeout(limit, polled).await {
-                    Ok(outcome) => outcome,
-                    Err(_) => return Err(render::error(rev, timed_out(&name, limit))),
-                },
+            let asked = || {
+                round
+                    .as_ref()
+                    .and_then(|r| r.poll_pending())
+                    .map(|RoundOutcome::InputRequired(asked)| asked)
             };
-            let step = match outcome {
-                Ok(step) => step,
-                Err(panic) => return Err(render::error(rev, panicked(&name, panic.as_ref()))),
-            };
+            let step = supervise(fut, limit, &name, asked)
+                .await
+                .map_err(|e| render::error(rev, e))?;
             match (step, &round) {
-                (Step::Ask(asked), Some(round)) => {
+                (Step::Interrupted(asked), Some(round)) => {
                     // The function's future is dropped with the round: anything it spawned
                     // sees the cancellation.
                     drop(guard);
@@ -297,7 +312,9 @@ impl Shared {
                     }
                     finish(&shared, rev, v, round.as_deref()).map_err(|e| render::error(rev, e))
                 }
-                (Step::Ask(_), None) => Err(RpcError::internal("input was asked outside a round")),
+                (Step::Interrupted(_), None) => {
+                    Err(RpcError::internal("input was asked outside a round"))
+                }
             }
         })))
     }
@@ -546,11 +563,10 @@ impl Shared {
             .map_err(|p| panicked(&label, p.as_ref()))?;
         let limit = self.config.request_timeout;
         Ok(Dispatched::Pending(Box::pin(async move {
-            let guarded = futures_util::FutureExt::catch_unwind(AssertUnwindSafe(fut));
-            let c = match tokio::time::timeout(limit, guarded).await {
-                Ok(Ok(c)) => c,
-                Ok(Err(p)) => return Err(panicked(&label, p.as_ref())),
-                Err(_) => return Err(timed_out(&label, limit)),
+            let c = match supervise(fut, limit, &label, || None::<std::convert::Infallible>).await?
+            {
+                Step::Done(c) => c,
+                Step::Interrupted(never) => match never {},
             };
             let c = if c.values.len() > Completion::MAX_VALUES {
                 Completion::new(c.values)
