@@ -120,14 +120,7 @@ pub(crate) fn resource_not_found(uri: &str) -> RpcError {
 }
 
 /// Reads a string from raw JSON, borrowing when it has no escapes.
-pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
-    if let Ok(s) = serde_json::from_str::<&str>(raw.get()) {
-        return Some(Cow::Borrowed(s));
-    }
-    serde_json::from_str::<String>(raw.get())
-        .ok()
-        .map(Cow::Owned)
-}
+pub(crate) use crate::protocol::jsonrpc::raw_string as raw_str;
 
 fn required<'a>(field: Option<&'a RawValue>, name: &str) -> Result<Cow<'a, str>, RpcError> {
     match field {
