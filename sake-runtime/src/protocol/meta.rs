@@ -447,14 +447,16 @@ fn parse_progress_token(raw: Option<&RawValue>) -> Result<Option<ProgressToken>,
     }
 }
 
-/// A 2026-07-28 request read in one pass by [`decode_modern_request`].
+/// A 2026-07-28 request with its `_meta` read and checked: by [`decode_modern_request`] in
+/// one pass, or by the endpoint's careful path with [`parse_modern_meta`].
 #[derive(Debug)]
 pub struct ModernRequest<'a> {
     /// Its id.
     pub id: RequestId,
     /// The method, as sent.
     pub method: &'a str,
-    /// The params other than `_meta` (`params.meta` is `None`).
+    /// The params (`params.meta` is `None` when [`decode_modern_request`] read `_meta`'s
+    /// fields in the same pass).
     pub params: Params<'a>,
     /// `_meta`, read and checked.
     pub meta: ModernMeta<'a>,

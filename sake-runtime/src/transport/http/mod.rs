@@ -246,12 +246,6 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
     {
         record_request(req.method, &req.params);
         tracing::Span::current().record("revision", Revision::LATEST.as_str());
-        let req = modern::ModernRequest {
-            id: req.id,
-            method: req.method,
-            params: req.params,
-            meta: Some(req.meta),
-        };
         return modern::serve(
             shared.clone(),
             &parts.headers,
@@ -282,11 +276,16 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
         record_request(method, &params_parsed);
         if is_modern(&parts.headers, &params_parsed) {
             tracing::Span::current().record("revision", Revision::LATEST.as_str());
-            let req = modern::ModernRequest {
+            // Digest A7.12 step 5, the first check of a 2026-07-28 request: `_meta`.
+            let meta = match meta::parse_modern_meta(params_parsed.meta) {
+                Ok(meta) => meta,
+                Err(e) => return sse::error(Era::Modern, Some(id), &e),
+            };
+            let req = meta::ModernRequest {
                 id: id.clone(),
                 method,
                 params: params_parsed,
-                meta: None,
+                meta,
             };
             return modern::serve(
                 shared.clone(),

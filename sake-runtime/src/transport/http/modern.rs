@@ -12,8 +12,8 @@ use serde_json::value::RawValue;
 
 use super::headers;
 use super::sse;
-use crate::protocol::jsonrpc::{RequestId, RpcError};
-use crate::protocol::meta::{self, ModernMeta, Params};
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::meta::{ModernMeta, ModernRequest, Params};
 use crate::protocol::methods::Method;
 use crate::protocol::{Era, Revision};
 use crate::registry::{HeaderKind, HeaderParam};
@@ -21,17 +21,7 @@ use crate::server::Shared;
 use crate::server::context::RequestParts;
 use crate::server::dispatch::{Dispatched, raw_str};
 
-/// A request already decoded by the endpoint.
-pub(crate) struct ModernRequest<'a> {
-    pub id: RequestId,
-    pub method: &'a str,
-    pub params: Params<'a>,
-    /// `_meta`, when it was read with the rest ([`meta::decode_modern_request`]); otherwise
-    /// it is read from `params.meta` here.
-    pub meta: Option<ModernMeta<'a>>,
-}
-
-/// Serves one 2026-07-28 request.
+/// Serves one 2026-07-28 request, its `_meta` already read (step 5).
 pub(crate) async fn serve(
     shared: Arc<Shared>,
     headers: &HeaderMap,
@@ -104,19 +94,15 @@ pub(crate) async fn serve(
     }
 }
 
-/// Every check a 2026-07-28 request passes before dispatch (digest A7.12, steps 5–13).
+/// Every check a 2026-07-28 request passes before dispatch after its `_meta` (digest A7.12,
+/// steps 6–13).
 fn check<'a>(
     shared: &Shared,
     headers: &HeaderMap,
     method_name: &str,
     params: &Params<'a>,
-    meta: Option<ModernMeta<'a>>,
+    meta: ModernMeta<'a>,
 ) -> Result<(Method, ModernMeta<'a>), RpcError> {
-    // 5. `_meta` (-32602, 400).
-    let meta = match meta {
-        Some(meta) => meta,
-        None => meta::parse_modern_meta(params.meta)?,
-    };
     // 6–8. The version header: present, served, equal to `_meta`.
     let header_version = headers::read(headers, &headers::name::PROTOCOL_VERSION)?.ok_or_else(|| {
         RpcError::header_mismatch(
@@ -299,7 +285,8 @@ mod tests {
     fn code(shared: &Shared, h: &HeaderMap, method: &str, params: &str) -> i32 {
         let raw = RawValue::from_string(params.to_owned()).unwrap();
         let params = Params::parse(Some(&raw)).unwrap();
-        check(shared, h, method, &params, None)
+        crate::protocol::meta::parse_modern_meta(params.meta)
+            .and_then(|meta| check(shared, h, method, &params, meta))
             .map(|_| 0)
             .unwrap_or_else(|e| e.code)
     }
