@@ -9,6 +9,7 @@
 // Every step runs under a timeout; any failure prints {"step", "error"} and exits 1.
 
 import { createRequire } from 'node:module';
+import { inWireOrder } from './wire-order.mjs';
 
 // ESM ignores NODE_PATH; CommonJS `require` honours it.
 const require = createRequire(import.meta.url);
@@ -68,22 +69,6 @@ client.setRequestHandler('elicitation/create', async request => {
   asked.push(request.params);
   return { action: 'accept', content: { name: 'Ada' } };
 });
-// The SDK runs notification handlers (progress included) a microtask after it reads them, but
-// settles responses at once: a last progress notification read in the same chunk as the
-// response reaches its handler after the request has ended ("unknown token"), though the
-// server sent it first. Responses are handed over a microtask later too, so that the client
-// handles what the server sent in the order it was sent.
-function inWireOrder(transport) {
-  const deliver = transport.onmessage;
-  transport.onmessage = (message, extra) => {
-    if ('id' in message && !('method' in message)) {
-      Promise.resolve().then(() => deliver(message, extra));
-    } else {
-      deliver(message, extra);
-    }
-  };
-}
-
 const notifications = [];
 client.setNotificationHandler('notifications/tools/list_changed', n => notifications.push(n));
 

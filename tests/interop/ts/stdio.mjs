@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { inWireOrder } from './wire-order.mjs';
 
 const [revision, server] = process.argv.slice(2);
 assert.ok(revision && server, 'usage: stdio.mjs <revision> <server binary>');
@@ -18,22 +19,6 @@ assert.ok(modules, 'SAKE_NODE_MODULES must name the node_modules holding @modelc
 const require = createRequire(path.join(modules, 'sake-driver.cjs'));
 const { Client, LOG_LEVEL_META_KEY } = require('@modelcontextprotocol/client');
 const { StdioClientTransport } = require('@modelcontextprotocol/client/stdio');
-
-// The SDK runs notification handlers (progress included) a microtask after it reads them, but
-// settles responses at once: a last progress notification read in the same chunk as the
-// response reaches its handler after the request has ended ("unknown token"), though the
-// server sent it first. Responses are handed over a microtask later too, so that the client
-// handles what the server sent in the order it was sent.
-function inWireOrder(transport) {
-  const deliver = transport.onmessage;
-  transport.onmessage = (message, extra) => {
-    if ('id' in message && !('method' in message)) {
-      Promise.resolve().then(() => deliver(message, extra));
-    } else {
-      deliver(message, extra);
-    }
-  };
-}
 
 const modern = revision === '2026-07-28';
 const client = new Client(
