@@ -151,7 +151,7 @@ async fn test_sampling(
     /// What to ask.
     prompt: String,
     ctx: Context,
-) -> Result<String, sake::server::input::InputError> {
+) -> Result<String, sake::InputError> {
     let answer = ctx
         .sample("sample_request", CreateMessageRequest::user(prompt, 100))
         .await?;
@@ -167,7 +167,7 @@ async fn test_elicitation(
     /// What to ask.
     message: String,
     ctx: Context,
-) -> Result<String, sake::server::input::InputError> {
+) -> Result<String, sake::InputError> {
     let schema = json!({
         "type": "object",
         "properties": { "response": { "type": "string", "description": "User's response" } },
@@ -183,9 +183,7 @@ async fn test_elicitation(
 
 /// Asks for a form whose fields have defaults (SEP-1034).
 #[tool]
-async fn test_elicitation_sep1034_defaults(
-    ctx: Context,
-) -> Result<String, sake::server::input::InputError> {
+async fn test_elicitation_sep1034_defaults(ctx: Context) -> Result<String, sake::InputError> {
     let schema = json!({
         "type": "object",
         "properties": {
@@ -213,9 +211,7 @@ async fn test_elicitation_sep1034_defaults(
 
 /// Asks for a form with every enum shape (SEP-1330).
 #[tool]
-async fn test_elicitation_sep1330_enums(
-    ctx: Context,
-) -> Result<String, sake::server::input::InputError> {
+async fn test_elicitation_sep1330_enums(ctx: Context) -> Result<String, sake::InputError> {
     let titled = |prefix: &str| -> Value {
         json!([
             { "const": "value1", "title": format!("First {prefix}") },
@@ -272,7 +268,7 @@ struct ContextForm {
     context: String,
 }
 
-type Asked<T> = Result<T, sake::server::input::InputError>;
+type Asked<T> = Result<T, sake::InputError>;
 
 fn name_of(e: Elicitation<NameForm>) -> String {
     e.accepted()
@@ -503,9 +499,7 @@ fn test_prompt_with_image() -> Vec<PromptMessage> {
 
 /// A prompt that first asks the user for context (2026-07-28 MRTR).
 #[prompt]
-async fn test_input_required_result_prompt(
-    ctx: Context,
-) -> Result<String, sake::server::input::InputError> {
+async fn test_input_required_result_prompt(ctx: Context) -> Result<String, sake::InputError> {
     let context = ctx
         .elicit::<ContextForm>("user_context", "What context should the prompt use?")
         .await?

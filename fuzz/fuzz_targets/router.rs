@@ -71,7 +71,7 @@ struct NameForm {
 
 /// Asks for a name, then the model (MRTR on 2026-07-28, requests on sessions).
 #[tool]
-async fn ask(ctx: Context) -> Result<String, sake::server::input::InputError> {
+async fn ask(ctx: Context) -> Result<String, sake::InputError> {
     let name = ctx.elicit::<NameForm>("name", "Your name?").await?;
     let name = match name {
         Elicitation::Accepted(f) => f.name,

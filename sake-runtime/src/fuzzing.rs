@@ -7,13 +7,13 @@ use std::time::Duration;
 use http::HeaderMap;
 use serde_json::value::RawValue;
 
+use crate::handler::input::{Mrtr, RoundKey};
 use crate::protocol::Revision;
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::meta::Params;
 use crate::protocol::types::ClientCapabilities;
-use crate::server::input::{Mrtr, RoundKey};
 use crate::server::session::{Session, Sessions};
-use crate::server::signing::Signer;
+use crate::signing::Signer;
 
 /// Whether the endpoint serves a request with these headers and params statelessly
 /// (2026-07-28) rather than as part of a handshake session (digest C7).

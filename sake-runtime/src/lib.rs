@@ -14,21 +14,22 @@ pub mod protocol;
 pub mod registry;
 pub mod schema;
 pub mod server;
+mod signing;
 pub mod testing;
 pub mod transport;
 pub mod uri_template;
 
 pub use error::Error;
 pub use handler::ResourceError;
+pub use handler::context::Context;
+pub use handler::events::Notifier;
+pub use handler::input::{Elicitation, InputError};
+pub use handler::state::State;
 pub use protocol::jsonrpc::{RequestId, RpcError};
 pub use protocol::render::CacheScope;
 pub use protocol::types::*;
 pub use protocol::{Era, Revision};
 pub use registry::Registry;
-pub use server::context::Context;
-pub use server::input::{Elicitation, InputError};
-pub use server::notify::Notifier;
-pub use server::state::State;
 pub use server::{Server, Service};
 
 /// What generated code uses. Not a public API: it changes without notice.

@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::handler::input::Need;
 use crate::handler::{IconDef, PromptDef, ResourceDef, ToolDef};
 use crate::protocol::types::{
     Icon, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations,
 };
 use crate::protocol::{Revision, render};
 use crate::schema;
-use crate::server::input::Need;
 use crate::uri_template::UriTemplate;
 
 /// A registered tool with its schemas built.
@@ -378,7 +378,7 @@ impl Registry {
     /// Checks that every `State<T>` a function asks for was registered.
     pub(crate) fn check_states(
         &self,
-        states: &crate::server::state::StateMap,
+        states: &crate::handler::state::StateMap,
     ) -> Result<(), Error> {
         let defs = self
             .tools

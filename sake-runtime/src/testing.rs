@@ -26,13 +26,13 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::error::Error;
+use crate::handler::context::RequestParts;
 use crate::protocol::Revision;
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::meta::{Params, RawMeta, RequestMeta};
 use crate::protocol::methods::Method;
 use crate::protocol::types::{ClientCapabilities, LoggingLevel};
 use crate::registry::Registry;
-use crate::server::context::RequestParts;
 use crate::server::dispatch::Dispatched;
 use crate::server::{Server, Service};
 

@@ -165,6 +165,16 @@ impl RpcError {
         RpcError::invalid_params(message).with_status(400)
     }
 
+    /// No resource or template matches `uri`. The rendering step gives it the code of the
+    /// request's revision (-32002 before 2026-07-28, -32602 since).
+    pub fn resource_not_found(uri: &str) -> Self {
+        RpcError::new(
+            code::RESOURCE_NOT_FOUND_LEGACY,
+            format!("Resource not found: {uri}"),
+        )
+        .with_data(serde_json::json!({ "uri": uri }))
+    }
+
     /// -32603.
     pub fn internal(message: impl Into<String>) -> Self {
         RpcError::new(code::INTERNAL_ERROR, message)
@@ -341,10 +351,7 @@ fn decode_envelope(env: Envelope<'_>) -> Result<Incoming<'_>, DecodeError> {
     let params = env.params.filter(|p| p.get() != "null");
     if let Some(raw) = env.method {
         let Some(method) = raw_string(raw) else {
-            let msg = format!(
-                "`method` must be a string, not {}",
-                super::meta::clip(raw.get())
-            );
+            let msg = format!("`method` must be a string, not {}", clip(raw.get()));
             return Err(fail(id, &msg));
         };
         if env.result.is_some() || env.error.is_some() {
@@ -475,6 +482,20 @@ pub fn request_bytes<P: Serialize>(id: &RequestId, method: &str, params: &P) -> 
         params,
     })
     .unwrap_or_default()
+}
+
+/// Shortens raw JSON for an error message.
+pub(crate) fn clip(s: &str) -> String {
+    const MAX: usize = 60;
+    if s.len() <= MAX {
+        s.to_owned()
+    } else {
+        let mut end = MAX;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &s[..end])
+    }
 }
 
 #[cfg(test)]

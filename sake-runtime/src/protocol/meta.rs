@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::jsonrpc::{RequestId, RpcError};
+use super::jsonrpc::{RequestId, RpcError, clip};
 use super::types::{ClientCapabilities, Implementation, LoggingLevel};
 
 /// `_meta` key: the revision a 2026-07-28 request speaks.
@@ -207,20 +207,6 @@ impl<'a> Params<'a> {
             Some(raw) if raw.get() == "null" => Ok(None),
             some => Self::required_str(some, name).map(Some),
         }
-    }
-}
-
-/// Shortens raw JSON for an error message.
-pub(crate) fn clip(s: &str) -> String {
-    const MAX: usize = 60;
-    if s.len() <= MAX {
-        s.to_owned()
-    } else {
-        let mut end = MAX;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}…", &s[..end])
     }
 }
 

@@ -16,13 +16,14 @@ use serde_json::value::RawValue;
 use std::panic::AssertUnwindSafe;
 use std::task::Poll;
 
-use super::context::{Context, RequestParts};
-use super::input::{InputChannel, Mrtr, RoundKey, RoundOutcome, merge_capabilities};
 use super::{Pages, Shared, decode_cursor};
+use crate::handler::context::{Context, RequestParts};
+use crate::handler::input::{InputChannel, Mrtr, RoundKey, RoundOutcome, merge_capabilities};
 use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest};
 use crate::protocol::Revision;
-use crate::protocol::jsonrpc::{RpcError, code};
-use crate::protocol::meta::{Params, clip};
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::jsonrpc::clip;
+use crate::protocol::meta::Params;
 use crate::protocol::methods::{Method, Needs};
 use crate::protocol::render::{self, Cache, Shape};
 use crate::protocol::types::{CallToolResult, Completion};
@@ -107,16 +108,6 @@ impl Dispatched {
     fn err(rev: Revision, e: RpcError) -> Self {
         Dispatched::Ready(Err(render::error(rev, e)))
     }
-}
-
-/// The error for a URI no resource or template matches; the rendering step gives it the
-/// code of the request's revision.
-pub(crate) fn resource_not_found(uri: &str) -> RpcError {
-    RpcError::new(
-        code::RESOURCE_NOT_FOUND_LEGACY,
-        format!("Resource not found: {uri}"),
-    )
-    .with_data(json!({ "uri": uri }))
 }
 
 /// Reads a string from raw JSON, borrowing when it has no escapes.
@@ -420,7 +411,7 @@ impl Shared {
                 .templates
                 .iter()
                 .find_map(|t| t.template.matches(&uri).map(|vars| (t.def, vars)))
-                .ok_or_else(|| resource_not_found(&uri))?,
+                .ok_or_else(|| RpcError::resource_not_found(&uri))?,
         };
         let key = RoundKey {
             method: "resources/read",

@@ -12,13 +12,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use super::context::RequestParts;
 use super::dispatch::{Dispatched, raw_str};
+use super::hub::SubscribeRefused;
 use super::inflight::InflightGuard;
-use super::input::{InputChannel, LegacyPeer};
-use super::notify::SubscribeRefused;
 use super::session::Session;
 use crate::handler::BoxFuture;
+use crate::handler::context::RequestParts;
+use crate::handler::input::{InputChannel, LegacyPeer};
 use crate::protocol::jsonrpc::{self, RequestId, RpcError};
 use crate::protocol::meta::{Params, RequestMeta, parse_legacy_meta};
 use crate::protocol::methods::Method;
@@ -233,7 +233,7 @@ pub(crate) fn initialize(
         Some(raw) if !raw.get().starts_with('{') => {
             return Err(RpcError::invalid_params(format!(
                 "Invalid params: `capabilities` must be a ClientCapabilities object, not {}",
-                crate::protocol::meta::clip(raw.get())
+                crate::protocol::jsonrpc::clip(raw.get())
             )));
         }
         Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
@@ -252,7 +252,7 @@ pub(crate) fn initialize(
                 .ok_or_else(|| {
                     RpcError::invalid_params(format!(
                         "Invalid params: `clientInfo` must be an object with `name` and `version`, not {}",
-                        crate::protocol::meta::clip(raw.get())
+                        crate::protocol::jsonrpc::clip(raw.get())
                     ))
                 })?,
         ),

@@ -1,14 +1,10 @@
 //! The server: the builder users configure, and what it builds at start-up.
 
-pub mod context;
 pub(crate) mod dispatch;
+pub(crate) mod hub;
 pub(crate) mod inflight;
-pub mod input;
 pub(crate) mod legacy;
-pub mod notify;
 pub(crate) mod session;
-pub(crate) mod signing;
-pub mod state;
 pub(crate) mod subscriptions;
 
 use std::borrow::Cow;
@@ -20,17 +16,18 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::error::Error;
+use crate::handler::events::{Bus, Notifier};
+use crate::handler::input::Pending;
 use crate::protocol::render::{self, Cache, CacheHints, CacheScope, ResultEnv};
 use crate::protocol::types::{
     Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
 };
 use crate::protocol::{Revision, jsonrpc::RpcError};
 use crate::registry::Registry;
+use crate::signing::Signer;
 use crate::transport::http::admission::HostPolicy;
-use input::Pending;
-use notify::{Hub, Notifier};
+use hub::Hub;
 use session::Sessions;
-use signing::Signer;
 
 /// An MCP server, configured with a builder and served over HTTP.
 ///
@@ -47,7 +44,7 @@ use signing::Signer;
 pub struct Server {
     registry: Option<Result<Registry, Error>>,
     pub(crate) config: Config,
-    states: state::StateMap,
+    states: crate::handler::state::StateMap,
     principal: Option<PrincipalFn>,
 }
 
@@ -132,7 +129,7 @@ impl Server {
         Server {
             registry: None,
             config: Config::default(),
-            states: state::StateMap::default(),
+            states: crate::handler::state::StateMap::default(),
             principal: None,
         }
     }
@@ -142,7 +139,7 @@ impl Server {
         Server {
             registry: Some(Ok(registry)),
             config: Config::default(),
-            states: state::StateMap::default(),
+            states: crate::handler::state::StateMap::default(),
             principal: None,
         }
     }
@@ -593,12 +590,14 @@ pub(crate) struct Shared {
     pub sessions: Sessions,
     pub pending: Arc<Pending>,
     pub hub: Arc<Hub>,
+    /// The events published through [`Notifier`]s, fanned out to listening streams.
+    pub bus: Arc<Bus>,
     pub notifier: Notifier,
     pub streams: crate::transport::http::resume::Streams,
     pub inflight: Arc<crate::server::inflight::Inflight>,
     /// Fired when the server shuts down: long-lived streams end with their final messages.
     pub shutdown: tokio_util::sync::CancellationToken,
-    pub states: Arc<state::StateMap>,
+    pub states: Arc<crate::handler::state::StateMap>,
     pub principal: Option<PrincipalFn>,
     /// Requests being served (HTTP): bounded by `max_concurrent_requests`.
     pub requests: Arc<tokio::sync::Semaphore>,
@@ -638,8 +637,8 @@ impl Shared {
             config.session_refresh_after,
             config.max_tracked_sessions,
         );
+        let bus = Bus::new(config.event_buffer);
         let hub = Hub::new(
-            config.event_buffer,
             config.max_tracked_sessions,
             config.max_subscriptions_per_session,
         );
@@ -674,7 +673,8 @@ impl Shared {
         ));
         Ok(Shared {
             pending: Arc::new(Pending::new(config.max_pending_inputs)),
-            notifier: Notifier { inner: hub.clone() },
+            notifier: Notifier { bus: bus.clone() },
+            bus,
             hub,
             sessions,
             streams: crate::transport::http::resume::Streams::new(config.max_tracked_sessions),

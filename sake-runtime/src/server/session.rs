@@ -9,9 +9,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use super::signing::{Domain, Signer};
 use crate::protocol::Revision;
 use crate::protocol::types::{ClientCapabilities, Implementation, LoggingLevel};
+use crate::signing::{Domain, Signer};
 
 /// Seconds since the Unix epoch.
 pub(crate) fn now_secs() -> u64 {

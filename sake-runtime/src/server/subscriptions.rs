@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use super::Shared;
-use super::notify::Event;
+use crate::handler::events::Event;
+use crate::protocol::jsonrpc::clip;
 use crate::protocol::jsonrpc::{self, RequestId, RpcError};
-use crate::protocol::meta::{Params, SERVER_INFO, SUBSCRIPTION_ID, clip};
+use crate::protocol::meta::{Params, SERVER_INFO, SUBSCRIPTION_ID};
 
 /// `params.notifications` of `subscriptions/listen`.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -110,7 +111,7 @@ pub(crate) fn listen(
         "notifications/subscriptions/acknowledged",
         &json!({ "notifications": filter.to_json(), "_meta": tag }),
     );
-    let events = shared.hub.subscribe_events();
+    let events = shared.bus.subscribe();
     let mut tick = tokio::time::interval(shared.config.keep_alive);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let state = State {

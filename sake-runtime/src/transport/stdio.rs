@@ -17,14 +17,14 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
+use crate::handler::context::RequestParts;
+use crate::handler::events::Event;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
 use crate::protocol::meta::{self, Params};
 use crate::protocol::methods::Method;
 use crate::protocol::{Era, Revision};
-use crate::server::context::RequestParts;
 use crate::server::dispatch::Dispatched;
 use crate::server::legacy::{self, Started};
-use crate::server::notify::Event;
 use crate::server::session::Session;
 use crate::server::subscriptions::{self, Frame};
 use crate::server::{Service, Shared};
@@ -557,7 +557,7 @@ async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
 
 /// List changes and subscribed resource updates of the process's handshake session.
 fn forward_events(conn: &Arc<Conn>, tasks: &mut JoinSet<()>) {
-    let mut events = conn.shared.hub.subscribe_events();
+    let mut events = conn.shared.bus.subscribe();
     let conn = conn.clone();
     tasks.spawn(async move {
         loop {

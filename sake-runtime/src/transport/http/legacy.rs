@@ -16,12 +16,12 @@ use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc};
 use super::headers::{self, SESSION_ID};
 use super::sse;
 use crate::handler::BoxFuture;
+use crate::handler::events::Event;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError, code};
 use crate::protocol::meta::Params;
 use crate::protocol::{Era, Revision};
 use crate::server::Shared;
 use crate::server::legacy::{self, Started};
-use crate::server::notify::Event;
 use crate::server::session::{Refused, Session};
 
 /// A response with the session header.
@@ -438,7 +438,7 @@ fn standalone(
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Response {
     let (generation, ended) = shared.hub.claim_get_stream(&session.sid);
-    let events = shared.hub.subscribe_events();
+    let events = shared.bus.subscribe();
     let mut tick = tokio::time::interval(shared.config.keep_alive);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let claim = StreamClaim {

@@ -12,13 +12,13 @@ use serde_json::value::RawValue;
 
 use super::headers;
 use super::sse;
+use crate::handler::context::RequestParts;
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::meta::{ModernMeta, ModernRequest, Params};
 use crate::protocol::methods::Method;
 use crate::protocol::{Era, Revision};
 use crate::registry::{HeaderKind, HeaderParam};
 use crate::server::Shared;
-use crate::server::context::RequestParts;
 use crate::server::dispatch::{Dispatched, raw_str};
 
 /// Serves one 2026-07-28 request, its `_meta` already read (step 5).

@@ -15,8 +15,8 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use super::events::Notifier;
 use super::input::{self, Elicitation, InputChannel, InputError, Need};
-use super::notify::Notifier;
 use crate::protocol::Revision;
 use crate::protocol::jsonrpc::{self, RequestId};
 use crate::protocol::meta::{ProgressToken, RequestMeta};
@@ -455,8 +455,8 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::input::{Mrtr, RoundKey};
-    use crate::server::signing::Signer;
+    use crate::handler::input::{Mrtr, RoundKey};
+    use crate::signing::Signer;
 
     #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
     #[allow(dead_code)]

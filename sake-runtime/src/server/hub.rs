@@ -1,77 +1,13 @@
-//! Server-initiated notifications: list changes and resource updates, published from server
-//! code and delivered to every open stream that asked for them — legacy sessions' GET streams
-//! and 2026-07-28 `subscriptions/listen` streams alike.
+//! What the server remembers of handshake sessions besides their signed ids: resource
+//! subscriptions, `logging/setLevel`, and each session's standalone GET stream.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::types::LoggingLevel;
-
-/// Something clients may want to hear about.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Event {
-    /// `notifications/tools/list_changed`.
-    ToolsChanged,
-    /// `notifications/prompts/list_changed`.
-    PromptsChanged,
-    /// `notifications/resources/list_changed`.
-    ResourcesChanged,
-    /// `notifications/resources/updated` for this URI.
-    ResourceUpdated(Arc<str>),
-}
-
-impl Event {
-    /// The notification's method.
-    pub fn method(&self) -> &'static str {
-        match self {
-            Event::ToolsChanged => "notifications/tools/list_changed",
-            Event::PromptsChanged => "notifications/prompts/list_changed",
-            Event::ResourcesChanged => "notifications/resources/list_changed",
-            Event::ResourceUpdated(_) => "notifications/resources/updated",
-        }
-    }
-}
-
-/// Publishes notifications to connected clients. Cheap to clone; get one from
-/// [`Service::notifier`](crate::Service::notifier) or [`Context::notifier`](crate::Context::notifier).
-///
-/// Publishing never blocks: a stream too slow to keep up is closed (its client reconnects).
-#[derive(Clone, Debug)]
-pub struct Notifier {
-    pub(crate) inner: Arc<Hub>,
-}
-
-impl Notifier {
-    /// The list of tools changed.
-    pub fn tools_changed(&self) {
-        self.inner.publish(Event::ToolsChanged);
-    }
-
-    /// The list of prompts changed.
-    pub fn prompts_changed(&self) {
-        self.inner.publish(Event::PromptsChanged);
-    }
-
-    /// The list of resources changed.
-    pub fn resources_changed(&self) {
-        self.inner.publish(Event::ResourcesChanged);
-    }
-
-    /// The resource at `uri` changed: clients subscribed to it are told.
-    pub fn notify_resource_updated(&self, uri: impl Into<String>) {
-        self.inner
-            .publish(Event::ResourceUpdated(Arc::from(uri.into())));
-    }
-
-    /// How many streams currently listen (legacy GET streams and 2026-07-28 subscriptions).
-    pub fn listeners(&self) -> usize {
-        self.inner.events.receiver_count()
-    }
-}
 
 /// Why a subscription was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,10 +26,9 @@ struct LevelRecord {
     expires: Instant,
 }
 
-/// The process-local fan-out and the legacy sessions' resource subscriptions.
+/// The handshake sessions' records kept in this process.
 #[derive(Debug)]
 pub(crate) struct Hub {
-    events: broadcast::Sender<Event>,
     /// `resources/subscribe` of legacy sessions, by session id.
     subscriptions: Mutex<HashMap<String, HashSet<String>>>,
     /// `logging/setLevel` of legacy sessions, by session id, for clients that keep sending
@@ -108,10 +43,8 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
-    pub fn new(buffer: usize, max_sessions: usize, max_per_session: usize) -> Arc<Hub> {
-        let (events, _) = broadcast::channel(buffer.max(1));
+    pub fn new(max_sessions: usize, max_per_session: usize) -> Arc<Hub> {
         Arc::new(Hub {
-            events,
             subscriptions: Mutex::new(HashMap::new()),
             log_levels: Mutex::new(HashMap::new()),
             max_sessions,
@@ -119,15 +52,6 @@ impl Hub {
             get_streams: Mutex::new(HashMap::new()),
             next_generation: std::sync::atomic::AtomicU64::new(1),
         })
-    }
-
-    fn publish(&self, event: Event) {
-        // No receiver is not an error: nobody listens.
-        let _ = self.events.send(event);
-    }
-
-    pub fn subscribe_events(&self) -> broadcast::Receiver<Event> {
-        self.events.subscribe()
     }
 
     /// Records a legacy session's subscription; refused when too many sessions subscribe,
@@ -250,7 +174,7 @@ mod tests {
 
     #[test]
     fn log_levels_are_kept_per_session_bounded_and_forgotten() {
-        let hub = Hub::new(8, 2, 8);
+        let hub = Hub::new(2, 8);
         let later = Instant::now() + std::time::Duration::from_secs(3600);
         hub.set_log_level("a", LoggingLevel::Warning, later);
         hub.set_log_level("b", LoggingLevel::Error, later);
@@ -267,7 +191,7 @@ mod tests {
 
     #[test]
     fn expired_log_levels_are_not_used_and_leave_first() {
-        let hub = Hub::new(8, 2, 8);
+        let hub = Hub::new(2, 8);
         let later = Instant::now() + std::time::Duration::from_secs(3600);
         hub.set_log_level("old", LoggingLevel::Error, Instant::now());
         assert_eq!(
@@ -282,14 +206,14 @@ mod tests {
         assert_eq!(hub.log_level("b"), Some(LoggingLevel::Info));
         assert_eq!(hub.log_levels.lock().unwrap().len(), 2);
         // With no room at all, nothing is kept.
-        let none = Hub::new(8, 0, 8);
+        let none = Hub::new(0, 8);
         none.set_log_level("a", LoggingLevel::Info, later);
         assert_eq!(none.log_level("a"), None);
     }
 
     #[test]
     fn a_get_stream_ends_when_replaced_or_its_session_ends() {
-        let hub = Hub::new(8, 8, 8);
+        let hub = Hub::new(8, 8);
         let (first, t1) = hub.claim_get_stream("s");
         let (second, t2) = hub.claim_get_stream("s");
         assert!(t1.is_cancelled() && !t2.is_cancelled());
@@ -305,7 +229,7 @@ mod tests {
 
     #[test]
     fn subscriptions_are_bounded_per_session() {
-        let hub = Hub::new(4, 2, 2);
+        let hub = Hub::new(2, 2);
         assert_eq!(hub.subscribe("s", "a://1"), Ok(()));
         assert_eq!(hub.subscribe("s", "a://2"), Ok(()));
         assert_eq!(hub.subscribe("s", "a://2"), Ok(()));

@@ -3,6 +3,11 @@
 //!
 //! Users never name these; generated code reaches them through `::sake::__private`.
 
+pub mod context;
+pub mod events;
+pub mod input;
+pub mod state;
+
 use std::fmt::Display;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -15,13 +20,13 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use self::context::Context;
+pub use self::state::{StateNeed, StateParam};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::types::{
     CallToolResult, Completion, Content, GetPromptResult, PromptMessage, ReadResourceResult,
     ResourceContents,
 };
-use crate::server::context::Context;
-pub use crate::server::state::{StateNeed, StateParam};
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -761,7 +766,7 @@ impl<T: IntoReadResourceResult, E: Display + 'static> IntoReadResourceResult for
 
 fn resource_error<E: Display + 'static>(e: &E, uri: &str) -> RpcError {
     match (e as &dyn std::any::Any).downcast_ref::<ResourceError>() {
-        Some(ResourceError::NotFound(_)) => crate::server::dispatch::resource_not_found(uri),
+        Some(ResourceError::NotFound(_)) => RpcError::resource_not_found(uri),
         Some(ResourceError::InvalidUri(msg)) => {
             RpcError::invalid_params(msg.clone()).with_data(serde_json::json!({ "uri": uri }))
         }

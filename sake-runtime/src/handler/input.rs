@@ -16,11 +16,11 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
-use super::signing::{Domain, Signer};
 use crate::protocol::jsonrpc::{RequestId, RpcError};
 use crate::protocol::types::{
     ClientCapabilities, CreateMessageResult, ElicitResult, ListRootsResult,
 };
+use crate::signing::{Domain, Signer};
 
 /// Why a question to the client got no usable answer.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
