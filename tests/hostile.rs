@@ -935,7 +935,7 @@ fn hand_cases() -> Vec<Case> {
         case("a cancel of an unknown request", |fix| Req::in_session(&fix.s1125, &br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nope"}}"#[..]), 202, Empty).rev("2025-11-25"),
         // Batches.
         case("a batch on 2025-11-25", |fix| Req::in_session(&fix.s1125, batch_of(2, "ping")), 400, Err(-32600)).rev("2025-11-25"),
-        case("a 2025-03-26 batch of 100,000", |fix| Req::in_session(&fix.s0326, batch_of(100_000, "ping")), 400, Err(-32600)).rev("2025-11-25").message("Invalid request: Bad Request: a batch of 100000 messages exceeds this server's limit of 1000; split it"),
+        case("a 2025-03-26 batch of 100,000", |fix| Req::in_session(&fix.s0326, batch_of(100_000, "ping")), 400, Err(-32600)).rev("2025-11-25").message("Invalid request: a batch of 100000 messages exceeds this server's limit of 1000; split it"),
         case("a 2025-03-26 batch of 100,000 over the default body limit", |fix| Req::in_session(&fix.s0326, batch_of(100_000, "ping")), 413, Err(-32000)).on(Target::Defaults).rev("2025-11-25").message("Payload Too Large: the body exceeds 4194304 bytes"),
         case("a 2025-03-26 batch of 1,000", |fix| Req::in_session(&fix.s0326, batch_of(1000, "ping")), 200, Ok).rev("2025-03-26"),
         case("an empty 2025-03-26 batch", |fix| Req::in_session(&fix.s0326, &b"[]"[..]), 400, Err(-32600)).rev("2025-11-25"),
@@ -1140,7 +1140,7 @@ async fn hostile_stdio_table() {
     let batches = vec![
         LineCase {
             message: Some(
-                "Invalid request: a batch must hold 1 to 1000 messages; this one holds 100000"
+                "Invalid request: a batch of 100000 messages exceeds this server's limit of 1000; split it"
                     .into(),
             ),
             ..line(

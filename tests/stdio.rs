@@ -368,7 +368,7 @@ async fn discover_and_modern_requests_need_no_initialize(p: &mut Peer) {
         .await,
         json!({"jsonrpc": "2.0", "id": 6, "error": {
             "code": -32022,
-            "message": "Unsupported protocol version \"2025-06-18\"; handshake revisions are served after an `initialize` request, requests with `_meta` need 2026-07-28",
+            "message": "Unsupported protocol version \"2025-06-18\"; handshake revisions are served after an `initialize` request, requests without a session need 2026-07-28",
             "data": {"supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"], "requested": "2025-06-18"},
         }})
     );
@@ -806,7 +806,7 @@ async fn malformed_lines_are_answered_and_the_loop_goes_on(p: &mut Peer) {
         p.recv().await,
         error_without_id(
             -32600,
-            "Invalid request: a JSON-RPC batch (array) is only accepted in a 2025-03-26 session"
+            "Invalid request: a JSON-RPC batch (array) is only accepted inside a 2025-03-26 session"
         )
     );
     // Blank lines are skipped; a line may end with CRLF.

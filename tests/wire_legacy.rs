@@ -1284,7 +1284,7 @@ async fn batches_are_refused_after_2025_03_26() {
                     Value::Null,
                     -32600,
                     &format!(
-                        "Invalid request: Bad Request: JSON-RPC batches were removed after 2025-03-26; this session speaks {revision}"
+                        "Invalid request: JSON-RPC batches (arrays) were removed after 2025-03-26; this session speaks {revision}"
                     ),
                 ),
             );
@@ -1321,7 +1321,7 @@ async fn a_batch_over_max_batch_size_is_400() {
             err(
                 Value::Null,
                 -32600,
-                "Invalid request: Bad Request: a batch of 3 messages exceeds this server's limit of 2; split it",
+                "Invalid request: a batch of 3 messages exceeds this server's limit of 2; split it",
             ),
         );
     s.send(s.post(json!([ping(1), ping(2)])))

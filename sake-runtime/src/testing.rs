@@ -26,14 +26,15 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::error::Error;
-use crate::handler::context::RequestParts;
-use crate::protocol::Revision;
-use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::jsonrpc::{RequestId, RpcError};
 use crate::protocol::meta::{Params, RawMeta, RequestMeta};
-use crate::protocol::methods::Method;
 use crate::protocol::types::{ClientCapabilities, LoggingLevel};
+use crate::protocol::{Era, Revision};
 use crate::registry::Registry;
-use crate::server::dispatch::Dispatched;
+use crate::server::front::Inbound;
+use crate::server::front::legacy::Started;
+use crate::server::front::modern::Answer;
+use crate::server::session::Session;
 use crate::server::{Server, Service};
 
 fn list(registry: &Registry, key: &str, rev: Revision) -> Value {
@@ -126,7 +127,21 @@ impl TestClient {
     }
 
     /// Sends a request with a progress token and collects what it streams.
-    pub async fn exchange(&self, method: &str, params: Value, progress: bool) -> Exchange {
+    ///
+    /// The request goes through the server's front as a transport's would: a 2026-07-28
+    /// request as a stateless one, an older revision's inside a handshake session of that
+    /// revision (opened for this client; its functions cannot ask the client questions).
+    pub async fn exchange(&self, method: &str, mut params: Value, progress: bool) -> Exchange {
+        let token: Option<RequestId> =
+            progress.then(|| self.next_token.fetch_add(1, Ordering::Relaxed).into());
+        let legacy = self.revision.era() == Era::Legacy;
+        if let (Some(t), true, Some(p)) = (&token, legacy, params.as_object_mut()) {
+            // On a handshake revision the progress token travels in the request's `_meta`.
+            let meta = p.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(m) = meta.as_object_mut() {
+                m.insert("progressToken".into(), json!(t));
+            }
+        }
         let raw = match serde_json::value::to_raw_value(&params) {
             Ok(r) => r,
             Err(e) => return failed(RpcError::invalid_params(e.to_string())),
@@ -136,27 +151,50 @@ impl TestClient {
             Err(e) => return failed(e),
         };
         let shared = &self.service.shared;
-        let Some(method) =
-            Method::parse_in(method, self.revision.era()).filter(|m| shared.offers(m.needs()))
-        else {
-            return failed(RpcError::method_not_found(method));
-        };
         let (tx, mut rx) = mpsc::channel::<Bytes>(1024);
-        let token = progress.then(|| self.next_token.fetch_add(1, Ordering::Relaxed).into());
-        let mut parts = RequestParts::new(
-            self.revision,
-            RequestMeta {
+        let id = RequestId::Number(0);
+        let inbound = Inbound {
+            sink: Some(tx),
+            no_questions: true,
+            ..Inbound::default()
+        };
+        let out: Result<Bytes, RpcError> = if !legacy {
+            let method = match shared.resolve(Era::Modern, method) {
+                Ok(m) => m,
+                Err(e) => return failed(e),
+            };
+            let meta = RequestMeta {
                 client_capabilities: std::sync::Arc::new(self.capabilities.clone()),
                 client_info: None,
                 log_level: self.log_level,
                 progress_token: token,
                 raw: RawMeta::default(),
-            },
-        );
-        parts.sink = Some(tx);
-        let out = match shared.dispatch(parts, method, &params) {
-            Dispatched::Ready(out) => out,
-            Dispatched::Pending(fut) => fut.await,
+            };
+            match shared.serve_stateless(self.revision, &id, method, &params, meta, inbound) {
+                Answer::Ready(out) => out,
+                Answer::Running(fut) => fut.await,
+                Answer::Listen(_) => Err(RpcError::internal(
+                    "TestClient does not hold subscriptions/listen streams",
+                )),
+            }
+        } else {
+            let session = match self.session() {
+                Ok(s) => s,
+                Err(e) => return failed(e),
+            };
+            let params = Ok(params);
+            let answer =
+                match shared.session_request(&session, &session.sid, id, method, params, inbound) {
+                    Started::Done(body, _) => Some(body),
+                    Started::Running(fut) => fut.await,
+                };
+            match answer.map(|b| serde_json::from_slice::<Value>(&b)) {
+                Some(Ok(mut v)) => match v.get_mut("result").map(Value::take) {
+                    Some(result) => Ok(Bytes::from(result.to_string())),
+                    None => Err(response_error(v["error"].take())),
+                },
+                _ => Err(RpcError::internal("the request was cancelled")),
+            }
         };
         let mut notifications = Vec::new();
         while let Ok(msg) = rx.try_recv() {
@@ -168,6 +206,14 @@ impl TestClient {
             notifications,
             result: out.map(|b| serde_json::from_slice(&b).unwrap_or(Value::Null)),
         }
+    }
+
+    /// The handshake session of an older revision's client: its capabilities and log level.
+    fn session(&self) -> Result<Session, RpcError> {
+        let mut session = Session::new(self.revision, self.capabilities.clone(), None)
+            .ok_or_else(|| RpcError::internal("no randomness available for a session id"))?;
+        session.log_level = self.log_level;
+        Ok(session)
     }
 
     /// Calls a tool.
@@ -196,6 +242,19 @@ impl TestClient {
     /// Lists the tools (first page).
     pub async fn list_tools(&self) -> Result<Value, RpcError> {
         self.request("tools/list", json!({})).await
+    }
+}
+
+/// The error object of a JSON-RPC response.
+fn response_error(error: Value) -> RpcError {
+    let code = error["code"]
+        .as_i64()
+        .and_then(|c| i32::try_from(c).ok())
+        .unwrap_or(crate::protocol::jsonrpc::code::INTERNAL_ERROR);
+    let message = error["message"].as_str().unwrap_or_default().to_owned();
+    match error.get("data") {
+        Some(data) => RpcError::new(code, message).with_data(data.clone()),
+        None => RpcError::new(code, message),
     }
 }
 

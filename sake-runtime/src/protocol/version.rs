@@ -188,6 +188,15 @@ impl Revision {
         }
     }
 
+    /// The handshake revision `initialize` settles on when a client asks for `requested`: the
+    /// same one when sake serves it by handshake, otherwise the newest handshake revision
+    /// (the counter-offer the client may accept or refuse).
+    pub fn negotiate(requested: &str) -> Revision {
+        Revision::parse(requested)
+            .filter(|r| r.era() == Era::Legacy)
+            .unwrap_or(Revision::LATEST_LEGACY)
+    }
+
     /// Whether `s` names a handshake-era revision, served or not (`2024-11-05` included).
     ///
     /// An `MCP-Protocol-Version` header with such a value never makes a request modern.

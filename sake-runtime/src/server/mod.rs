@@ -1,9 +1,9 @@
 //! The server: the builder users configure, and what it builds at start-up.
 
 pub(crate) mod dispatch;
+pub(crate) mod front;
 pub(crate) mod hub;
 pub(crate) mod inflight;
-pub(crate) mod legacy;
 pub(crate) mod session;
 pub(crate) mod subscriptions;
 

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use super::Shared;
+use super::front::{Frame, event_notification};
 use crate::handler::events::Event;
 use crate::protocol::jsonrpc::clip;
 use crate::protocol::jsonrpc::{self, RequestId, RpcError};
@@ -72,14 +73,6 @@ impl Filter {
                 .is_some_and(|u| u.iter().any(|s| s == &**uri)),
         }
     }
-}
-
-/// One message of a listen stream, or a keep-alive tick.
-pub(crate) enum Frame {
-    /// A JSON-RPC message (notification, or the final result).
-    Message(Bytes),
-    /// Nothing happened for a while.
-    KeepAlive,
 }
 
 /// Starts a subscription: checks the filter, and returns the stream of its frames, which
@@ -163,12 +156,7 @@ async fn next(mut state: State) -> Option<(Frame, State)> {
             ev = state.events.recv() => match ev {
                 Ok(ev) if !state.filter.wants(&ev) => continue,
                 Ok(ev) => {
-                    let mut params = match &ev {
-                        Event::ResourceUpdated(uri) => json!({ "uri": &**uri }),
-                        _ => json!({}),
-                    };
-                    params["_meta"] = json!({ SUBSCRIPTION_ID: state.id });
-                    let msg = Bytes::from(jsonrpc::notification_bytes(ev.method(), &params));
+                    let msg = event_notification(&ev, Some(&state.id));
                     return Some((Frame::Message(msg), state));
                 }
                 // Too slow to keep up: end gracefully rather than buffer without end.

@@ -17,16 +17,15 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
-use crate::handler::context::RequestParts;
-use crate::handler::events::Event;
+use crate::handler::BoxFuture;
+use crate::protocol::Era;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
 use crate::protocol::meta::{self, Params};
 use crate::protocol::methods::Method;
-use crate::protocol::{Era, Revision};
-use crate::server::dispatch::Dispatched;
-use crate::server::legacy::{self, Started};
+use crate::server::front::legacy::{Started, batch_without_session};
+use crate::server::front::modern::Answer;
+use crate::server::front::{Frame, Inbound, OnLag, response};
 use crate::server::session::Session;
-use crate::server::subscriptions::{self, Frame};
 use crate::server::{Service, Shared};
 
 /// A fresh scope for one connection: its session id, and the key under which its in-flight
@@ -246,15 +245,16 @@ async fn handle(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
     };
     match message {
         Incoming::Notification { method, params } => {
-            legacy::notification(&conn.shared, &conn.scope, &method, params);
+            conn.shared
+                .session_notification(&conn.scope, &method, params);
         }
-        Incoming::Response { id, outcome } => {
-            legacy::answer(&conn.shared, &conn.scope, &id, outcome)
-        }
+        Incoming::Response { id, outcome } => conn.shared.session_answer(&conn.scope, &id, outcome),
         Incoming::Request { id, method, params } => request(conn, id, &method, params, tasks).await,
     }
 }
 
+/// Whether a request's `_meta` names a protocol version: then it is a stateless request,
+/// whether or not the connection opened a handshake session.
 fn is_modern(params: &Params<'_>) -> bool {
     #[derive(serde::Deserialize)]
     struct VersionOnly<'a> {
@@ -275,24 +275,23 @@ async fn request(
     tasks: &mut JoinSet<()>,
 ) {
     tracing::info!(method, id = %id, "request");
+    let shared = &conn.shared;
     // Held by the request's task until it ends: at most `max_concurrent_requests` run.
-    let Ok(permit) = conn.shared.requests.clone().try_acquire_owned() else {
-        let what = format!(
-            "{} requests are running",
-            conn.shared.config.max_concurrent_requests
-        );
-        return conn.write(busy(Some(&id), what)).await;
+    let permit = match shared.request_slot() {
+        Ok(p) => p,
+        Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
     };
     let params = match Params::parse(raw) {
         Ok(p) => p,
         Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
     };
-    let modern_only = matches!(method, "server/discover" | "subscriptions/listen");
-    if is_modern(&params) || (modern_only && conn.session().is_none()) {
-        return modern(conn, id, method, &params, tasks, permit).await;
+    let stateless_only =
+        Method::parse_in(method, Era::Modern).is_some_and(|m| !m.exists_in(Era::Legacy));
+    if is_modern(&params) || (stateless_only && conn.session().is_none()) {
+        return stateless(conn, id, method, &params, tasks, permit).await;
     }
     if method == "initialize" {
-        let msg = match legacy::initialize(&conn.shared, &params, None) {
+        let msg = match shared.initialize(&params, None) {
             Ok((result, mut session)) => {
                 session.sid = conn.scope.clone();
                 let first = conn
@@ -322,15 +321,11 @@ async fn request(
         };
         return conn.write(msg).await;
     };
-    match legacy::start(
-        &conn.shared,
-        &session,
-        http::Extensions::new(),
-        id,
-        method,
-        raw,
-        Some(conn.out.clone()),
-    ) {
+    let inbound = Inbound {
+        sink: Some(conn.out.clone()),
+        ..Inbound::default()
+    };
+    match shared.session_request(&session, &conn.scope, id, method, Ok(params), inbound) {
         Started::Done(msg, changed) => {
             if let Some(changed) = changed
                 && let Ok(mut s) = conn.session.lock()
@@ -355,7 +350,8 @@ async fn request(
     }
 }
 
-async fn modern(
+/// A stateless request: its `_meta` names the version (there are no headers on stdio).
+async fn stateless(
     conn: &Arc<Conn>,
     id: RequestId,
     method_name: &str,
@@ -364,227 +360,122 @@ async fn modern(
     permit: tokio::sync::OwnedSemaphorePermit,
 ) {
     let shared = &conn.shared;
-    let checked = (|| {
-        let m = meta::parse_modern_meta(params.meta)?;
-        if m.protocol_version != Revision::LATEST.as_str() {
-            let supported = Revision::ALL.map(Revision::as_str);
-            // As over HTTP: a handshake revision is served, but only after `initialize`.
-            let hint = if Revision::is_legacy_version_string(&m.protocol_version) {
-                "; handshake revisions are served after an `initialize` request, requests with `_meta` need 2026-07-28"
-            } else {
-                ""
-            };
-            return Err(RpcError::unsupported_version(
-                &m.protocol_version,
-                &supported,
-                hint,
-            ));
-        }
-        let method = Method::parse_in(method_name, Era::Modern)
-            .filter(|m| shared.offers(m.needs()))
-            .ok_or_else(|| RpcError::method_not_found(method_name))?;
-        Ok((method, m.meta))
-    })();
-    let (method, meta) = match checked {
+    let checked = meta::parse_modern_meta(params.meta).and_then(|m| {
+        let rev = shared.stateless_revision(&m.protocol_version)?;
+        let method = shared.resolve(Era::Modern, method_name)?;
+        Ok((rev, method, m.meta))
+    });
+    let (rev, method, meta) = match checked {
         Ok(v) => v,
         Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
     };
-    let cancel = CancellationToken::new();
-    if method == Method::Listen {
-        // A subscription counts against `max_streams`, not `max_concurrent_requests`.
+    // A subscription counts against `max_streams`, not `max_concurrent_requests`.
+    let permit = if method == Method::Listen {
         drop(permit);
-        let Ok(stream_permit) = shared.streams_open.clone().try_acquire_owned() else {
-            let what = format!("{} streams are open", shared.config.max_streams);
-            return conn.write(busy(Some(&id), what)).await;
-        };
-        let frames = match subscriptions::listen(shared, id.clone(), params) {
-            Ok(f) => f,
+        match shared.stream_slot() {
+            Ok(p) => p,
             Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
-        };
-        let guard = shared.inflight.register(&conn.scope, &id, cancel.clone());
-        let conn = conn.clone();
-        tasks.spawn(async move {
-            use futures_util::StreamExt;
-            let _guard = guard;
-            let _permit = stream_permit;
-            let mut frames = std::pin::pin!(frames);
-            loop {
-                tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => break,
-                    () = conn.all.cancelled() => break,
-                    f = frames.next() => match f {
-                        Some(Frame::Message(m)) => conn.write(m.to_vec()).await,
-                        Some(Frame::KeepAlive) => {}
-                        None => break,
-                    },
-                }
-            }
-        });
-        return;
-    }
-    let mut parts = RequestParts::new(Revision::LATEST, meta);
-    parts.sink = Some(conn.out.clone());
-    parts.cancel = Some(cancel.clone());
-    match shared.dispatch(parts, method, params) {
-        Dispatched::Ready(out) => conn.write(legacy::response(&id, &out)).await,
-        Dispatched::Pending(fut) => {
-            let guard = shared.inflight.register(&conn.scope, &id, cancel.clone());
-            let conn = conn.clone();
-            tasks.spawn(async move {
-                let _guard = guard;
-                let _permit = permit;
-                // Cancellation first: a function that stops when cancelled finishes at the
-                // same moment, and its result must not be written.
-                tokio::select! {
-                    biased;
-                    // Cancelled: nothing more is written for it.
-                    () = cancel.cancelled() => {}
-                    () = conn.all.cancelled() => {}
-                    out = fut => conn.write(legacy::response(&id, &out)).await,
-                }
-            });
         }
-    }
-}
-
-/// The answer to a request beyond `max_concurrent_requests` (or a listen beyond
-/// `max_streams`).
-fn busy(id: Option<&RequestId>, what: String) -> Vec<u8> {
-    let e = RpcError::new(
-        jsonrpc::code::TRANSPORT_REFUSED,
-        format!("Server busy: {what}; retry when one has finished"),
-    );
-    jsonrpc::error_bytes(id, &e)
-}
-
-/// A 2025-03-26 session's batch: one array of responses, in order.
-async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
-    let refuse = |why: String| jsonrpc::error_bytes(None, &RpcError::invalid_request(why));
-    let Some(session) = conn.session().filter(|s| s.revision.features().batches) else {
-        return conn
-            .write(refuse(
-                "a JSON-RPC batch (array) is only accepted in a 2025-03-26 session".into(),
-            ))
-            .await;
+    } else {
+        permit
     };
-    let items: Vec<&RawValue> = match serde_json::from_slice(text) {
-        Ok(items) => items,
-        Err(e) => {
-            return conn
-                .write(jsonrpc::error_bytes(None, &RpcError::parse_error(e)))
-                .await;
-        }
+    let cancel = CancellationToken::new();
+    let inbound = Inbound {
+        sink: Some(conn.out.clone()),
+        cancel: Some(cancel.clone()),
+        ..Inbound::default()
     };
-    let max = conn.shared.config.max_batch;
-    if items.is_empty() || items.len() > max {
-        return conn
-            .write(refuse(format!(
-                "a batch must hold 1 to {max} messages; this one holds {}",
-                items.len()
-            )))
-            .await;
-    }
-    // A batch counts as one request.
-    let Ok(permit) = conn.shared.requests.clone().try_acquire_owned() else {
-        let what = format!(
-            "{} requests are running",
-            conn.shared.config.max_concurrent_requests
-        );
-        return conn.write(busy(None, what)).await;
-    };
-    let mut runs: Vec<crate::handler::BoxFuture<Option<Vec<u8>>>> = Vec::new();
-    for raw in items {
-        match jsonrpc::decode_raw(raw) {
-            Err(e) => {
-                let body = jsonrpc::error_bytes(e.id.as_ref(), &e.error);
-                runs.push(Box::pin(std::future::ready(Some(body))));
+    let fut: BoxFuture<Option<Vec<u8>>> =
+        match shared.serve_stateless(rev, &id, method, params, meta, inbound) {
+            Answer::Ready(out) => return conn.write(response(&id, &out)).await,
+            Answer::Running(fut) => {
+                let id = id.clone();
+                Box::pin(async move { Some(response(&id, &fut.await)) })
             }
-            Ok(Incoming::Notification { method, params }) => {
-                legacy::notification(&conn.shared, &conn.scope, &method, params)
-            }
-            Ok(Incoming::Response { id, outcome }) => {
-                legacy::answer(&conn.shared, &conn.scope, &id, outcome)
-            }
-            Ok(Incoming::Request { id, method, params }) => {
-                match legacy::start(
-                    &conn.shared,
-                    &session,
-                    http::Extensions::new(),
-                    id,
-                    &method,
-                    params,
-                    Some(conn.out.clone()),
-                ) {
-                    Started::Done(body, changed) => {
-                        if let Some(changed) = changed
-                            && let Ok(mut s) = conn.session.lock()
-                        {
-                            *s = Some(*changed);
+            Answer::Listen(mut frames) => {
+                let conn = conn.clone();
+                Box::pin(async move {
+                    use futures_util::StreamExt;
+                    while let Some(f) = frames.next().await {
+                        if let Frame::Message(m) = f {
+                            conn.write(m.to_vec()).await;
                         }
-                        runs.push(Box::pin(std::future::ready(Some(body))));
                     }
-                    Started::Running(fut) => runs.push(fut),
-                }
+                    None
+                })
             }
-        }
-    }
-    if runs.is_empty() {
-        return;
-    }
+        };
+    let guard = shared.inflight.register(&conn.scope, &id, cancel.clone());
     let conn = conn.clone();
     tasks.spawn(async move {
+        let _guard = guard;
         let _permit = permit;
-        let bodies: Vec<Vec<u8>> = futures_util::future::join_all(runs)
-            .await
-            .into_iter()
-            .flatten()
-            .collect();
-        if bodies.is_empty() {
-            return;
+        // Cancellation first: a function that stops when cancelled finishes at the same
+        // moment, and its result must not be written.
+        tokio::select! {
+            biased;
+            // Cancelled: nothing more is written for it.
+            () = cancel.cancelled() => {}
+            () = conn.all.cancelled() => {}
+            out = fut => if let Some(msg) = out {
+                conn.write(msg).await;
+            },
         }
-        let mut out = vec![b'['];
-        for (i, b) in bodies.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(b);
-        }
-        out.push(b']');
-        conn.write(out).await;
     });
 }
 
-/// List changes and subscribed resource updates of the process's handshake session.
-fn forward_events(conn: &Arc<Conn>, tasks: &mut JoinSet<()>) {
-    let mut events = conn.shared.bus.subscribe();
+/// A 2025-03-26 session's batch: one array of responses, in order. A batch counts as one
+/// request.
+async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
+    let Some(session) = conn.session() else {
+        return conn
+            .write(jsonrpc::error_bytes(None, &batch_without_session()))
+            .await;
+    };
+    let permit = match conn.shared.request_slot() {
+        Ok(p) => p,
+        Err(e) => return conn.write(jsonrpc::error_bytes(None, &e)).await,
+    };
+    let inbound = Inbound {
+        sink: Some(conn.out.clone()),
+        ..Inbound::default()
+    };
+    let batch = match conn.shared.batch(&session, text, &conn.scope, inbound) {
+        Ok(b) => b,
+        Err(e) => return conn.write(jsonrpc::error_bytes(None, &e)).await,
+    };
+    if let Some(changed) = batch.changed
+        && let Ok(mut s) = conn.session.lock()
+    {
+        *s = Some(*changed);
+    }
+    let Some(answer) = batch.answer else { return };
     let conn = conn.clone();
     tasks.spawn(async move {
+        let _permit = permit;
+        if let Some(out) = answer.await {
+            conn.write(out).await;
+        }
+    });
+}
+
+/// List changes and subscribed resource updates of the connection's handshake session.
+fn forward_events(conn: &Arc<Conn>, tasks: &mut JoinSet<()>) {
+    let events = conn.shared.session_events(&conn.scope, OnLag::Skip);
+    let conn = conn.clone();
+    tasks.spawn(async move {
+        use futures_util::StreamExt;
+        let mut events = std::pin::pin!(events);
         loop {
-            let ev = tokio::select! {
-                ev = events.recv() => ev,
+            let frame = tokio::select! {
+                f = events.next() => f,
                 () = conn.all.cancelled() => return,
             };
-            let ev = match ev {
-                Ok(ev) => ev,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!(
-                        missed = n,
-                        "stdio client too slow for notifications; some were dropped"
-                    );
-                    continue;
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            };
-            let params = match &ev {
-                Event::ResourceUpdated(uri) if conn.shared.hub.is_subscribed(&conn.scope, uri) => {
-                    serde_json::json!({ "uri": &**uri })
-                }
-                Event::ResourceUpdated(_) => continue,
-                _ => serde_json::json!({}),
-            };
-            conn.write(jsonrpc::notification_bytes(ev.method(), &params))
-                .await;
+            match frame {
+                Some(Frame::Message(m)) => conn.write(m.to_vec()).await,
+                Some(Frame::KeepAlive) => {}
+                None => return,
+            }
         }
     });
 }

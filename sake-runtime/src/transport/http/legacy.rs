@@ -9,19 +9,17 @@ use axum::response::Response;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderValue};
-use serde_json::json;
-use serde_json::value::RawValue;
-use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use super::headers::{self, SESSION_ID};
 use super::sse;
 use crate::handler::BoxFuture;
-use crate::handler::events::Event;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError, code};
 use crate::protocol::meta::Params;
 use crate::protocol::{Era, Revision};
 use crate::server::Shared;
-use crate::server::legacy::{self, Started};
+use crate::server::front::legacy::Started;
+use crate::server::front::{Frame, Inbound, OnLag};
 use crate::server::session::{Refused, Session};
 
 /// A response with the session header.
@@ -99,7 +97,7 @@ pub(crate) fn initialize(
     params: &Params<'_>,
     extensions: &http::Extensions,
 ) -> Response {
-    match legacy::initialize(shared, params, shared.principal_of(extensions)) {
+    match shared.initialize(params, shared.principal_of(extensions)) {
         Ok((result, session)) => with_session(
             sse::json(200, jsonrpc::result_bytes(id, &result)),
             Some(&shared.sessions.mint(&session)),
@@ -108,13 +106,15 @@ pub(crate) fn initialize(
     }
 }
 
-/// Serves a POST inside a session: one request, notification or response.
+/// Serves a POST inside a session: one request (its params read when it was classified),
+/// notification or response.
 pub(crate) async fn serve(
     shared: Arc<Shared>,
     session: Session,
     headers: &HeaderMap,
     extensions: http::Extensions,
     message: Incoming<'_>,
+    params: Option<Params<'_>>,
     permit: OwnedSemaphorePermit,
 ) -> Response {
     if let Err(e) = check_version_header(session.revision, headers) {
@@ -126,21 +126,31 @@ pub(crate) async fn serve(
         .then(|| shared.sessions.mint(&session));
     match message {
         Incoming::Notification { method, params } => {
-            legacy::notification(&shared, &session.sid, &method, params);
+            shared.session_notification(&session.sid, &method, params);
             with_session(sse::accepted(), refreshed.as_deref())
         }
         Incoming::Response { id, outcome } => {
-            legacy::answer(&shared, &session.sid, &id, outcome);
+            shared.session_answer(&session.sid, &id, outcome);
             with_session(sse::accepted(), refreshed.as_deref())
         }
-        Incoming::Request { id, method, params } => {
+        Incoming::Request {
+            id,
+            method,
+            params: raw,
+        } => {
             let span = tracing::Span::current();
             span.record("method", &*method);
             span.record("revision", session.revision.as_str());
             let (tx, rx) = mpsc::channel::<Bytes>(shared.config.stream_buffer);
             // A client that does not accept SSE gets no progress, logs or questions.
-            let sink = super::accepts_sse(headers).then_some(tx);
-            let started = legacy::start(&shared, &session, extensions, id, &method, params, sink);
+            let inbound = Inbound {
+                sink: super::accepts_sse(headers).then_some(tx),
+                extensions,
+                ..Inbound::default()
+            };
+            let params = params.map_or_else(|| Params::parse(raw), Ok);
+            let started =
+                shared.session_request(&session, &session.sid, id, &method, params, inbound);
             let (started, token) = match started {
                 Started::Done(body, Some(changed)) => (
                     Started::Done(body, None),
@@ -282,97 +292,21 @@ pub(crate) async fn batch(
     if let Err(e) = check_version_header(session.revision, headers) {
         return legacy_error(None, &e);
     }
-    if !session.revision.features().batches {
-        return legacy_error(
-            None,
-            &RpcError::invalid_request(format!(
-                "Bad Request: JSON-RPC batches were removed after 2025-03-26; this session speaks {}",
-                session.revision
-            ))
-            .with_status(400),
-        );
-    }
-    let items: Vec<&RawValue> = match serde_json::from_slice(body) {
-        Ok(items) => items,
-        Err(e) => return legacy_error(None, &RpcError::parse_error(e)),
-    };
-    if items.is_empty() {
-        return legacy_error(
-            None,
-            &RpcError::invalid_request("an empty batch").with_status(400),
-        );
-    }
-    if items.len() > shared.config.max_batch {
-        return legacy_error(
-            None,
-            &RpcError::invalid_request(format!(
-                "Bad Request: a batch of {} messages exceeds this server's limit of {}; split it",
-                items.len(),
-                shared.config.max_batch
-            ))
-            .with_status(400),
-        );
-    }
     let (tx, rx) = mpsc::channel::<Bytes>(shared.config.stream_buffer);
-    let mut runs: Vec<BoxFuture<Option<Vec<u8>>>> = Vec::new();
-    let mut token = None;
-    for raw in items {
-        match jsonrpc::decode_raw(raw) {
-            Err(e) => {
-                let body = jsonrpc::error_bytes(e.id.as_ref(), &e.error);
-                runs.push(Box::pin(std::future::ready(Some(body))));
-            }
-            Ok(Incoming::Notification { method, params }) => {
-                legacy::notification(&shared, &session.sid, &method, params);
-            }
-            Ok(Incoming::Response { id, outcome }) => {
-                legacy::answer(&shared, &session.sid, &id, outcome);
-            }
-            Ok(Incoming::Request { id, method, params }) => {
-                let started = legacy::start(
-                    &shared,
-                    &session,
-                    extensions.clone(),
-                    id,
-                    &method,
-                    params,
-                    Some(tx.clone()),
-                );
-                runs.push(match started {
-                    Started::Done(body, changed) => {
-                        if let Some(changed) = changed {
-                            token = Some(shared.sessions.mint(&changed));
-                        }
-                        Box::pin(std::future::ready(Some(body)))
-                    }
-                    Started::Running(fut) => fut,
-                });
-            }
-        }
+    let inbound = Inbound {
+        sink: Some(tx),
+        extensions,
+        ..Inbound::default()
+    };
+    let batch = match shared.batch(&session, body, &session.sid, inbound) {
+        Ok(b) => b,
+        Err(e) => return legacy_error(None, &e),
+    };
+    let token = batch.changed.map(|s| shared.sessions.mint(&s));
+    match batch.answer {
+        None => with_session(sse::accepted(), token.as_deref()),
+        Some(all) => respond(&shared, &session, Started::Running(all), rx, token, permit).await,
     }
-    drop(tx);
-    if runs.is_empty() {
-        return with_session(sse::accepted(), token.as_deref());
-    }
-    let all: BoxFuture<Option<Vec<u8>>> = Box::pin(async move {
-        let bodies: Vec<Vec<u8>> = futures_util::future::join_all(runs)
-            .await
-            .into_iter()
-            .flatten()
-            .collect();
-        let mut out =
-            Vec::with_capacity(bodies.iter().map(Vec::len).sum::<usize>() + bodies.len() + 2);
-        out.push(b'[');
-        for (i, b) in bodies.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(b);
-        }
-        out.push(b']');
-        Some(out)
-    });
-    respond(&shared, &session, Started::Running(all), rx, token, permit).await
 }
 
 /// GET: a session's standalone stream of notifications, or the resumption of a dropped
@@ -405,91 +339,33 @@ pub(crate) async fn get(
             stream.reader(from, false),
         )));
     }
-    let Ok(permit) = shared.streams_open.clone().try_acquire_owned() else {
-        return Some(super::busy(&format!(
-            "{} open streams",
-            shared.config.max_streams
-        )));
+    let permit = match shared.stream_slot() {
+        Ok(p) => p,
+        Err(e) => return Some(super::busy(&e)),
     };
     Some(standalone(shared, session, permit))
 }
 
-/// Releases the session's standalone stream when the stream ends.
-struct StreamClaim {
-    shared: Arc<Shared>,
-    sid: String,
-    generation: u64,
-    _permit: tokio::sync::OwnedSemaphorePermit,
-    /// Fires when a newer GET stream of the session replaces this one, or DELETE ends it.
-    ended: tokio_util::sync::CancellationToken,
-}
-
-impl Drop for StreamClaim {
-    fn drop(&mut self) {
-        self.shared
-            .hub
-            .release_get_stream(&self.sid, self.generation);
-    }
-}
-
+/// The session's standalone stream: notifications as SSE events, keep-alives as comments.
 fn standalone(
     shared: Arc<Shared>,
     session: Session,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Response {
-    let (generation, ended) = shared.hub.claim_get_stream(&session.sid);
-    let events = shared.bus.subscribe();
-    let mut tick = tokio::time::interval(shared.config.keep_alive);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let claim = StreamClaim {
-        shared,
-        sid: session.sid,
-        generation,
-        _permit: permit,
-        ended,
-    };
-    let body = futures_util::stream::unfold(
-        (events, tick, claim, true),
-        |(mut events, mut tick, claim, first)| async move {
-            if first {
-                // Flush the headers to the client at once.
-                tick.tick().await;
-                return Some((
-                    Ok::<_, std::convert::Infallible>(Bytes::from_static(b": stream open\n\n")),
-                    (events, tick, claim, false),
-                ));
-            }
-            loop {
-                tokio::select! {
-                    biased;
-                    // Replaced by a newer stream, or the session was deleted.
-                    () = claim.ended.cancelled() => return None,
-                    ev = events.recv() => match ev {
-                        Ok(Event::ResourceUpdated(uri)) if !claim.shared.hub.is_subscribed(&claim.sid, &uri) => continue,
-                        Ok(ev) => {
-                            let params = match &ev {
-                                Event::ResourceUpdated(uri) => json!({ "uri": &**uri }),
-                                _ => json!({}),
-                            };
-                            let msg = jsonrpc::notification_bytes(ev.method(), &params);
-                            return Some((Ok(sse::frame(&msg)), (events, tick, claim, false)));
-                        }
-                        // Too slow to keep up: end the stream; the client reconnects.
-                        Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return None,
-                    },
-                    // The server is shutting down: a graceful shutdown waits for open
-                    // responses, and this one would never end by itself.
-                    () = claim.shared.shutdown.cancelled() => return None,
-                    _ = tick.tick() => {
-                        return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (events, tick, claim, false)));
-                    }
-                    // The server is shutting down: end the stream, or it would hold the
-                    // shutdown forever.
-                    () = claim.shared.shutdown.cancelled() => return None,
+    let mut first = true;
+    let body = shared
+        .session_events(&session.sid, OnLag::End)
+        .map(move |frame| {
+            let _held = &permit;
+            Ok::<_, std::convert::Infallible>(match frame {
+                // Sent at once: the client sees the stream open.
+                Frame::KeepAlive if std::mem::take(&mut first) => {
+                    Bytes::from_static(b": stream open\n\n")
                 }
-            }
-        },
-    );
+                Frame::KeepAlive => Bytes::from_static(b": keep-alive\n\n"),
+                Frame::Message(m) => sse::frame(&m),
+            })
+        });
     sse::sse_response(Body::from_stream(body.boxed()))
 }
 

@@ -28,6 +28,7 @@ use crate::protocol::jsonrpc::{self, Incoming, RpcError};
 use crate::protocol::meta::{self, Params};
 use crate::protocol::{Era, Revision};
 use crate::server::Shared;
+use crate::server::front::legacy::batch_without_session;
 
 /// The endpoint's router.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
@@ -132,23 +133,15 @@ pub(crate) fn record_request(method: &str, params: &Params<'_>) {
     if let Some(name) = params
         .name
         .or(params.uri)
-        .and_then(crate::server::dispatch::raw_str)
+        .and_then(crate::protocol::jsonrpc::raw_string)
     {
         span.record("name", &*name);
     }
 }
 
-/// 503 with `Retry-After`: a limit of concurrent work is reached.
-pub(crate) fn busy(what: &str) -> Response {
-    let mut resp = sse::error(
-        Era::Modern,
-        None,
-        &RpcError::new(
-            jsonrpc::code::TRANSPORT_REFUSED,
-            format!("Service Unavailable: the server is at its limit of {what}; retry shortly"),
-        )
-        .with_status(503),
-    );
+/// A limit of concurrent work is reached: 503 with `Retry-After`.
+pub(crate) fn busy(e: &RpcError) -> Response {
+    let mut resp = sse::error(Era::Modern, None, e);
     resp.headers_mut()
         .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
     resp
@@ -176,11 +169,9 @@ pub(crate) fn accepts_sse(headers: &HeaderMap) -> bool {
 async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
     // Held until the request's work ends, also when that outlives this handler (an SSE
     // body, a handshake session's request that goes on after a disconnect).
-    let Ok(permit) = shared.requests.clone().try_acquire_owned() else {
-        return busy(&format!(
-            "{} concurrent requests",
-            shared.config.max_concurrent_requests
-        ));
+    let permit = match shared.request_slot() {
+        Ok(p) => p,
+        Err(e) => return busy(&e),
     };
     let (parts, body) = request.into_parts();
     let cfg = &shared.config;
@@ -229,13 +220,7 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
                 )
                 .await
             }
-            Ok(None) => sse::error(
-                era_hint,
-                None,
-                &RpcError::invalid_request(
-                    "a JSON-RPC batch (array) is only accepted inside a 2025-03-26 session",
-                ),
-            ),
+            Ok(None) => sse::error(era_hint, None, &batch_without_session()),
             Err(e) => sse::error(Era::Legacy, None, &e),
         };
     }
@@ -245,7 +230,7 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
         && let Some(req) = meta::decode_modern_request(&body)
     {
         record_request(req.method, &req.params);
-        tracing::Span::current().record("revision", Revision::LATEST.as_str());
+        tracing::Span::current().record("revision", req.meta.protocol_version.as_ref());
         return modern::serve(
             shared.clone(),
             &parts.headers,
@@ -260,9 +245,15 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
         Err(e) => return sse::error(era_hint, e.id.as_ref(), &e.error),
     };
     // Requests: modern-shaped ones are stateless; `initialize` opens a session; anything
-    // else needs one.
-    if let Incoming::Request { id, method, params } = &message {
-        let params_parsed = match Params::parse(*params) {
+    // else needs one. Their params are read once, here.
+    let mut params = None;
+    if let Incoming::Request {
+        id,
+        method,
+        params: raw,
+    } = &message
+    {
+        let parsed = match Params::parse(*raw) {
             Ok(p) => p,
             Err(e) => {
                 let e = if era_hint == Era::Modern {
@@ -273,18 +264,18 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
                 return sse::error(era_hint, Some(id), &e);
             }
         };
-        record_request(method, &params_parsed);
-        if is_modern(&parts.headers, &params_parsed) {
-            tracing::Span::current().record("revision", Revision::LATEST.as_str());
-            // Digest A7.12 step 5, the first check of a 2026-07-28 request: `_meta`.
-            let meta = match meta::parse_modern_meta(params_parsed.meta) {
+        record_request(method, &parsed);
+        if is_modern(&parts.headers, &parsed) {
+            // The first check of a 2026-07-28 request: `_meta`.
+            let meta = match meta::parse_modern_meta(parsed.meta) {
                 Ok(meta) => meta,
                 Err(e) => return sse::error(Era::Modern, Some(id), &e),
             };
+            tracing::Span::current().record("revision", meta.protocol_version.as_ref());
             let req = meta::ModernRequest {
                 id: id.clone(),
                 method,
-                params: params_parsed,
+                params: parsed,
                 meta,
             };
             return modern::serve(
@@ -298,8 +289,9 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
         }
         // Inside a session, `initialize` is refused like any request of that session.
         if method == "initialize" && !parts.headers.contains_key(headers::name::SESSION_ID) {
-            return legacy::initialize(&shared, id, &params_parsed, &parts.extensions);
+            return legacy::initialize(&shared, id, &parsed, &parts.extensions);
         }
+        params = Some(parsed);
     }
     match legacy::session(&shared, &parts.headers, &parts.extensions) {
         Ok(Some(session)) => {
@@ -309,6 +301,7 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
                 &parts.headers,
                 parts.extensions,
                 message,
+                params,
                 permit,
             )
             .await

@@ -12,16 +12,17 @@ use serde_json::value::RawValue;
 
 use super::headers;
 use super::sse;
-use crate::handler::context::RequestParts;
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::meta::{ModernMeta, ModernRequest, Params};
 use crate::protocol::methods::Method;
 use crate::protocol::{Era, Revision};
 use crate::registry::{HeaderKind, HeaderParam};
 use crate::server::Shared;
-use crate::server::dispatch::{Dispatched, raw_str};
+use crate::server::dispatch::raw_str;
+use crate::server::front::modern::{Answer, wants_stream};
+use crate::server::front::{Frame, Inbound};
 
-/// Serves one 2026-07-28 request, its `_meta` already read (step 5).
+/// Serves one 2026-07-28 request, its `_meta` already read (the first check).
 pub(crate) async fn serve(
     shared: Arc<Shared>,
     headers: &HeaderMap,
@@ -35,49 +36,48 @@ pub(crate) async fn serve(
         params,
         meta,
     } = req;
-    let (method, meta) = match check(&shared, headers, method, &params, meta) {
+    let (rev, method, meta) = match check(&shared, headers, method, &params, meta) {
         Ok(v) => v,
         Err(e) => return sse::error(Era::Modern, Some(&id), &e),
     };
     let ModernMeta { meta, .. } = meta;
-    if method == Method::Listen {
-        // A subscription counts against `max_streams`, not `max_concurrent_requests`.
+    // A subscription counts against `max_streams`, not `max_concurrent_requests`.
+    let permit = if method == Method::Listen {
         drop(permit);
-        let Ok(permit) = shared.streams_open.clone().try_acquire_owned() else {
-            return super::busy(&format!("{} open streams", shared.config.max_streams));
-        };
-        return match crate::server::subscriptions::listen(&shared, id.clone(), &params) {
-            Ok(frames) => {
-                use crate::server::subscriptions::Frame;
-                use futures_util::StreamExt;
-                let body = frames.map(move |f| {
-                    let _held = &permit;
-                    Ok::<_, std::convert::Infallible>(match f {
-                        Frame::Message(m) => sse::frame(&m),
-                        Frame::KeepAlive => Bytes::from_static(b": keep-alive\n\n"),
-                    })
-                });
-                sse::sse_response(axum::body::Body::from_stream(body))
-            }
-            Err(e) => sse::error(Era::Modern, Some(&id), &e),
-        };
-    }
+        match shared.stream_slot() {
+            Ok(p) => p,
+            Err(e) => return super::busy(&e),
+        }
+    } else {
+        permit
+    };
     // Progress and logs need an SSE response; a client that does not accept one gets JSON.
-    let streams =
-        (meta.progress_token.is_some() || meta.log_level.is_some()) && super::accepts_sse(headers);
-    let (sink, rx) = if streams {
+    let (sink, rx) = if wants_stream(&meta) && super::accepts_sse(headers) {
         let (tx, rx) = mpsc::channel::<Bytes>(shared.config.stream_buffer);
         (Some(tx), Some(rx))
     } else {
         (None, None)
     };
-    let mut parts = RequestParts::new(Revision::V2026_07_28, meta);
-    parts.sink = sink;
-    parts.extensions = extensions;
-    match shared.dispatch(parts, method, &params) {
-        Dispatched::Ready(out) => sse::outcome(Era::Modern, &id, &out),
+    let inbound = Inbound {
+        sink,
+        extensions,
+        ..Inbound::default()
+    };
+    match shared.serve_stateless(rev, &id, method, &params, meta, inbound) {
+        Answer::Ready(out) => sse::outcome(Era::Modern, &id, &out),
+        Answer::Listen(frames) => {
+            use futures_util::StreamExt;
+            let body = frames.map(move |f| {
+                let _held = &permit;
+                Ok::<_, std::convert::Infallible>(match f {
+                    Frame::Message(m) => sse::frame(&m),
+                    Frame::KeepAlive => Bytes::from_static(b": keep-alive\n\n"),
+                })
+            });
+            sse::sse_response(axum::body::Body::from_stream(body))
+        }
         // The request counts until its function ends (or its response is dropped).
-        Dispatched::Pending(fut) => match rx {
+        Answer::Running(fut) => match rx {
             None => {
                 let out = fut.await;
                 drop(permit);
@@ -94,40 +94,29 @@ pub(crate) async fn serve(
     }
 }
 
-/// Every check a 2026-07-28 request passes before dispatch after its `_meta` (digest A7.12,
-/// steps 6–13).
+/// Every check a 2026-07-28 request passes over HTTP after its `_meta`, in the order of the
+/// 2026-07-28 Streamable HTTP transport's "Request validation" (version header, `Mcp-Method`,
+/// the method, `Mcp-Name`, the server's capabilities, `Mcp-Param-*`).
 fn check<'a>(
     shared: &Shared,
     headers: &HeaderMap,
     method_name: &str,
     params: &Params<'a>,
     meta: ModernMeta<'a>,
-) -> Result<(Method, ModernMeta<'a>), RpcError> {
+) -> Result<(Revision, Method, ModernMeta<'a>), RpcError> {
     // 6–8. The version header: present, served, equal to `_meta`.
     let header_version = headers::read(headers, &headers::name::PROTOCOL_VERSION)?.ok_or_else(|| {
         RpcError::header_mismatch(
             "Header mismatch: missing MCP-Protocol-Version header; send the same version as _meta[\"io.modelcontextprotocol/protocolVersion\"]",
         )
     })?;
-    let supported = || Revision::ALL.map(Revision::as_str);
     // A header naming a revision the server serves (a handshake one) is not "unsupported":
     // answering -32022 would list the requested version among the supported ones. If it
-    // differs from `_meta`, the header disagrees with the body (step 8).
+    // differs from `_meta`, the header disagrees with the body.
     if header_version != meta.protocol_version && Revision::parse(header_version).is_some() {
         return Err(version_mismatch(header_version, &meta.protocol_version));
     }
-    if header_version != Revision::LATEST.as_str() {
-        let hint = if Revision::is_legacy_version_string(header_version) {
-            "; handshake revisions are served after an `initialize` request, stateless requests need 2026-07-28"
-        } else {
-            ""
-        };
-        return Err(RpcError::unsupported_version(
-            header_version,
-            &supported(),
-            hint,
-        ));
-    }
+    let rev = shared.stateless_revision(header_version)?;
     if meta.protocol_version != header_version {
         return Err(version_mismatch(header_version, &meta.protocol_version));
     }
@@ -188,7 +177,7 @@ fn check<'a>(
     {
         check_param_headers(headers, &entry.headers, params.arguments)?;
     }
-    Ok((method, meta))
+    Ok((rev, method, meta))
 }
 
 fn version_mismatch(header: &str, body: &str) -> RpcError {

@@ -17,17 +17,7 @@ use tokio::sync::mpsc;
 use crate::handler::BoxFuture;
 use crate::protocol::Era;
 use crate::protocol::jsonrpc::{self, RequestId, RpcError};
-
-/// The outcome of a request, rendered.
-pub(crate) type Outcome = Result<Bytes, RpcError>;
-
-/// A JSON-RPC response body for an outcome.
-pub(crate) fn response_bytes(id: &RequestId, outcome: &Outcome) -> Vec<u8> {
-    match outcome {
-        Ok(result) => jsonrpc::result_bytes(id, result),
-        Err(e) => jsonrpc::error_bytes(Some(id), e),
-    }
-}
+use crate::server::front::{Outcome, response};
 
 /// `application/json` with a status.
 pub(crate) fn json(status: u16, body: Vec<u8>) -> Response {
@@ -47,7 +37,7 @@ pub(crate) fn error(era: Era, id: Option<&RequestId>, err: &RpcError) -> Respons
 /// The JSON response to a finished request.
 pub(crate) fn outcome(era: Era, id: &RequestId, outcome: &Outcome) -> Response {
     match outcome {
-        Ok(_) => json(200, response_bytes(id, outcome)),
+        Ok(_) => json(200, response(id, outcome)),
         Err(e) => error(era, Some(id), e),
     }
 }
@@ -100,7 +90,7 @@ pub(crate) async fn respond(
             if queued.is_empty() {
                 return outcome(era, &id, &out);
             }
-            queued.push_back(frame(&response_bytes(&id, &out)));
+            queued.push_back(frame(&response(&id, &out)));
             return sse_response(Body::from_stream(Frames { queued, fut: None, rx: None, id }));
         }
     };
@@ -147,8 +137,7 @@ impl Stream for Frames {
                         this.queued.push_back(frame(&msg));
                     }
                 }
-                this.queued
-                    .push_back(frame(&response_bytes(&this.id, &out)));
+                this.queued.push_back(frame(&response(&this.id, &out)));
                 Poll::Ready(this.queued.pop_front().map(Ok))
             }
         }

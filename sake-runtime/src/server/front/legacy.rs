@@ -1,0 +1,284 @@
+//! The handshake revisions in the front: `initialize`, and the messages of a session whatever
+//! the transport: `ping`, `logging/setLevel`, resource subscriptions, and everything the
+//! dispatcher serves, with the session's revision, capabilities and log level, and
+//! server-to-client requests through the transport's stream.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::json;
+use serde_json::value::RawValue;
+
+use super::{Inbound, response};
+use crate::handler::BoxFuture;
+use crate::handler::context::RequestParts;
+use crate::handler::input::{InputChannel, LegacyPeer};
+use crate::protocol::Era;
+use crate::protocol::jsonrpc::{self, RequestId, RpcError, clip};
+use crate::protocol::meta::{Params, RequestMeta, parse_legacy_meta};
+use crate::protocol::methods::Method;
+use crate::protocol::render::{self, Cache, Shape};
+use crate::protocol::types::{Implementation, LoggingLevel};
+use crate::protocol::version::Revision;
+use crate::server::Shared;
+use crate::server::dispatch::{Dispatched, raw_str};
+use crate::server::hub::SubscribeRefused;
+use crate::server::inflight::InflightGuard;
+use crate::server::session::Session;
+
+/// What one request of a session gave.
+pub(crate) enum Started {
+    /// Answered at once: the response message, and the session as it is now when the request
+    /// changed it (`logging/setLevel`).
+    Done(Vec<u8>, Option<Box<Session>>),
+    /// Running: resolves to the response message, or to nothing when the client cancelled it.
+    Running(BoxFuture<Option<Vec<u8>>>),
+}
+
+/// The error for a request in a session that `initialize` would open.
+fn initialize_in_session() -> RpcError {
+    RpcError::invalid_request(
+        "`initialize` opens a session: send it first, without Mcp-Session-Id, and never in a batch",
+    )
+}
+
+impl Shared {
+    /// Starts one request of a session. `scope` names the session (or the stdio connection
+    /// that is one) for cancellation and for answers to the questions its functions ask.
+    pub(crate) fn session_request(
+        self: &Arc<Self>,
+        session: &Session,
+        scope: &str,
+        id: RequestId,
+        method_name: &str,
+        params: Result<Params<'_>, RpcError>,
+        inbound: Inbound,
+    ) -> Started {
+        let rev = session.revision;
+        let done = |out: Result<Bytes, RpcError>| Started::Done(response(&id, &out), None);
+        let params = match params {
+            Ok(p) => p,
+            Err(e) => return done(Err(e)),
+        };
+        let method = match self.resolve(Era::Legacy, method_name) {
+            Ok(m) => m,
+            Err(e) => return done(Err(e)),
+        };
+        let empty = || Ok(empty_result(self, rev));
+        match method {
+            Method::Initialize => done(Err(initialize_in_session())),
+            Method::Ping => done(empty()),
+            Method::SetLevel => {
+                let level = params
+                    .level
+                    .and_then(raw_str)
+                    .and_then(|l| LoggingLevel::parse(&l));
+                match level {
+                    None => done(Err(RpcError::invalid_params(
+                        "Invalid params: `level` must be one of debug, info, notice, warning, error, critical, alert, emergency",
+                    ))),
+                    Some(level) => {
+                        // The re-minted id carries the level to every replica; clients that
+                        // keep the id of `initialize` (the TypeScript SDK, rmcp) find it in
+                        // this process, for no longer than that first id could be used.
+                        let expires = std::time::Instant::now() + self.config.session_lifetime;
+                        self.hub.set_log_level(&session.sid, level, expires);
+                        let mut s = session.clone();
+                        s.log_level = Some(level);
+                        Started::Done(response(&id, &empty()), Some(Box::new(s)))
+                    }
+                }
+            }
+            Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
+                let Some(uri) = params.uri.and_then(raw_str) else {
+                    return done(Err(RpcError::invalid_params(
+                        "Invalid params: missing `uri`",
+                    )));
+                };
+                if method == Method::ResourcesUnsubscribe {
+                    self.hub.unsubscribe(&session.sid, &uri);
+                } else if let Err(why) = self.hub.subscribe(&session.sid, &uri) {
+                    return done(Err(RpcError::internal(match why {
+                        SubscribeRefused::TooManySessions => "Too many sessions hold resource subscriptions on this server; try again later".to_owned(),
+                        SubscribeRefused::TooManyForSession(n) => format!("This session holds {n} resource subscriptions, the most it may; unsubscribe from one first"),
+                    })));
+                }
+                done(empty())
+            }
+            _ => {
+                let (progress_token, raw_meta) = match parse_legacy_meta(params.meta) {
+                    Ok(m) => m,
+                    Err(e) => return done(Err(e)),
+                };
+                let cancel = inbound.cancel.unwrap_or_default();
+                let mut parts = RequestParts::new(
+                    rev,
+                    RequestMeta {
+                        client_capabilities: session.capabilities.clone(),
+                        client_info: session.client_info(),
+                        // The latest `logging/setLevel` this process saw wins over the one in
+                        // an id a client kept from earlier.
+                        log_level: self.hub.log_level(&session.sid).or(session.log_level),
+                        progress_token,
+                        raw: raw_meta,
+                    },
+                );
+                parts.sink = inbound.sink;
+                parts.extensions = inbound.extensions;
+                if !inbound.no_questions {
+                    parts.input = InputChannel::Legacy(LegacyPeer {
+                        sid: scope.to_owned(),
+                        pending: self.pending.clone(),
+                        timeout: self.config.input_timeout,
+                    });
+                }
+                parts.cancel = Some(cancel.clone());
+                match self.dispatch(parts, method, &params) {
+                    Dispatched::Ready(out) => done(out),
+                    Dispatched::Pending(fut) => {
+                        // Only what runs can be cancelled: lists and the like never register.
+                        let guard: InflightGuard =
+                            self.inflight.register(scope, &id, cancel.clone());
+                        Started::Running(Box::pin(async move {
+                            let _guard = guard;
+                            // Cancellation first: a function that stops when cancelled
+                            // finishes at the same moment, and its result must not be sent.
+                            tokio::select! {
+                                biased;
+                                // Cancelled by the client: no response is sent for it.
+                                () = cancel.cancelled() => None,
+                                out = fut => Some(response(&id, &out)),
+                            }
+                        }))
+                    }
+                }
+            }
+        }
+    }
+
+    /// A client's notification within a session.
+    pub(crate) fn session_notification(
+        &self,
+        scope: &str,
+        method: &str,
+        params: Option<&RawValue>,
+    ) {
+        if method == "notifications/cancelled"
+            && let Ok(p) = Params::parse(params)
+            && let Some(raw) = p.request_id
+            && let Ok(id) = serde_json::from_str::<RequestId>(raw.get())
+        {
+            let cancelled = self.inflight.cancel(scope, &id);
+            tracing::debug!(request = %id, cancelled, "client cancelled a request");
+        }
+        // `notifications/initialized`, `roots/list_changed`, progress: nothing to do.
+    }
+
+    /// A client's answer to a server-to-client request.
+    pub(crate) fn session_answer(
+        &self,
+        scope: &str,
+        id: &RequestId,
+        outcome: Result<&RawValue, &RawValue>,
+    ) {
+        let outcome = match outcome {
+            Ok(result) => {
+                Ok(serde_json::from_str::<serde_json::Value>(result.get()).unwrap_or_default())
+            }
+            Err(error) => {
+                let e: serde_json::Value = serde_json::from_str(error.get()).unwrap_or_default();
+                Err((
+                    e.get("code")
+                        .and_then(serde_json::Value::as_i64)
+                        .unwrap_or(i64::from(jsonrpc::code::INTERNAL_ERROR)),
+                    e.get("message")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                ))
+            }
+        };
+        if !self.pending.resolve(scope, id, outcome) {
+            tracing::debug!(request = %id, "a response for no waiting request was ignored");
+        }
+    }
+
+    /// `initialize`: negotiates a handshake revision and opens a session. Returns the result
+    /// object and the session.
+    pub(crate) fn initialize(
+        &self,
+        params: &Params<'_>,
+        principal: Option<String>,
+    ) -> Result<(Vec<u8>, Session), RpcError> {
+        let requested = params.protocol_version.and_then(raw_str).ok_or_else(|| {
+            RpcError::invalid_params(
+                "Invalid params: `initialize` needs `protocolVersion` (a string such as \"2025-11-25\")",
+            )
+        })?;
+        let revision = Revision::negotiate(&requested);
+        // serde would read a struct from an array, by position: only objects are.
+        let capabilities = match params.capabilities {
+            None => Default::default(),
+            Some(raw) if !raw.get().starts_with('{') => {
+                return Err(RpcError::invalid_params(format!(
+                    "Invalid params: `capabilities` must be a ClientCapabilities object, not {}",
+                    clip(raw.get())
+                )));
+            }
+            Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
+                RpcError::invalid_params(format!(
+                    "Invalid params: `capabilities` is not a ClientCapabilities object: {e}"
+                ))
+            })?,
+        };
+        // Optional (some clients omit it), but never silently dropped when malformed.
+        let client: Option<Implementation> = match params.client_info {
+            None => None,
+            Some(raw) => Some(
+                serde_json::from_str(raw.get())
+                    .ok()
+                    .filter(|_| raw.get().starts_with('{'))
+                    .ok_or_else(|| {
+                        RpcError::invalid_params(format!(
+                            "Invalid params: `clientInfo` must be an object with `name` and `version`, not {}",
+                            clip(raw.get())
+                        ))
+                    })?,
+            ),
+        };
+        let mut session = Session::new(revision, capabilities, client.as_ref())
+            .ok_or_else(|| RpcError::internal("no randomness available for a session id"))?;
+        session.principal = principal;
+        let mut result = json!({
+            "protocolVersion": revision.as_str(),
+            "capabilities": self.capabilities,
+            "serverInfo": render::implementation(&self.config.info, revision),
+        });
+        if let Some(i) = &self.config.instructions {
+            result["instructions"] = serde_json::Value::String(i.clone());
+        }
+        tracing::debug!(revision = %revision, requested = %requested, "handshake session opened");
+        Ok((
+            render::result(revision, &self.env, Shape::Plain, Cache::None, &result),
+            session,
+        ))
+    }
+}
+
+/// `{}` rendered for a revision (`ping`, `logging/setLevel`, subscriptions).
+fn empty_result(shared: &Shared, rev: Revision) -> Bytes {
+    Bytes::from(render::result(
+        rev,
+        &shared.env,
+        Shape::Plain,
+        Cache::None,
+        &json!({}),
+    ))
+}
+
+/// The error for a batch outside a 2025-03-26 session.
+pub(crate) fn batch_without_session() -> RpcError {
+    RpcError::invalid_request(
+        "a JSON-RPC batch (array) is only accepted inside a 2025-03-26 session",
+    )
+}

@@ -1,0 +1,334 @@
+//! The front: the one place where a decoded JSON-RPC message of a known era becomes an answer.
+//!
+//! A transport reads bytes, decodes one message, and knows its era: HTTP classifies each POST
+//! (a 2026-07-28 request carries its version; anything else belongs to a handshake session),
+//! stdio does the same per line, and the in-memory [`TestClient`](crate::testing::TestClient)
+//! says which revision it speaks. From there the front does the rest, the same way for every
+//! transport: it resolves the method in the era and checks that the server offers it, checks
+//! the version of a stateless request, opens handshake sessions, runs batches, dispatches to
+//! the user's function, and renders results, errors and notifications for the request's
+//! revision.
+//!
+//! What stays in a transport is only its own: HTTP its headers, statuses, SSE framing and the
+//! session id on the wire; stdio its lines.
+
+pub(crate) mod legacy;
+pub(crate) mod modern;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::Stream;
+use serde_json::json;
+use serde_json::value::RawValue;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use super::Shared;
+use super::session::Session;
+use crate::handler::BoxFuture;
+use crate::handler::context::Sink;
+use crate::handler::events::Event;
+use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
+use crate::protocol::methods::Method;
+use crate::protocol::{Era, Revision};
+
+/// A request's rendered result, or its error.
+pub(crate) type Outcome = Result<Bytes, RpcError>;
+
+/// The JSON-RPC response message of an outcome.
+pub(crate) fn response(id: &RequestId, out: &Outcome) -> Vec<u8> {
+    match out {
+        Ok(result) => jsonrpc::result_bytes(id, result),
+        Err(e) => jsonrpc::error_bytes(Some(id), e),
+    }
+}
+
+/// What a transport knows about a request besides its message.
+#[derive(Default)]
+pub(crate) struct Inbound {
+    /// Where the messages a request sends before its result go (progress, logs, and on a
+    /// handshake session server-to-client requests); `None` when the transport cannot deliver
+    /// them (an HTTP client that does not accept SSE).
+    pub sink: Option<Sink>,
+    /// The HTTP request's extensions (empty elsewhere): where an authentication layer leaves
+    /// the caller.
+    pub extensions: http::Extensions,
+    /// A token the transport keeps to cancel the request; a fresh one otherwise.
+    pub cancel: Option<CancellationToken>,
+    /// Whether a handshake session's function may ask the client questions (elicitation,
+    /// sampling, roots). The in-memory test client cannot answer them.
+    pub no_questions: bool,
+}
+
+impl Shared {
+    /// The method `name` names in `era`, when the server offers it (advertised capabilities ⇔
+    /// handlers); -32601 otherwise.
+    pub(crate) fn resolve(&self, era: Era, name: &str) -> Result<Method, RpcError> {
+        Method::parse_in(name, era)
+            .filter(|m| self.offers(m.needs()))
+            .ok_or_else(|| RpcError::method_not_found(name))
+    }
+
+    /// The revision a stateless request names, when the server serves it statelessly;
+    /// -32022 listing the supported versions otherwise. A handshake revision's name gets a
+    /// hint: those are served after `initialize`.
+    pub(crate) fn stateless_revision(&self, version: &str) -> Result<Revision, RpcError> {
+        match Revision::parse(version).filter(|r| r.features().era == Era::Modern) {
+            Some(rev) => Ok(rev),
+            None => {
+                let hint = if Revision::is_legacy_version_string(version) {
+                    "; handshake revisions are served after an `initialize` request, requests without a session need 2026-07-28"
+                } else {
+                    ""
+                };
+                Err(RpcError::unsupported_version(
+                    version,
+                    &Revision::ALL.map(Revision::as_str),
+                    hint,
+                ))
+            }
+        }
+    }
+
+    /// A slot among `max_concurrent_requests`, held until the request's work ends.
+    pub(crate) fn request_slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, RpcError> {
+        self.requests.clone().try_acquire_owned().map_err(|_| {
+            busy(&format!(
+                "{} concurrent requests",
+                self.config.max_concurrent_requests
+            ))
+        })
+    }
+
+    /// A slot among `max_streams`, held by a long-lived stream until it ends.
+    pub(crate) fn stream_slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, RpcError> {
+        self.streams_open
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| busy(&format!("{} open streams", self.config.max_streams)))
+    }
+}
+
+/// -32000 with HTTP 503: a limit of concurrent work is reached.
+pub(crate) fn busy(what: &str) -> RpcError {
+    RpcError::new(
+        jsonrpc::code::TRANSPORT_REFUSED,
+        format!("Service Unavailable: the server is at its limit of {what}; retry shortly"),
+    )
+    .with_status(503)
+}
+
+/// A 2025-03-26 batch, started: its requests run concurrently; the answer is one array.
+pub(crate) struct Batch {
+    /// The array of responses, once every request in it has ended; `None` when the batch held
+    /// only notifications and responses (nothing to answer).
+    pub answer: Option<BoxFuture<Option<Vec<u8>>>>,
+    /// The session as it is now, when a request of the batch changed it
+    /// (`logging/setLevel`).
+    pub changed: Option<Box<Session>>,
+}
+
+impl Shared {
+    /// Starts a batch of a handshake session: refused unless the session's revision takes
+    /// batches and the batch holds 1 to `max_batch_size` messages.
+    pub(crate) fn batch(
+        self: &Arc<Self>,
+        session: &Session,
+        body: &[u8],
+        scope: &str,
+        inbound: Inbound,
+    ) -> Result<Batch, RpcError> {
+        let rev = session.revision;
+        if !rev.features().batches {
+            return Err(RpcError::invalid_request(format!(
+                "JSON-RPC batches (arrays) were removed after 2025-03-26; this session speaks {rev}"
+            ))
+            .with_status(400));
+        }
+        let items: Vec<&RawValue> = serde_json::from_slice(body).map_err(RpcError::parse_error)?;
+        if items.is_empty() {
+            return Err(RpcError::invalid_request("an empty batch").with_status(400));
+        }
+        if items.len() > self.config.max_batch {
+            return Err(RpcError::invalid_request(format!(
+                "a batch of {} messages exceeds this server's limit of {}; split it",
+                items.len(),
+                self.config.max_batch
+            ))
+            .with_status(400));
+        }
+        let mut runs: Vec<BoxFuture<Option<Vec<u8>>>> = Vec::new();
+        let mut changed = None;
+        for raw in items {
+            match jsonrpc::decode_raw(raw) {
+                Err(e) => {
+                    let body = jsonrpc::error_bytes(e.id.as_ref(), &e.error);
+                    runs.push(Box::pin(std::future::ready(Some(body))));
+                }
+                Ok(Incoming::Notification { method, params }) => {
+                    self.session_notification(scope, &method, params);
+                }
+                Ok(Incoming::Response { id, outcome }) => {
+                    self.session_answer(scope, &id, outcome);
+                }
+                Ok(Incoming::Request { id, method, params }) => {
+                    let inbound = Inbound {
+                        sink: inbound.sink.clone(),
+                        extensions: inbound.extensions.clone(),
+                        cancel: None,
+                        no_questions: inbound.no_questions,
+                    };
+                    let current = changed.as_deref().unwrap_or(session);
+                    let params = crate::protocol::meta::Params::parse(params);
+                    runs.push(
+                        match self.session_request(current, scope, id, &method, params, inbound) {
+                            legacy::Started::Done(body, now) => {
+                                if now.is_some() {
+                                    changed = now;
+                                }
+                                Box::pin(std::future::ready(Some(body)))
+                            }
+                            legacy::Started::Running(fut) => fut,
+                        },
+                    );
+                }
+            }
+        }
+        if runs.is_empty() {
+            return Ok(Batch {
+                answer: None,
+                changed,
+            });
+        }
+        let answer: BoxFuture<Option<Vec<u8>>> = Box::pin(async move {
+            let bodies: Vec<Vec<u8>> = futures_util::future::join_all(runs)
+                .await
+                .into_iter()
+                .flatten()
+                .collect();
+            if bodies.is_empty() {
+                return None;
+            }
+            let mut out =
+                Vec::with_capacity(bodies.iter().map(Vec::len).sum::<usize>() + bodies.len() + 2);
+            out.push(b'[');
+            for (i, b) in bodies.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b);
+            }
+            out.push(b']');
+            Some(out)
+        });
+        Ok(Batch {
+            answer: Some(answer),
+            changed,
+        })
+    }
+}
+
+/// One message of a long-lived stream, or a keep-alive tick.
+pub(crate) enum Frame {
+    /// A JSON-RPC message (a notification, or a listen stream's final result).
+    Message(Bytes),
+    /// Nothing happened for a while.
+    KeepAlive,
+}
+
+/// The notification of an event, tagged with a `subscriptions/listen` request's id when the
+/// stream is one.
+pub(crate) fn event_notification(event: &Event, listen: Option<&RequestId>) -> Bytes {
+    let mut params = match event {
+        Event::ResourceUpdated(uri) => json!({ "uri": &**uri }),
+        _ => json!({}),
+    };
+    if let Some(id) = listen {
+        params["_meta"] = json!({ crate::protocol::meta::SUBSCRIPTION_ID: id });
+    }
+    Bytes::from(jsonrpc::notification_bytes(event.method(), &params))
+}
+
+/// What a handshake session's event stream does when its client falls behind the bus.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnLag {
+    /// End the stream: an HTTP client reconnects with a new GET.
+    End,
+    /// Go on without the missed events (stdio: the one stream cannot be reopened).
+    Skip,
+}
+
+/// Releases the session's standalone stream when the stream ends.
+struct StreamClaim {
+    shared: Arc<Shared>,
+    sid: String,
+    generation: u64,
+    /// Fires when a newer stream of the session replaces this one, or the session ends.
+    ended: CancellationToken,
+}
+
+impl Drop for StreamClaim {
+    fn drop(&mut self) {
+        self.shared
+            .hub
+            .release_get_stream(&self.sid, self.generation);
+    }
+}
+
+impl Shared {
+    /// A handshake session's standalone stream of notifications: list changes, and updates of
+    /// the resources it subscribed to. It begins with a keep-alive (so that HTTP sends its
+    /// headers at once) and ends when a newer stream of the session replaces it, the session
+    /// ends, or the server shuts down.
+    pub(crate) fn session_events(
+        self: &Arc<Self>,
+        sid: &str,
+        on_lag: OnLag,
+    ) -> impl Stream<Item = Frame> + Send + 'static {
+        let (generation, ended) = self.hub.claim_get_stream(sid);
+        let events = self.bus.subscribe();
+        let mut tick = tokio::time::interval(self.config.keep_alive);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let claim = StreamClaim {
+            shared: self.clone(),
+            sid: sid.to_owned(),
+            generation,
+            ended,
+        };
+        futures_util::stream::unfold(
+            (events, tick, claim, true),
+            move |(mut events, mut tick, claim, first)| async move {
+                if first {
+                    // The first tick of an interval is immediate.
+                    tick.tick().await;
+                    return Some((Frame::KeepAlive, (events, tick, claim, false)));
+                }
+                loop {
+                    tokio::select! {
+                        biased;
+                        // Replaced by a newer stream, or the session ended.
+                        () = claim.ended.cancelled() => return None,
+                        // A graceful shutdown waits for open responses: end this one.
+                        () = claim.shared.shutdown.cancelled() => return None,
+                        ev = events.recv() => match ev {
+                            Ok(Event::ResourceUpdated(uri))
+                                if !claim.shared.hub.is_subscribed(&claim.sid, &uri) => continue,
+                            Ok(ev) => {
+                                let msg = event_notification(&ev, None);
+                                return Some((Frame::Message(msg), (events, tick, claim, false)));
+                            }
+                            Err(broadcast::error::RecvError::Lagged(n)) if on_lag == OnLag::Skip => {
+                                tracing::warn!(missed = n, "a client too slow for notifications missed some");
+                                continue;
+                            }
+                            // Too slow to keep up: end the stream; the client reconnects.
+                            Err(_) => return None,
+                        },
+                        _ = tick.tick() => return Some((Frame::KeepAlive, (events, tick, claim, false))),
+                    }
+                }
+            },
+        )
+    }
+}

@@ -1,0 +1,61 @@
+//! The stateless revision (2026-07-28) in the front: a request whose `_meta` was read and
+//! whose version is served statelessly, whatever the transport.
+
+use std::sync::Arc;
+
+use futures_util::Stream;
+
+use super::{Frame, Inbound, Outcome};
+use crate::handler::BoxFuture;
+use crate::handler::context::RequestParts;
+use crate::protocol::jsonrpc::RequestId;
+use crate::protocol::meta::{Params, RequestMeta};
+use crate::protocol::methods::Method;
+use crate::protocol::version::Revision;
+use crate::server::Shared;
+use crate::server::dispatch::Dispatched;
+
+/// What a stateless request answered.
+pub(crate) enum Answer {
+    /// Known without running anything: the rendered result, or the error.
+    Ready(Outcome),
+    /// Runs the user's function; what it sends before its result goes to the inbound sink.
+    Running(BoxFuture<Outcome>),
+    /// `subscriptions/listen`: the stream's frames, from its acknowledgement on.
+    Listen(Box<dyn Stream<Item = Frame> + Send + Unpin + 'static>),
+}
+
+/// Whether a request asked for messages before its result (progress or log messages): only
+/// then does it need a stream.
+pub(crate) fn wants_stream(meta: &RequestMeta) -> bool {
+    meta.progress_token.is_some() || meta.log_level.is_some()
+}
+
+impl Shared {
+    /// Serves one stateless request of `rev`, its method resolved (see
+    /// [`resolve`](Shared::resolve)) and its `_meta` read.
+    pub(crate) fn serve_stateless(
+        self: &Arc<Self>,
+        rev: Revision,
+        id: &RequestId,
+        method: Method,
+        params: &Params<'_>,
+        meta: RequestMeta,
+        inbound: Inbound,
+    ) -> Answer {
+        if method == Method::Listen {
+            return match super::super::subscriptions::listen(self, id.clone(), params) {
+                Ok(frames) => Answer::Listen(Box::new(Box::pin(frames))),
+                Err(e) => Answer::Ready(Err(e)),
+            };
+        }
+        let mut parts = RequestParts::new(rev, meta);
+        parts.sink = inbound.sink;
+        parts.extensions = inbound.extensions;
+        parts.cancel = inbound.cancel;
+        match self.dispatch(parts, method, params) {
+            Dispatched::Ready(out) => Answer::Ready(out),
+            Dispatched::Pending(fut) => Answer::Running(fut),
+        }
+    }
+}
