@@ -8,7 +8,7 @@ mod common;
 use common::rpc::{err, ok, text_result};
 use common::stream::Live;
 use common::{Req, Wire, sentinel};
-use sake::handler::{Location, ToolDef, ToolFuture, ToolHints};
+use sake::handler::{Location, TaskSupport, ToolDef, ToolFuture, ToolHints};
 use sake::prelude::*;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -495,6 +495,8 @@ macro_rules! hand_written {
             output_schema: no_output,
             call: never_called,
             requires: &[],
+            scopes: &[],
+            task_support: TaskSupport::Forbidden,
             states: Vec::new,
             location: HERE,
         };

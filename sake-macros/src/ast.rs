@@ -1,11 +1,10 @@
 //! A typed view of an annotated function: its parameters sorted into arguments and the
 //! `Context`, its doc comments, its return type. The original syn nodes are kept for spans.
 
-use proc_macro2::Span;
 use quote::quote;
 use syn::{Attribute, FnArg, Ident, ItemFn, Pat, ReturnType, Type};
 
-use crate::attr::{self, ArgAttrs, Kind};
+use crate::attr::{self, ArgAttrs};
 use crate::ctxt::Ctxt;
 
 pub(crate) enum ParamKind {
@@ -127,67 +126,33 @@ fn is_state(ty: &Type) -> bool {
         )
 }
 
-fn contains_impl_trait(ty: &Type) -> bool {
+/// The parameter's name, if it is a plain name (`x` or `mut x`) rather than a pattern.
+pub(crate) fn plain_name(pat: &Pat) -> Option<Ident> {
+    match pat {
+        Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => Some(pi.ident.clone()),
+        _ => None,
+    }
+}
+
+pub(crate) fn contains_impl_trait(ty: &Type) -> bool {
     let s = quote!(#ty).to_string();
     s.starts_with("impl ") || s.contains("< impl ") || s.contains(", impl ")
 }
 
 impl Func {
-    pub fn analyse(cx: &Ctxt, kind: Kind, mut item: ItemFn) -> Func {
-        let sig = &item.sig;
-        let what = kind.attr();
-        if let Some(c) = &sig.constness {
-            cx.error_spanned_by(c, format!("a {what} function cannot be `const`"));
-        }
-        if let syn::Safety::Unsafe(u) = &sig.safety {
-            cx.error_spanned_by(
-                u,
-                format!(
-                    "a {what} function cannot be `unsafe`: clients call it with arbitrary input"
-                ),
-            );
-        }
-        if let Some(abi) = &sig.abi {
-            cx.error_spanned_by(
-                abi,
-                format!("a {what} function cannot have an `extern` ABI"),
-            );
-        }
-        if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-            cx.error_spanned_by(
-                &sig.generics,
-                format!("a {what} function cannot be generic: the server needs one concrete signature to build its schema; write a non-generic wrapper that calls your generic function"),
-            );
-        }
-        if let Some(v) = &sig.variadic {
-            cx.error_spanned_by(v, format!("a {what} function cannot be variadic"));
-        }
-        let ret = match &sig.output {
+    /// Sorts the parameters and consumes the parameter attributes the macro owns (`#[arg]`,
+    /// `#[serde]`, `#[schemars]`, doc comments). Only `#[arg]`'s form is checked here: every
+    /// rule about the signature is in `valid.rs`. A `self` receiver or a pattern parameter
+    /// has no name to be an argument by and gets no `Param`; `valid.rs` reports it from
+    /// `item.sig`.
+    pub fn from_syn(cx: &Ctxt, mut item: ItemFn) -> Func {
+        let ret = match &item.sig.output {
             ReturnType::Default => syn::parse_quote!(()),
-            ReturnType::Type(_, ty) => {
-                if contains_impl_trait(ty) {
-                    cx.error_spanned_by(
-                        ty,
-                        format!("a {what} function must name its return type, not `impl Trait`"),
-                    );
-                }
-                (**ty).clone()
-            }
+            ReturnType::Type(_, ty) => (**ty).clone(),
         };
-
         let mut params = Vec::new();
-        let mut context_seen: Option<Span> = None;
         for input in item.sig.inputs.iter_mut() {
-            let pt = match input {
-                FnArg::Receiver(r) => {
-                    cx.error_spanned_by(
-                        &*r,
-                        format!("a {what} function cannot take `self`: annotate a free function (it may call your method)"),
-                    );
-                    continue;
-                }
-                FnArg::Typed(pt) => pt,
-            };
+            let FnArg::Typed(pt) = input else { continue };
             // Sort the parameter's attributes: ours are consumed, Rust's stay.
             let mut docs = Vec::new();
             let mut forwarded = Vec::new();
@@ -205,100 +170,22 @@ impl Func {
                 }
             }
             pt.attrs = kept;
-            let ident = match &*pt.pat {
-                Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => pi.ident.clone(),
-                other => {
-                    cx.error_spanned_by(
-                        other,
-                        format!("a {what} parameter must be a plain name, not a pattern: the name is the argument's name in the schema; name the parameter and destructure it in the function body"),
-                    );
-                    continue;
-                }
+            let Some(ident) = plain_name(&pt.pat) else {
+                continue;
             };
             let ty = (*pt.ty).clone();
-            let is_context = !arg_attrs.force && last_segment_is(&ty, "Context");
-            if is_context {
-                if let Some(_first) = context_seen {
-                    cx.error_spanned_by(
-                        &ty,
-                        format!("a {what} function takes at most one `Context`"),
-                    );
-                }
-                context_seen = Some(ident.span());
-                if !docs.is_empty() || !forwarded.is_empty() {
-                    cx.error_spanned_by(&ident, "the `Context` parameter is not an argument: it takes no doc comment, #[serde] or #[schemars]");
-                }
-                params.push(Param {
-                    ident,
-                    ty,
-                    kind: ParamKind::Context,
-                    docs,
-                    forwarded,
-                    header: None,
-                    custom: false,
-                });
-                continue;
-            }
-            if !arg_attrs.force && is_state(&ty) {
-                if !docs.is_empty() || !forwarded.is_empty() {
-                    cx.error_spanned_by(&ident, "a `State<T>` parameter is not an argument: it takes no doc comment, #[serde] or #[schemars]");
-                }
-                params.push(Param {
-                    ident,
-                    ty,
-                    kind: ParamKind::State,
-                    docs,
-                    forwarded,
-                    header: None,
-                    custom: false,
-                });
-                continue;
-            }
-            match &ty {
-                Type::Reference(r) => {
-                    let instead = match &*r.elem {
-                        Type::Path(p) if p.path.is_ident("str") => {
-                            "write `String` instead of `&str`"
-                        }
-                        Type::Slice(_) => "write `Vec<T>` instead of `&[T]`",
-                        _ => "write the type without `&`",
-                    };
-                    cx.error_spanned_by(
-                        r,
-                        format!("a {what} argument must be an owned type, not a reference: it is deserialized from each request; {instead}"),
-                    );
-                    continue;
-                }
-                t if contains_impl_trait(t) => {
-                    cx.error_spanned_by(
-                        t,
-                        format!("a {what} argument must have a concrete type, not `impl Trait`"),
-                    );
-                    continue;
-                }
-                _ => {}
-            }
-            if let Some(h) = &arg_attrs.header {
-                let lower = h.value().to_ascii_lowercase();
-                if params.iter().any(|p: &Param| {
-                    p.header
-                        .as_ref()
-                        .is_some_and(|o| o.value().to_ascii_lowercase() == lower)
-                }) {
-                    cx.error_spanned_by(
-                        h,
-                        "two parameters use this header (header names are case-insensitive)",
-                    );
-                }
-                if kind != Kind::Tool {
-                    cx.error_spanned_by(h, "`#[arg(header = ...)]` is for #[tool] parameters");
-                }
-            }
-            let custom = is_custom(&forwarded);
+            let kind = if !arg_attrs.force && last_segment_is(&ty, "Context") {
+                ParamKind::Context
+            } else if !arg_attrs.force && is_state(&ty) {
+                ParamKind::State
+            } else {
+                ParamKind::Argument
+            };
+            let custom = matches!(kind, ParamKind::Argument) && is_custom(&forwarded);
             params.push(Param {
                 ident,
                 ty,
-                kind: ParamKind::Argument,
+                kind,
                 docs,
                 forwarded,
                 header: arg_attrs.header,

@@ -1,9 +1,17 @@
 //! Parsing the options of `#[tool(...)]`, `#[prompt(...)]`, `#[resource(...)]` and the
 //! per-parameter `#[arg(...)]`.
+//!
+//! Parsing records what each option says and checks only its form (a string where a string
+//! goes, a list where a list goes, each option once). A bad option is recorded in the `Ctxt`
+//! and parsing goes on with the next one, so that every mistake of an attribute is reported
+//! at once; whether the values make sense is `valid.rs`'s business.
 
-use proc_macro2::{Span, TokenStream};
-use syn::meta::ParseNestedMeta;
-use syn::{Expr, ExprArray, Lit, LitBool, LitStr, Path};
+use proc_macro2::{TokenStream, TokenTree};
+use quote::ToTokens;
+use syn::ext::IdentExt;
+use syn::parse::{ParseStream, Parser};
+use syn::punctuated::Punctuated;
+use syn::{Expr, Ident, Lit, LitBool, LitStr, Path, Token};
 
 use crate::ctxt::Ctxt;
 
@@ -16,6 +24,8 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    const ALL: [Kind; 3] = [Kind::Tool, Kind::Prompt, Kind::Resource];
+
     pub fn attr(self) -> &'static str {
         match self {
             Kind::Tool => "#[tool]",
@@ -34,8 +44,10 @@ impl Kind {
                 "icon",
                 "requires",
                 "input_schema",
+                "scopes",
+                "task",
             ],
-            Kind::Prompt => &["name", "title", "icons", "icon", "complete"],
+            Kind::Prompt => &["name", "title", "icons", "icon", "complete", "scopes"],
             Kind::Resource => &[
                 "uri",
                 "name",
@@ -44,12 +56,36 @@ impl Kind {
                 "icons",
                 "icon",
                 "complete",
+                "scopes",
             ],
+        }
+    }
+
+    /// The message for an option this macro does not take.
+    fn unknown_option(self, key: &str) -> String {
+        let expected = self.keys().join(", ");
+        let owners: Vec<&str> = Kind::ALL
+            .iter()
+            .filter(|k| k.keys().contains(&key))
+            .map(|k| k.attr())
+            .collect();
+        if owners.is_empty() {
+            format!(
+                "unknown {} option `{key}`; expected one of: {expected}",
+                self.attr()
+            )
+        } else {
+            format!(
+                "`{key}` is an option of {}, not of {}; {} takes: {expected}",
+                owners.join(" and "),
+                self.attr(),
+                self.attr()
+            )
         }
     }
 }
 
-/// An icon.
+/// An icon: `icon(src = ..., ...)`, or one entry of `icons = [...]`.
 pub(crate) struct Icon {
     pub src: LitStr,
     pub mime_type: Option<LitStr>,
@@ -67,9 +103,27 @@ pub(crate) struct Hints {
     pub open_world: Option<LitBool>,
 }
 
+/// One entry of `requires(...)`.
+pub(crate) struct Capability {
+    /// The word as written, for errors.
+    pub key: Ident,
+    /// The runtime's name for it: `sampling`, `sampling.tools`, `elicitation`,
+    /// `elicitation.url`, `roots`.
+    pub name: &'static str,
+}
+
+/// `scopes("files:read", ...)`.
+pub(crate) struct Scopes {
+    /// `scopes(...)` as written, for errors about the list as a whole.
+    pub tokens: TokenStream,
+    pub list: Vec<LitStr>,
+}
+
 /// Everything the item attribute can say.
 #[derive(Default)]
 pub(crate) struct ItemAttrs {
+    /// The attribute's tokens, for errors about the attribute as a whole.
+    pub tokens: TokenStream,
     pub name: Option<LitStr>,
     pub title: Option<LitStr>,
     pub hints: Hints,
@@ -79,119 +133,78 @@ pub(crate) struct ItemAttrs {
     pub complete: Option<Path>,
     /// `input_schema = path`: a function returning the input schema, served verbatim.
     pub input_schema: Option<Path>,
-    /// `requires(sampling, elicitation, roots, sampling_tools, url_elicitation)`, as the
-    /// runtime's capability names.
-    pub requires: Vec<(String, Span)>,
+    /// `requires(sampling, elicitation, roots, sampling_tools, url_elicitation)`.
+    pub requires: Vec<Capability>,
+    /// `scopes(...)`: the OAuth scopes a caller needs.
+    pub scopes: Option<Scopes>,
+    /// `task = "forbidden" | "optional" | "required"`.
+    pub task: Option<LitStr>,
 }
 
-fn set_once<T>(cx: &Ctxt, slot: &mut Option<T>, value: T, key: &syn::Path, what: &str) {
-    if slot.is_some() {
-        cx.error_spanned_by(key, format!("duplicate option `{what}`: give it once"));
-    } else {
-        *slot = Some(value);
+/// The values of `task = "..."`: the spelling, and the runtime's `TaskSupport` variant.
+pub(crate) const TASK_SUPPORT: [(&str, &str); 3] = [
+    ("forbidden", "Forbidden"),
+    ("optional", "Optional"),
+    ("required", "Required"),
+];
+
+/// How to write `task`.
+pub(crate) const TASK_HELP: &str = "write `task = \"forbidden\"` (the default: never runs as a task), `task = \"optional\"` or `task = \"required\"`";
+
+/// One option of a list: its key, and the input right after the key.
+pub(crate) struct Opt<'a> {
+    pub key: Ident,
+    pub input: ParseStream<'a>,
+}
+
+/// Parses a comma-separated list of options, calling `each` on every one. An option `each`
+/// refuses is recorded and skipped (up to the next top-level comma), and parsing goes on.
+pub(crate) fn options(
+    cx: &Ctxt,
+    input: ParseStream<'_>,
+    mut each: impl FnMut(Opt<'_>) -> syn::Result<()>,
+) {
+    while !input.is_empty() {
+        if input.peek(Token![,]) {
+            cx.push(input.error("expected an option before this `,`"));
+        } else {
+            match input.call(Ident::parse_any) {
+                Ok(key) => match each(Opt { key, input }) {
+                    Err(e) => {
+                        cx.push(e);
+                        skip_option(input);
+                    }
+                    Ok(()) if !input.is_empty() && !input.peek(Token![,]) => {
+                        cx.push(input.error("expected `,`: separate options with commas"));
+                        skip_option(input);
+                    }
+                    Ok(()) => {}
+                },
+                Err(_) => {
+                    cx.push(input.error("expected the name of an option, such as `name`"));
+                    skip_option(input);
+                }
+            }
+        }
+        if input.parse::<Option<Token![,]>>().is_err() {
+            break;
+        }
     }
 }
 
-fn key_name(path: &syn::Path) -> String {
-    path.get_ident()
-        .map(ToString::to_string)
-        .unwrap_or_else(|| quote::quote!(#path).to_string().replace(' ', ""))
-}
-
-/// Parses the tokens inside `#[tool(...)]` and friends, reporting every problem to `cx`.
-pub(crate) fn parse_item_attrs(cx: &Ctxt, kind: Kind, tokens: TokenStream) -> ItemAttrs {
-    let mut attrs = ItemAttrs::default();
-    let mut seen_icons = false;
-    let parser = syn::meta::parser(|meta| {
-        let key = key_name(&meta.path);
-        if !kind.keys().contains(&key.as_str()) {
-            return Err(meta.error(format!(
-                "unknown {} option `{key}`; expected one of: {}",
-                kind.attr(),
-                kind.keys().join(", ")
-            )));
+/// Skips the rest of an option: everything up to the next top-level comma.
+fn skip_option(input: ParseStream<'_>) {
+    while !input.is_empty() && !input.peek(Token![,]) {
+        if input.parse::<TokenTree>().is_err() {
+            break;
         }
-        match key.as_str() {
-            "name" => {
-                let v: LitStr = meta.value()?.parse()?;
-                set_once(cx, &mut attrs.name, v, &meta.path, "name");
-            }
-            "title" => {
-                let v: LitStr = meta.value()?.parse()?;
-                set_once(cx, &mut attrs.title, v, &meta.path, "title");
-            }
-            "uri" => {
-                let v: LitStr = meta.value()?.parse()?;
-                set_once(cx, &mut attrs.uri, v, &meta.path, "uri");
-            }
-            "mime_type" => {
-                let v: LitStr = meta.value()?.parse()?;
-                set_once(cx, &mut attrs.mime_type, v, &meta.path, "mime_type");
-            }
-            "complete" => {
-                let v: Path = meta.value()?.parse()?;
-                set_once(cx, &mut attrs.complete, v, &meta.path, "complete");
-            }
-            "input_schema" => {
-                let v: Path = meta.value()?.parse()?;
-                set_once(cx, &mut attrs.input_schema, v, &meta.path, "input_schema");
-            }
-            "annotations" => parse_hints(cx, &meta, &mut attrs.hints)?,
-            "icons" => {
-                if seen_icons {
-                    cx.error_spanned_by(&meta.path, "duplicate option `icons`: give it once");
-                }
-                seen_icons = true;
-                let list: ExprArray = meta.value()?.parse()?;
-                for e in list.elems {
-                    match lit_str(&e) {
-                        Some(src) => attrs.icons.push(Icon {
-                            src,
-                            mime_type: None,
-                            sizes: Vec::new(),
-                            theme: None,
-                        }),
-                        None => cx.error_spanned_by(
-                            &e,
-                            "an icon is a string literal: its https: or data: URI",
-                        ),
-                    }
-                }
-            }
-            "icon" => attrs.icons.push(parse_icon(cx, &meta)?),
-            "requires" => meta.parse_nested_meta(|inner| {
-                let key = key_name(&inner.path);
-                let capability = match key.as_str() {
-                    "sampling" => "sampling",
-                    "sampling_tools" => "sampling.tools",
-                    "elicitation" => "elicitation",
-                    "url_elicitation" => "elicitation.url",
-                    "roots" => "roots",
-                    _ => {
-                        return Err(inner.error(format!(
-                            "unknown client capability `{key}`; expected one of: sampling, sampling_tools, elicitation, url_elicitation, roots"
-                        )));
-                    }
-                };
-                if attrs.requires.iter().any(|(c, _)| c == capability) {
-                    cx.error_spanned_by(&inner.path, format!("`{key}` is required twice"));
-                }
-                attrs.requires.push((capability.to_owned(), inner.path.segments[0].ident.span()));
-                Ok(())
-            })?,
-            _ => unreachable!("keys() lists every handled key"),
-        }
-        Ok(())
-    });
-    if let Err(e) = syn::parse::Parser::parse2(parser, tokens) {
-        cx.push(e);
     }
-    attrs
 }
 
+/// A string literal, if `e` is one.
 fn lit_str(e: &Expr) -> Option<LitStr> {
     match e {
-        Expr::Lit(l) => match &l.lit {
+        Expr::Lit(l) if l.attrs.is_empty() => match &l.lit {
             Lit::Str(s) => Some(s.clone()),
             _ => None,
         },
@@ -199,80 +212,247 @@ fn lit_str(e: &Expr) -> Option<LitStr> {
     }
 }
 
-fn parse_hints(cx: &Ctxt, meta: &ParseNestedMeta<'_>, hints: &mut Hints) -> syn::Result<()> {
-    const KEYS: &[&str] = &[
-        "title",
-        "read_only",
-        "destructive",
-        "idempotent",
-        "open_world",
-    ];
-    meta.parse_nested_meta(|inner| {
-        let key = key_name(&inner.path);
-        let flag = |inner: &ParseNestedMeta<'_>| -> syn::Result<LitBool> {
-            if inner.input.peek(syn::Token![=]) {
-                inner.value()?.parse::<LitBool>()
-            } else {
-                Ok(LitBool::new(true, inner.path.segments[0].ident.span()))
+impl Opt<'_> {
+    fn name(&self) -> String {
+        self.key.unraw().to_string()
+    }
+
+    /// `key = <expression>`; `form` is how the option is written, for the error when `=` is
+    /// missing.
+    fn value(&self, form: &str) -> syn::Result<Expr> {
+        self.value_with(&format!("write `{form}`"))
+    }
+
+    /// `key = <expression>`; `help` says how to write it.
+    fn value_with(&self, help: &str) -> syn::Result<Expr> {
+        if !self.input.peek(Token![=]) {
+            return Err(syn::Error::new(
+                self.key.span(),
+                format!("`{}` takes a value: {help}", self.name()),
+            ));
+        }
+        self.input.parse::<Token![=]>()?;
+        self.input.parse::<Expr>()
+    }
+
+    /// `key = "..."`; `example` is an example value, quotes included.
+    fn string(&self, example: &str) -> syn::Result<LitStr> {
+        self.string_with(&format!("write `{} = {example}`", self.name()))
+    }
+
+    /// `key = "..."`; `help` says how to write it.
+    fn string_with(&self, help: &str) -> syn::Result<LitStr> {
+        let value = self.value_with(help)?;
+        lit_str(&value).ok_or_else(|| {
+            syn::Error::new_spanned(
+                &value,
+                format!("`{}` takes a string literal: {help}", self.name()),
+            )
+        })
+    }
+
+    /// `key = path::to::function`.
+    fn path(&self) -> syn::Result<Path> {
+        let form = format!("{} = path::to::function", self.name());
+        match self.value(&form)? {
+            Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => Ok(p.path),
+            other => Err(syn::Error::new_spanned(
+                other,
+                format!(
+                    "`{}` takes the path of a function: write `{form}`",
+                    self.name()
+                ),
+            )),
+        }
+    }
+
+    /// A bare `key` (true) or `key = true | false`.
+    fn flag(&self) -> syn::Result<LitBool> {
+        if !self.input.peek(Token![=]) {
+            return Ok(LitBool::new(true, self.key.span()));
+        }
+        self.input.parse::<Token![=]>()?;
+        let value: Expr = self.input.parse()?;
+        if let Expr::Lit(l) = &value
+            && let Lit::Bool(b) = &l.lit
+        {
+            return Ok(b.clone());
+        }
+        Err(syn::Error::new_spanned(
+            value,
+            format!("`{}` is a flag: write `{0}` or `{0} = false`", self.name()),
+        ))
+    }
+
+    /// No value: a bare word, as in `requires(sampling)`.
+    fn bare(&self, context: &str) -> syn::Result<()> {
+        if self.input.is_empty() || self.input.peek(Token![,]) {
+            Ok(())
+        } else {
+            Err(self.input.error(format!(
+                "`{}` takes no value in {context}: write the bare word",
+                self.name()
+            )))
+        }
+    }
+
+    /// `key(...)` holding options; returns `key(...)` as written, for errors about it.
+    fn nested(
+        &self,
+        cx: &Ctxt,
+        form: &str,
+        each: impl FnMut(Opt<'_>) -> syn::Result<()>,
+    ) -> syn::Result<TokenStream> {
+        if !self.input.peek(syn::token::Paren) {
+            return Err(syn::Error::new(self.key.span(), format!("write `{form}`")));
+        }
+        let content;
+        let paren = syn::parenthesized!(content in self.input);
+        options(cx, &content, each);
+        let mut tokens = self.key.to_token_stream();
+        paren.surround(&mut tokens, |_| {});
+        Ok(tokens)
+    }
+}
+
+/// Records `value` in `slot`, or an error at `key` if the option was given before.
+fn set_once<T>(cx: &Ctxt, slot: &mut Option<T>, value: T, key: &Ident) {
+    if slot.is_some() {
+        cx.error_spanned_by(
+            key,
+            format!("duplicate option `{}`: give it once", key.unraw()),
+        );
+    } else {
+        *slot = Some(value);
+    }
+}
+
+/// Parses the tokens inside `#[tool(...)]` and friends, reporting every problem to `cx`.
+pub(crate) fn parse_item_attrs(cx: &Ctxt, kind: Kind, tokens: TokenStream) -> ItemAttrs {
+    let mut attrs = ItemAttrs {
+        tokens: tokens.clone(),
+        ..ItemAttrs::default()
+    };
+    let mut seen_icons = false;
+    let parser = |input: ParseStream<'_>| {
+        options(cx, input, |opt| {
+            let key = opt.name();
+            if !kind.keys().contains(&key.as_str()) {
+                return Err(syn::Error::new(opt.key.span(), kind.unknown_option(&key)));
             }
-        };
-        match key.as_str() {
-            "title" => {
-                let v: LitStr = inner.value()?.parse()?;
-                set_once(cx, &mut hints.title, v, &inner.path, "title");
+            match key.as_str() {
+                "name" => set_once(cx, &mut attrs.name, opt.string("\"...\"")?, &opt.key),
+                "title" => set_once(cx, &mut attrs.title, opt.string("\"...\"")?, &opt.key),
+                "uri" => set_once(cx, &mut attrs.uri, opt.string("\"scheme://…\"")?, &opt.key),
+                "mime_type" => set_once(
+                    cx,
+                    &mut attrs.mime_type,
+                    opt.string("\"text/plain\"")?,
+                    &opt.key,
+                ),
+                "complete" => set_once(cx, &mut attrs.complete, opt.path()?, &opt.key),
+                "input_schema" => set_once(cx, &mut attrs.input_schema, opt.path()?, &opt.key),
+                "task" => set_once(cx, &mut attrs.task, opt.string_with(TASK_HELP)?, &opt.key),
+                "annotations" => parse_hints(cx, &opt, &mut attrs.hints)?,
+                "icons" => {
+                    if seen_icons {
+                        cx.error_spanned_by(&opt.key, "duplicate option `icons`: give it once");
+                    }
+                    seen_icons = true;
+                    parse_icons(cx, &opt, &mut attrs.icons)?;
+                }
+                "icon" => {
+                    if let Some(icon) = parse_icon(cx, &opt)? {
+                        attrs.icons.push(icon);
+                    }
+                }
+                "requires" => parse_requires(cx, &opt, &mut attrs.requires)?,
+                "scopes" => {
+                    let scopes = parse_scopes(cx, &opt)?;
+                    set_once(cx, &mut attrs.scopes, scopes, &opt.key);
+                }
+                _ => {
+                    return Err(syn::Error::new(opt.key.span(), kind.unknown_option(&key)));
+                }
             }
-            "read_only" => {
-                let v = flag(&inner)?;
-                set_once(cx, &mut hints.read_only, v, &inner.path, "read_only");
-            }
-            "destructive" => {
-                let v = flag(&inner)?;
-                set_once(cx, &mut hints.destructive, v, &inner.path, "destructive");
-            }
-            "idempotent" => {
-                let v = flag(&inner)?;
-                set_once(cx, &mut hints.idempotent, v, &inner.path, "idempotent");
-            }
-            "open_world" => {
-                let v = flag(&inner)?;
-                set_once(cx, &mut hints.open_world, v, &inner.path, "open_world");
-            }
-            _ => {
-                return Err(inner.error(format!(
-                    "unknown annotation `{key}`; expected one of: {}",
-                    KEYS.join(", ")
-                )));
+            Ok(())
+        });
+        Ok(())
+    };
+    if let Err(e) = parser.parse2(tokens) {
+        cx.push(e);
+    }
+    attrs
+}
+
+fn parse_hints(cx: &Ctxt, opt: &Opt<'_>, hints: &mut Hints) -> syn::Result<()> {
+    const KEYS: &str = "title, read_only, destructive, idempotent, open_world";
+    opt.nested(cx, "annotations(read_only, …)", |inner| {
+        let key = &inner.key;
+        match inner.name().as_str() {
+            "title" => set_once(cx, &mut hints.title, inner.string("\"...\"")?, key),
+            "read_only" => set_once(cx, &mut hints.read_only, inner.flag()?, key),
+            "destructive" => set_once(cx, &mut hints.destructive, inner.flag()?, key),
+            "idempotent" => set_once(cx, &mut hints.idempotent, inner.flag()?, key),
+            "open_world" => set_once(cx, &mut hints.open_world, inner.flag()?, key),
+            other => {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!("unknown annotation `{other}`; expected one of: {KEYS}"),
+                ));
             }
         }
         Ok(())
-    })
+    })?;
+    Ok(())
 }
 
-fn parse_icon(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Icon> {
+/// `icons = ["https://…", …]`.
+fn parse_icons(cx: &Ctxt, opt: &Opt<'_>, icons: &mut Vec<Icon>) -> syn::Result<()> {
+    let form = "icons = [\"https://…\"]";
+    let value = opt.value(form)?;
+    let Expr::Array(list) = value else {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!("`icons` takes a list of URIs: write `{form}`"),
+        ));
+    };
+    for e in list.elems {
+        match lit_str(&e) {
+            Some(src) => icons.push(Icon {
+                src,
+                mime_type: None,
+                sizes: Vec::new(),
+                theme: None,
+            }),
+            None => cx.error_spanned_by(&e, "an icon is a string literal: its https: or data: URI"),
+        }
+    }
+    Ok(())
+}
+
+/// `icon(src = ..., mime_type = ..., sizes = [...], theme = ...)`; `None` when `src` is
+/// missing (recorded).
+fn parse_icon(cx: &Ctxt, opt: &Opt<'_>) -> syn::Result<Option<Icon>> {
     let mut src = None;
     let mut mime_type = None;
     let mut sizes: Option<Vec<LitStr>> = None;
     let mut theme = None;
-    meta.parse_nested_meta(|inner| {
-        let key = key_name(&inner.path);
-        match key.as_str() {
-            "src" => {
-                let v: LitStr = inner.value()?.parse()?;
-                set_once(cx, &mut src, v, &inner.path, "src");
-            }
-            "mime_type" => {
-                let v: LitStr = inner.value()?.parse()?;
-                set_once(cx, &mut mime_type, v, &inner.path, "mime_type");
-            }
-            "theme" => {
-                let v: LitStr = inner.value()?.parse()?;
-                if v.value() != "light" && v.value() != "dark" {
-                    cx.error_spanned_by(&v, "an icon's theme is \"light\" or \"dark\"");
-                }
-                set_once(cx, &mut theme, v, &inner.path, "theme");
-            }
+    let written = opt.nested(cx, "icon(src = \"https://…\")", |inner| {
+        let key = &inner.key;
+        match inner.name().as_str() {
+            "src" => set_once(cx, &mut src, inner.string("\"https://…\"")?, key),
+            "mime_type" => set_once(cx, &mut mime_type, inner.string("\"image/png\"")?, key),
+            "theme" => set_once(cx, &mut theme, inner.string("\"light\"")?, key),
             "sizes" => {
-                let list: ExprArray = inner.value()?.parse()?;
+                let form = "sizes = [\"48x48\"]";
+                let value = inner.value(form)?;
+                let Expr::Array(list) = value else {
+                    return Err(syn::Error::new_spanned(
+                        value,
+                        format!("`sizes` takes a list: write `{form}`"),
+                    ));
+                };
                 let mut out = Vec::new();
                 for e in list.elems {
                     match lit_str(&e) {
@@ -283,25 +463,78 @@ fn parse_icon(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Icon> {
                         ),
                     }
                 }
-                set_once(cx, &mut sizes, out, &inner.path, "sizes");
+                set_once(cx, &mut sizes, out, key);
             }
-            _ => {
-                return Err(inner.error(format!(
-                    "unknown icon option `{key}`; expected one of: src, mime_type, sizes, theme"
-                )));
+            other => {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "unknown icon option `{other}`; expected one of: src, mime_type, sizes, theme"
+                    ),
+                ));
             }
         }
         Ok(())
     })?;
-    match src {
-        Some(src) => Ok(Icon {
-            src,
-            mime_type,
-            sizes: sizes.unwrap_or_default(),
-            theme,
-        }),
-        None => Err(meta.error("an icon needs `src = \"https://…\"`")),
+    let Some(src) = src else {
+        cx.error_spanned_by(written, "an icon needs `src = \"https://…\"`");
+        return Ok(None);
+    };
+    Ok(Some(Icon {
+        src,
+        mime_type,
+        sizes: sizes.unwrap_or_default(),
+        theme,
+    }))
+}
+
+/// `requires(sampling, ...)`.
+fn parse_requires(cx: &Ctxt, opt: &Opt<'_>, out: &mut Vec<Capability>) -> syn::Result<()> {
+    opt.nested(cx, "requires(sampling, …)", |inner| {
+        let name = match inner.name().as_str() {
+            "sampling" => "sampling",
+            "sampling_tools" => "sampling.tools",
+            "elicitation" => "elicitation",
+            "url_elicitation" => "elicitation.url",
+            "roots" => "roots",
+            other => {
+                return Err(syn::Error::new(
+                    inner.key.span(),
+                    format!(
+                        "unknown client capability `{other}`; expected one of: sampling, sampling_tools, elicitation, url_elicitation, roots"
+                    ),
+                ));
+            }
+        };
+        inner.bare("requires(...)")?;
+        out.push(Capability {
+            key: inner.key.clone(),
+            name,
+        });
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// `scopes("files:read", "files:write")`.
+fn parse_scopes(cx: &Ctxt, opt: &Opt<'_>) -> syn::Result<Scopes> {
+    let form = "scopes(\"files:read\", \"files:write\")";
+    if !opt.input.peek(syn::token::Paren) {
+        return Err(syn::Error::new(opt.key.span(), format!("write `{form}`")));
     }
+    let content;
+    let paren = syn::parenthesized!(content in opt.input);
+    let elems = Punctuated::<Expr, Token![,]>::parse_terminated(&content)?;
+    let mut list = Vec::new();
+    for e in &elems {
+        match lit_str(e) {
+            Some(s) => list.push(s),
+            None => cx.error_spanned_by(e, format!("a scope is a string literal: write `{form}`")),
+        }
+    }
+    let mut tokens = opt.key.to_token_stream();
+    paren.surround(&mut tokens, |t| elems.to_tokens(t));
+    Ok(Scopes { tokens, list })
 }
 
 /// `#[arg(...)]` on a parameter.
@@ -314,35 +547,25 @@ pub(crate) struct ArgAttrs {
     pub header: Option<LitStr>,
 }
 
-/// An RFC 9110 token character.
-fn is_tchar(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
-}
-
 pub(crate) fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, out: &mut ArgAttrs) {
     match &attr.meta {
         syn::Meta::Path(_) => out.force = true,
         syn::Meta::List(list) => {
             out.force = true;
-            let res = list.parse_nested_meta(|meta| {
-                let key = key_name(&meta.path);
-                match key.as_str() {
+            let parsed = list.parse_args_with(|input: ParseStream<'_>| {
+                options(cx, input, |opt| match opt.name().as_str() {
                     "header" => {
-                        let v: LitStr = meta.value()?.parse()?;
-                        let name = v.value();
-                        if name.is_empty() || !name.chars().all(is_tchar) {
-                            cx.error_spanned_by(
-                                &v,
-                                format!("{name:?} is not a valid header name: use letters, digits and !#$%&'*+-.^_`|~ (it becomes `Mcp-Param-{name}`)"),
-                            );
-                        }
-                        set_once(cx, &mut out.header, v, &meta.path, "header");
+                        set_once(cx, &mut out.header, opt.string("\"Name\"")?, &opt.key);
                         Ok(())
                     }
-                    _ => Err(meta.error(format!("unknown #[arg] option `{key}`; expected `header = \"Name\"`"))),
-                }
+                    other => Err(syn::Error::new(
+                        opt.key.span(),
+                        format!("unknown #[arg] option `{other}`; expected `header = \"Name\"`"),
+                    )),
+                });
+                Ok(())
             });
-            if let Err(e) = res {
+            if let Err(e) = parsed {
                 cx.push(e);
             }
         }

@@ -1,14 +1,17 @@
 //! Code generation: the argument struct, the glue functions and the registry entry.
+//!
+//! It runs only when parsing and validation found nothing wrong, and reports nothing itself:
+//! what the compiler checks (argument and return types) it leaves to the compiler, spanned
+//! at the user's tokens.
 
-use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use proc_macro2::TokenStream;
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::LitStr;
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
 use crate::ast::{Func, ParamKind};
-use crate::attr::{Icon, ItemAttrs};
-use crate::ctxt::Ctxt;
+use crate::attr::{Icon, ItemAttrs, TASK_SUPPORT};
 
 fn opt_str(v: &Option<LitStr>) -> TokenStream {
     match v {
@@ -43,26 +46,18 @@ fn location() -> TokenStream {
     })
 }
 
-/// Why `name` does not match `^[A-Za-z0-9_.-]{1,64}$`, if it does not.
-fn tool_name_problem(name: &str) -> Option<String> {
-    if name.is_empty() {
-        return Some("it is empty".to_owned());
+/// The name: `name = "..."` or the function's.
+fn item_name(attrs: &ItemAttrs, func: &Func) -> String {
+    match &attrs.name {
+        Some(n) => n.value(),
+        None => func.ident().to_string(),
     }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
-    {
-        return Some(format!("{c:?} is not allowed"));
-    }
-    (name.len() > 64).then(|| format!("it is {} characters long", name.len()))
 }
 
-/// The name: `name = "..."` or the function's.
-fn item_name(attrs: &ItemAttrs, func: &Func) -> (String, Span) {
-    match &attrs.name {
-        Some(n) => (n.value(), n.span()),
-        None => (func.ident().to_string(), func.ident().span()),
-    }
+/// `scopes(...)`, as a `&'static [&'static str]`.
+fn scopes(attrs: &ItemAttrs) -> TokenStream {
+    let list = attrs.scopes.iter().flat_map(|s| &s.list);
+    quote!(&[#(#list),*])
 }
 
 /// What an argument struct is checked against, and the runtime's glue for it.
@@ -208,26 +203,9 @@ fn call(func: &Func) -> TokenStream {
     quote!({ #drop_ctx #ident(#(#args),*) #await_ })
 }
 
-pub(crate) fn tool(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
-    let (name, name_span) = item_name(attrs, func);
-    if let Some(problem) = tool_name_problem(&name) {
-        let fix = if attrs.name.is_some() {
-            ""
-        } else {
-            "; give the tool another name with #[tool(name = \"...\")]"
-        };
-        cx.error_at(
-            name_span,
-            format!("invalid tool name {name:?}: {problem}; a tool name is 1 to 64 characters of A-Z, a-z, 0-9, `_`, `.` and `-`{fix}"),
-        );
-    }
-    let Some(description) = &func.description else {
-        cx.error_at(
-            func.ident().span(),
-            "a #[tool] needs a description: write a `///` doc comment above the function (clients and the official conformance suite reject tools without one)",
-        );
-        return quote!();
-    };
+pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
+    let name = item_name(attrs, func);
+    let description = func.description.as_deref().unwrap_or_default();
     let (args, idents) = args_struct(
         func,
         &ArgsKind {
@@ -258,7 +236,14 @@ pub(crate) fn tool(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
         b(&h.open_world),
     );
     let icons = icons(&attrs.icons);
-    let requires = attrs.requires.iter().map(|(c, _)| c);
+    let requires = attrs.requires.iter().map(|c| c.name);
+    let scopes = scopes(attrs);
+    let task_support = attrs
+        .task
+        .as_ref()
+        .and_then(|t| TASK_SUPPORT.iter().find(|(v, _)| *v == t.value()))
+        .map_or("Forbidden", |(_, variant)| variant);
+    let task_support = format_ident!("{task_support}");
     // `input_schema = path`: served verbatim instead of the generated one.
     let input_schema = match &attrs.input_schema {
         Some(path) => quote! {{
@@ -312,6 +297,8 @@ pub(crate) fn tool(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     output_schema: __sake_output_schema,
                     call: __sake_call,
                     requires: &[#(#requires),*],
+                    scopes: #scopes,
+                    task_support: ::sake::__private::TaskSupport::#task_support,
                     states: __sake_states,
                     location: #location,
                 }
@@ -336,15 +323,9 @@ fn completer(attrs: &ItemAttrs) -> (TokenStream, TokenStream) {
     }
 }
 
-pub(crate) fn prompt(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
-    let (name, _) = item_name(attrs, func);
-    let Some(description) = &func.description else {
-        cx.error_at(
-            func.ident().span(),
-            "a #[prompt] needs a description: write a `///` doc comment above the function (clients and the official conformance suite reject prompts without one)",
-        );
-        return quote!();
-    };
+pub(crate) fn prompt(attrs: &ItemAttrs, func: &Func) -> TokenStream {
+    let name = item_name(attrs, func);
+    let description = func.description.as_deref().unwrap_or_default();
     let (args, idents) = args_struct(
         func,
         &ArgsKind {
@@ -360,6 +341,7 @@ pub(crate) fn prompt(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
     let title = opt_str(&attrs.title);
     let icons = icons(&attrs.icons);
     let (complete_fn, complete) = completer(attrs);
+    let scopes = scopes(attrs);
     let location = location();
     let glue = glue_const(func);
     quote! {
@@ -396,6 +378,7 @@ pub(crate) fn prompt(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     arguments: __sake_arguments,
                     get: __sake_get,
                     complete: #complete,
+                    scopes: #scopes,
                     states: __sake_states,
                     location: #location,
                 }
@@ -404,100 +387,24 @@ pub(crate) fn prompt(cx: &Ctxt, attrs: &ItemAttrs, func: &Func) -> TokenStream {
     }
 }
 
-/// The variables of a level-1 URI template, or why it is not one.
-fn template_vars(uri: &str) -> Result<Vec<String>, String> {
-    let mut vars = Vec::new();
-    let mut rest = uri;
-    let mut last_was_var = false;
-    while let Some(open) = rest.find(['{', '}']) {
-        if rest.as_bytes()[open] == b'}' {
-            return Err("a `}` without its `{`".into());
-        }
-        if open > 0 {
-            last_was_var = false;
-        }
-        let after = &rest[open + 1..];
-        let close = after.find('}').ok_or("a `{` without its `}`")?;
-        let name = &after[..close];
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!(
-                "`{{{name}}}` is not a level-1 variable (letters, digits and `_` only; no operators such as + # / ? &)"
-            ));
-        }
-        if last_was_var {
-            return Err("two variables must be separated by literal text".into());
-        }
-        if vars.iter().any(|v| v == name) {
-            return Err(format!("variable `{name}` appears twice"));
-        }
-        vars.push(name.to_owned());
-        last_was_var = true;
-        rest = &after[close + 1..];
-    }
-    Ok(vars)
-}
-
-/// `args` are the attribute's tokens, for errors about the attribute as a whole.
-pub(crate) fn resource(
-    cx: &Ctxt,
-    attrs: &ItemAttrs,
-    func: &Func,
-    args: &TokenStream,
-) -> TokenStream {
-    let Some(uri) = &attrs.uri else {
-        let message = "#[resource] needs `uri = \"scheme://…\"` (a URI, or a template such as \"users://{id}/profile\")";
-        if args.is_empty() {
-            cx.error_at(Span::call_site(), message);
-        } else {
-            cx.error_spanned_by(args, message);
-        }
-        return quote!();
-    };
-    let vars = match template_vars(&uri.value()) {
-        Ok(v) => v,
-        Err(reason) => {
-            cx.error_spanned_by(uri, format!("invalid URI template: {reason}"));
-            return quote!();
-        }
-    };
-    let args: Vec<_> = func.arguments().collect();
-    for v in &vars {
-        if !args.iter().any(|p| p.ident == v) {
-            cx.error_spanned_by(
-                uri,
-                format!("template variable `{{{v}}}` has no parameter: add `{v}: T` to the function, where T: FromStr (String, u64, …)"),
-            );
-        }
-    }
-    let mut parses = Vec::new();
-    for p in &args {
-        let id = &p.ident;
-        if !vars.iter().any(|v| p.ident == v) {
-            cx.error_spanned_by(
-                id,
-                format!("parameter `{id}` is not a variable of the URI template {:?}: a #[resource] function takes the template's variables and an optional Context", uri.value()),
-            );
-            continue;
-        }
-        if let Some(a) = p.docs.first().or(p.forwarded.first()) {
-            cx.error_spanned_by(
-                a,
-                "a URI variable takes no doc comment, #[serde] or #[schemars]",
-            );
-        }
-        let ty = &p.ty;
+/// A resource. Validation made sure that `uri` is given and parses, and that the
+/// function's arguments are exactly the template's variables.
+pub(crate) fn resource(attrs: &ItemAttrs, func: &Func) -> TokenStream {
+    let uri = attrs
+        .uri
+        .as_ref()
+        .map_or_else(|| quote!(""), ToTokens::to_token_stream);
+    let parses = func.arguments().map(|p| {
+        let (id, ty) = (&p.ident, &p.ty);
         let name = id.to_string();
-        parses.push(quote_spanned! {ty.span()=>
+        quote_spanned! {ty.span()=>
             let #id: #ty = match ::sake::__private::parse_var::<#ty>(#name, __sake_req.var(#name)) {
                 ::core::result::Result::Ok(v) => v,
                 ::core::result::Result::Err(e) => return ::sake::__private::ready_resource_error(e),
             };
-        });
-    }
-    if cx.has_errors() {
-        return quote!();
-    }
-    let (name, _) = item_name(attrs, func);
+        }
+    });
+    let name = item_name(attrs, func);
     let (take_states, states_fn) = states(func, quote!(::sake::__private::ready_resource_error));
     let ret = &func.ret;
     let mime = opt_str(&attrs.mime_type);
@@ -508,6 +415,7 @@ pub(crate) fn resource(
     let description = opt_string(&func.description);
     let icons = icons(&attrs.icons);
     let (complete_fn, complete) = completer(attrs);
+    let scopes = scopes(attrs);
     let location = location();
     let fn_name = format_ident!("__sake_read");
     let glue = glue_const(func);
@@ -538,49 +446,11 @@ pub(crate) fn resource(
                     icons: #icons,
                     read: #fn_name,
                     complete: #complete,
+                    scopes: #scopes,
                     states: __sake_states,
                     location: #location,
                 }
             }
         };
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tool_names_say_what_is_wrong() {
-        assert_eq!(tool_name_problem("add"), None);
-        assert_eq!(tool_name_problem("a.b-c_D9"), None);
-        assert_eq!(tool_name_problem(&"x".repeat(64)), None);
-        assert_eq!(
-            tool_name_problem(&"x".repeat(65)).as_deref(),
-            Some("it is 65 characters long")
-        );
-        assert_eq!(tool_name_problem("").as_deref(), Some("it is empty"));
-        assert_eq!(
-            tool_name_problem("has space").as_deref(),
-            Some("' ' is not allowed")
-        );
-        assert_eq!(
-            tool_name_problem("a/b").as_deref(),
-            Some("'/' is not allowed")
-        );
-    }
-
-    #[test]
-    fn template_variables_are_level_1() {
-        assert_eq!(template_vars("docs://about"), Ok(vec![]));
-        assert_eq!(
-            template_vars("users://{id}/posts/{slug}"),
-            Ok(vec!["id".to_owned(), "slug".to_owned()])
-        );
-        assert!(template_vars("files://{+path}").is_err());
-        assert!(template_vars("a://{x}{y}").is_err());
-        assert!(template_vars("a://{x}/{x}").is_err());
-        assert!(template_vars("a://{x").is_err());
-        assert!(template_vars("a://x}").is_err());
     }
 }

@@ -9,6 +9,8 @@ mod ast;
 mod attr;
 mod ctxt;
 mod expand;
+mod fallback;
+mod valid;
 
 use proc_macro::TokenStream;
 use quote::quote;
@@ -16,63 +18,32 @@ use quote::quote;
 use crate::attr::Kind;
 use crate::ctxt::Ctxt;
 
+/// Parse, validate, then expand or fall back.
+///
+/// Parsing (`attr`, `ast`) and validation (`valid`) record every error they find and carry
+/// on; validation runs whatever parsing found. With no error the glue is generated
+/// (`expand`); otherwise the function is emitted as written, with every error (`fallback`).
 fn run(kind: Kind, args: TokenStream, input: TokenStream) -> TokenStream {
     let item: syn::ItemFn = match syn::parse(input.clone()) {
         Ok(f) => f,
-        Err(_) => return not_a_function(kind, input.into()),
+        Err(_) => return fallback::not_a_function(kind.attr(), input.into()).into(),
     };
-    let args = proc_macro2::TokenStream::from(args);
     let cx = Ctxt::default();
-    let attrs = attr::parse_item_attrs(&cx, kind, args.clone());
-    let func = ast::Func::analyse(&cx, kind, item);
-    let generated = if cx.has_errors() {
-        quote!()
-    } else {
-        match kind {
-            Kind::Tool => expand::tool(&cx, &attrs, &func),
-            Kind::Prompt => expand::prompt(&cx, &attrs, &func),
-            Kind::Resource => expand::resource(&cx, &attrs, &func, &args),
+    let attrs = attr::parse_item_attrs(&cx, kind, args.into());
+    let func = ast::Func::from_syn(&cx, item);
+    valid::check(&cx, kind, &attrs, &func);
+    match cx.check() {
+        Ok(()) => {
+            let generated = match kind {
+                Kind::Tool => expand::tool(&attrs, &func),
+                Kind::Prompt => expand::prompt(&attrs, &func),
+                Kind::Resource => expand::resource(&attrs, &func),
+            };
+            let item = &func.item;
+            quote!(#item #generated).into()
         }
-    };
-    // The function is always emitted, so that an attribute mistake does not also break every
-    // caller of the function.
-    let item = &func.item;
-    let errors = cx.into_tokens();
-    quote!(#item #generated #errors).into()
-}
-
-/// The error for an attribute on something other than a function, at the item's keyword and
-/// name; the item is emitted unchanged.
-fn not_a_function(kind: Kind, input: proc_macro2::TokenStream) -> TokenStream {
-    use syn::Item;
-    fn head(
-        keyword: &impl quote::ToTokens,
-        name: impl quote::ToTokens,
-    ) -> proc_macro2::TokenStream {
-        quote!(#keyword #name)
+        Err(errors) => fallback::expand(&func.item, errors).into(),
     }
-    let (what, what_tokens) = match syn::parse2::<Item>(input.clone()) {
-        Ok(Item::Struct(i)) => ("a struct", head(&i.struct_token, &i.ident)),
-        Ok(Item::Enum(i)) => ("an enum", head(&i.enum_token, &i.ident)),
-        Ok(Item::Union(i)) => ("a union", head(&i.union_token, &i.ident)),
-        Ok(Item::Const(i)) => ("a constant", head(&i.const_token, &i.ident)),
-        Ok(Item::Static(i)) => ("a static", head(&i.static_token, &i.ident)),
-        Ok(Item::Mod(i)) => ("a module", head(&i.mod_token, &i.ident)),
-        Ok(Item::Trait(i)) => ("a trait", head(&i.trait_token, &i.ident)),
-        Ok(Item::Type(i)) => ("a type alias", head(&i.type_token, &i.ident)),
-        Ok(Item::Impl(i)) => ("an impl block", head(&i.impl_token, quote!())),
-        Ok(Item::Use(i)) => ("a use declaration", head(&i.use_token, quote!())),
-        _ => ("this item", input.clone()),
-    };
-    let err = syn::Error::new_spanned(
-        what_tokens,
-        format!(
-            "{} goes on a function (`fn` or `async fn`), not on {what}",
-            kind.attr()
-        ),
-    )
-    .to_compile_error();
-    quote!(#err #input).into()
 }
 
 /// Registers a function as an MCP tool.

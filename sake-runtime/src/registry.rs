@@ -98,12 +98,7 @@ pub(crate) fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, String> 
             let h = h
                 .as_str()
                 .ok_or_else(|| format!("`x-mcp-header` of {at} is not a string"))?;
-            let token = !h.is_empty()
-                && h.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c));
-            if !token {
-                return Err(format!("`x-mcp-header` {h:?} is not a valid header name"));
-            }
+            sake_rules::header::check_param_name(h).map_err(|e| format!("`x-mcp-header` {e}"))?;
             if !reachable || path.is_empty() {
                 return Err(format!(
                     "`x-mcp-header` {h:?} is on {at}, which is not a property reached from the root through `properties` alone"
@@ -120,17 +115,21 @@ pub(crate) fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, String> 
                 }
             };
             let header = http::HeaderName::try_from(format!("mcp-param-{h}"))
-                .map_err(|_| format!("`x-mcp-header` {h:?} is not a valid header name"))?;
-            if out.iter().any(|p| p.header == header) {
+                .map_err(|_| format!("`x-mcp-header` {}", sake_rules::header::InvalidName(h)))?;
+            if out
+                .iter()
+                .any(|p| sake_rules::header::same_name(&p.name, h))
+            {
                 return Err(format!(
-                    "`x-mcp-header` {h:?} is used twice (header names are case-insensitive)"
+                    "`x-mcp-header` {h:?} is used twice {}",
+                    sake_rules::header::CASE_NOTE
                 ));
             }
             out.push(HeaderParam {
                 path: path.clone(),
                 name: h.to_owned(),
                 header,
-                display: format!("Mcp-Param-{h}"),
+                display: format!("{}{h}", sake_rules::header::PARAM_PREFIX),
                 kind,
             });
         }
@@ -213,12 +212,9 @@ impl std::fmt::Debug for Registry {
     }
 }
 
-/// A tool name must match `^[A-Za-z0-9_.-]{1,64}$`.
+/// A tool name must match `^[A-Za-z0-9_.-]{1,64}$` (the rule is `sake_rules::tool_name`'s).
 pub fn is_valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+    sake_rules::tool_name::is_valid(name)
 }
 
 impl Registry {
@@ -259,7 +255,7 @@ impl Registry {
                     "tool",
                     def.name,
                     &def.location,
-                    "a tool name must match ^[A-Za-z0-9_.-]{1,64}$",
+                    &format!("a tool name must match {}", sake_rules::tool_name::PATTERN),
                 ));
             }
             if def.description.trim().is_empty() {

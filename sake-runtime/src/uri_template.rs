@@ -26,52 +26,19 @@ pub struct TemplateError {
 }
 
 impl UriTemplate {
-    /// Parses a template.
+    /// Parses a template (the grammar is `sake_rules::uri_template`'s).
     pub fn parse(template: &str) -> Result<Self, TemplateError> {
-        let err = |reason: &str| TemplateError {
+        let parts = sake_rules::uri_template::parse(template).map_err(|e| TemplateError {
             template: template.to_owned(),
-            reason: reason.to_owned(),
-        };
-        let mut parts = Vec::new();
-        let mut rest = template;
-        while !rest.is_empty() {
-            match rest.find('{') {
-                None => {
-                    if rest.contains('}') {
-                        return Err(err("a `}` without its `{`"));
-                    }
-                    parts.push(Part::Literal(rest.to_owned()));
-                    break;
-                }
-                Some(open) => {
-                    let literal = &rest[..open];
-                    if literal.contains('}') {
-                        return Err(err("a `}` without its `{`"));
-                    }
-                    if !literal.is_empty() {
-                        parts.push(Part::Literal(literal.to_owned()));
-                    }
-                    let after = &rest[open + 1..];
-                    let close = after
-                        .find('}')
-                        .ok_or_else(|| err("a `{` without its `}`"))?;
-                    let name = &after[..close];
-                    if !is_varname(name) {
-                        return Err(err(&format!(
-                            "`{{{name}}}` is not a level-1 variable (letters, digits and `_` only; no operators such as + # / ? &)"
-                        )));
-                    }
-                    if matches!(parts.last(), Some(Part::Var(_))) {
-                        return Err(err("two variables must be separated by literal text"));
-                    }
-                    if parts.iter().any(|p| matches!(p, Part::Var(v) if v == name)) {
-                        return Err(err(&format!("variable `{name}` appears twice")));
-                    }
-                    parts.push(Part::Var(name.to_owned()));
-                    rest = &after[close + 1..];
-                }
-            }
-        }
+            reason: e.to_string(),
+        })?;
+        let parts = parts
+            .into_iter()
+            .map(|p| match p {
+                sake_rules::uri_template::Part::Literal(l) => Part::Literal(l.to_owned()),
+                sake_rules::uri_template::Part::Var(v) => Part::Var(v.to_owned()),
+            })
+            .collect();
         Ok(UriTemplate {
             source: template.to_owned(),
             parts,
@@ -132,10 +99,6 @@ impl fmt::Display for UriTemplate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.source)
     }
-}
-
-fn is_varname(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 fn percent_decode(s: &str) -> Option<String> {

@@ -79,6 +79,21 @@ pub struct ToolHints {
 /// The future of one tool call.
 pub type ToolFuture = BoxFuture<CallToolResult>;
 
+/// Whether a tool may run as a task (`#[tool(task = "...")]`): the tool's
+/// `execution.taskSupport` (MCP 2025-11-25 "Tasks", tool-level negotiation; the tasks
+/// extension `io.modelcontextprotocol/tasks` of 2026-07-28).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// It never runs as a task (`"forbidden"`, the default).
+    #[default]
+    Forbidden,
+    /// A client may run it as a task, or call it directly (`"optional"`).
+    Optional,
+    /// It runs only as a task (`"required"`).
+    Required,
+}
+
 /// A tool, as `#[tool]` registers it.
 pub struct ToolDef {
     /// The tool's name.
@@ -103,6 +118,11 @@ pub struct ToolDef {
     /// before it runs. Names: `sampling`, `sampling.tools`, `elicitation`, `elicitation.url`,
     /// `roots`.
     pub requires: &'static [&'static str],
+    /// The OAuth scopes a caller needs (`scopes("files:read")`), to be checked before the
+    /// function runs; empty: none.
+    pub scopes: &'static [&'static str],
+    /// Whether it may run as a task (`task = "optional"`).
+    pub task_support: TaskSupport,
     /// Where it is defined.
     pub location: Location,
 }
@@ -151,6 +171,9 @@ pub struct PromptDef {
     pub get: fn(Option<&RawValue>, Context) -> PromptFuture,
     /// Completes argument values.
     pub complete: Option<CompleteFn>,
+    /// The OAuth scopes a caller needs (`scopes("files:read")`), to be checked before the
+    /// function runs; empty: none.
+    pub scopes: &'static [&'static str],
     /// The `State<T>` types it takes.
     pub states: fn() -> Vec<StateNeed>,
     /// Where it is defined.
@@ -198,6 +221,9 @@ pub struct ResourceDef {
     pub read: fn(ResourceRequest, Context) -> ResourceFuture,
     /// Completes template variables.
     pub complete: Option<CompleteFn>,
+    /// The OAuth scopes a caller needs (`scopes("files:read")`), to be checked before the
+    /// function runs; empty: none.
+    pub scopes: &'static [&'static str],
     /// The `State<T>` types it takes.
     pub states: fn() -> Vec<StateNeed>,
     /// Where it is defined.
