@@ -24,8 +24,8 @@ use super::error::ClientError;
 use super::negotiate::{Body, Exchange};
 use super::sse::Parser;
 use crate::protocol::Revision;
+use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::jsonrpc::RequestId;
-use crate::transport::http::headers::{PROTOCOL_VERSION, SESSION_ID};
 
 /// The longest non-streamed body read.
 const MAX_BODY: usize = 64 << 20;

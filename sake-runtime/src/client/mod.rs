@@ -49,6 +49,7 @@ use self::http::{Http, header_value};
 use self::negotiate::{Body, Exchange, FailReason, Verdict, classify_discover, error_forgets};
 use self::stdio::Stdio;
 use crate::protocol::Revision;
+use crate::protocol::headers::{self, METHOD, NAME, encode_value};
 use crate::protocol::jsonrpc::{RequestId, RpcError, code, notification_bytes, request_bytes};
 use crate::protocol::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION, SERVER_INFO};
 use crate::protocol::methods::Method;
@@ -60,7 +61,6 @@ use crate::protocol::types::{
 };
 use crate::protocol::version::ElicitationModes;
 use crate::registry::{HeaderParam, header_params};
-use crate::transport::http::headers::{METHOD, NAME, encode_value};
 
 /// How many `input_required` rounds one request may take.
 const DEFAULT_MAX_ROUNDS: usize = 16;
@@ -763,7 +763,7 @@ impl Client {
         // The same revision as `_meta` (`with_meta`): a server refuses a request whose
         // header and body disagree.
         h.insert(
-            crate::transport::http::headers::PROTOCOL_VERSION,
+            headers::PROTOCOL_VERSION,
             HeaderValue::from_static(rev.as_str()),
         );
         // Never Base64: a method with a control byte (or any non-ASCII) is refused here.

@@ -10,8 +10,8 @@ use tokio::process::{Child, ChildStdin, Command};
 use super::core::{AbortOnDrop, Core, parse_message, response_body};
 use super::error::ClientError;
 use super::negotiate::{Body, Exchange};
+use crate::protocol::framing::{Line, read_line};
 use crate::protocol::jsonrpc::RequestId;
-use crate::transport::stdio::{Line, read_line};
 
 /// The longest line read from the server.
 const MAX_LINE: usize = 64 << 20;
