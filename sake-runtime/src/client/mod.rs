@@ -46,7 +46,9 @@ pub use self::negotiate::{EraCache, Remembered};
 
 use self::core::{AbortOnDrop, Core, HandlerFailure, Handlers, is_invalid_reply};
 use self::http::{Http, header_value};
-use self::negotiate::{Body, Exchange, FailReason, Verdict, classify_discover, error_forgets};
+use self::negotiate::{
+    Body, Exchange, FailReason, Verdict, classify_discover, error_forgets, newest_discoverable,
+};
 use self::stdio::Stdio;
 use crate::protocol::Revision;
 use crate::protocol::headers::{self, METHOD, NAME, encode_value};
@@ -528,7 +530,8 @@ impl Client {
     // ------------------------------------------------------------------ negotiation
 
     async fn negotiate(&self) -> Result<(), ClientError> {
-        if let Some(rev) = self.inner.pin.filter(|r| !r.is_modern()) {
+        // A revision reached by a handshake is pinned: no probe.
+        if let Some(rev) = self.inner.pin.filter(|r| !r.features().discover) {
             let state = self.initialize().await?;
             tracing::info!(server = %self.inner.key, revision = %state.revision, "speaking a handshake revision (pinned {rev})");
             self.inner
@@ -537,14 +540,15 @@ impl Client {
             self.set_state(state);
             return Ok(());
         }
-        let pinned_modern = self.inner.pin.is_some();
+        let pinned_discover = self.inner.pin.is_some();
         match self.inner.cache.get(&self.inner.key) {
             Some(Remembered::Modern(d)) => {
-                tracing::debug!(server = %self.inner.key, "remembered: 2026-07-28");
-                self.set_state(modern_state(&d));
+                let rev = newest_discoverable(&d.supported_versions).unwrap_or(Revision::LATEST);
+                tracing::debug!(server = %self.inner.key, "remembered: {rev}");
+                self.set_state(discovered_state(rev, &d));
                 return Ok(());
             }
-            Some(Remembered::Legacy(_)) if !pinned_modern => {
+            Some(Remembered::Legacy(_)) if !pinned_discover => {
                 tracing::debug!(server = %self.inner.key, "remembered: a handshake revision");
                 match self.initialize().await {
                     Ok(state) => {
@@ -564,17 +568,17 @@ impl Client {
             _ => {}
         }
         match self.discover().await? {
-            Some(d) => {
-                tracing::info!(server = %self.inner.key, "speaking 2026-07-28");
-                self.set_state(modern_state(&d));
+            Some((rev, d)) => {
+                tracing::info!(server = %self.inner.key, "speaking {rev}");
+                self.set_state(discovered_state(rev, &d));
                 self.inner
                     .cache
                     .remember(&self.inner.key, Remembered::Modern(d));
             }
-            None if pinned_modern => {
-                return Err(ClientError::UnsupportedVersion(
-                    "the server does not speak 2026-07-28, the only revision this client was pinned to".into(),
-                ));
+            None if let Some(pin) = self.inner.pin.filter(|_| pinned_discover) => {
+                return Err(ClientError::UnsupportedVersion(format!(
+                    "the server does not speak {pin}, the only revision this client was pinned to"
+                )));
             }
             None => {
                 let state = self.initialize().await?;
@@ -588,19 +592,33 @@ impl Client {
         Ok(())
     }
 
-    /// Probes with `server/discover`: `Some` to speak 2026-07-28, `None` to fall back.
-    async fn discover(&self) -> Result<Option<Box<DiscoverResult>>, ClientError> {
+    /// Probes with `server/discover`, at the newest revision first: `Some` with the revision to
+    /// speak, `None` to fall back to the handshake.
+    async fn discover(&self) -> Result<Option<(Revision, Box<DiscoverResult>)>, ClientError> {
+        // The pinned revision, or the newest.
+        let mut at = self
+            .inner
+            .pin
+            .filter(|r| r.features().discover)
+            .unwrap_or(Revision::LATEST);
         let mut retried = false;
         loop {
-            let params = self.with_meta(Map::new(), Revision::LATEST);
+            let f = at.features();
+            let params = self.with_meta(Map::new(), at);
             let id = self.inner.core.next_id();
             let body = request_bytes(&id, "server/discover", &params);
             let ex = match &self.inner.transport {
                 Transport::Http(h) => {
-                    let headers =
-                        self.modern_headers(Revision::LATEST, "server/discover", &params)?;
-                    self.timed("server/discover", h.post_request(&id, body, headers, false))
-                        .await?
+                    let headers = if f.routing_headers {
+                        self.routing_headers(at, "server/discover", &params)?
+                    } else {
+                        HeaderMap::new()
+                    };
+                    self.timed(
+                        "server/discover",
+                        h.post_request(&id, body, headers, f.session_id),
+                    )
+                    .await?
                 }
                 Transport::Stdio(s) => {
                     match s.request(&id, body, Some(self.inner.probe_timeout)).await? {
@@ -613,9 +631,10 @@ impl Client {
                 }
             };
             match classify_discover(&ex, retried) {
-                Verdict::Modern(d) => return Ok(Some(d)),
-                Verdict::Retry(v) => {
-                    tracing::debug!("the server asks for {v}: probing again");
+                Verdict::Modern(rev, d) => return Ok(Some((rev, d))),
+                Verdict::Retry(rev) => {
+                    tracing::debug!("the server asks for {rev}: probing again");
+                    at = rev;
                     retried = true;
                 }
                 Verdict::Fallback(why) => {
@@ -645,7 +664,7 @@ impl Client {
         let offer = self
             .inner
             .pin
-            .filter(|r| !r.is_modern())
+            .filter(|r| !r.features().discover)
             .unwrap_or(Revision::LATEST_LEGACY);
         let mut params = Map::new();
         params.insert("protocolVersion".into(), json!(offer.as_str()));
@@ -683,7 +702,7 @@ impl Client {
             ClientError::Protocol(format!("the initialize result is malformed: {e}"))
         })?;
         let revision = Revision::parse(&init.protocol_version)
-            .filter(|r| !r.is_modern())
+            .filter(|r| !r.features().discover)
             .ok_or_else(|| {
                 ClientError::UnsupportedVersion(format!(
                     "initialize offered {offer} and the server chose {}, which this client does not speak",
@@ -714,7 +733,9 @@ impl Client {
                 if let Err(e) = h.post_message(note).await {
                     tracing::warn!("notifications/initialized was refused: {e}");
                 }
-                h.start_get_stream().await;
+                if !revision.features().listen {
+                    h.start_get_stream().await;
+                }
             }
             Transport::Stdio(s) => s.write(note).await?,
         }
@@ -736,8 +757,10 @@ impl Client {
 
     // ------------------------------------------------------------------ requests
 
+    /// `params` with the `_meta` that `rev` puts on every request (none before 2026-07-28);
+    /// a `_meta` already there is kept and completed.
     fn with_meta(&self, mut params: JsonObject, rev: Revision) -> JsonObject {
-        if !rev.is_modern() {
+        if !rev.features().request_meta {
             return params;
         }
         let mut meta = match params.remove("_meta") {
@@ -751,9 +774,9 @@ impl Client {
         params
     }
 
-    /// The 2026-07-28 headers of a request: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`
-    /// and the tool's `Mcp-Param-*`.
-    fn modern_headers(
+    /// The routing headers of a request (2026-07-28): `MCP-Protocol-Version`, `Mcp-Method`,
+    /// `Mcp-Name` and the tool's `Mcp-Param-*`.
+    fn routing_headers(
         &self,
         rev: Revision,
         method: &str,
@@ -844,22 +867,23 @@ impl Client {
         let mut renewed = false;
         loop {
             let rev = self.revision();
+            let f = rev.features();
             let params = self.with_meta(params.clone(), rev);
             let id = self.inner.core.next_id();
             let body = request_bytes(&id, method, &params);
             tracing::debug!(%id, method, revision = %rev, "request");
             let ex = match &self.inner.transport {
                 Transport::Http(h) => {
-                    let headers = if rev.is_modern() {
-                        self.modern_headers(rev, method, &params)?
+                    let headers = if f.routing_headers {
+                        self.routing_headers(rev, method, &params)?
                     } else {
                         HeaderMap::new()
                     };
                     let stale = h.session_id();
                     let ex = self
-                        .timed(method, h.post_request(&id, body, headers, !rev.is_modern()))
+                        .timed(method, h.post_request(&id, body, headers, f.session_id))
                         .await?;
-                    if ex.status == 404 && !rev.is_modern() && stale.is_some() && !renewed {
+                    if ex.status == 404 && f.session_id && stale.is_some() && !renewed {
                         renewed = true;
                         self.reinitialize(stale).await?;
                         continue;
@@ -1059,8 +1083,8 @@ impl Client {
     /// Every tool, all pages. Over HTTP on 2026-07-28, a tool whose `x-mcp-header`
     /// annotations are invalid is left out (it cannot be called correctly).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        let modern_http =
-            self.revision().is_modern() && matches!(self.inner.transport, Transport::Http(_));
+        let modern_http = self.revision().features().routing_headers
+            && matches!(self.inner.transport, Transport::Http(_));
         let mut tools = Vec::new();
         let mut headers = HashMap::new();
         for item in self.list_all("tools/list", "tools").await? {
@@ -1138,7 +1162,7 @@ impl Client {
         let raw = match self.send_rounds("tools/call", params.clone()).await {
             Err(ClientError::Rpc { error, .. })
                 if error.code == code::HEADER_MISMATCH
-                    && self.revision().is_modern()
+                    && self.revision().features().routing_headers
                     && matches!(self.inner.transport, Transport::Http(_))
                     && !self
                         .inner
@@ -1250,7 +1274,7 @@ impl Client {
     /// handshake revisions it sends `resources/subscribe` for each resource and listens to the
     /// session's notifications. Dropping the stream ends the subscription.
     pub async fn subscribe(&self, what: Subscription) -> Result<Notifications, ClientError> {
-        if self.revision().is_modern() {
+        if self.revision().features().listen {
             self.listen(what).await
         } else {
             for uri in &what.resource_subscriptions {
@@ -1286,7 +1310,8 @@ impl Client {
     async fn listen(&self, what: Subscription) -> Result<Notifications, ClientError> {
         let mut params = Map::new();
         params.insert("notifications".into(), what.to_filter());
-        let params = self.with_meta(params, Revision::LATEST);
+        let rev = self.revision();
+        let params = self.with_meta(params, rev);
         let id = self.inner.core.next_id();
         let body = request_bytes(&id, "subscriptions/listen", &params);
         let sub_id = json!(id);
@@ -1295,13 +1320,17 @@ impl Client {
         let mut guards: Vec<Box<dyn Send + Sync>> = Vec::new();
         match &self.inner.transport {
             Transport::Http(h) => {
-                let headers =
-                    self.modern_headers(Revision::LATEST, "subscriptions/listen", &params)?;
+                let headers = if rev.features().routing_headers {
+                    self.routing_headers(rev, "subscriptions/listen", &params)?
+                } else {
+                    HeaderMap::new()
+                };
+                let sessions = rev.features().session_id;
                 let h = Arc::clone(h);
                 let client = self.clone();
                 let rid = id.clone();
                 let task = tokio::spawn(async move {
-                    let out = match h.post_request(&rid, body, headers, false).await {
+                    let out = match h.post_request(&rid, body, headers, sessions).await {
                         Ok(ex) => client.interpret("subscriptions/listen", ex),
                         Err(e) => Err(e),
                     };
@@ -1330,7 +1359,7 @@ impl Client {
                 let stdio = Arc::clone(s);
                 let core = Arc::clone(&self.inner.core);
                 let cancel_id = id.clone();
-                let meta = self.with_meta(Map::new(), Revision::LATEST);
+                let meta = self.with_meta(Map::new(), rev);
                 guards.push(Box::new(OnDrop(Some(Box::new(move || {
                     core.unregister(&cancel_id);
                     let mut params = meta;
@@ -1392,7 +1421,7 @@ impl Client {
         match &self.inner.transport {
             Transport::Http(h) => {
                 h.stop_get_stream();
-                if !self.revision().is_modern() {
+                if self.revision().features().session_id {
                     h.delete_session().await;
                 }
             }
@@ -1421,9 +1450,10 @@ fn capabilities_for(declared: &Value, rev: Revision) -> Value {
     caps
 }
 
-fn modern_state(d: &DiscoverResult) -> State {
+/// What a `DiscoverResult` settles, speaking `revision`.
+fn discovered_state(revision: Revision, d: &DiscoverResult) -> State {
     State {
-        revision: Revision::LATEST,
+        revision,
         capabilities: d.capabilities.clone(),
         server_info: d
             .meta
