@@ -169,7 +169,7 @@ impl ClientBuilder {
 
     /// Connects to a Streamable HTTP endpoint (`http://…`).
     pub async fn connect(self, url: &str) -> Result<Client, ClientError> {
-        let core = Arc::new(Core::new(self.handlers.clone()));
+        let core = self.core();
         let http = Arc::new(Http::new(url, self.headers.clone(), Arc::clone(&core))?);
         self.start(core, Transport::Http(http), url.to_owned())
             .await
@@ -180,10 +180,15 @@ impl ClientBuilder {
         self,
         command: impl Into<tokio::process::Command>,
     ) -> Result<Client, ClientError> {
-        let core = Arc::new(Core::new(self.handlers.clone()));
+        let core = self.core();
         let stdio = Stdio::spawn(command.into(), Arc::clone(&core))?;
         let key = stdio.key.clone();
         self.start(core, Transport::Stdio(stdio), key).await
+    }
+
+    /// What the transports share, with these handlers.
+    pub(super) fn core(&self) -> Arc<Core> {
+        Arc::new(Core::new(self.handlers.clone()))
     }
 
     /// Negotiates over a transport built on `core`; `key` names the server in the memory.

@@ -288,3 +288,271 @@ fn discovered_state(revision: Revision, d: &DiscoverResult) -> State {
         instructions: d.instructions.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::client::EraCache;
+    use crate::client::fake::{
+        Reply, Seen, builder, discover_result, fake, legacy, meta, modern, result_for, stdio,
+    };
+    use crate::protocol::types::{ElicitResult, Implementation};
+
+    #[tokio::test]
+    async fn discovery_sends_2026_meta_and_routing_headers_and_nothing_more() {
+        let f = fake(modern(|s| Reply::error(200, s, -32601))).await;
+        let cache = EraCache::new();
+        let client = builder()
+            .cache(cache.clone())
+            .connect(&f.url)
+            .await
+            .unwrap();
+        assert_eq!(client.revision(), Revision::V2026_07_28);
+        assert_eq!(client.server_info(), Some(Implementation::new("fake", "1")));
+        // One POST, and no GET stream: 2026-07-28 notifications come through listen.
+        let seen = f.seen();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        let d = &seen[0];
+        assert_eq!(
+            d.body,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                "params": {"_meta": meta()}})
+        );
+        assert_eq!(d.header("mcp-protocol-version"), Some("2026-07-28"));
+        assert_eq!(d.header("mcp-method"), Some("server/discover"));
+        assert_eq!(d.header("mcp-name"), None);
+        assert_eq!(d.header("mcp-session-id"), None);
+        assert!(matches!(cache.get(&f.url), Some(Remembered::Modern(_))));
+    }
+
+    /// Connects to a handshake server with `pin` and the client's handlers declaring
+    /// elicitation in both modes; returns what the server saw.
+    async fn handshake(pin: Option<Revision>) -> (Client, Vec<Seen>) {
+        let f = fake(legacy(Some("s1"), |s| Reply::error(200, s, -32601))).await;
+        let mut b = builder()
+            .on_elicitation(|_| async { Ok(ElicitResult::decline()) })
+            .elicitation_url(true);
+        if let Some(pin) = pin {
+            b = b.revision(pin);
+        }
+        let client = b.connect(&f.url).await.unwrap();
+        (client, f.seen())
+    }
+
+    #[tokio::test]
+    async fn the_handshake_offers_the_newest_handshake_revision_or_the_pinned_one() {
+        let cases = [
+            (
+                None,
+                "2025-11-25",
+                json!({"elicitation": {"form": {}, "url": {}}}),
+            ),
+            (
+                Some(Revision::V2025_11_25),
+                "2025-11-25",
+                json!({"elicitation": {"form": {}, "url": {}}}),
+            ),
+            (
+                Some(Revision::V2025_06_18),
+                "2025-06-18",
+                json!({"elicitation": {"form": {}}}),
+            ),
+            (Some(Revision::V2025_03_26), "2025-03-26", json!({})),
+        ];
+        for (pin, offer, capabilities) in cases {
+            let (client, seen) = handshake(pin).await;
+            assert_eq!(client.revision().as_str(), offer);
+            assert_eq!(client.session_id().as_deref(), Some("s1"));
+            let kinds: Vec<(String, String)> = seen
+                .iter()
+                .map(|s| (s.http.clone(), s.method().to_owned()))
+                .collect();
+            let mut want = vec![
+                ("POST", "initialize"),
+                ("POST", "notifications/initialized"),
+                // The standalone GET stream is asked for (the fake has none: 405).
+                ("GET", ""),
+            ];
+            if pin.is_none() {
+                want.insert(0, ("POST", "server/discover"));
+            }
+            let want: Vec<(String, String)> = want
+                .into_iter()
+                .map(|(h, m)| (h.to_owned(), m.to_owned()))
+                .collect();
+            assert_eq!(kinds, want, "{offer}");
+            let init = &seen[want.len() - 3];
+            assert_eq!(
+                init.params(),
+                json!({"protocolVersion": offer, "capabilities": capabilities,
+                    "clientInfo": {"name": "t", "version": "1"}}),
+                "{offer}"
+            );
+            // No version header and no session before the handshake settles them.
+            assert_eq!(init.header("mcp-protocol-version"), None);
+            assert_eq!(init.header("mcp-session-id"), None);
+            assert_eq!(init.header("mcp-method"), None);
+            // After it: the session, and the version header from 2025-06-18 on.
+            for after in &seen[want.len() - 2..] {
+                assert_eq!(after.header("mcp-session-id"), Some("s1"), "{offer}");
+                let version = (offer != "2025-03-26").then_some(offer);
+                assert_eq!(after.header("mcp-protocol-version"), version, "{offer}");
+                assert_eq!(after.header("mcp-method"), None);
+            }
+            assert_eq!(
+                seen[want.len() - 2].body,
+                json!({"jsonrpc": "2.0", "method": "notifications/initialized", "params": {}})
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_handshake_answered_with_a_discovered_revision_is_refused() {
+        let f = fake(move |s: &Seen| match s.method() {
+            "server/discover" => Reply::status(404),
+            _ => Reply::result(
+                s,
+                json!({"protocolVersion": "2026-07-28", "capabilities": {},
+                    "serverInfo": {"name": "x", "version": "1"}}),
+            ),
+        })
+        .await;
+        let err = builder().connect(&f.url).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no common protocol revision: initialize offered 2025-11-25 and the server chose 2026-07-28, which this client does not speak"
+        );
+        assert_eq!(f.methods(), ["server/discover", "initialize"]);
+    }
+
+    #[tokio::test]
+    async fn pinned_to_2026_there_is_no_fallback() {
+        let f = fake(legacy(None, |s| Reply::error(200, s, -32601))).await;
+        let err = builder()
+            .revision(Revision::V2026_07_28)
+            .connect(&f.url)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no common protocol revision: the server does not speak 2026-07-28, the only revision this client was pinned to"
+        );
+        assert_eq!(f.methods(), ["server/discover"]);
+    }
+
+    #[tokio::test]
+    async fn an_unsupported_version_error_listing_2026_is_probed_once_more() {
+        let f = fake(|s: &Seen| {
+            let e = json!({"jsonrpc": "2.0", "id": s.id(), "error": {"code": -32022,
+                "message": "unsupported", "data": {"supported": ["2026-07-28"],
+                "requested": "2026-07-28"}}});
+            Reply::Plain(400, "application/json", e.to_string())
+        })
+        .await;
+        let err = builder().connect(&f.url).await.unwrap_err();
+        assert_eq!(err.rpc().map(|e| e.code), Some(-32022));
+        let posts = f.posts();
+        assert_eq!(f.methods(), ["server/discover", "server/discover"]);
+        assert_ne!(posts[0].id(), posts[1].id());
+        for p in &posts {
+            assert_eq!(p.header("mcp-protocol-version"), Some("2026-07-28"));
+            assert_eq!(p.params(), json!({"_meta": meta()}));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_remembered_2026_server_is_not_probed() {
+        let f = fake(|s: &Seen| Reply::error(500, s, -32603)).await;
+        let cache = EraCache::new();
+        let d = serde_json::from_value(discover_result()).unwrap();
+        cache.remember(&f.url, Remembered::Modern(Box::new(d)));
+        let client = builder().cache(cache).connect(&f.url).await.unwrap();
+        assert_eq!(client.revision(), Revision::V2026_07_28);
+        assert_eq!(client.server_info(), Some(Implementation::new("fake", "1")));
+        assert!(f.seen().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_remembered_handshake_goes_straight_to_initialize() {
+        let f = fake(legacy(None, |s| Reply::error(200, s, -32601))).await;
+        let cache = EraCache::new();
+        cache.remember(&f.url, Remembered::Legacy(Revision::V2025_06_18));
+        let client = builder()
+            .cache(cache.clone())
+            .connect(&f.url)
+            .await
+            .unwrap();
+        // The newest handshake revision is offered again; the server's choice is remembered.
+        assert_eq!(client.revision(), Revision::V2025_11_25);
+        assert_eq!(f.methods(), ["initialize", "notifications/initialized"]);
+        assert_eq!(
+            cache.get(&f.url),
+            Some(Remembered::Legacy(Revision::V2025_11_25))
+        );
+    }
+
+    #[tokio::test]
+    async fn close_deletes_a_handshake_session_and_nothing_on_2026() {
+        let f = fake(legacy(Some("s1"), |s| Reply::error(200, s, -32601))).await;
+        let client = builder().connect(&f.url).await.unwrap();
+        client.close().await;
+        let delete = f.seen().into_iter().find(|s| s.http == "DELETE").unwrap();
+        assert_eq!(delete.header("mcp-session-id"), Some("s1"));
+        assert_eq!(delete.header("mcp-protocol-version"), Some("2025-11-25"));
+
+        let f = fake(modern(|s| Reply::error(200, s, -32601))).await;
+        let client = builder().connect(&f.url).await.unwrap();
+        client.close().await;
+        assert!(f.seen().iter().all(|s| s.http == "POST"));
+    }
+
+    #[tokio::test]
+    async fn on_stdio_a_probe_without_an_answer_falls_back() {
+        let (client, server) =
+            stdio(
+                builder().probe_timeout(Duration::from_millis(50)),
+                |msg| match msg["method"].as_str() {
+                    Some("initialize") => vec![result_for(
+                        msg,
+                        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                        "serverInfo": {"name": "s", "version": "1"}}),
+                    )],
+                    _ => vec![],
+                },
+            )
+            .await;
+        let client = client.unwrap();
+        assert_eq!(client.revision(), Revision::V2025_06_18);
+        assert_eq!(client.session_id(), None);
+        server.wait_for("notifications/initialized").await;
+        let seen = server.seen();
+        assert_eq!(
+            server.methods(),
+            ["server/discover", "initialize", "notifications/initialized"]
+        );
+        assert_eq!(seen[0]["params"], json!({"_meta": meta()}));
+        assert_eq!(
+            seen[1]["params"],
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}})
+        );
+    }
+
+    #[test]
+    fn capabilities_leave_out_what_the_offered_revision_does_not_define() {
+        let declared = json!({"elicitation": {"form": {}, "url": {}}, "roots": {}});
+        assert_eq!(capabilities_for(&declared, Revision::V2025_11_25), declared);
+        assert_eq!(
+            capabilities_for(&declared, Revision::V2025_06_18),
+            json!({"elicitation": {"form": {}}, "roots": {}})
+        );
+        assert_eq!(
+            capabilities_for(&declared, Revision::V2025_03_26),
+            json!({"roots": {}})
+        );
+    }
+}

@@ -30,6 +30,8 @@ mod calls;
 mod connect;
 mod core;
 mod error;
+#[cfg(test)]
+mod fake;
 mod http;
 mod negotiate;
 mod params;
