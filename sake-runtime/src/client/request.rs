@@ -183,9 +183,11 @@ impl Client {
         let status = ex.status;
         match ex.body {
             Body::Response(Ok(raw)) => {
+                // serde reads a struct from an array too: only an object is a result.
+                let object = raw.get().trim_start().starts_with('{');
                 let shape: ResultShape = match serde_json::from_str(raw.get()) {
-                    Ok(s) => s,
-                    Err(_) => {
+                    Ok(s) if object => s,
+                    _ => {
                         self.forget();
                         return Err(ClientError::Protocol(format!(
                             "the result of {method} is not an object: {}",
@@ -251,5 +253,276 @@ impl Client {
                 "the params of {method} must be a JSON object, not {other}"
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::client::fake::{Reply, Seen, builder, fake, legacy, meta, modern, stdio};
+    use crate::client::{EraCache, Remembered};
+
+    #[tokio::test]
+    async fn handshake_requests_carry_neither_meta_nor_routing_headers() {
+        for (rev, version_header) in [
+            (Revision::V2025_11_25, Some("2025-11-25")),
+            (Revision::V2025_06_18, Some("2025-06-18")),
+            (Revision::V2025_03_26, None),
+        ] {
+            let f = fake(legacy(Some("s1"), |s| {
+                Reply::result(s, json!({"content": []}))
+            }))
+            .await;
+            let client = builder().revision(rev).connect(&f.url).await.unwrap();
+            let out = client
+                .request("tools/call", json!({"name": "x", "arguments": {"a": 1}}))
+                .await
+                .unwrap();
+            assert_eq!(out, json!({"content": []}));
+            let call = f.last("tools/call");
+            assert_eq!(
+                call.params(),
+                json!({"name": "x", "arguments": {"a": 1}}),
+                "{rev}"
+            );
+            assert_eq!(call.header("mcp-session-id"), Some("s1"), "{rev}");
+            assert_eq!(call.header("mcp-protocol-version"), version_header, "{rev}");
+            assert_eq!(call.header("mcp-method"), None, "{rev}");
+            assert_eq!(call.header("mcp-name"), None, "{rev}");
+        }
+    }
+
+    #[tokio::test]
+    async fn requests_of_2026_carry_meta_and_routing_headers() {
+        let f = fake(modern(|s| Reply::result(s, json!({"contents": []})))).await;
+        let client = builder().connect(&f.url).await.unwrap();
+        client
+            .request(
+                "resources/read",
+                json!({"uri": "file:///ü", "_meta": {"progressToken": 7}}),
+            )
+            .await
+            .unwrap();
+        let read = f.last("resources/read");
+        let mut want_meta = meta();
+        want_meta["progressToken"] = json!(7);
+        assert_eq!(
+            read.params(),
+            json!({"uri": "file:///ü", "_meta": want_meta})
+        );
+        assert_eq!(read.header("mcp-protocol-version"), Some("2026-07-28"));
+        assert_eq!(read.header("mcp-method"), Some("resources/read"));
+        // Not plain visible ASCII: the Base64 sentinel.
+        assert_eq!(read.header("mcp-name"), Some("=?base64?ZmlsZTovLy/DvA==?="));
+        assert_eq!(read.header("mcp-session-id"), None);
+        // A method without a name parameter has no Mcp-Name.
+        client.request("tools/list", json!({})).await.unwrap();
+        let list = f.last("tools/list");
+        assert_eq!(list.header("mcp-method"), Some("tools/list"));
+        assert_eq!(list.header("mcp-name"), None);
+        assert_eq!(list.params(), json!({"_meta": meta()}));
+    }
+
+    #[tokio::test]
+    async fn a_method_that_cannot_be_a_header_is_refused_before_it_is_sent() {
+        let f = fake(modern(|s| Reply::result(s, json!({})))).await;
+        let client = builder().connect(&f.url).await.unwrap();
+        let err = client.request("tools/\nlist", json!({})).await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::InvalidHeader { name, .. } if name == "Mcp-Method"),
+            "{err:?}"
+        );
+        assert_eq!(f.methods(), ["server/discover"]);
+        // Params that are not an object are refused too.
+        let err = client.request("tools/list", json!([1])).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "protocol error: the params of tools/list must be a JSON object, not [1]"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_expired_session_is_renewed_once_and_the_request_sent_again() {
+        // The first session expires at the first tools/list; the second one works.
+        let inits = Arc::new(AtomicUsize::new(0));
+        let n = Arc::clone(&inits);
+        let f = fake(move |s: &Seen| {
+            let minted = if n.load(Ordering::SeqCst) == 1 {
+                "s1"
+            } else {
+                "s2"
+            };
+            let reply = match (s.http.as_str(), s.method()) {
+                ("POST", "initialize") => {
+                    let k = n.fetch_add(1, Ordering::SeqCst) + 1;
+                    return Reply::Session(
+                        if k == 1 { "s1" } else { "s2" },
+                        Box::new(Reply::result(
+                            s,
+                            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                                "serverInfo": {"name": "x", "version": "1"}}),
+                        )),
+                    );
+                }
+                ("POST", "tools/list") if s.header("mcp-session-id") == Some("s1") => {
+                    Reply::status(404)
+                }
+                ("POST", "tools/list") => Reply::result(s, json!({"tools": []})),
+                ("POST", "notifications/initialized") => Reply::status(202),
+                _ => Reply::status(405),
+            };
+            Reply::Session(minted, Box::new(reply))
+        })
+        .await;
+        let client = builder()
+            .revision(Revision::V2025_11_25)
+            .connect(&f.url)
+            .await
+            .unwrap();
+        assert_eq!(client.session_id().as_deref(), Some("s1"));
+        assert_eq!(
+            client.request("tools/list", json!({})).await.unwrap(),
+            json!({"tools": []})
+        );
+        assert_eq!(client.session_id().as_deref(), Some("s2"));
+        assert_eq!(
+            f.methods(),
+            [
+                "initialize",
+                "notifications/initialized",
+                "tools/list",
+                "initialize",
+                "notifications/initialized",
+                "tools/list"
+            ]
+        );
+        let posts = f.posts();
+        assert_eq!(posts[3].header("mcp-session-id"), None);
+        assert_eq!(posts[5].header("mcp-session-id"), Some("s2"));
+        assert_ne!(posts[2].id(), posts[5].id());
+    }
+
+    #[tokio::test]
+    async fn a_session_that_expires_again_is_an_http_error() {
+        let f = fake(legacy(Some("s1"), |s| match s.method() {
+            "tools/list" => Reply::Plain(404, "text/plain", "gone".into()),
+            _ => Reply::error(200, s, -32601),
+        }))
+        .await;
+        let client = builder().connect(&f.url).await.unwrap();
+        let err = client.request("tools/list", json!({})).await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::Http { status: 404, body } if body == "gone"),
+            "{err:?}"
+        );
+        assert_eq!(f.methods().iter().filter(|m| *m == "tools/list").count(), 2);
+    }
+
+    #[tokio::test]
+    async fn answers_that_suggest_another_revision_forget_the_server() {
+        let f = fake(modern(|s| match s.method() {
+            "weird" => Reply::result(s, json!({"resultType": "later"})),
+            "array" => Reply::result(s, json!([1])),
+            "html" => Reply::Plain(200, "text/html", "<html>".into()),
+            "empty" => Reply::Plain(200, "application/json", String::new()),
+            "unknown" => Reply::error(200, s, -32601),
+            "bad-params" => Reply::error(200, s, -32602),
+            "busy" => Reply::Plain(503, "text/plain", "busy".into()),
+            _ => Reply::result(s, json!({"resultType": "complete", "x": 1})),
+        }))
+        .await;
+        let cache = EraCache::new();
+        let client = builder()
+            .cache(cache.clone())
+            .connect(&f.url)
+            .await
+            .unwrap();
+        let cases: [(&str, &str, bool); 8] = [
+            ("fine", "", false),
+            (
+                "weird",
+                "protocol error: the result of weird has an unknown resultType \"later\"",
+                true,
+            ),
+            (
+                "array",
+                "protocol error: the result of array is not an object: [1]",
+                true,
+            ),
+            (
+                "html",
+                "protocol error: unparseable reply: not a JSON-RPC message (expected value at line 1 column 1): <html>",
+                true,
+            ),
+            (
+                "empty",
+                "protocol error: HTTP 200 answer to empty is no JSON-RPC response",
+                true,
+            ),
+            (
+                "unknown",
+                "the server answered unknown with an error: error -32601 (-32601)",
+                true,
+            ),
+            (
+                "bad-params",
+                "the server answered bad-params with an error: error -32602 (-32602)",
+                false,
+            ),
+            ("busy", "HTTP 503 from the server: busy", false),
+        ];
+        for (method, error, forgets) in cases {
+            let d = serde_json::from_value(crate::client::fake::discover_result()).unwrap();
+            cache.remember(&f.url, Remembered::Modern(Box::new(d)));
+            let got = client.request(method, json!({})).await;
+            match got {
+                Ok(v) => {
+                    assert_eq!(error, "", "{method}");
+                    assert_eq!(v, json!({"resultType": "complete", "x": 1}));
+                }
+                Err(e) => assert_eq!(e.to_string(), error, "{method}"),
+            }
+            assert_eq!(cache.get(&f.url).is_none(), forgets, "{method}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stdio_request_given_up_is_cancelled() {
+        let (client, server) = stdio(
+            builder().timeout(Duration::from_millis(100)),
+            |msg| match msg["method"].as_str() {
+                Some("server/discover") => vec![crate::client::fake::result_for(
+                    msg,
+                    crate::client::fake::discover_result(),
+                )],
+                _ => vec![],
+            },
+        )
+        .await;
+        let client = client.unwrap();
+        let err = client.request("slow", json!({})).await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::Timeout { method, millis: 100 } if method == "slow"),
+            "{err:?}"
+        );
+        let cancelled = server.wait_for("notifications/cancelled").await;
+        let slow = server
+            .seen()
+            .into_iter()
+            .find(|m| m["method"] == "slow")
+            .unwrap();
+        assert_eq!(slow["params"], json!({"_meta": meta()}));
+        let mut want = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": slow["id"], "reason": "timed out", "_meta": meta()}});
+        assert_eq!(cancelled, want);
+        // The id is a number the client never reused.
+        want["params"]["requestId"] = json!(2);
+        assert_eq!(cancelled, want);
     }
 }
