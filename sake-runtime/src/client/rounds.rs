@@ -94,3 +94,197 @@ impl Client {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::client::fake::{Reply, Seen, builder, fake, legacy, meta, modern};
+    use crate::protocol::jsonrpc::RpcError;
+    use crate::protocol::types::{ElicitResult, ListRootsResult};
+
+    fn input_required(s: &Seen, requests: Option<Value>, state: Option<&str>) -> Reply {
+        let mut r = json!({"resultType": "input_required"});
+        if let Some(q) = requests {
+            r["inputRequests"] = q;
+        }
+        if let Some(st) = state {
+            r["requestState"] = json!(st);
+        }
+        Reply::result(s, r)
+    }
+
+    fn ask_name() -> Value {
+        json!({"ask": {"method": "elicitation/create", "params": {"message": "name?",
+            "requestedSchema": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "age": {"type": "integer", "default": 30}}}}}})
+    }
+
+    #[tokio::test]
+    async fn rounds_answer_with_the_handlers_and_send_the_state_back_exactly() {
+        let f = fake(modern(|s| {
+            match s.params().get("requestState").and_then(Value::as_str) {
+                None => input_required(s, Some(ask_name()), Some("s1")),
+                // A round with a state and no questions.
+                Some("s1") => input_required(s, None, Some("s2")),
+                Some(_) => Reply::result(
+                    s,
+                    json!({"resultType": "complete",
+                        "content": [{"type": "text", "text": "done"}]}),
+                ),
+            }
+        }))
+        .await;
+        let client = builder()
+            .on_elicitation(|req| async move {
+                assert_eq!(req.message, "name?");
+                let mut content = JsonObject::new();
+                content.insert("name".into(), json!("Ada"));
+                Ok(ElicitResult::accept(content))
+            })
+            .connect(&f.url)
+            .await
+            .unwrap();
+        let out = client.call_tool("greet", json!({"x": 1})).await.unwrap();
+        assert_eq!(out.content[0].as_text(), Some("done"));
+        let calls: Vec<Seen> = f
+            .posts()
+            .into_iter()
+            .filter(|s| s.method() == "tools/call")
+            .collect();
+        assert_eq!(calls.len(), 3);
+        let mut meta = meta();
+        meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}}});
+        assert_eq!(
+            calls[0].params(),
+            json!({"name": "greet", "arguments": {"x": 1}, "_meta": meta})
+        );
+        // The answer, with the schema's default for the field the handler left out.
+        assert_eq!(
+            calls[1].params(),
+            json!({"name": "greet", "arguments": {"x": 1}, "_meta": meta,
+                "inputResponses": {"ask": {"action": "accept",
+                    "content": {"name": "Ada", "age": 30}}},
+                "requestState": "s1"})
+        );
+        // No questions this time: no inputResponses, the new state.
+        assert_eq!(
+            calls[2].params(),
+            json!({"name": "greet", "arguments": {"x": 1}, "_meta": meta,
+                "requestState": "s2"})
+        );
+        // Each round is a new request, routed like the first.
+        let ids: Vec<Value> = calls.iter().map(Seen::id).collect();
+        assert!(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2]);
+        for c in &calls {
+            assert_eq!(c.header("mcp-method"), Some("tools/call"));
+            assert_eq!(c.header("mcp-name"), Some("greet"));
+        }
+    }
+
+    #[tokio::test]
+    async fn rounds_stop_at_the_limit() {
+        let f = fake(modern(|s| input_required(s, None, Some("again")))).await;
+        let client = builder().max_rounds(2).connect(&f.url).await.unwrap();
+        let err = client.read("file:///a").await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::TooManyRounds { method, rounds: 2 } if method == "resources/read"),
+            "{err:?}"
+        );
+        assert_eq!(
+            f.methods(),
+            ["server/discover", "resources/read", "resources/read"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_question_without_a_handler_ends_the_call() {
+        let f = fake(modern(|s| {
+            input_required(
+                s,
+                Some(json!({"q": {"method": "sampling/createMessage", "params": {}}})),
+                None,
+            )
+        }))
+        .await;
+        let client = builder().connect(&f.url).await.unwrap();
+        let err = client.get_prompt("p", json!({})).await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::MissingHandler { method } if method == "sampling/createMessage"),
+            "{err:?}"
+        );
+        assert_eq!(f.methods(), ["server/discover", "prompts/get"]);
+    }
+
+    #[tokio::test]
+    async fn a_failing_handler_and_a_malformed_question_end_the_call() {
+        let f = fake(modern(|s| {
+            let q = match s.params()["name"].as_str() {
+                Some("roots") => json!({"q": {"method": "roots/list"}}),
+                _ => json!({"q": {"method": "elicitation/create", "params": {"message": 1}}}),
+            };
+            input_required(s, Some(q), None)
+        }))
+        .await;
+        let client = builder()
+            .on_roots(|| async {
+                Err::<ListRootsResult, _>(RpcError::new(-32000, "no roots here"))
+            })
+            .on_elicitation(|_| async { Ok(ElicitResult::decline()) })
+            .connect(&f.url)
+            .await
+            .unwrap();
+        let err = client.call_tool("roots", json!({})).await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::Handler { method, error } if method == "roots/list" && error.code == -32000),
+            "{err:?}"
+        );
+        let err = client.call_tool("ask", json!({})).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("protocol error: malformed elicitation/create input request: "),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn input_required_without_questions_or_state_is_a_protocol_error() {
+        let f = fake(modern(|s| input_required(s, None, None))).await;
+        let client = builder().connect(&f.url).await.unwrap();
+        let err = client.call_tool("t", json!({})).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "protocol error: an input_required result of tools/call with neither inputRequests nor requestState"
+        );
+        assert_eq!(f.methods(), ["server/discover", "tools/call"]);
+    }
+
+    #[tokio::test]
+    async fn input_required_is_no_answer_on_a_handshake_revision() {
+        let f = fake(legacy(None, |s| {
+            input_required(s, Some(ask_name()), Some("s"))
+        }))
+        .await;
+        let client = builder()
+            .on_elicitation(|_| async { Ok(ElicitResult::decline()) })
+            .connect(&f.url)
+            .await
+            .unwrap();
+        let err = client.call_tool("t", json!({})).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "protocol error: the server answered tools/call with input_required, which 2025-11-25 does not have (handshake revisions ask with requests on the call's stream)"
+        );
+        assert_eq!(
+            f.methods(),
+            [
+                "server/discover",
+                "initialize",
+                "notifications/initialized",
+                "tools/call"
+            ]
+        );
+    }
+}
