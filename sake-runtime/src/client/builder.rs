@@ -224,3 +224,104 @@ impl ClientBuilder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ::http::header::AUTHORIZATION;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::client::fake::{Reply, builder, fake, modern};
+    use crate::protocol::types::ElicitResult;
+
+    /// The `clientCapabilities` a client built by `b` declares in `server/discover`.
+    async fn declared(b: ClientBuilder) -> Value {
+        let f = fake(modern(|s| Reply::result(s, json!({})))).await;
+        b.connect(&f.url).await.unwrap();
+        f.last("server/discover").params()["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+            .clone()
+    }
+
+    #[tokio::test]
+    async fn a_capability_is_declared_exactly_when_its_handler_is_registered() {
+        assert_eq!(declared(builder()).await, json!({}));
+        let elicit = || builder().on_elicitation(|_| async { Ok(ElicitResult::decline()) });
+        assert_eq!(
+            declared(elicit()).await,
+            json!({"elicitation": {"form": {}}})
+        );
+        assert_eq!(
+            declared(elicit().elicitation_url(true)).await,
+            json!({"elicitation": {"form": {}, "url": {}}})
+        );
+        // URL mode alone declares nothing: it needs the handler.
+        assert_eq!(declared(builder().elicitation_url(true)).await, json!({}));
+        let sampling_and_roots = builder()
+            .on_sampling(|_| async { Err::<CreateMessageResult, _>(RpcError::new(-1, "no model")) })
+            .roots(vec![]);
+        assert_eq!(
+            declared(sampling_and_roots).await,
+            json!({"sampling": {}, "roots": {}})
+        );
+    }
+
+    #[tokio::test]
+    async fn identity_headers_and_limits_reach_the_client() {
+        let f = fake(modern(|s| Reply::result(s, json!({})))).await;
+        let client = builder()
+            .implementation(Implementation::new("app", "2.0"))
+            .header(AUTHORIZATION, HeaderValue::from_static("Bearer t"))
+            .max_rounds(0)
+            .probe_timeout(Duration::from_millis(5))
+            .connect(&f.url)
+            .await
+            .unwrap();
+        client.request("ping", json!({})).await.unwrap();
+        for s in f.posts() {
+            assert_eq!(
+                s.header("authorization"),
+                Some("Bearer t"),
+                "{}",
+                s.method()
+            );
+            assert_eq!(
+                s.params()["_meta"]["io.modelcontextprotocol/clientInfo"],
+                json!({"name": "app", "version": "2.0"})
+            );
+        }
+        assert_eq!(client.inner.max_rounds, 1);
+        assert_eq!(client.inner.timeout, Some(Duration::from_secs(5)));
+        assert_eq!(client.inner.probe_timeout, Duration::from_millis(5));
+        assert_eq!(client.inner.pin, None);
+        let defaults = ClientBuilder::default();
+        assert_eq!(defaults.max_rounds, DEFAULT_MAX_ROUNDS);
+        assert_eq!(defaults.probe_timeout, DEFAULT_PROBE_TIMEOUT);
+        assert_eq!(defaults.timeout, None);
+        assert_eq!(
+            defaults.info,
+            Implementation::new("sake-client", env!("CARGO_PKG_VERSION"))
+        );
+    }
+
+    #[tokio::test]
+    async fn unusable_urls_and_commands_are_errors() {
+        let err = Client::connect("https://example.com/mcp")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid server URL \"https://example.com/mcp\": https is not supported by this client; reach TLS servers through a local proxy"
+        );
+        let err = Client::connect("ftp://example.com").await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid server URL \"ftp://example.com\": the URL must start with http://"
+        );
+        let err = Client::spawn(tokio::process::Command::new(
+            "/nonexistent/sake-test-server",
+        ))
+        .await
+        .unwrap_err();
+        assert!(matches!(err, ClientError::Spawn(_)), "{err:?}");
+    }
+}

@@ -71,8 +71,8 @@ impl Seen {
 pub(crate) enum Reply {
     /// A status, a content type and a body.
     Plain(u16, &'static str, String),
-    /// An event stream of these messages; after `gate` (when given) is notified, it ends.
-    Events(Option<Arc<Notify>>, Vec<Value>),
+    /// An event stream: each step in turn, then the end.
+    Events(Vec<Step>),
     /// Another reply, with an `Mcp-Session-Id`.
     Session(&'static str, Box<Reply>),
 }
@@ -101,6 +101,14 @@ impl Reply {
     pub(crate) fn status(status: u16) -> Reply {
         Reply::Plain(status, "text/plain", String::new())
     }
+}
+
+/// One step of an event stream.
+pub(crate) enum Step {
+    /// An event carrying this message.
+    Message(Value),
+    /// Nothing until the gate is notified.
+    Wait(Arc<Notify>),
 }
 
 type Handler = dyn Fn(&Seen) -> Reply + Send + Sync;
@@ -161,22 +169,18 @@ impl Fake {
     }
 }
 
-fn event_stream(gate: Option<Arc<Notify>>, messages: Vec<Value>) -> Body {
-    let chunks: Vec<Bytes> = messages
-        .iter()
-        .map(|m| Bytes::from(format!("data: {m}\n\n")))
-        .collect();
-    let stream = futures_util::stream::unfold(
-        (chunks.into_iter(), gate),
-        |(mut chunks, gate)| async move {
-            if let Some(chunk) = chunks.next() {
-                return Some((Ok::<_, Infallible>(chunk), (chunks, gate)));
+fn event_stream(steps: Vec<Step>) -> Body {
+    let stream = futures_util::stream::unfold(steps.into_iter(), |mut steps| async move {
+        loop {
+            match steps.next()? {
+                Step::Message(m) => {
+                    let chunk = Bytes::from(format!("data: {m}\n\n"));
+                    return Some((Ok::<_, Infallible>(chunk), steps));
+                }
+                Step::Wait(gate) => gate.notified().await,
             }
-            // Every message is out: hold the stream open until the gate opens.
-            gate?.notified().await;
-            None
-        },
-    );
+        }
+    });
     Body::from_stream(stream)
 }
 
@@ -204,10 +208,10 @@ async fn handle(State(shared): State<Shared>, req: Request) -> Response {
             .status(status)
             .header("content-type", ct)
             .body(Body::from(body)),
-        Reply::Events(gate, messages) => builder
+        Reply::Events(steps) => builder
             .status(200)
             .header("content-type", "text/event-stream")
-            .body(event_stream(gate, messages)),
+            .body(event_stream(steps)),
         Reply::Session(..) => builder.body(Body::empty()),
     };
     built.unwrap_or_default()

@@ -288,6 +288,39 @@ mod tests {
     }
 
     #[test]
+    fn the_revision_to_discover_is_the_newest_listed_one_reached_by_discovery() {
+        let list = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            newest_discoverable(&list(&["2025-11-25", "2026-07-28", "2099-01-01"])),
+            Some(Revision::V2026_07_28)
+        );
+        assert_eq!(
+            newest_discoverable(&list(&["2025-11-25", "2025-06-18"])),
+            None
+        );
+        assert_eq!(newest_discoverable(&[]), None);
+        let ex = Exchange {
+            status: 400,
+            body: err(
+                -32022,
+                Some(json!({"supported": ["2025-11-25", "2026-07-28"]})),
+            ),
+        };
+        assert!(matches!(
+            classify_discover(&ex, false),
+            Verdict::Retry(Revision::V2026_07_28)
+        ));
+        let ex = Exchange {
+            status: 200,
+            body: ok(json!({"supportedVersions": ["2026-07-28"], "capabilities": {}})),
+        };
+        assert!(matches!(
+            classify_discover(&ex, false),
+            Verdict::Modern(Revision::V2026_07_28, _)
+        ));
+    }
+
+    #[test]
     fn forgetting_codes() {
         for c in [-32700, -32600, -32601, -32020, -32021, -32022] {
             assert!(error_forgets(&RpcError::new(c, "")), "{c}");

@@ -295,3 +295,235 @@ impl Client {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use tokio::sync::Notify;
+
+    use super::*;
+    use crate::client::fake::{
+        Reply, Seen, Step, builder, discover_result, fake, legacy, meta, modern, result_for, stdio,
+    };
+
+    fn note(method: &str, params: Value) -> Value {
+        json!({"jsonrpc": "2.0", "method": method, "params": params})
+    }
+
+    fn for_sub(method: &str, sub: &Value) -> Value {
+        note(
+            method,
+            json!({"_meta": {"io.modelcontextprotocol/subscriptionId": sub}}),
+        )
+    }
+
+    #[test]
+    fn a_subscription_asks_for_exactly_its_fields() {
+        assert_eq!(Subscription::default().to_filter(), json!({}));
+        let all = Subscription::everything(["file:///a"]);
+        assert_eq!(
+            all.to_filter(),
+            json!({"toolsListChanged": true, "promptsListChanged": true,
+                "resourcesListChanged": true, "resourceSubscriptions": ["file:///a"]})
+        );
+        let tools = Subscription {
+            tools_list_changed: true,
+            resource_subscriptions: vec!["file:///a".into()],
+            ..Subscription::default()
+        };
+        let n = |method: &str, params: Value| Notification {
+            method: method.into(),
+            params,
+        };
+        assert!(tools.wants(&n("notifications/tools/list_changed", Value::Null)));
+        assert!(!tools.wants(&n("notifications/prompts/list_changed", Value::Null)));
+        assert!(!tools.wants(&n("notifications/resources/list_changed", Value::Null)));
+        assert!(tools.wants(&n(
+            "notifications/resources/updated",
+            json!({"uri": "file:///a"})
+        )));
+        assert!(!tools.wants(&n(
+            "notifications/resources/updated",
+            json!({"uri": "file:///b"})
+        )));
+        assert!(!tools.wants(&n("notifications/message", json!({}))));
+    }
+
+    #[tokio::test]
+    async fn on_2026_a_subscription_is_a_listen_request_and_its_stream() {
+        let open = Arc::new(Notify::new());
+        let hold = Arc::clone(&open);
+        let f = fake(modern(move |s: &Seen| {
+            let id = s.id();
+            Reply::Events(vec![
+                Step::Message(for_sub("notifications/subscriptions/acknowledged", &id)),
+                Step::Message(for_sub("notifications/tools/list_changed", &id)),
+                // Another subscription's notification is not this one's.
+                Step::Message(for_sub("notifications/tools/list_changed", &json!(99))),
+                Step::Message(for_sub("notifications/prompts/list_changed", &id)),
+                Step::Wait(Arc::clone(&hold)),
+            ])
+        }))
+        .await;
+        let client = builder().connect(&f.url).await.unwrap();
+        let mut stream = client
+            .subscribe(Subscription {
+                tools_list_changed: true,
+                prompts_list_changed: true,
+                ..Subscription::default()
+            })
+            .await
+            .unwrap();
+        let listen = f.last("subscriptions/listen");
+        assert_eq!(
+            listen.params(),
+            json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true},
+                "_meta": meta()})
+        );
+        assert_eq!(listen.header("mcp-method"), Some("subscriptions/listen"));
+        assert_eq!(listen.header("mcp-protocol-version"), Some("2026-07-28"));
+        let id = listen.id();
+        let first = stream.recv().await.unwrap();
+        assert_eq!(first.method, "notifications/tools/list_changed");
+        assert_eq!(first.subscription_id(), Some(&id));
+        let second = stream.recv().await.unwrap();
+        assert_eq!(second.method, "notifications/prompts/list_changed");
+        assert_eq!(second.subscription_id(), Some(&id));
+        drop(stream);
+        open.notify_one();
+    }
+
+    #[tokio::test]
+    async fn a_listen_that_is_refused_or_ends_unacknowledged_is_an_error() {
+        let f = fake(modern(|s| {
+            match s.params()["notifications"].get("toolsListChanged") {
+                Some(_) => Reply::error(200, s, -32601),
+                None => Reply::Events(vec![]),
+            }
+        }))
+        .await;
+        let client = builder().connect(&f.url).await.unwrap();
+        let tools = Subscription {
+            tools_list_changed: true,
+            ..Subscription::default()
+        };
+        let err = client.subscribe(tools).await.unwrap_err();
+        assert_eq!(err.rpc().map(|e| e.code), Some(-32601));
+        let err = client.subscribe(Subscription::default()).await.unwrap_err();
+        let id = f.last("subscriptions/listen").id();
+        assert_eq!(
+            err.to_string(),
+            format!("protocol error: the event stream of request {id} ended before its response")
+        );
+    }
+
+    #[tokio::test]
+    async fn on_a_handshake_revision_resources_are_subscribed_and_news_come_on_the_get_stream() {
+        let go = Arc::new(Notify::new());
+        let gate = Arc::clone(&go);
+        let hold = Arc::new(Notify::new());
+        let held = Arc::clone(&hold);
+        let opened = AtomicBool::new(false);
+        let session = legacy(Some("s1"), |s| Reply::result(s, json!({})));
+        let f = fake(move |s: &Seen| {
+            if s.http == "GET" && !opened.swap(true, Ordering::SeqCst) {
+                return Reply::Events(vec![
+                    Step::Wait(Arc::clone(&gate)),
+                    Step::Message(note(
+                        "notifications/resources/updated",
+                        json!({"uri": "file:///a"}),
+                    )),
+                    Step::Message(note(
+                        "notifications/resources/updated",
+                        json!({"uri": "file:///b"}),
+                    )),
+                    Step::Message(note("notifications/prompts/list_changed", json!({}))),
+                    Step::Message(note("notifications/tools/list_changed", json!({}))),
+                    Step::Wait(Arc::clone(&held)),
+                ]);
+            }
+            session(s)
+        })
+        .await;
+        let client = builder().connect(&f.url).await.unwrap();
+        let mut stream = client
+            .subscribe(Subscription {
+                tools_list_changed: true,
+                resource_subscriptions: vec!["file:///a".into()],
+                ..Subscription::default()
+            })
+            .await
+            .unwrap();
+        let sub = f.last("resources/subscribe");
+        assert_eq!(sub.params(), json!({"uri": "file:///a"}));
+        assert_eq!(sub.header("mcp-session-id"), Some("s1"));
+        assert_eq!(sub.header("mcp-method"), None);
+        assert!(!f.methods().iter().any(|m| m == "subscriptions/listen"));
+        go.notify_one();
+        let first = stream.recv().await.unwrap();
+        assert_eq!(
+            first,
+            Notification {
+                method: "notifications/resources/updated".into(),
+                params: json!({"uri": "file:///a"}),
+            }
+        );
+        let second = stream.recv().await.unwrap();
+        assert_eq!(second.method, "notifications/tools/list_changed");
+        // Dropping the stream unsubscribes.
+        drop(stream);
+        f.wait_for("resources/unsubscribe").await;
+        assert_eq!(
+            f.last("resources/unsubscribe").params(),
+            json!({"uri": "file:///a"})
+        );
+        hold.notify_one();
+    }
+
+    #[tokio::test]
+    async fn on_stdio_a_dropped_listen_is_cancelled_and_every_notification_is_seen() {
+        let (client, server) = stdio(builder(), |msg| match msg["method"].as_str() {
+            Some("server/discover") => vec![result_for(msg, discover_result())],
+            Some("subscriptions/listen") => vec![for_sub(
+                "notifications/subscriptions/acknowledged",
+                &msg["id"],
+            )],
+            Some("notifications/roots/list_changed") => vec![note(
+                "notifications/message",
+                json!({"level": "info", "data": "roots noted"}),
+            )],
+            _ => vec![],
+        })
+        .await;
+        let client = client.unwrap();
+        let mut all = client.notifications();
+        let stream = client.subscribe(Subscription::default()).await.unwrap();
+        let listen = server.wait_for("subscriptions/listen").await;
+        assert_eq!(
+            listen["params"],
+            json!({"notifications": {}, "_meta": meta()})
+        );
+        drop(stream);
+        let cancelled = server.wait_for("notifications/cancelled").await;
+        assert_eq!(
+            cancelled,
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"_meta": meta(), "requestId": listen["id"]}})
+        );
+        // The unfiltered stream saw the acknowledgement, and sees what comes next.
+        let ack = all.recv().await.unwrap();
+        assert_eq!(ack.method, "notifications/subscriptions/acknowledged");
+        client
+            .notify("notifications/roots/list_changed", json!({}))
+            .await
+            .unwrap();
+        assert_eq!(
+            all.recv().await.unwrap(),
+            Notification {
+                method: "notifications/message".into(),
+                params: json!({"level": "info", "data": "roots noted"}),
+            }
+        );
+    }
+}
