@@ -330,6 +330,32 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_session_id_from_a_2026_server_is_ignored() {
+        let f = fake(|s: &Seen| {
+            Reply::Session(
+                "s9",
+                Box::new(match s.method() {
+                    "server/discover" => Reply::result(s, crate::client::fake::discover_result()),
+                    _ => Reply::status(404),
+                }),
+            )
+        })
+        .await;
+        let client = builder().connect(&f.url).await.unwrap();
+        assert_eq!(client.session_id(), None);
+        // A 404 is an answer, not an expired session: no new handshake.
+        let err = client.request("tools/list", json!({})).await.unwrap_err();
+        assert!(
+            matches!(err, ClientError::Http { status: 404, .. }),
+            "{err:?}"
+        );
+        assert_eq!(f.methods(), ["server/discover", "tools/list"]);
+        assert_eq!(f.last("tools/list").header("mcp-session-id"), None);
+        client.close().await;
+        assert!(f.seen().iter().all(|s| s.http == "POST"));
+    }
+
+    #[tokio::test]
     async fn a_method_that_cannot_be_a_header_is_refused_before_it_is_sent() {
         let f = fake(modern(|s| Reply::result(s, json!({})))).await;
         let client = builder().connect(&f.url).await.unwrap();
