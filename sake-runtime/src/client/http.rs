@@ -24,8 +24,8 @@ use super::error::ClientError;
 use super::negotiate::{Body, Exchange};
 use super::sse::Parser;
 use crate::protocol::Revision;
+use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::jsonrpc::RequestId;
-use crate::transport::http::headers::{PROTOCOL_VERSION, SESSION_ID};
 
 /// The longest non-streamed body read.
 const MAX_BODY: usize = 64 << 20;
@@ -529,7 +529,11 @@ impl Http {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::client::fake::{Reply, Seen, Step, builder, fake, legacy};
+    use crate::protocol::types::Root;
 
     #[test]
     fn control_bytes_are_refused() {
@@ -543,5 +547,48 @@ mod tests {
     fn batches_are_split() {
         assert_eq!(json_messages(br#"[{"a":1},{"b":2}]"#).len(), 2);
         assert_eq!(json_messages(br#"{"a":1}"#).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_request_of_the_server_on_the_call_stream_is_answered_on_the_session() {
+        let f = fake(legacy(Some("s1"), |s: &Seen| {
+            Reply::Events(vec![
+                Step::Message(json!({"jsonrpc": "2.0", "id": "q1", "method": "roots/list"})),
+                Step::Message(json!({"jsonrpc": "2.0", "id": s.id(),
+                    "result": {"content": [{"type": "text", "text": "ok"}]}})),
+            ])
+        }))
+        .await;
+        let client = builder()
+            .roots(vec![
+                serde_json::from_value::<Root>(json!({"uri": "file:///w"})).unwrap(),
+            ])
+            .connect(&f.url)
+            .await
+            .unwrap();
+        let out = client.call_tool("t", json!({})).await.unwrap();
+        assert_eq!(out.content[0].as_text(), Some("ok"));
+        // The answer is POSTed with the session's headers, before the call's response.
+        let answer = f
+            .posts()
+            .into_iter()
+            .find(|s| s.body.get("result").is_some())
+            .unwrap();
+        assert_eq!(
+            answer.body,
+            json!({"jsonrpc": "2.0", "id": "q1", "result": {"roots": [{"uri": "file:///w"}]}})
+        );
+        assert_eq!(answer.header("mcp-session-id"), Some("s1"));
+        assert_eq!(answer.header("mcp-protocol-version"), Some("2025-11-25"));
+    }
+
+    #[tokio::test]
+    async fn a_session_id_that_is_not_visible_ascii_is_refused() {
+        let f = fake(legacy(Some("bad id"), |s| Reply::result(s, json!({})))).await;
+        let err = builder().connect(&f.url).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "protocol error: the server sent an Mcp-Session-Id that is not visible ASCII"
+        );
     }
 }

@@ -69,7 +69,7 @@ impl EraCache {
 pub(crate) const FALLBACK_STATUSES: [u16; 5] = [400, 404, 405, 415, 422];
 
 /// The codes that exist only from 2026-07-28.
-pub(crate) fn is_modern_code(c: i32) -> bool {
+pub(crate) fn is_2026_07_28_code(c: i32) -> bool {
     matches!(
         c,
         code::HEADER_MISMATCH
@@ -97,10 +97,10 @@ pub(crate) struct Exchange {
 /// What to do after a `server/discover` probe.
 #[derive(Debug)]
 pub(crate) enum Verdict {
-    /// Speak 2026-07-28.
-    Modern(Box<DiscoverResult>),
-    /// Probe again at this version (a -32022 that lists it).
-    Retry(String),
+    /// Speak this revision (reached by discovery), which the `DiscoverResult` lists.
+    Modern(Revision, Box<DiscoverResult>),
+    /// Probe again at this revision (a -32022 that lists it).
+    Retry(Revision),
     /// Fall back to `initialize`; the reason is logged.
     Fallback(String),
     /// Give up with this error; nothing is remembered.
@@ -115,14 +115,24 @@ pub(crate) enum FailReason {
     NoCommonVersion(String),
 }
 
+/// The newest of `versions` that a client reaches with `server/discover`; `None` when the
+/// list names none (only handshake revisions, or revisions this client does not know).
+pub(crate) fn newest_discoverable(versions: &[String]) -> Option<Revision> {
+    versions
+        .iter()
+        .filter_map(|v| Revision::parse(v))
+        .filter(|r| r.features().discover)
+        .max()
+}
+
 /// Classifies the answer to a `server/discover` probe (the fallback rules):
-/// - a `DiscoverResult` listing 2026-07-28 → modern;
+/// - a `DiscoverResult` listing a revision reached by discovery (2026-07-28) → speak it;
 /// - -32601 or -32602 → fall back;
 /// - 400, 404, 405, 415 or 422 without a 2026-07-28 JSON-RPC error → fall back;
 /// - a 2xx answer that is no JSON-RPC error at all (not a `DiscoverResult`, not JSON-RPC,
 ///   empty) → fall back;
-/// - -32022 listing 2026-07-28 → probe again at it (once); listing only handshake revisions →
-///   fall back;
+/// - -32022 listing a revision reached by discovery → probe again at it (once); listing only
+///   handshake revisions → fall back;
 /// - anything else (401, 403, 429, 5xx, -32020, -32021, other errors) → fail.
 pub(crate) fn classify_discover(ex: &Exchange, retried: bool) -> Verdict {
     let status = ex.status;
@@ -136,18 +146,14 @@ pub(crate) fn classify_discover(ex: &Exchange, retried: bool) -> Verdict {
     }
     match &ex.body {
         Body::Response(Ok(raw)) => match serde_json::from_str::<DiscoverResult>(raw.get()) {
-            Ok(d)
-                if d.supported_versions
-                    .iter()
-                    .any(|v| v == Revision::LATEST.as_str()) =>
-            {
-                Verdict::Modern(Box::new(d))
-            }
-            Ok(d) => Verdict::Fallback(format!(
-                "server/discover lists {:?}, not {}",
-                d.supported_versions,
-                Revision::LATEST
-            )),
+            Ok(d) => match newest_discoverable(&d.supported_versions) {
+                Some(rev) => Verdict::Modern(rev, Box::new(d)),
+                None => Verdict::Fallback(format!(
+                    "server/discover lists {:?}, not {}",
+                    d.supported_versions,
+                    Revision::LATEST
+                )),
+            },
             Err(e) => Verdict::Fallback(format!(
                 "server/discover answered with no DiscoverResult ({e})"
             )),
@@ -173,15 +179,15 @@ pub(crate) fn classify_discover(ex: &Exchange, retried: bool) -> Verdict {
                             .collect()
                     })
                     .unwrap_or_default();
-                if supported.iter().any(|v| v == Revision::LATEST.as_str()) {
+                if let Some(rev) = newest_discoverable(&supported) {
                     if retried {
                         Verdict::Fail(FailReason::Rpc(e.clone(), status))
                     } else {
-                        Verdict::Retry(Revision::LATEST.as_str().to_owned())
+                        Verdict::Retry(rev)
                     }
                 } else if supported
                     .iter()
-                    .any(|v| Revision::parse(v).is_some_and(|r| !r.is_modern()))
+                    .any(|v| Revision::parse(v).is_some_and(|r| !r.features().discover))
                 {
                     Verdict::Fallback(format!("the server speaks only {supported:?}"))
                 } else {
@@ -191,7 +197,7 @@ pub(crate) fn classify_discover(ex: &Exchange, retried: bool) -> Verdict {
                     )))
                 }
             }
-            c if is_modern_code(c) => Verdict::Fail(FailReason::Rpc(e.clone(), status)),
+            c if is_2026_07_28_code(c) => Verdict::Fail(FailReason::Rpc(e.clone(), status)),
             _ if !ok => Verdict::Fallback(format!(
                 "server/discover answered HTTP {status} with {} ({})",
                 e.code, e.message
@@ -211,7 +217,7 @@ pub(crate) fn error_forgets(e: &RpcError) -> bool {
     matches!(
         e.code,
         code::PARSE_ERROR | code::INVALID_REQUEST | code::METHOD_NOT_FOUND
-    ) || is_modern_code(e.code)
+    ) || is_2026_07_28_code(e.code)
 }
 
 #[cfg(test)]
@@ -232,7 +238,7 @@ mod tests {
     }
     fn verdict(status: u16, body: Body) -> &'static str {
         match classify_discover(&Exchange { status, body }, false) {
-            Verdict::Modern(_) => "modern",
+            Verdict::Modern(..) => "modern",
             Verdict::Retry(_) => "retry",
             Verdict::Fallback(_) => "fallback",
             Verdict::Fail(_) => "fail",
@@ -279,6 +285,39 @@ mod tests {
             assert_eq!(verdict(s, err(-32601, None)), "fail", "{s}");
         }
         assert_eq!(verdict(200, err(-32603, None)), "fail");
+    }
+
+    #[test]
+    fn the_revision_to_discover_is_the_newest_listed_one_reached_by_discovery() {
+        let list = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            newest_discoverable(&list(&["2025-11-25", "2026-07-28", "2099-01-01"])),
+            Some(Revision::V2026_07_28)
+        );
+        assert_eq!(
+            newest_discoverable(&list(&["2025-11-25", "2025-06-18"])),
+            None
+        );
+        assert_eq!(newest_discoverable(&[]), None);
+        let ex = Exchange {
+            status: 400,
+            body: err(
+                -32022,
+                Some(json!({"supported": ["2025-11-25", "2026-07-28"]})),
+            ),
+        };
+        assert!(matches!(
+            classify_discover(&ex, false),
+            Verdict::Retry(Revision::V2026_07_28)
+        ));
+        let ex = Exchange {
+            status: 200,
+            body: ok(json!({"supportedVersions": ["2026-07-28"], "capabilities": {}})),
+        };
+        assert!(matches!(
+            classify_discover(&ex, false),
+            Verdict::Modern(Revision::V2026_07_28, _)
+        ));
     }
 
     #[test]

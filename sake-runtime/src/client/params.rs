@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
+use crate::protocol::headers::encode_value;
 use crate::registry::HeaderParam;
-use crate::transport::http::headers::encode_value;
 
 /// The header value of `param` for these arguments: `None` when the value is absent or `null`
 /// (the header is then omitted). Strings use the Base64 sentinel when they are not safe as a

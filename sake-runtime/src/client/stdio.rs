@@ -4,22 +4,25 @@ use std::process::Stdio as StdStdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
 
 use super::core::{AbortOnDrop, Core, parse_message, response_body};
 use super::error::ClientError;
 use super::negotiate::{Body, Exchange};
+use crate::protocol::framing::{Line, read_line};
 use crate::protocol::jsonrpc::RequestId;
-use crate::transport::stdio::{Line, read_line};
 
 /// The longest line read from the server.
 const MAX_LINE: usize = 64 << 20;
 
-/// A server child process.
+/// The server's stdin, as the client writes it.
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// A server on the other end of a pair of pipes: a child process's stdin and stdout.
 pub(crate) struct Stdio {
     pub(crate) key: String,
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    stdin: tokio::sync::Mutex<Option<Writer>>,
     child: Mutex<Option<Child>>,
     core: Arc<Core>,
     reader: Mutex<Option<AbortOnDrop>>,
@@ -45,10 +48,26 @@ impl Stdio {
         let mut child = cmd.spawn().map_err(ClientError::Spawn)?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
+        Ok(Stdio::over(key, stdout, stdin, Some(child), core))
+    }
+
+    /// Talks to a server through `stdout` (what it writes) and `stdin` (what it reads); `child`
+    /// is the process, when there is one, waited for and killed on close.
+    pub(crate) fn over<R, W>(
+        key: String,
+        stdout: Option<R>,
+        stdin: Option<W>,
+        child: Option<Child>,
+        core: Arc<Core>,
+    ) -> Arc<Self>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
         let this = Arc::new(Stdio {
             key,
-            stdin: tokio::sync::Mutex::new(stdin),
-            child: Mutex::new(Some(child)),
+            stdin: tokio::sync::Mutex::new(stdin.map(|w| Box::new(w) as Writer)),
+            child: Mutex::new(child),
             core,
             reader: Mutex::new(None),
         });
@@ -60,7 +79,7 @@ impl Stdio {
                 *r = Some(AbortOnDrop(task));
             }
         }
-        Ok(this)
+        this
     }
 
     /// Writes one message line.

@@ -1,6 +1,8 @@
 //! The Model Context Protocol on the wire: revisions, JSON-RPC framing, `_meta`, methods, data
 //! types and the per-revision rendering step.
 
+pub(crate) mod framing;
+pub(crate) mod headers;
 pub mod jsonrpc;
 pub mod meta;
 pub mod methods;

@@ -83,6 +83,25 @@ pub struct Features {
     /// The code for "the request needs a client capability it did not declare": -32021 in
     /// 2026-07-28; before, invalid params.
     pub missing_capability_code: i32,
+
+    // What a client does differently
+    /// A client reaches the revision with `server/discover` (a `DiscoverResult` that lists it);
+    /// otherwise with an `initialize` handshake that settles on it.
+    pub discover: bool,
+    /// Every request carries `params._meta` with `io.modelcontextprotocol/protocolVersion`,
+    /// `…/clientCapabilities` and `…/clientInfo`.
+    pub request_meta: bool,
+    /// Every HTTP request carries its own `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and
+    /// the called tool's `Mcp-Param-*` (so a client reads the tools' `x-mcp-header`
+    /// annotations).
+    pub routing_headers: bool,
+    /// Over HTTP the server may mint an `Mcp-Session-Id`: the client sends it back, starts a new
+    /// session when the server forgot it (404) and deletes it when done.
+    pub session_id: bool,
+    /// Notifications that answer no request (list changes, resource updates) come on a
+    /// `subscriptions/listen` stream; otherwise on the session (the standalone GET stream over
+    /// HTTP), resource updates after `resources/subscribe`.
+    pub listen: bool,
 }
 
 const MODERN: Features = Features {
@@ -105,6 +124,11 @@ const MODERN: Features = Features {
     sse_polling: false,
     input_required: true,
     missing_capability_code: -32021,
+    discover: true,
+    request_meta: true,
+    routing_headers: true,
+    session_id: false,
+    listen: true,
 };
 
 const V2025_11_25: Features = Features {
@@ -127,6 +151,11 @@ const V2025_11_25: Features = Features {
     sse_polling: true,
     input_required: false,
     missing_capability_code: -32602,
+    discover: false,
+    request_meta: false,
+    routing_headers: false,
+    session_id: true,
+    listen: false,
 };
 
 const V2025_06_18: Features = Features {
@@ -265,6 +294,33 @@ mod tests {
             Revision::V2025_11_25.features().resource_not_found_code,
             -32002
         );
+    }
+
+    #[test]
+    fn a_client_reaches_2026_by_discovery_and_the_rest_by_handshake() {
+        // (discover, request_meta, routing_headers, session_id, listen, input_required)
+        let row = |r: Revision| {
+            let f = r.features();
+            (
+                f.discover,
+                f.request_meta,
+                f.routing_headers,
+                f.session_id,
+                f.listen,
+                f.input_required,
+            )
+        };
+        assert_eq!(
+            row(Revision::V2026_07_28),
+            (true, true, true, false, true, true)
+        );
+        for r in Revision::LEGACY {
+            assert_eq!(row(r), (false, false, false, true, false, false), "{r}");
+        }
+        // The constants a client starts from: it probes the newest revision and, failing
+        // that, offers the newest handshake revision.
+        assert!(Revision::LATEST.features().discover);
+        assert!(!Revision::LATEST_LEGACY.features().discover);
     }
 
     #[test]
