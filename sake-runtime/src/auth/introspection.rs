@@ -291,12 +291,12 @@ impl IntrospectionVerifier {
                 "it is a {token_type:?} token, not a bearer access token"
             )));
         }
-        if let (Some(expected), Some(iss)) = (&inner.issuer, answer.get("iss")) {
-            if iss.as_str() != Some(expected.as_str()) {
-                return Err(AuthError::WrongIssuer {
-                    reason: format!("its iss is not {expected:?}"),
-                });
-            }
+        if let (Some(expected), Some(iss)) = (&inner.issuer, answer.get("iss"))
+            && iss.as_str() != Some(expected.as_str())
+        {
+            return Err(AuthError::WrongIssuer {
+                reason: format!("its iss is not {expected:?}"),
+            });
         }
         let audiences: Vec<&str> = match answer.get("aud") {
             None | Some(Value::Null) => Vec::new(),

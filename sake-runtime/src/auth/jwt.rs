@@ -313,7 +313,7 @@ fn numeric_date(v: &Value) -> Option<u64> {
     }
     let f = v.as_f64()?;
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    (f.is_finite() && f >= 0.0 && f < 1.0e19).then(|| f as u64)
+    (0.0..1.0e19).contains(&f).then_some(f as u64)
 }
 
 /// The parts of a JWS header used here.
