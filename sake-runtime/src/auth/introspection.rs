@@ -1,7 +1,7 @@
 //! Opaque access tokens, checked by asking the authorization server (RFC 7662).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
@@ -60,7 +60,10 @@ pub struct IntrospectionVerifier {
 }
 
 struct Inner {
-    endpoint: tokio::sync::Mutex<Endpoint>,
+    /// The endpoint, once configured or discovered (read without a lock on every miss).
+    endpoint: OnceLock<String>,
+    /// Serialises discovery; remembers the last failure.
+    discovery: tokio::sync::Mutex<Option<(Instant, AuthError)>>,
     issuer: Option<String>,
     audiences: Vec<String>,
     client_id: String,
@@ -75,13 +78,7 @@ struct Inner {
     max_token_bytes: usize,
 }
 
-/// The endpoint, configured or found by discovery.
-struct Endpoint {
-    url: Option<String>,
-    /// The last failed discovery: not tried again for [`REDISCOVER_AFTER`].
-    failed: Option<(Instant, AuthError)>,
-}
-
+/// A failed discovery is not tried again sooner than this.
 const REDISCOVER_AFTER: Duration = Duration::from_secs(5);
 
 impl fmt::Debug for IntrospectionVerifier {
@@ -161,11 +158,14 @@ impl IntrospectionVerifier {
 
     async fn endpoint(&self) -> Result<String, AuthError> {
         let inner = &*self.inner;
-        let mut endpoint = inner.endpoint.lock().await;
-        if let Some(url) = &endpoint.url {
+        if let Some(url) = inner.endpoint.get() {
             return Ok(url.clone());
         }
-        if let Some((at, e)) = &endpoint.failed
+        let mut failed = inner.discovery.lock().await;
+        if let Some(url) = inner.endpoint.get() {
+            return Ok(url.clone());
+        }
+        if let Some((at, e)) = &*failed
             && at.elapsed() < REDISCOVER_AFTER
         {
             return Err(e.clone());
@@ -176,20 +176,23 @@ impl IntrospectionVerifier {
         let found = discovery::discover(&inner.fetcher, issuer)
             .await
             .and_then(|metadata| {
-                metadata.introspection_endpoint.ok_or_else(|| {
+                let url = metadata.introspection_endpoint.ok_or_else(|| {
                     AuthError::misconfigured(format!(
                         "the metadata of {issuer:?} names no introspection_endpoint"
                     ))
-                })
+                })?;
+                super::fetch::parse(&url).map_err(|e| {
+                    AuthError::misconfigured(format!("the metadata's introspection_endpoint: {e}"))
+                })?;
+                Ok(url)
             });
         match found {
             Ok(url) => {
-                endpoint.url = Some(url.clone());
-                endpoint.failed = None;
-                Ok(url)
+                *failed = None;
+                Ok(inner.endpoint.get_or_init(|| url).clone())
             }
             Err(e) => {
-                endpoint.failed = Some((Instant::now(), e.clone()));
+                *failed = Some((Instant::now(), e.clone()));
                 Err(e)
             }
         }
@@ -466,10 +469,8 @@ impl IntrospectionVerifierBuilder {
         .map_err(AuthError::misconfigured)?;
         Ok(IntrospectionVerifier {
             inner: Arc::new(Inner {
-                endpoint: tokio::sync::Mutex::new(Endpoint {
-                    url: self.endpoint,
-                    failed: None,
-                }),
+                endpoint: self.endpoint.map(OnceLock::from).unwrap_or_default(),
+                discovery: tokio::sync::Mutex::new(None),
                 issuer: self.issuer,
                 audiences: self.audiences,
                 client_id: self.client_id,

@@ -441,6 +441,7 @@ pub(crate) fn principal_from_claims(claims: Map<String, Value>) -> Result<Princi
     };
     let client_id = text("client_id")?;
     let subject = match text("sub")? {
+        Some(sub) if sub.is_empty() => return Err(AuthError::invalid("its sub claim is empty")),
         Some(sub) => sub,
         None => client_id
             .clone()

@@ -510,6 +510,14 @@ async fn wrong_audience_issuer_and_times() {
         "sub claim is not a string",
     );
     assert_invalid(
+        v.verify(&with("sub", json!(""))).await,
+        "sub claim is empty",
+    );
+    assert_invalid(
+        v.verify(&with("iss", json!([mock.issuer_url()]))).await,
+        "iss claim is not a string",
+    );
+    assert_invalid(
         v.verify(&with("scope", json!(7))).await,
         "scope claim is neither",
     );
