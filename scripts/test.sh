@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of sake on a fresh machine: installs the pinned test peers (Node 22, the
-# official MCP conformance suite, the TypeScript SDK client) into .tools/, then runs the Rust
-# tests (unit, integration, wire, interop, UI, doc), the conformance suite, and the suite
-# through three replicas behind nginx (deploy/replicas.sh).
+# official MCP conformance suite, the TypeScript SDK client, oidc-provider) into .tools/, then
+# runs the Rust tests (unit, integration, wire, interop, UI, doc, and those of feature `auth`),
+# the conformance suite, and the suite through three replicas behind nginx (deploy/replicas.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -26,6 +26,9 @@ export SAKE_CONFORMANCE="$TOOLS/node_modules/@modelcontextprotocol/conformance/d
 echo "==> cargo test"
 cargo test --workspace --all-targets
 cargo test --workspace --doc
+# Feature `auth`: the verifiers' tests, and the end-to-end test against oidc-provider.
+cargo test -p sake-runtime --features auth --lib --test auth_oidc
+cargo test -p sake-runtime --features auth --doc
 
 # --- the official conformance suite against the fixture --------------------------------------
 if [ -x scripts/conformance.sh ]; then

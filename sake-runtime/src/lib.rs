@@ -3,6 +3,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "auth")]
+pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
 mod error;

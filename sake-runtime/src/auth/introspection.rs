@@ -1,0 +1,504 @@
+//! Opaque access tokens, checked by asking the authorization server (RFC 7662).
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use serde_json::{Map, Value};
+
+use super::cache::{Clock, ExpiryCache, system_ms, token_key};
+use super::discovery::{self, check_issuer};
+use super::fetch::{FetchError, Fetcher, FormAuth, Limits};
+use super::jwt::principal_from_claims;
+use super::{AuthError, Principal, TokenVerifier, VerifyFuture};
+
+/// How the resource server authenticates to the introspection endpoint (RFC 6749 section
+/// 2.3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ClientAuth {
+    /// `client_secret_basic`: HTTP Basic with the client id and secret (the default).
+    #[default]
+    SecretBasic,
+    /// `client_secret_post`: `client_id` and `client_secret` in the form.
+    SecretPost,
+}
+
+/// Checks opaque access tokens by token introspection (RFC 7662): the authorization server
+/// says whether a token is active and what it grants.
+///
+/// The resource server authenticates as a client of the authorization server
+/// (`client_secret_basic` by default, or `client_secret_post`). The endpoint is configured,
+/// or read from the issuer's metadata (`introspection_endpoint`). A token is accepted when
+/// the answer says `"active": true` and, when present, its `exp` has not passed, its `nbf`
+/// has, its `iss` is the configured issuer, its `aud` names this resource (RFC 8707) and its
+/// `token_type` is `Bearer`; with [`require_audience`](IntrospectionVerifierBuilder::require_audience)
+/// an answer without `aud` is refused too.
+///
+/// Active answers are remembered (under the token's SHA-256) until the token's `exp` or for
+/// the cache TTL (60 s by default), whichever comes first, in a bounded cache; so a revoked
+/// token keeps working for at most the cache TTL. Refusals are not remembered.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), sake_runtime::auth::AuthError> {
+/// use sake_runtime::auth::{IntrospectionVerifier, TokenVerifier};
+///
+/// let verifier = IntrospectionVerifier::builder(
+///     "https://mcp.example.com/mcp",
+///     "mcp-resource-server",
+///     std::env::var("INTROSPECTION_SECRET").unwrap_or_default(),
+/// )
+/// .issuer("https://auth.example.com")
+/// .build()?;
+/// let principal = verifier.verify("2YotnFZFEjr1zCsicMWpAA").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct IntrospectionVerifier {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// The endpoint, once configured or discovered (read without a lock on every miss).
+    endpoint: OnceLock<String>,
+    /// Serialises discovery; remembers the last failure.
+    discovery: tokio::sync::Mutex<Option<(Instant, AuthError)>>,
+    issuer: Option<String>,
+    audiences: Vec<String>,
+    client_id: String,
+    client_secret: String,
+    client_auth: ClientAuth,
+    require_audience: bool,
+    leeway_ms: u64,
+    cache: ExpiryCache<Principal>,
+    cache_ttl: Duration,
+    fetcher: Fetcher,
+    clock: Clock,
+    max_token_bytes: usize,
+}
+
+/// A failed discovery is not tried again sooner than this.
+const REDISCOVER_AFTER: Duration = Duration::from_secs(5);
+
+impl fmt::Debug for IntrospectionVerifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntrospectionVerifier")
+            .field("issuer", &self.inner.issuer)
+            .field("audiences", &self.inner.audiences)
+            .field("client_id", &self.inner.client_id)
+            .field("client_auth", &self.inner.client_auth)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures an [`IntrospectionVerifier`]; made by [`IntrospectionVerifier::builder`].
+#[derive(Clone)]
+#[must_use]
+pub struct IntrospectionVerifierBuilder {
+    audiences: Vec<String>,
+    client_id: String,
+    client_secret: String,
+    client_auth: ClientAuth,
+    endpoint: Option<String>,
+    issuer: Option<String>,
+    require_audience: bool,
+    leeway: Duration,
+    cache_ttl: Duration,
+    max_cache_entries: usize,
+    fetch_timeout: Duration,
+    max_response_bytes: usize,
+    max_token_bytes: usize,
+}
+
+impl fmt::Debug for IntrospectionVerifierBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntrospectionVerifierBuilder")
+            .field("audiences", &self.audiences)
+            .field("client_id", &self.client_id)
+            .field("endpoint", &self.endpoint)
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IntrospectionVerifier {
+    /// Starts configuring a verifier of tokens for `audience` (this server's canonical
+    /// resource URI), introspected with the client credentials `client_id` and
+    /// `client_secret`. Name the endpoint or the issuer (or both) before building.
+    pub fn builder(
+        audience: impl Into<String>,
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> IntrospectionVerifierBuilder {
+        IntrospectionVerifierBuilder {
+            audiences: vec![audience.into()],
+            client_id: client_id.into(),
+            client_secret: client_secret.into(),
+            client_auth: ClientAuth::default(),
+            endpoint: None,
+            issuer: None,
+            require_audience: false,
+            leeway: Duration::from_secs(60),
+            cache_ttl: Duration::from_secs(60),
+            max_cache_entries: 10_000,
+            fetch_timeout: Duration::from_secs(10),
+            max_response_bytes: 64 * 1024,
+            max_token_bytes: 16 * 1024,
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn with_clock(mut self, clock: Clock) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.clock = clock;
+        }
+        self
+    }
+
+    async fn endpoint(&self) -> Result<String, AuthError> {
+        let inner = &*self.inner;
+        if let Some(url) = inner.endpoint.get() {
+            return Ok(url.clone());
+        }
+        let mut failed = inner.discovery.lock().await;
+        if let Some(url) = inner.endpoint.get() {
+            return Ok(url.clone());
+        }
+        if let Some((at, e)) = &*failed
+            && at.elapsed() < REDISCOVER_AFTER
+        {
+            return Err(e.clone());
+        }
+        let Some(issuer) = &inner.issuer else {
+            return Err(AuthError::misconfigured("no introspection endpoint"));
+        };
+        let found = discovery::discover(&inner.fetcher, issuer)
+            .await
+            .and_then(|metadata| {
+                let url = metadata.introspection_endpoint.ok_or_else(|| {
+                    AuthError::misconfigured(format!(
+                        "the metadata of {issuer:?} names no introspection_endpoint"
+                    ))
+                })?;
+                super::fetch::parse(&url).map_err(|e| {
+                    AuthError::misconfigured(format!("the metadata's introspection_endpoint: {e}"))
+                })?;
+                Ok(url)
+            });
+        match found {
+            Ok(url) => {
+                *failed = None;
+                Ok(inner.endpoint.get_or_init(|| url).clone())
+            }
+            Err(e) => {
+                *failed = Some((Instant::now(), e.clone()));
+                Err(e)
+            }
+        }
+    }
+
+    async fn verify_token(&self, token: &str) -> Result<Principal, AuthError> {
+        let inner = &*self.inner;
+        check_bearer_token(token, inner.max_token_bytes)?;
+        let key = token_key(token);
+        if let Some(principal) = inner.cache.get(&key, inner.clock.now_ms()) {
+            return Ok(principal);
+        }
+        let url = self.endpoint().await?;
+        let auth = match inner.client_auth {
+            ClientAuth::SecretBasic => FormAuth::Basic {
+                id: &inner.client_id,
+                secret: &inner.client_secret,
+            },
+            ClientAuth::SecretPost => FormAuth::Post {
+                id: &inner.client_id,
+                secret: &inner.client_secret,
+            },
+        };
+        let response = inner
+            .fetcher
+            .post_form(
+                &url,
+                &[("token", token), ("token_type_hint", "access_token")],
+                auth,
+            )
+            .await
+            .map_err(|e| match e {
+                FetchError::InvalidUrl { .. } => AuthError::misconfigured(e.to_string()),
+                _ => AuthError::unavailable(format!("token introspection: {e}")),
+            })?;
+        match response.status {
+            StatusCode::OK => {}
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                return Err(AuthError::misconfigured(format!(
+                    "the introspection endpoint {url} refused the resource server's client credentials ({})",
+                    response.status
+                )));
+            }
+            status => {
+                return Err(AuthError::unavailable(format!(
+                    "token introspection: {url} answered {status}"
+                )));
+            }
+        }
+        let Ok(Value::Object(answer)) = serde_json::from_slice::<Value>(&response.body) else {
+            return Err(AuthError::unavailable(format!(
+                "token introspection: the answer of {url} is not a JSON object"
+            )));
+        };
+        let now = inner.clock.now_ms();
+        let principal = self.judge(answer, now)?;
+        let until =
+            now.saturating_add(u64::try_from(inner.cache_ttl.as_millis()).unwrap_or(u64::MAX));
+        let until = principal
+            .expires_at()
+            .map_or(until, |exp| until.min(system_ms(exp)));
+        inner.cache.insert(key, principal.clone(), until, now);
+        Ok(principal)
+    }
+
+    /// Decides on an introspection answer (RFC 7662 section 2.2).
+    fn judge(&self, answer: Map<String, Value>, now_ms: u64) -> Result<Principal, AuthError> {
+        let inner = &*self.inner;
+        if answer.get("active") != Some(&Value::Bool(true)) {
+            return Err(AuthError::invalid(
+                "the authorization server reports it inactive (expired, revoked or unknown)",
+            ));
+        }
+        let date = |name: &str| -> Result<Option<u64>, AuthError> {
+            match answer.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v
+                    .as_u64()
+                    .map(|s| Some(s.saturating_mul(1000)))
+                    .ok_or_else(|| AuthError::invalid(format!("its {name} is not a number"))),
+            }
+        };
+        if let Some(exp) = date("exp")?
+            && exp.saturating_add(inner.leeway_ms) <= now_ms
+        {
+            return Err(AuthError::Expired);
+        }
+        if let Some(nbf) = date("nbf")?
+            && nbf > now_ms.saturating_add(inner.leeway_ms)
+        {
+            return Err(AuthError::invalid(
+                "it is not valid yet (nbf is in the future)",
+            ));
+        }
+        if let Some(token_type) = answer.get("token_type").and_then(Value::as_str)
+            && !token_type.eq_ignore_ascii_case("bearer")
+        {
+            return Err(AuthError::invalid(format!(
+                "it is a {token_type:?} token, not a bearer access token"
+            )));
+        }
+        if let (Some(expected), Some(iss)) = (&inner.issuer, answer.get("iss"))
+            && iss.as_str() != Some(expected.as_str())
+        {
+            return Err(AuthError::WrongIssuer {
+                reason: format!("its iss is not {expected:?}"),
+            });
+        }
+        let audiences: Vec<&str> = match answer.get("aud") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(aud)) => vec![aud.as_str()],
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+            Some(_) => return Err(AuthError::invalid("its aud is neither a string nor a list")),
+        };
+        let expected = || {
+            inner
+                .audiences
+                .iter()
+                .map(|a| format!("{a:?}"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        };
+        if audiences.is_empty() {
+            let named = !matches!(answer.get("aud"), None | Some(Value::Null));
+            if named || inner.require_audience {
+                return Err(AuthError::WrongAudience {
+                    reason: format!(
+                        "the introspection answer names no audience; expected {}",
+                        expected()
+                    ),
+                });
+            }
+        } else if !audiences
+            .iter()
+            .any(|a| inner.audiences.iter().any(|e| e == a))
+        {
+            return Err(AuthError::WrongAudience {
+                reason: format!("its aud does not name {}", expected()),
+            });
+        }
+        principal_from_claims(answer)
+    }
+}
+
+impl TokenVerifier for IntrospectionVerifier {
+    fn verify<'a>(&'a self, token: &'a str) -> VerifyFuture<'a> {
+        Box::pin(self.verify_token(token))
+    }
+}
+
+/// Checks that `token` is a `b64token` (RFC 6750 section 2.1) of bounded length, so that
+/// nothing else is ever sent to the authorization server.
+fn check_bearer_token(token: &str, max_bytes: usize) -> Result<(), AuthError> {
+    if token.is_empty() {
+        return Err(AuthError::invalid("it is empty"));
+    }
+    if token.len() > max_bytes {
+        return Err(AuthError::invalid(format!(
+            "it is longer than {max_bytes} bytes"
+        )));
+    }
+    let body = token.trim_end_matches('=');
+    let ok = !body.is_empty()
+        && body.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/')
+        });
+    if !ok {
+        return Err(AuthError::invalid(
+            "it holds characters a bearer token cannot (RFC 6750 section 2.1)",
+        ));
+    }
+    Ok(())
+}
+
+impl IntrospectionVerifierBuilder {
+    /// The introspection endpoint (else it is read from the issuer's metadata).
+    pub fn endpoint(mut self, url: impl Into<String>) -> Self {
+        self.endpoint = Some(url.into());
+        self
+    }
+
+    /// The issuer: its metadata names the endpoint when none is configured, and an answer's
+    /// `iss`, when present, must be it.
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// How the resource server authenticates (default `client_secret_basic`).
+    pub fn client_auth(mut self, method: ClientAuth) -> Self {
+        self.client_auth = method;
+        self
+    }
+
+    /// Also accepts tokens whose `aud` names `audience`.
+    pub fn audience(mut self, audience: impl Into<String>) -> Self {
+        self.audiences.push(audience.into());
+        self
+    }
+
+    /// Refuses answers that name no audience (default: accepted, since not every
+    /// authorization server returns `aud`; the MCP authorization pages require that a token
+    /// be checked to be meant for this resource, so turn this on when yours does).
+    pub fn require_audience(mut self, require: bool) -> Self {
+        self.require_audience = require;
+        self
+    }
+
+    /// The clock skew allowed on `exp` and `nbf` (default 60 s, at most 1 hour).
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
+    /// How long an active answer is remembered at most (default 60 s; never past `exp`).
+    pub fn cache_ttl(mut self, ttl: Duration) -> Self {
+        self.cache_ttl = ttl;
+        self
+    }
+
+    /// The most answers remembered (default 10 000; 0: none).
+    pub fn max_cache_entries(mut self, n: usize) -> Self {
+        self.max_cache_entries = n;
+        self
+    }
+
+    /// The deadline of one request to the authorization server (default 10 s).
+    pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.fetch_timeout = timeout;
+        self
+    }
+
+    /// The longest answer read (default 64 KiB).
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
+
+    /// The longest token accepted (default 16 KiB).
+    pub fn max_token_bytes(mut self, bytes: usize) -> Self {
+        self.max_token_bytes = bytes;
+        self
+    }
+
+    /// Checks the configuration and builds the verifier. Nothing is fetched yet.
+    pub fn build(self) -> Result<IntrospectionVerifier, AuthError> {
+        if let Some(issuer) = &self.issuer {
+            check_issuer(issuer)?;
+        }
+        if let Some(url) = &self.endpoint {
+            super::fetch::parse(url).map_err(|e| {
+                AuthError::misconfigured(format!("the introspection endpoint: {e}"))
+            })?;
+        } else if self.issuer.is_none() {
+            return Err(AuthError::misconfigured(
+                "token introspection needs an endpoint or an issuer whose metadata names one",
+            ));
+        }
+        if self.audiences.iter().any(String::is_empty) {
+            return Err(AuthError::misconfigured("an audience is empty"));
+        }
+        if self.client_id.is_empty() {
+            return Err(AuthError::misconfigured("the client id is empty"));
+        }
+        if self.leeway > Duration::from_secs(3600) {
+            return Err(AuthError::misconfigured(
+                "a clock leeway above 1 hour would accept long-expired tokens",
+            ));
+        }
+        let fetcher = Fetcher::new(Limits {
+            timeout: self.fetch_timeout,
+            max_bytes: self.max_response_bytes,
+        })
+        .map_err(AuthError::misconfigured)?;
+        Ok(IntrospectionVerifier {
+            inner: Arc::new(Inner {
+                endpoint: self.endpoint.map(OnceLock::from).unwrap_or_default(),
+                discovery: tokio::sync::Mutex::new(None),
+                issuer: self.issuer,
+                audiences: self.audiences,
+                client_id: self.client_id,
+                client_secret: self.client_secret,
+                client_auth: self.client_auth,
+                require_audience: self.require_audience,
+                leeway_ms: u64::try_from(self.leeway.as_millis()).unwrap_or(u64::MAX),
+                cache: ExpiryCache::new(self.max_cache_entries),
+                cache_ttl: self.cache_ttl,
+                fetcher,
+                clock: Clock::default(),
+                max_token_bytes: self.max_token_bytes,
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_token_syntax() {
+        assert!(check_bearer_token("2YotnFZFEjr1zCsicMWpAA", 100).is_ok());
+        assert!(check_bearer_token("a.b-c_d~e+f/g==", 100).is_ok());
+        for bad in ["", "a b", "a\"b", "é", "==", "a=b", "tok\r\n"] {
+            assert!(check_bearer_token(bad, 100).is_err(), "{bad:?}");
+        }
+        assert!(check_bearer_token(&"a".repeat(101), 100).is_err());
+    }
+}

@@ -1,0 +1,926 @@
+//! JWT access tokens (RFC 9068) checked against the issuer's published keys.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use http::StatusCode;
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{DecodingKey, Validation};
+use serde_json::{Map, Value};
+
+use super::discovery::{self, check_issuer};
+use super::fetch::{FetchError, Fetcher, Limits};
+use super::keys::{Algorithm, Key, KeySet};
+use super::{AuthError, Principal, TokenVerifier, VerifyFuture};
+
+/// Checks JWT access tokens (RFC 9068) issued by one authorization server for this resource.
+///
+/// A token is accepted when:
+/// - it is a signed JWT (JWS compact serialization) whose `alg` is among the accepted
+///   algorithms (by default RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384 and EdDSA;
+///   never `none`; HS256/384/512 only with a configured [shared
+///   secret](JwtVerifierBuilder::hmac_secret)) and whose `typ`, when present, is `at+jwt`
+///   (or `JWT`, unless [only `at+jwt`](JwtVerifierBuilder::require_at_jwt_type) is accepted);
+/// - its signature verifies with the issuer's key named by its `kid` — a key is only used
+///   with an algorithm of its own family and curve, and with its own `alg` when the key set
+///   names one — or, without a `kid`, with one of the issuer's keys for its algorithm;
+/// - its `iss` is exactly the issuer, its `aud` names the resource (RFC 8707), its `exp` has
+///   not passed, and its `nbf` and `iat`, when present, are not in the future (all with the
+///   clock leeway, 60 s by default).
+///
+/// The issuer's keys come from its JWKS, found through its metadata (RFC 8414
+/// `/.well-known/oauth-authorization-server`, then OpenID Connect discovery, in the order the
+/// MCP authorization pages give, the document's `issuer` checked to be the configured one),
+/// or from an explicit JWKS URL, or from a static key set. They are fetched on first use (or
+/// with [`load_keys`](Self::load_keys)), again when older than the maximum age (1 hour by
+/// default; on failure the keys held are kept), and again when a token names an unknown
+/// `kid` — at most once per refresh interval (30 s by default), one fetch shared by all the
+/// requests that miss at the same time.
+///
+/// Header parameters that point at keys (`jku`, `x5u`, `jwk`, `x5c`) are ignored: keys only
+/// ever come from the configured issuer. Tokens with critical header extensions (`crit`) and
+/// encrypted tokens (JWE) are refused.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), sake_runtime::auth::AuthError> {
+/// use sake_runtime::auth::{JwtVerifier, TokenVerifier};
+///
+/// let verifier = JwtVerifier::builder("https://auth.example.com", "https://mcp.example.com/mcp")
+///     .build()?;
+/// verifier.load_keys().await?; // optional: fail at startup rather than on the first request
+/// let principal = verifier.verify("eyJhbGciOiJSUzI1NiIs...").await?;
+/// println!("{} may use {:?}", principal.subject(), principal.scopes());
+/// # Ok(()) }
+/// ```
+///
+/// Cloning is cheap and shares the keys.
+#[derive(Clone)]
+pub struct JwtVerifier {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    issuer: String,
+    audiences: Vec<String>,
+    algorithms: Vec<Algorithm>,
+    validations: HashMap<Algorithm, Validation>,
+    leeway_secs: u64,
+    hmac: Option<DecodingKey>,
+    store: KeyStore,
+    max_token_bytes: usize,
+    require_at_jwt: bool,
+}
+
+impl fmt::Debug for JwtVerifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JwtVerifier")
+            .field("issuer", &self.inner.issuer)
+            .field("audiences", &self.inner.audiences)
+            .field("algorithms", &self.inner.algorithms)
+            .field("leeway_secs", &self.inner.leeway_secs)
+            .field("hmac", &self.inner.hmac.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where the keys come from.
+#[derive(Debug, Clone)]
+enum Source {
+    Discover,
+    JwksUrl(String),
+    Static(String),
+}
+
+/// Configures a [`JwtVerifier`]; made by [`JwtVerifier::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct JwtVerifierBuilder {
+    issuer: String,
+    audiences: Vec<String>,
+    algorithms: Option<Vec<Algorithm>>,
+    leeway: Duration,
+    source: Source,
+    hmac_secret: Option<Vec<u8>>,
+    refresh_interval: Duration,
+    max_age: Duration,
+    fetch_timeout: Duration,
+    max_response_bytes: usize,
+    max_keys: usize,
+    max_token_bytes: usize,
+    require_at_jwt: bool,
+}
+
+impl JwtVerifier {
+    /// Starts configuring a verifier of tokens issued by `issuer` (the authorization server's
+    /// issuer identifier, exactly as its metadata and tokens spell it) for `audience` (this
+    /// server's canonical resource URI, RFC 8707 section 2, e.g.
+    /// `https://mcp.example.com/mcp`).
+    pub fn builder(issuer: impl Into<String>, audience: impl Into<String>) -> JwtVerifierBuilder {
+        JwtVerifierBuilder {
+            issuer: issuer.into(),
+            audiences: vec![audience.into()],
+            algorithms: None,
+            leeway: Duration::from_secs(60),
+            source: Source::Discover,
+            hmac_secret: None,
+            refresh_interval: Duration::from_secs(30),
+            max_age: Duration::from_secs(3600),
+            fetch_timeout: Duration::from_secs(10),
+            max_response_bytes: 512 * 1024,
+            max_keys: 64,
+            max_token_bytes: 16 * 1024,
+            require_at_jwt: false,
+        }
+    }
+
+    /// The issuer whose tokens are accepted.
+    pub fn issuer(&self) -> &str {
+        &self.inner.issuer
+    }
+
+    /// The audiences accepted (the canonical resource URI, and any other configured).
+    pub fn audiences(&self) -> &[String] {
+        &self.inner.audiences
+    }
+
+    /// Fetches the issuer's keys now (discovering its metadata first, unless a JWKS URL or
+    /// static keys are configured), so that a misconfiguration shows at startup rather than
+    /// on the first request. Verifying loads them on first use anyway.
+    pub async fn load_keys(&self) -> Result<(), AuthError> {
+        let store = &self.inner.store;
+        let loaded = store.current();
+        if loaded.fetched_at.is_some() {
+            return Ok(());
+        }
+        store
+            .refresh(loaded.generation, Refresh::Initial)
+            .await
+            .map(drop)
+    }
+
+    async fn verify_token(&self, token: &str) -> Result<Principal, AuthError> {
+        let inner = &*self.inner;
+        let header = parse_header(token, inner.max_token_bytes, inner.require_at_jwt)?;
+        let alg = accept_alg(&header.alg, &inner.algorithms)?;
+        if alg.is_symmetric() {
+            let Some(secret) = &inner.hmac else {
+                return Err(unusable(&header.alg, "no shared secret is configured"));
+            };
+            return self.finish(token, alg, secret);
+        }
+        let loaded = inner.store.keys().await?;
+        if let Some(kid) = &header.kid {
+            let key = match loaded.set.by_kid(kid) {
+                Some(key) => key.clone(),
+                None => {
+                    let loaded = inner
+                        .store
+                        .refresh(loaded.generation, Refresh::UnknownKey)
+                        .await?;
+                    loaded
+                        .set
+                        .by_kid(kid)
+                        .cloned()
+                        .ok_or_else(|| AuthError::UnknownKey {
+                            kid: Some(kid.clone()),
+                        })?
+                }
+            };
+            key.check(alg).map_err(|why| unusable(&header.alg, why))?;
+            return self.finish(token, alg, &key.decoding);
+        }
+        let mut candidates: Vec<Arc<Key>> = loaded.set.for_alg(alg).cloned().collect();
+        if candidates.is_empty() {
+            let loaded = inner
+                .store
+                .refresh(loaded.generation, Refresh::UnknownKey)
+                .await?;
+            candidates = loaded.set.for_alg(alg).cloned().collect();
+        }
+        if candidates.is_empty() {
+            return Err(AuthError::UnknownKey { kid: None });
+        }
+        for key in &candidates {
+            match self.finish(token, alg, &key.decoding) {
+                Err(AuthError::InvalidToken { reason }) if reason == BAD_SIGNATURE => continue,
+                other => return other,
+            }
+        }
+        Err(AuthError::invalid(format!(
+            "its signature does not verify with any of the issuer's {alg} keys (it names no kid)"
+        )))
+    }
+
+    /// Verifies the signature and the claims with `key`, and builds the principal.
+    fn finish(
+        &self,
+        token: &str,
+        alg: Algorithm,
+        key: &DecodingKey,
+    ) -> Result<Principal, AuthError> {
+        let inner = &*self.inner;
+        let Some(validation) = inner.validations.get(&alg) else {
+            return Err(unusable(alg.as_str(), "it is not accepted"));
+        };
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, key, validation)
+            .map_err(|e| self.map_error(e.kind(), alg))?;
+        let claims = data.claims;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if let Some(iat) = claims.get("iat") {
+            let Some(iat) = numeric_date(iat) else {
+                return Err(AuthError::invalid("its iat claim is not a number"));
+            };
+            if iat > now.saturating_add(inner.leeway_secs) {
+                return Err(AuthError::invalid(
+                    "it was issued in the future (iat), beyond the allowed clock skew",
+                ));
+            }
+        }
+        principal_from_claims(claims)
+    }
+
+    fn map_error(&self, kind: &ErrorKind, alg: Algorithm) -> AuthError {
+        let inner = &*self.inner;
+        match kind {
+            ErrorKind::InvalidSignature => AuthError::invalid(BAD_SIGNATURE),
+            ErrorKind::ExpiredSignature => AuthError::Expired,
+            ErrorKind::ImmatureSignature => {
+                AuthError::invalid("it is not valid yet (nbf is in the future)")
+            }
+            ErrorKind::InvalidAudience => AuthError::WrongAudience {
+                reason: format!(
+                    "its aud does not name {}",
+                    inner
+                        .audiences
+                        .iter()
+                        .map(|a| format!("{a:?}"))
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                ),
+            },
+            ErrorKind::InvalidIssuer => AuthError::WrongIssuer {
+                reason: format!("its iss is not {:?}", inner.issuer),
+            },
+            ErrorKind::MissingRequiredClaim(claim) => {
+                AuthError::invalid(format!("its {claim} claim is missing or malformed"))
+            }
+            ErrorKind::InvalidClaimFormat(claim) => {
+                AuthError::invalid(format!("its {claim} claim has the wrong type"))
+            }
+            ErrorKind::InvalidAlgorithm | ErrorKind::MissingAlgorithm => {
+                unusable(alg.as_str(), "it does not fit the key")
+            }
+            ErrorKind::InvalidEcdsaKey
+            | ErrorKind::InvalidEddsaKey
+            | ErrorKind::InvalidRsaKey(_)
+            | ErrorKind::InvalidKeyFormat => AuthError::invalid(BAD_SIGNATURE),
+            ErrorKind::Base64(_) => AuthError::invalid("a part of it is not base64url"),
+            ErrorKind::Json(_) | ErrorKind::Utf8(_) => {
+                AuthError::invalid("its claims are not a JSON object")
+            }
+            ErrorKind::InvalidToken => {
+                AuthError::invalid("it is not a JWT (three base64url parts separated by dots)")
+            }
+            other => AuthError::invalid(format!("it cannot be verified: {other:?}")),
+        }
+    }
+}
+
+const BAD_SIGNATURE: &str = "its signature does not verify";
+
+impl TokenVerifier for JwtVerifier {
+    fn verify<'a>(&'a self, token: &'a str) -> VerifyFuture<'a> {
+        Box::pin(self.verify_token(token))
+    }
+}
+
+fn unusable(alg: &str, reason: impl Into<String>) -> AuthError {
+    AuthError::UnusableAlgorithm {
+        alg: alg.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// A NumericDate (RFC 7519 section 2): seconds since the epoch, possibly fractional.
+fn numeric_date(v: &Value) -> Option<u64> {
+    if let Some(n) = v.as_u64() {
+        return Some(n);
+    }
+    let f = v.as_f64()?;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    (0.0..1.0e19).contains(&f).then_some(f as u64)
+}
+
+/// The parts of a JWS header used here.
+struct Header {
+    alg: String,
+    kid: Option<String>,
+}
+
+/// Checks the shape of a compact JWS and reads its header.
+fn parse_header(token: &str, max_bytes: usize, require_at_jwt: bool) -> Result<Header, AuthError> {
+    if token.len() > max_bytes {
+        return Err(AuthError::invalid(format!(
+            "it is longer than {max_bytes} bytes"
+        )));
+    }
+    let parts: Vec<&str> = token.split('.').collect();
+    match parts.len() {
+        3 => {}
+        5 => {
+            return Err(AuthError::invalid(
+                "it is an encrypted JWT (JWE); only signed JWTs are accepted",
+            ));
+        }
+        _ => {
+            return Err(AuthError::invalid(
+                "it is not a JWT (three base64url parts separated by dots)",
+            ));
+        }
+    }
+    let base64url = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    if !parts.iter().all(|p| base64url(p)) {
+        return Err(AuthError::invalid(
+            "it holds characters outside the base64url alphabet",
+        ));
+    }
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(parts[0])
+        .map_err(|_| AuthError::invalid("its header is not base64url"))?;
+    let header: Map<String, Value> = serde_json::from_slice(&bytes)
+        .map_err(|_| AuthError::invalid("its header is not a JSON object"))?;
+    let Some(alg) = header.get("alg").and_then(Value::as_str) else {
+        return Err(AuthError::invalid("its header names no alg"));
+    };
+    if alg.eq_ignore_ascii_case("none") {
+        return Err(unusable(
+            alg,
+            "unsigned tokens (alg none) are never accepted",
+        ));
+    }
+    if parts[2].is_empty() {
+        return Err(AuthError::invalid("it has no signature"));
+    }
+    let kid = match header.get("kid") {
+        None => None,
+        Some(Value::String(kid)) => Some(kid.clone()),
+        Some(_) => return Err(AuthError::invalid("its header's kid is not a string")),
+    };
+    if header.contains_key("crit") {
+        return Err(AuthError::invalid(
+            "its header has critical extensions (crit), which this server does not implement",
+        ));
+    }
+    match header.get("typ") {
+        None if require_at_jwt => {
+            return Err(AuthError::invalid(
+                "its header has no typ; only at+jwt access tokens (RFC 9068) are accepted",
+            ));
+        }
+        None => {}
+        Some(Value::String(typ)) => {
+            // Media types compare case-insensitively, `application/` may be left out
+            // (RFC 7515 section 4.1.9).
+            let typ = typ.to_ascii_lowercase();
+            let typ = typ.strip_prefix("application/").unwrap_or(&typ);
+            let ok = typ == "at+jwt" || (typ == "jwt" && !require_at_jwt);
+            if !ok {
+                return Err(AuthError::invalid(format!(
+                    "its typ is {typ:?}; an access token is typed at+jwt (RFC 9068){}",
+                    if require_at_jwt { "" } else { " or JWT" }
+                )));
+            }
+        }
+        Some(_) => return Err(AuthError::invalid("its header's typ is not a string")),
+    }
+    Ok(Header {
+        alg: alg.to_owned(),
+        kid,
+    })
+}
+
+/// The token's algorithm, when it is one of the accepted ones.
+fn accept_alg(alg: &str, accepted: &[Algorithm]) -> Result<Algorithm, AuthError> {
+    let list = || {
+        accepted
+            .iter()
+            .map(|a| a.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let parsed: Algorithm = alg
+        .parse()
+        .map_err(|_| unusable(alg, format!("it is not supported; accepted: {}", list())))?;
+    if !accepted.contains(&parsed) {
+        return Err(unusable(
+            alg,
+            format!("it is not among the accepted algorithms ({})", list()),
+        ));
+    }
+    Ok(parsed)
+}
+
+/// The principal named by verified claims.
+pub(crate) fn principal_from_claims(claims: Map<String, Value>) -> Result<Principal, AuthError> {
+    let text = |name: &str| -> Result<Option<String>, AuthError> {
+        match claims.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(AuthError::invalid(format!(
+                "its {name} claim is not a string"
+            ))),
+        }
+    };
+    let client_id = text("client_id")?;
+    let subject = match text("sub")? {
+        Some(sub) if sub.is_empty() => return Err(AuthError::invalid("its sub claim is empty")),
+        Some(sub) => sub,
+        None => client_id
+            .clone()
+            .ok_or_else(|| AuthError::invalid("it names no subject (neither sub nor client_id)"))?,
+    };
+    let issuer = text("iss")?;
+    let scopes = scopes_of(&claims)?;
+    let expires_at = claims
+        .get("exp")
+        .and_then(numeric_date)
+        .map(|exp| UNIX_EPOCH + Duration::from_secs(exp));
+    let mut principal = Principal::new(subject).with_scopes(scopes);
+    if let Some(id) = client_id {
+        principal = principal.with_client_id(id);
+    }
+    if let Some(iss) = issuer {
+        principal = principal.with_issuer(iss);
+    }
+    if let Some(exp) = expires_at {
+        principal = principal.with_expires_at(exp);
+    }
+    Ok(principal.with_claims(claims))
+}
+
+/// The scopes a token grants: `scope`, a space-separated string (RFC 9068 section 2.2.3,
+/// RFC 7662 section 2.2); tokens of some issuers carry a list instead, or `scp`.
+fn scopes_of(claims: &Map<String, Value>) -> Result<Vec<String>, AuthError> {
+    let (name, value) = match (claims.get("scope"), claims.get("scp")) {
+        (Some(v), _) => ("scope", v),
+        (None, Some(v)) => ("scp", v),
+        (None, None) => return Ok(Vec::new()),
+    };
+    match value {
+        Value::Null => Ok(Vec::new()),
+        Value::String(s) => Ok(s
+            .split(' ')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| {
+                v.as_str().map(str::to_owned).ok_or_else(|| {
+                    AuthError::invalid(format!("its {name} claim holds a non-string"))
+                })
+            })
+            .collect(),
+        _ => Err(AuthError::invalid(format!(
+            "its {name} claim is neither a string nor a list"
+        ))),
+    }
+}
+
+impl JwtVerifierBuilder {
+    /// Also accepts tokens whose `aud` names `audience` (e.g. the resource URI under another
+    /// public name).
+    pub fn audience(mut self, audience: impl Into<String>) -> Self {
+        self.audiences.push(audience.into());
+        self
+    }
+
+    /// The algorithms accepted (replacing the default list). HS256/384/512 need a
+    /// [shared secret](Self::hmac_secret).
+    pub fn algorithms(mut self, algorithms: impl IntoIterator<Item = Algorithm>) -> Self {
+        self.algorithms = Some(algorithms.into_iter().collect());
+        self
+    }
+
+    /// Accepts tokens signed with HMAC (HS256, HS384, HS512) under this shared secret, in
+    /// addition to the asymmetric algorithms. Such tokens are only ever checked with this
+    /// secret, never with a published key, whatever `kid` they name.
+    pub fn hmac_secret(mut self, secret: impl Into<Vec<u8>>) -> Self {
+        self.hmac_secret = Some(secret.into());
+        self
+    }
+
+    /// The clock skew allowed on `exp`, `nbf` and `iat` (default 60 s, at most 1 hour).
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
+    /// Fetches the keys from this JWKS URL instead of discovering it from the issuer's
+    /// metadata.
+    pub fn jwks_url(mut self, url: impl Into<String>) -> Self {
+        self.source = Source::JwksUrl(url.into());
+        self
+    }
+
+    /// Uses this JWK Set document (JSON) as the keys, never fetching any (tests, air-gapped
+    /// deployments; rotating keys then means restarting).
+    pub fn jwks(mut self, jwks_json: impl Into<String>) -> Self {
+        self.source = Source::Static(jwks_json.into());
+        self
+    }
+
+    /// The least time between two fetches of the key set for an unknown `kid` (default 30 s).
+    pub fn refresh_interval(mut self, interval: Duration) -> Self {
+        self.refresh_interval = interval;
+        self
+    }
+
+    /// The age after which the key set is fetched again (default 1 hour).
+    pub fn max_age(mut self, max_age: Duration) -> Self {
+        self.max_age = max_age;
+        self
+    }
+
+    /// The deadline of one fetch of metadata or keys (default 10 s).
+    pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.fetch_timeout = timeout;
+        self
+    }
+
+    /// The longest metadata or key set document read (default 512 KiB).
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
+
+    /// The most keys kept from a key set (default 64).
+    pub fn max_keys(mut self, keys: usize) -> Self {
+        self.max_keys = keys;
+        self
+    }
+
+    /// The longest token accepted (default 16 KiB).
+    pub fn max_token_bytes(mut self, bytes: usize) -> Self {
+        self.max_token_bytes = bytes;
+        self
+    }
+
+    /// Accepts only tokens typed `at+jwt` (RFC 9068 section 2.1), refusing `JWT` and untyped
+    /// ones (default: those are accepted too, since many issuers still send them).
+    pub fn require_at_jwt_type(mut self, require: bool) -> Self {
+        self.require_at_jwt = require;
+        self
+    }
+
+    /// Checks the configuration and builds the verifier. Nothing is fetched yet.
+    pub fn build(self) -> Result<JwtVerifier, AuthError> {
+        ensure_crypto_provider()?;
+        check_issuer(&self.issuer)?;
+        if self.audiences.iter().any(String::is_empty) {
+            return Err(AuthError::misconfigured("an audience is empty"));
+        }
+        if self.leeway > Duration::from_secs(3600) {
+            return Err(AuthError::misconfigured(
+                "a clock leeway above 1 hour would accept long-expired tokens",
+            ));
+        }
+        let mut algorithms = self
+            .algorithms
+            .unwrap_or_else(|| Algorithm::DEFAULT.to_vec());
+        let hmac = match &self.hmac_secret {
+            Some(secret) => {
+                for alg in [Algorithm::HS256, Algorithm::HS384, Algorithm::HS512] {
+                    if !algorithms.contains(&alg) {
+                        algorithms.push(alg);
+                    }
+                }
+                Some(DecodingKey::from_secret(secret).map_err(|_| {
+                    AuthError::misconfigured("the shared secret for HS256/384/512 is empty")
+                })?)
+            }
+            None => {
+                if let Some(alg) = algorithms.iter().find(|a| a.is_symmetric()) {
+                    return Err(AuthError::misconfigured(format!(
+                        "{alg} is accepted but no shared secret is configured (hmac_secret)"
+                    )));
+                }
+                None
+            }
+        };
+        algorithms.sort();
+        algorithms.dedup();
+        if algorithms.is_empty() {
+            return Err(AuthError::misconfigured("no algorithm is accepted"));
+        }
+        let leeway_secs = self.leeway.as_secs();
+        let validations = algorithms
+            .iter()
+            .map(|&alg| {
+                let mut v = Validation::new(alg.jwt());
+                v.leeway = leeway_secs;
+                v.set_required_spec_claims(&["exp", "iss", "aud"]);
+                v.validate_exp = true;
+                v.validate_nbf = true;
+                v.validate_aud = true;
+                v.set_issuer(&[&self.issuer]);
+                v.set_audience(&self.audiences);
+                (alg, v)
+            })
+            .collect();
+        let limits = Limits {
+            timeout: self.fetch_timeout,
+            max_bytes: self.max_response_bytes,
+        };
+        let store = match self.source {
+            Source::Static(json) => {
+                let set = KeySet::parse(json.as_bytes(), self.max_keys)
+                    .map_err(|e| AuthError::misconfigured(format!("the static key set: {e}")))?;
+                KeyStore::fixed(set)
+            }
+            source => {
+                if let Source::JwksUrl(url) = &source {
+                    super::fetch::parse(url)
+                        .map_err(|e| AuthError::misconfigured(format!("the JWKS URL: {e}")))?;
+                }
+                let fetcher = Fetcher::new(limits).map_err(AuthError::misconfigured)?;
+                KeyStore::remote(
+                    source,
+                    self.issuer.clone(),
+                    fetcher,
+                    self.max_keys,
+                    self.refresh_interval,
+                    self.max_age,
+                )
+            }
+        };
+        Ok(JwtVerifier {
+            inner: Arc::new(Inner {
+                issuer: self.issuer,
+                audiences: self.audiences,
+                algorithms,
+                validations,
+                leeway_secs,
+                hmac,
+                store,
+                max_token_bytes: self.max_token_bytes,
+                require_at_jwt: self.require_at_jwt,
+            }),
+        })
+    }
+}
+
+/// `jsonwebtoken` picks its crypto backend from its crate features; if another crate of the
+/// build also enabled its other backend it picks none and would panic on the first token.
+/// The RustCrypto backend is then installed for the process.
+fn ensure_crypto_provider() -> Result<(), AuthError> {
+    use jsonwebtoken::crypto::CryptoProvider;
+    if CryptoProvider::try_get_default().is_none() {
+        let _ = jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER.install_default();
+    }
+    match CryptoProvider::try_get_default() {
+        Some(_) => Ok(()),
+        None => Err(AuthError::misconfigured(
+            "jsonwebtoken has no crypto provider",
+        )),
+    }
+}
+
+/// Why the key set is fetched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refresh {
+    /// No keys yet.
+    Initial,
+    /// A token names a key not in the set.
+    UnknownKey,
+    /// The set is older than the maximum age.
+    Stale,
+}
+
+/// The keys currently held.
+#[derive(Debug)]
+struct Loaded {
+    set: KeySet,
+    /// When they were fetched; `None` before the first successful fetch.
+    fetched_at: Option<Instant>,
+    /// Bumped at every successful fetch.
+    generation: u64,
+}
+
+/// The issuer's keys, and how they are fetched again.
+struct KeyStore {
+    remote: Option<Remote>,
+    current: RwLock<Arc<Loaded>>,
+    gate: tokio::sync::Mutex<Gate>,
+}
+
+struct Remote {
+    source: Source,
+    issuer: String,
+    fetcher: Fetcher,
+    max_keys: usize,
+    refresh_interval: Duration,
+    max_age: Duration,
+}
+
+/// What fetching remembers; held (async lock) by the one task fetching.
+#[derive(Default)]
+struct Gate {
+    /// The JWKS URL found by discovery (forgotten when it stops answering).
+    jwks_uri: Option<String>,
+    /// When the last fetch started, successful or not.
+    last_attempt: Option<Instant>,
+    /// Why the last fetch failed, if it did.
+    last_error: Option<AuthError>,
+}
+
+impl KeyStore {
+    fn fixed(set: KeySet) -> Self {
+        Self {
+            remote: None,
+            current: RwLock::new(Arc::new(Loaded {
+                set,
+                fetched_at: Some(Instant::now()),
+                generation: 1,
+            })),
+            gate: tokio::sync::Mutex::new(Gate::default()),
+        }
+    }
+
+    fn remote(
+        source: Source,
+        issuer: String,
+        fetcher: Fetcher,
+        max_keys: usize,
+        refresh_interval: Duration,
+        max_age: Duration,
+    ) -> Self {
+        let jwks_uri = match &source {
+            Source::JwksUrl(url) => Some(url.clone()),
+            _ => None,
+        };
+        Self {
+            remote: Some(Remote {
+                source,
+                issuer,
+                fetcher,
+                max_keys,
+                refresh_interval,
+                max_age,
+            }),
+            current: RwLock::new(Arc::new(Loaded {
+                set: KeySet::default(),
+                fetched_at: None,
+                generation: 0,
+            })),
+            gate: tokio::sync::Mutex::new(Gate {
+                jwks_uri,
+                ..Gate::default()
+            }),
+        }
+    }
+
+    fn current(&self) -> Arc<Loaded> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The keys to verify with: loaded on first use; fetched again (by one request, the
+    /// others going on with the keys held) when older than the maximum age.
+    async fn keys(&self) -> Result<Arc<Loaded>, AuthError> {
+        let loaded = self.current();
+        let Some(remote) = &self.remote else {
+            return Ok(loaded);
+        };
+        match loaded.fetched_at {
+            None => self.refresh(loaded.generation, Refresh::Initial).await,
+            Some(at) if at.elapsed() > remote.max_age => {
+                let Ok(gate) = self.gate.try_lock() else {
+                    return Ok(loaded);
+                };
+                match self
+                    .refresh_locked(gate, loaded.generation, Refresh::Stale)
+                    .await
+                {
+                    Ok(fresh) => Ok(fresh),
+                    Err(e) => {
+                        tracing::warn!(
+                            issuer = remote.issuer,
+                            "the key set could not be refreshed; the keys held are kept: {e}"
+                        );
+                        Ok(loaded)
+                    }
+                }
+            }
+            Some(_) => Ok(loaded),
+        }
+    }
+
+    /// Fetches the key set again, unless another request did since `seen` was read, or the
+    /// last fetch started less than the refresh interval ago: then the keys held are
+    /// returned (or, when there are none, the last fetch's error).
+    async fn refresh(&self, seen: u64, why: Refresh) -> Result<Arc<Loaded>, AuthError> {
+        let gate = self.gate.lock().await;
+        self.refresh_locked(gate, seen, why).await
+    }
+
+    async fn refresh_locked(
+        &self,
+        mut gate: tokio::sync::MutexGuard<'_, Gate>,
+        seen: u64,
+        why: Refresh,
+    ) -> Result<Arc<Loaded>, AuthError> {
+        let loaded = self.current();
+        let Some(remote) = &self.remote else {
+            return Ok(loaded);
+        };
+        if loaded.generation != seen {
+            // Another request fetched while this one waited.
+            return Ok(loaded);
+        }
+        if let Some(at) = gate.last_attempt
+            && at.elapsed() < remote.refresh_interval
+        {
+            // Too soon to fetch again. A request that needs keys the set lacks gets the last
+            // fetch's failure if it failed (the token cannot be judged), else the keys held.
+            return match (why, &gate.last_error) {
+                (Refresh::Stale, _) | (_, None) => Ok(loaded),
+                (_, Some(e)) => Err(e.clone()),
+            };
+        }
+        gate.last_attempt = Some(Instant::now());
+        match self.fetch(remote, &mut gate).await {
+            Ok(set) => {
+                tracing::debug!(
+                    issuer = remote.issuer,
+                    keys = set.keys.len(),
+                    ?why,
+                    "key set fetched"
+                );
+                gate.last_error = None;
+                let fresh = Arc::new(Loaded {
+                    set,
+                    fetched_at: Some(Instant::now()),
+                    generation: loaded.generation + 1,
+                });
+                *self.current.write().unwrap_or_else(PoisonError::into_inner) = fresh.clone();
+                Ok(fresh)
+            }
+            Err(e) => {
+                tracing::warn!(
+                    issuer = remote.issuer,
+                    ?why,
+                    "fetching the key set failed: {e}"
+                );
+                gate.last_error = Some(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    async fn fetch(&self, remote: &Remote, gate: &mut Gate) -> Result<KeySet, AuthError> {
+        let url = match &gate.jwks_uri {
+            Some(url) => url.clone(),
+            None => {
+                let metadata = discovery::discover(&remote.fetcher, &remote.issuer).await?;
+                let url = metadata.jwks_uri.ok_or_else(|| {
+                    AuthError::misconfigured(format!(
+                        "the metadata of {:?} names no jwks_uri",
+                        remote.issuer
+                    ))
+                })?;
+                super::fetch::parse(&url).map_err(|e| {
+                    AuthError::misconfigured(format!("the metadata's jwks_uri: {e}"))
+                })?;
+                gate.jwks_uri = Some(url.clone());
+                url
+            }
+        };
+        let response = remote.fetcher.get(&url).await.map_err(|e| match e {
+            FetchError::InvalidUrl { .. } => AuthError::misconfigured(e.to_string()),
+            _ => AuthError::unavailable(format!("the key set: {e}")),
+        })?;
+        if response.status != StatusCode::OK {
+            if matches!(remote.source, Source::Discover) {
+                // The metadata may have moved the key set: discover again next time.
+                gate.jwks_uri = None;
+            }
+            return Err(AuthError::unavailable(format!(
+                "the key set: {url} answered {}",
+                response.status
+            )));
+        }
+        KeySet::parse(&response.body, remote.max_keys)
+            .map_err(|e| AuthError::unavailable(format!("the key set at {url}: {e}")))
+    }
+}

@@ -1,0 +1,251 @@
+// A real OAuth 2.1 / OpenID Connect authorization server for sake's authorization tests:
+// oidc-provider (an OpenID Certified implementation, pinned in scripts/peers/package.json)
+// on 127.0.0.1, configured the way an MCP deployment uses one. oidc-provider issues every
+// token; this script only configures it and answers its interaction prompts automatically.
+//
+//   node tests/auth/authorization-server.mjs [port]
+//
+// Environment:
+//   SAKE_NODE_MODULES  the node_modules holding oidc-provider (else the first $NODE_PATH entry);
+//                      ES modules ignore NODE_PATH, so the package is imported by path.
+//   AS_PORT            the port when none is given as an argument; absent or 0: a free port.
+//   AS_ISSUER_PATH     a path for the issuer (e.g. `/tenant1`): the issuer is then
+//                      http://127.0.0.1:<port>/tenant1 and the metadata is served at every
+//                      well-known form (RFC 8414 path insertion, OpenID Connect path insertion
+//                      and path appending).
+//   AS_SCOPES          the scopes a resource server may be granted (default `mcp:tools admin`).
+//   AS_USER            who logs in during the authorization-code flow when the request has no
+//                      `login_hint` (default `alice`).
+//   AS_ACCESS_TOKEN_TTL  access token lifetime in seconds (default 600).
+//
+// Once listening it prints one line on stdout and keeps running until killed:
+//
+//   ready http://127.0.0.1:<port>[<issuer path>]
+//
+// What it is configured with:
+// - Resource indicators (RFC 8707): a token requested for a resource that is an http URL on
+//   127.0.0.1 or localhost (any port and path, e.g. http://127.0.0.1:4000/mcp) is an RFC 9068
+//   JWT access token signed with RS256, whose `aud` is that resource and whose `scope` is the
+//   requested scopes limited to AS_SCOPES. Any other resource is refused (`invalid_target`).
+//   A resource whose path ends in `/opaque` gets an opaque token instead (for introspection).
+// - Grants: client_credentials; authorization_code with PKCE (S256) required of every client;
+//   refresh_token (issued to every client allowed the grant).
+// - Dynamic client registration (RFC 7591), open (no initial access token), at /reg.
+// - Token introspection (RFC 7662) at /token/introspection and revocation at /token/revocation.
+// - Pre-registered clients:
+//     sake-confidential / sake-confidential-secret  client_secret_basic; client_credentials,
+//                                 authorization_code and refresh_token; redirect
+//                                 http://127.0.0.1/callback (any loopback port).
+//     sake-post / sake-post-secret  the same with client_secret_post.
+//     sake-short / sake-short-secret  client_credentials only; its access tokens live 2 s.
+//     sake-public                 a public (native) client: no secret, authorization_code and
+//                                 refresh_token; redirect http://127.0.0.1/callback (any port).
+// - Interactions: following the authorization URL needs no browser. The login prompt logs in
+//   AS_USER (or the request's `login_hint`) and the consent prompt grants everything requested;
+//   each answers with a redirect, so a client that follows redirects and keeps cookies ends at
+//   the client's redirect_uri with `code`, `state` and `iss`.
+import crypto from 'node:crypto';
+import http from 'node:http';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const modules = process.env.SAKE_NODE_MODULES ?? process.env.NODE_PATH?.split(path.delimiter)[0];
+if (!modules) {
+  console.error('set SAKE_NODE_MODULES (scripts/test.sh does) to the node_modules holding oidc-provider');
+  process.exit(2);
+}
+const { Provider, errors } = await import(
+  pathToFileURL(path.join(modules, 'oidc-provider/lib/index.js')).href
+);
+
+const portArg = process.argv[2] ?? process.env.AS_PORT ?? '0';
+const port = Number(portArg);
+if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  console.error(`usage: authorization-server.mjs [port]; ${JSON.stringify(portArg)} is not a port`);
+  process.exit(2);
+}
+const issuerPath = (process.env.AS_ISSUER_PATH ?? '').replace(/\/+$/, '');
+if (issuerPath && !/^\/[A-Za-z0-9._~/-]+$/.test(issuerPath)) {
+  console.error(`AS_ISSUER_PATH must be a path such as /tenant1, not ${JSON.stringify(issuerPath)}`);
+  process.exit(2);
+}
+const scopes = (process.env.AS_SCOPES ?? 'mcp:tools admin').split(/\s+/).filter(Boolean);
+const defaultUser = process.env.AS_USER ?? 'alice';
+const accessTokenTTL = Number(process.env.AS_ACCESS_TOKEN_TTL ?? '600');
+const SHORT_TTL = 2;
+
+/** Whether `resource` names a resource server on this machine: http(s) on a loopback host. */
+function isLoopbackResource(resource) {
+  let url;
+  try {
+    url = new URL(resource);
+  } catch {
+    return false;
+  }
+  return (url.protocol === 'http:' || url.protocol === 'https:')
+    && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)
+    && url.hash === '' && url.username === '' && url.password === '';
+}
+
+// One RS256 signing key, fresh for every run.
+const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+const signingKey = {
+  ...privateKey.export({ format: 'jwk' }),
+  kid: `rs256-${crypto.randomBytes(4).toString('hex')}`,
+  alg: 'RS256',
+  use: 'sig',
+};
+
+const server = http.createServer();
+await new Promise((resolve, reject) => {
+  server.once('error', reject);
+  server.listen(port, '127.0.0.1', resolve);
+});
+const origin = `http://127.0.0.1:${server.address().port}`;
+const issuer = `${origin}${issuerPath}`;
+
+const loopbackCallback = 'http://127.0.0.1/callback';
+const provider = new Provider(issuer, {
+  clients: [
+    {
+      client_id: 'sake-confidential',
+      client_secret: 'sake-confidential-secret',
+      token_endpoint_auth_method: 'client_secret_basic',
+      grant_types: ['client_credentials', 'authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      application_type: 'native',
+      redirect_uris: [loopbackCallback],
+    },
+    {
+      client_id: 'sake-post',
+      client_secret: 'sake-post-secret',
+      token_endpoint_auth_method: 'client_secret_post',
+      grant_types: ['client_credentials', 'authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      application_type: 'native',
+      redirect_uris: [loopbackCallback],
+    },
+    {
+      client_id: 'sake-short',
+      client_secret: 'sake-short-secret',
+      token_endpoint_auth_method: 'client_secret_basic',
+      grant_types: ['client_credentials'],
+      response_types: [],
+      redirect_uris: [],
+    },
+    {
+      client_id: 'sake-public',
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      application_type: 'native',
+      redirect_uris: [loopbackCallback],
+    },
+  ],
+  jwks: { keys: [signingKey] },
+  cookies: { keys: [crypto.randomBytes(32).toString('base64url')] },
+  scopes: ['openid', 'offline_access'],
+  claims: { openid: ['sub'] },
+  async findAccount(_ctx, sub) {
+    return { accountId: sub, async claims() { return { sub }; } };
+  },
+  features: {
+    devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
+    introspection: { enabled: true },
+    revocation: { enabled: true },
+    registration: { enabled: true, initialAccessToken: false },
+    resourceIndicators: {
+      enabled: true,
+      async defaultResource(_ctx, _client, oneOf) {
+        return oneOf;
+      },
+      async useGrantedResource() {
+        return true;
+      },
+      async getResourceServerInfo(_ctx, resource, client) {
+        if (!isLoopbackResource(resource)) {
+          throw new errors.InvalidTarget(`${resource} is not a resource server of this authorization server`);
+        }
+        const opaque = new URL(resource).pathname.endsWith('/opaque');
+        return {
+          scope: scopes.join(' '),
+          audience: resource,
+          accessTokenTTL: client?.clientId === 'sake-short' ? SHORT_TTL : accessTokenTTL,
+          ...(opaque
+            ? { accessTokenFormat: 'opaque' }
+            : { accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }),
+        };
+      },
+    },
+  },
+  pkce: { required: () => true },
+  async issueRefreshToken(_ctx, client) {
+    return client.grantTypeAllowed('refresh_token');
+  },
+  clientBasedCORS: () => true,
+  interactions: {
+    url: (_ctx, interaction) => `${issuerPath}/interaction/${interaction.uid}`,
+  },
+});
+
+/** Answers an interaction prompt without a person: login as the hinted user, consent to all. */
+async function interact(req, res) {
+  const details = await provider.interactionDetails(req, res);
+  const { prompt, params, session } = details;
+  let result;
+  if (prompt.name === 'login') {
+    result = { login: { accountId: params.login_hint || defaultUser } };
+  } else if (prompt.name === 'consent') {
+    const grant = details.grantId
+      ? await provider.Grant.find(details.grantId)
+      : new provider.Grant({ accountId: session.accountId, clientId: params.client_id });
+    if (prompt.details.missingOIDCScope) grant.addOIDCScope(prompt.details.missingOIDCScope.join(' '));
+    if (prompt.details.missingOIDCClaims) grant.addOIDCClaims(prompt.details.missingOIDCClaims);
+    for (const [resource, granted] of Object.entries(prompt.details.missingResourceScopes ?? {})) {
+      grant.addResourceScope(resource, granted.join(' '));
+    }
+    const grantId = await grant.save();
+    result = { consent: details.grantId ? {} : { grantId } };
+  } else {
+    result = { error: 'access_denied', error_description: `unexpected prompt ${prompt.name}` };
+  }
+  await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: true });
+}
+
+const callback = provider.callback();
+const wellKnown = ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'];
+server.on('request', async (req, res) => {
+  try {
+    const { pathname } = new URL(req.url, origin);
+    if (issuerPath) {
+      // The provider is mounted at the issuer path; the path-inserted well-known forms
+      // (RFC 8414 section 3.1) live outside it and resolve to the provider's own routes.
+      const inserted = wellKnown.find((w) => pathname === `${w}${issuerPath}`);
+      if (inserted) {
+        req.originalUrl = req.url;
+        req.baseUrl = issuerPath;
+        req.url = inserted;
+      } else if (pathname === issuerPath || pathname.startsWith(`${issuerPath}/`)) {
+        req.originalUrl = req.url;
+        req.baseUrl = issuerPath;
+        req.url = req.url.slice(issuerPath.length) || '/';
+      } else {
+        res.writeHead(404).end();
+        return;
+      }
+    }
+    if (new URL(req.url, origin).pathname.startsWith('/interaction/')) {
+      await interact(req, res);
+      return;
+    }
+    callback(req, res);
+  } catch (e) {
+    console.error(e);
+    if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+    res.end(String(e?.message ?? e));
+  }
+});
+
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
+console.log(`ready ${issuer}`);
