@@ -16,6 +16,7 @@ pub mod protocol;
 pub mod registry;
 pub mod schema;
 pub mod server;
+mod service;
 mod signing;
 pub mod testing;
 pub mod transport;
@@ -32,7 +33,7 @@ pub use protocol::render::CacheScope;
 pub use protocol::types::*;
 pub use protocol::{Era, Revision};
 pub use registry::Registry;
-pub use server::{Server, Service};
+pub use service::{Server, Service};
 
 /// What generated code uses. Not a public API: it changes without notice.
 #[doc(hidden)]

@@ -35,7 +35,7 @@ use crate::server::front::Inbound;
 use crate::server::front::legacy::Started;
 use crate::server::front::modern::Answer;
 use crate::server::session::Session;
-use crate::server::{Server, Service};
+use crate::service::{Server, Service};
 
 fn list(registry: &Registry, key: &str, rev: Revision) -> Value {
     Value::Array(match key {

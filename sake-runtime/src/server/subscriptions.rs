@@ -180,14 +180,15 @@ async fn next(mut state: State) -> Option<(Frame, State)> {
 mod tests {
     use super::*;
     use crate::Registry;
-    use crate::server::Server;
+    use crate::service::Server;
     use serde_json::value::RawValue;
 
     fn refusal(params: &str) -> String {
         let shared = Server::with_registry(Registry::from_defs([], [], []).unwrap())
             .build()
             .unwrap()
-            .shared;
+            .shared
+            .clone();
         let raw = RawValue::from_string(params.to_owned()).unwrap();
         let params = Params::parse(Some(&raw)).unwrap();
         match listen(&shared, RequestId::Number(1), &params) {

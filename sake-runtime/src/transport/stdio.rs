@@ -23,11 +23,11 @@ use crate::protocol::framing::{Line, read_line};
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
 use crate::protocol::meta::{self, Params};
 use crate::protocol::methods::Method;
+use crate::server::Shared;
 use crate::server::front::legacy::{Started, batch_without_session};
 use crate::server::front::modern::Answer;
 use crate::server::front::{Frame, Inbound, OnLag, response};
 use crate::server::session::Session;
-use crate::server::{Service, Shared};
 
 /// A fresh scope for one connection: its session id, and the key under which its in-flight
 /// requests, pending questions and resource subscriptions are kept. One `Service` may serve
@@ -58,20 +58,14 @@ impl Conn {
     }
 }
 
-impl Service {
-    /// Serves stdio on this process's stdin and stdout until stdin closes.
-    pub async fn serve_stdio(self) -> Result<(), Error> {
-        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
-    }
-
-    /// Serves newline-delimited JSON-RPC on any reader and writer (a pipe, a socket, a test's
-    /// in-memory duplex) until the reader ends.
-    pub async fn serve_io<R, W>(self, reader: R, writer: W) -> Result<(), Error>
-    where
-        R: AsyncRead + Unpin + Send,
-        W: AsyncWrite + Unpin + Send + 'static,
+/// Serves newline-delimited JSON-RPC on `reader` and `writer` until the reader ends: one
+/// connection, with its own handshake session, cancellations and subscriptions.
+pub(crate) async fn serve_io<R, W>(shared: Arc<Shared>, reader: R, writer: W) -> Result<(), Error>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     {
-        let shared = self.shared.clone();
         let (out, out_rx) = mpsc::channel::<Bytes>(1024);
         let stop_writing = CancellationToken::new();
         let writer_task = tokio::spawn(write_lines(writer, out_rx, stop_writing.clone()));

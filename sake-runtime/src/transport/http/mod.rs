@@ -9,9 +9,14 @@ pub mod headers;
 pub(crate) mod legacy;
 pub(crate) mod modern;
 pub(crate) mod resume;
+mod serve;
 pub(crate) mod sse;
 
+use admission::HostPolicy;
+pub(crate) use serve::serve;
+
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -24,40 +29,90 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::error::Error;
 use crate::protocol::jsonrpc::{self, Incoming, RpcError};
 use crate::protocol::meta::{self, Params};
 use crate::protocol::{Era, Revision};
 use crate::server::Shared;
 use crate::server::front::legacy::batch_without_session;
 
+/// The settings of the HTTP transport.
+#[derive(Clone, Debug)]
+pub(crate) struct HttpConfig {
+    pub path: String,
+    pub hosts: HostPolicy,
+    pub origins: Vec<String>,
+    pub sse_retry: Duration,
+    pub body_timeout: Duration,
+    pub header_timeout: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            path: "/mcp".to_owned(),
+            hosts: HostPolicy::Loopback,
+            origins: Vec::new(),
+            sse_retry: Duration::from_millis(1000),
+            body_timeout: Duration::from_secs(30),
+            header_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The HTTP endpoint: the engine, the transport's settings, and what only HTTP keeps (the
+/// resumable response streams of handshake sessions).
+pub(crate) struct Endpoint {
+    pub shared: Arc<Shared>,
+    pub http: HttpConfig,
+    pub streams: resume::Streams,
+}
+
+impl Endpoint {
+    pub(crate) fn new(shared: Arc<Shared>, http: HttpConfig) -> Result<Endpoint, Error> {
+        if !http.path.starts_with('/') {
+            return Err(Error::Config(format!(
+                "the endpoint path must start with '/': {:?}",
+                http.path
+            )));
+        }
+        let streams = resume::Streams::new(shared.config.max_tracked_sessions);
+        Ok(Endpoint {
+            shared,
+            http,
+            streams,
+        })
+    }
+}
+
 /// The endpoint's router.
-pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    let path = shared.config.path.clone();
+pub(crate) fn router(ep: Arc<Endpoint>) -> Router {
+    let path = ep.http.path.clone();
     let endpoint = MethodRouter::new()
         .post(post)
         .get(get)
         .delete(delete)
         .fallback(not_allowed);
-    Router::new().route(&path, endpoint).with_state(shared)
+    Router::new().route(&path, endpoint).with_state(ep)
 }
 
-async fn get(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    let cfg = &shared.config;
+async fn get(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
+    let cfg = &ep.http;
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
         return sse::error(Era::Legacy, None, &e);
     }
-    match legacy::get(shared.clone(), request.headers(), request.extensions()).await {
+    match legacy::get(&ep, request.headers(), request.extensions()).await {
         Some(resp) => resp,
         None => not_allowed().await,
     }
 }
 
-async fn delete(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    let cfg = &shared.config;
+async fn delete(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
+    let cfg = &ep.http;
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
         return sse::error(Era::Legacy, None, &e);
     }
-    match legacy::delete(&shared, request.headers(), request.extensions()) {
+    match legacy::delete(&ep.shared, request.headers(), request.extensions()) {
         Some(resp) => resp,
         None => not_allowed().await,
     }
@@ -88,7 +143,7 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, RpcError> {
 
 /// Every POST runs in a `mcp` span; one `info` line per request says what it was and how it
 /// ended.
-async fn post(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+async fn post(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
     use tracing::Instrument as _;
     use tracing::field::Empty;
     let span = tracing::info_span!(
@@ -102,7 +157,7 @@ async fn post(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let started = tracing::enabled!(tracing::Level::INFO).then(std::time::Instant::now);
     // Boxed: the request's future is large (every path's state), and axum and tower move
     // the handler's future several times before polling it; a box moves as a pointer.
-    let resp = Box::pin(serve_post(shared, request))
+    let resp = Box::pin(serve_post(ep, request))
         .instrument(span.clone())
         .await;
     let Some(started) = started else {
@@ -166,7 +221,8 @@ pub(crate) fn accepts_sse(headers: &HeaderMap) -> bool {
     !any
 }
 
-async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
+async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
+    let shared = &ep.shared;
     // Held until the request's work ends, also when that outlives this handler (an SSE
     // body, a handshake session's request that goes on after a disconnect).
     let permit = match shared.request_slot() {
@@ -174,7 +230,8 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
         Err(e) => return busy(&e),
     };
     let (parts, body) = request.into_parts();
-    let cfg = &shared.config;
+    let cfg = &ep.http;
+    let max_body = shared.config.max_body_bytes;
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, &parts.headers) {
         return sse::error(Era::Modern, None, &e);
     }
@@ -186,32 +243,31 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
-        && len > cfg.max_body_bytes as u64
+        && len > max_body as u64
     {
-        return sse::error(Era::Modern, None, &admission::too_large(cfg.max_body_bytes));
+        return sse::error(Era::Modern, None, &admission::too_large(max_body));
     }
-    let body =
-        match tokio::time::timeout(cfg.body_timeout, read_body(body, cfg.max_body_bytes)).await {
-            Ok(Ok(b)) => b,
-            Ok(Err(e)) => return sse::error(Era::Modern, None, &e),
-            Err(_) => {
-                let e = RpcError::new(
-                    jsonrpc::code::TRANSPORT_REFUSED,
-                    format!(
-                        "Request Timeout: the body did not arrive within {} s",
-                        cfg.body_timeout.as_secs_f64()
-                    ),
-                )
-                .with_status(408);
-                return sse::error(Era::Modern, None, &e);
-            }
-        };
+    let body = match tokio::time::timeout(cfg.body_timeout, read_body(body, max_body)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => return sse::error(Era::Modern, None, &e),
+        Err(_) => {
+            let e = RpcError::new(
+                jsonrpc::code::TRANSPORT_REFUSED,
+                format!(
+                    "Request Timeout: the body did not arrive within {} s",
+                    cfg.body_timeout.as_secs_f64()
+                ),
+            )
+            .with_status(408);
+            return sse::error(Era::Modern, None, &e);
+        }
+    };
     let era_hint = header_era(&parts.headers);
     if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-        return match legacy::session(&shared, &parts.headers, &parts.extensions) {
+        return match legacy::session(shared, &parts.headers, &parts.extensions) {
             Ok(Some(session)) => {
                 legacy::batch(
-                    shared.clone(),
+                    &ep,
                     session,
                     &parts.headers,
                     parts.extensions,
@@ -289,14 +345,14 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
         }
         // Inside a session, `initialize` is refused like any request of that session.
         if method == "initialize" && !parts.headers.contains_key(headers::name::SESSION_ID) {
-            return legacy::initialize(&shared, id, &parsed, &parts.extensions);
+            return legacy::initialize(shared, id, &parsed, &parts.extensions);
         }
         params = Some(parsed);
     }
-    match legacy::session(&shared, &parts.headers, &parts.extensions) {
+    match legacy::session(shared, &parts.headers, &parts.extensions) {
         Ok(Some(session)) => {
             legacy::serve(
-                shared.clone(),
+                &ep,
                 session,
                 &parts.headers,
                 parts.extensions,
@@ -365,16 +421,16 @@ pub(crate) fn is_modern(headers: &HeaderMap, params: &Params<'_>) -> bool {
 mod tests {
     use super::*;
     use crate::Registry;
-    use crate::server::Server;
+    use crate::service::Server;
     use serde_json::{Value, json};
 
-    fn shared() -> Arc<Shared> {
+    fn shared() -> Arc<Endpoint> {
         let registry = Registry::from_defs([], [], []).unwrap();
-        Server::with_registry(registry).build().unwrap().shared
+        Server::with_registry(registry).build().unwrap().endpoint
     }
 
     async fn send(
-        shared: &Arc<Shared>,
+        shared: &Arc<Endpoint>,
         headers: &[(&str, &str)],
         body: Value,
     ) -> (u16, HeaderMap, Value) {
@@ -400,7 +456,7 @@ mod tests {
         )
     }
 
-    async fn open_session(shared: &Arc<Shared>, version: &str) -> String {
+    async fn open_session(shared: &Arc<Endpoint>, version: &str) -> String {
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
         let (status, headers, _) = send(shared, &[], init).await;

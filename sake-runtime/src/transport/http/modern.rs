@@ -253,14 +253,18 @@ fn check_param_headers(
 mod tests {
     use super::*;
     use crate::Registry;
-    use crate::server::Server;
+    use crate::service::Server;
     use http::HeaderValue;
     use serde_json::value::RawValue;
 
     /// A server that offers nothing but discovery.
     fn empty() -> Arc<Shared> {
         let registry = Registry::from_defs([], [], []).unwrap();
-        Server::with_registry(registry).build().unwrap().shared
+        Server::with_registry(registry)
+            .build()
+            .unwrap()
+            .shared
+            .clone()
     }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
