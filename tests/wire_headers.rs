@@ -1,4 +1,4 @@
-//! `x-mcp-header` tool arguments and their `Mcp-Param-*` headers (digest A7.5–A7.7): the
+//! `x-mcp-header` tool arguments and their `Mcp-Param-*` headers (2026-07-28 Streamable HTTP transport, "Server Validation" and `x-mcp-header`): the
 //! schema annotation `#[arg(header = "…")]` produces, every header check a 2026-07-28 server
 //! makes (400 + -32020), and the registry's start-up refusal of invalid annotations in
 //! hand-written schemas. Every reply is validated against the 2026-07-28 schema.

@@ -49,7 +49,7 @@ pub(crate) struct HeaderParam {
     pub kind: HeaderKind,
 }
 
-/// Finds and checks the `x-mcp-header` annotations of an input schema (digest A7.7): only on
+/// Finds and checks the `x-mcp-header` annotations of an input schema (2026-07-28 tools, `x-mcp-header`): only on
 /// string, integer or boolean properties reachable from the root through `properties` alone,
 /// token characters, unique regardless of case. An annotation anywhere else in the schema
 /// (under `items`, `anyOf`, `$defs`, …) is refused rather than ignored: clients drop such a
@@ -344,12 +344,17 @@ impl Registry {
             resource_index,
             templates,
         };
+        let object_only: Vec<&str> = Revision::ALL
+            .iter()
+            .filter(|r| r.features().object_only_schemas)
+            .map(|r| r.as_str())
+            .collect();
         for entry in &registry.tools {
             if let Some(reason) = &entry.legacy_unavailable {
                 tracing::warn!(
                     tool = entry.def.name,
                     reason = %reason,
-                    revisions = "2025-11-25, 2025-06-18, 2025-03-26",
+                    revisions = %object_only.join(", "),
                     "tool `{}` is left out of the handshake revisions' lists: {reason}; 2026-07-28 lists and calls it",
                     entry.def.name
                 );

@@ -219,10 +219,13 @@ impl Context {
     /// of this level: on 2026-07-28 through this request's `_meta` log level (no level, no
     /// messages); on older revisions through `logging/setLevel` (all levels until then).
     pub async fn log(&self, level: LoggingLevel, data: impl Serialize) {
-        let threshold = match self.inner.meta.log_level {
-            Some(l) => l,
-            None if self.inner.revision.is_modern() => return,
-            None => LoggingLevel::Debug,
+        let Some(threshold) = self.inner.meta.log_level.or(self
+            .inner
+            .revision
+            .features()
+            .default_log_level)
+        else {
+            return;
         };
         if level < threshold {
             return;
@@ -372,7 +375,7 @@ impl Context {
 
     /// An answer of the right kind that does not fit the question. On 2026-07-28 the client
     /// sent it in the retry's `inputResponses`, so the call ends with -32602: a malformed
-    /// answer never becomes a result (digest A9).
+    /// answer never becomes a result (2026-07-28 Multi Round-Trip Requests).
     fn misfit(&self, key: &str, e: InputError) -> InputError {
         if let (InputChannel::Mrtr(round), InputError::InvalidResponse(why)) =
             (&self.inner.input, &e)

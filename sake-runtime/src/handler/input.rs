@@ -554,7 +554,7 @@ pub(crate) fn form_schema<T: schemars::JsonSchema>() -> Result<Value, InputError
     checked.map_err(InputError::InvalidSchema)
 }
 
-/// Digest A9: a form is an object whose properties are strings (optionally formatted or
+/// 2026-07-28 Multi Round-Trip Requests: a form is an object whose properties are strings (optionally formatted or
 /// enumerated), numbers, integers, booleans, or arrays of enumerated strings.
 pub(crate) fn check_form(schema: &Value) -> Result<(), String> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {

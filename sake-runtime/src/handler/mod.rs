@@ -261,7 +261,7 @@ pub trait PromptArgumentType: DeserializeOwned + JsonSchema {}
 impl PromptArgumentType for String {}
 impl PromptArgumentType for Option<String> {}
 
-/// What an argument mirrored in an `Mcp-Param-*` header may be (digest A7.7).
+/// What an argument mirrored in an `Mcp-Param-*` header may be (2026-07-28 tools, `x-mcp-header`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be mirrored in a header: `#[arg(header)]` takes strings, integers and booleans",
     label = "use String, an integer type or bool (or an Option of one)"

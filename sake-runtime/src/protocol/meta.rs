@@ -297,7 +297,19 @@ fn meta_of_message(message: &[u8]) -> Option<Box<RawValue>> {
     message.params?.meta.map(ToOwned::to_owned)
 }
 
-/// The modern `_meta` of a request, read and checked (digest A2).
+/// Whether a request's `_meta` names a protocol version: what makes a request stateless
+/// (2026-07-28) on every transport, whatever else it carries.
+pub(crate) fn names_version(meta: Option<&RawValue>) -> bool {
+    #[derive(Deserialize)]
+    struct VersionOnly<'a> {
+        #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+        version: Option<&'a RawValue>,
+    }
+    meta.and_then(|m| serde_json::from_str::<VersionOnly<'_>>(m.get()).ok())
+        .is_some_and(|v| v.version.is_some())
+}
+
+/// The modern `_meta` of a request, read and checked (2026-07-28 Base Protocol, `_meta` "Per-request protocol fields").
 #[derive(Debug)]
 pub struct ModernMeta<'a> {
     /// The `protocolVersion` as sent.
@@ -330,7 +342,7 @@ pub fn parse_modern_meta(raw: Option<&RawValue>) -> Result<ModernMeta<'_>, RpcEr
     check_modern_meta(fields, RawMeta::new(Some(raw.to_owned())))
 }
 
-/// Checks `_meta`'s fields (digest A2); `raw` is the object they came from.
+/// Checks `_meta`'s fields (2026-07-28 Base Protocol, `_meta` "Per-request protocol fields"); `raw` is the object they came from.
 fn check_modern_meta<'a>(fields: MetaFields<'a>, raw: RawMeta) -> Result<ModernMeta<'a>, RpcError> {
     let protocol_version = match fields.protocol_version {
         None => {

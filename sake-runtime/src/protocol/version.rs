@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use super::types::LoggingLevel;
+
 /// A revision of the Model Context Protocol that sake serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Revision {
@@ -45,6 +47,10 @@ pub enum ElicitationModes {
 pub struct Features {
     /// Handshake or stateless.
     pub era: Era,
+    /// The lowest level of `notifications/message` sent when the client asked for none:
+    /// nothing at all on 2026-07-28 (log messages are asked for per request, in `_meta`);
+    /// everything on the handshake revisions until the session's `logging/setLevel`.
+    pub default_log_level: Option<LoggingLevel>,
     /// Results carry `resultType`.
     pub result_type: bool,
     /// List and read results carry `ttlMs` and `cacheScope`.
@@ -106,6 +112,7 @@ pub struct Features {
 
 const MODERN: Features = Features {
     era: Era::Modern,
+    default_log_level: None,
     result_type: true,
     cache_hints: true,
     server_info_meta: true,
@@ -133,6 +140,7 @@ const MODERN: Features = Features {
 
 const V2025_11_25: Features = Features {
     era: Era::Legacy,
+    default_log_level: Some(LoggingLevel::Debug),
     result_type: false,
     cache_hints: false,
     server_info_meta: false,
@@ -178,8 +186,10 @@ const V2025_03_26: Features = Features {
 };
 
 impl Revision {
+    /// How many revisions sake serves.
+    pub const COUNT: usize = 4;
     /// Every served revision, newest first.
-    pub const ALL: [Revision; 4] = [
+    pub const ALL: [Revision; Self::COUNT] = [
         Revision::V2026_07_28,
         Revision::V2025_11_25,
         Revision::V2025_06_18,
@@ -251,11 +261,6 @@ impl Revision {
     /// A dense index (0 for 2025-03-26 … 3 for 2026-07-28), for per-revision tables.
     pub const fn index(self) -> usize {
         self as usize
-    }
-
-    /// Whether this is the stateless 2026-07-28 revision.
-    pub const fn is_modern(self) -> bool {
-        matches!(self.era(), Era::Modern)
     }
 }
 

@@ -115,7 +115,7 @@ pub(crate) struct Shared {
     pub config: Config,
     pub env: ResultEnv,
     pub capabilities: ServerCapabilities,
-    pub lists: [RevisionLists; 4],
+    pub lists: [RevisionLists; Revision::COUNT],
     pub discover: Bytes,
     pub sessions: Sessions,
     pub pending: Arc<Pending>,
@@ -172,7 +172,7 @@ impl Shared {
             config.max_tracked_sessions,
             config.max_subscriptions_per_session,
         );
-        let mut lists: [RevisionLists; 4] = Default::default();
+        let mut lists: [RevisionLists; Revision::COUNT] = Default::default();
         for rev in Revision::ALL {
             let page = |kind: &str, key: &str, items: Vec<Value>| {
                 paginate(rev, &env, &config, kind, key, items)

@@ -195,20 +195,6 @@ async fn handle(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
     }
 }
 
-/// Whether a request's `_meta` names a protocol version: then it is a stateless request,
-/// whether or not the connection opened a handshake session.
-fn is_modern(params: &Params<'_>) -> bool {
-    #[derive(serde::Deserialize)]
-    struct VersionOnly<'a> {
-        #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
-        version: Option<&'a RawValue>,
-    }
-    params
-        .meta
-        .and_then(|m| serde_json::from_str::<VersionOnly<'_>>(m.get()).ok())
-        .is_some_and(|v| v.version.is_some())
-}
-
 async fn request(
     conn: &Arc<Conn>,
     id: RequestId,
@@ -229,7 +215,7 @@ async fn request(
     };
     let stateless_only =
         Method::parse_in(method, Era::Modern).is_some_and(|m| !m.exists_in(Era::Legacy));
-    if is_modern(&params) || (stateless_only && conn.session().is_none()) {
+    if meta::names_version(params.meta) || (stateless_only && conn.session().is_none()) {
         return stateless(conn, id, method, &params, tasks, permit).await;
     }
     if method == "initialize" {

@@ -1,7 +1,7 @@
 //! Streamable HTTP: one endpoint for every revision.
 //!
 //! Each POST is admitted (`Host`/`Origin`, media type, size), decoded once, and classified as
-//! digest C7 says: a modern-shaped request (2026-07-28 `_meta`, or a non-legacy
+//! 2026-07-28 "Backward Compatibility" of the versioning page says: a modern-shaped request (2026-07-28 `_meta`, or a non-legacy
 //! `MCP-Protocol-Version`) is served statelessly; everything else belongs to the handshake era.
 
 pub(crate) mod admission;
@@ -26,8 +26,6 @@ use axum::routing::MethodRouter;
 use bytes::Bytes;
 use http::header::ALLOW;
 use http::{HeaderMap, HeaderValue, StatusCode};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use crate::error::Error;
 use crate::protocol::jsonrpc::{self, Incoming, RpcError};
@@ -321,7 +319,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
             }
         };
         record_request(method, &parsed);
-        if is_modern(&parts.headers, &parsed) {
+        if is_stateless(&parts.headers, &parsed) {
             // The first check of a 2026-07-28 request: `_meta`.
             let meta = match meta::parse_modern_meta(parsed.meta) {
                 Ok(meta) => meta,
@@ -399,22 +397,12 @@ fn header_era(headers: &HeaderMap) -> Era {
     }
 }
 
-#[derive(Deserialize)]
-struct VersionOnly<'a> {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
-    version: Option<&'a RawValue>,
-}
-
-/// Digest C7: modern when `_meta` names a protocol version, or when the version header names
-/// something other than a handshake revision.
-pub(crate) fn is_modern(headers: &HeaderMap, params: &Params<'_>) -> bool {
-    if header_era(headers) == Era::Modern && headers.contains_key(headers::name::PROTOCOL_VERSION) {
-        return true;
-    }
-    params
-        .meta
-        .and_then(|m| serde_json::from_str::<VersionOnly<'_>>(m.get()).ok())
-        .is_some_and(|v| v.version.is_some())
+/// Whether a POST is stateless (2026-07-28): its `_meta` names a protocol version, or its
+/// version header names something other than a handshake revision. Everything else belongs
+/// to a handshake session (the 2026-07-28 transport's "Backwards compatibility").
+pub(crate) fn is_stateless(headers: &HeaderMap, params: &Params<'_>) -> bool {
+    (header_era(headers) == Era::Modern && headers.contains_key(headers::name::PROTOCOL_VERSION))
+        || meta::names_version(params.meta)
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! 2026-07-28 over Streamable HTTP: stateless requests, checked in the order of digest A7.12.
+//! 2026-07-28 over Streamable HTTP: stateless requests, checked in the order of 2026-07-28 Streamable HTTP transport, request validation.
 
 use std::sync::Arc;
 
