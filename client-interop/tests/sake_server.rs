@@ -206,7 +206,11 @@ async fn exercise(client: &Client) {
     let resources = client.list_resources().await.expect("resources");
     assert_eq!(resources[0].uri, "mem://motd");
     let missing = client.read("mem://nope").await.expect_err("not found");
-    let expected = rev.features().resource_not_found_code;
+    let expected = if rev == Revision::V2026_07_28 {
+        -32602
+    } else {
+        -32002
+    };
     assert_eq!(missing.rpc().map(|e| e.code), Some(expected));
     // Completion needs the `completions` capability, which this server does not declare.
     let err = client
