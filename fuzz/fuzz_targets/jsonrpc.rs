@@ -55,7 +55,7 @@ fn message(headers: &HeaderMap, decoded: Result<Incoming<'_>, DecodeError>) {
                     return;
                 }
             };
-            let modern = sake_runtime::fuzzing::is_modern(headers, &params);
+            let modern = sake_runtime::fuzzing::is_stateless(headers, &params);
             match meta::parse_modern_meta(params.meta) {
                 Ok(m) => {
                     assert!(modern, "a valid 2026-07-28 _meta classified as legacy");

@@ -17,7 +17,7 @@ use crate::signing::Signer;
 
 /// Whether the endpoint serves a request with these headers and params statelessly
 /// (2026-07-28) rather than as part of a handshake session (2026-07-28 "Backward Compatibility" of the versioning page).
-pub fn is_modern(headers: &HeaderMap, params: &Params<'_>) -> bool {
+pub fn is_stateless(headers: &HeaderMap, params: &Params<'_>) -> bool {
     crate::transport::http::is_stateless(headers, params)
 }
 

@@ -8,12 +8,12 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::{Client, ClientError, Transport};
+use crate::protocol::headers::header_params;
 use crate::protocol::jsonrpc::{code, notification_bytes};
 use crate::protocol::types::{
     CallToolResult, Completion, CompletionReference, GetPromptResult, JsonObject, Prompt,
     ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
-use crate::registry::header_params;
 
 /// The most pages one list call reads.
 const MAX_PAGES: usize = 10_000;

@@ -57,8 +57,8 @@ use self::core::Core;
 use self::http::Http;
 use self::stdio::Stdio;
 use crate::protocol::Revision;
+use crate::protocol::headers::HeaderParam;
 use crate::protocol::types::{Implementation, ServerCapabilities};
-use crate::registry::HeaderParam;
 
 /// The way to the server.
 enum Transport {

@@ -12,11 +12,11 @@ use serde_json::value::RawValue;
 
 use super::headers;
 use super::sse;
+use crate::protocol::headers::{HeaderKind, HeaderParam};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::meta::{ModernMeta, ModernRequest, Params};
 use crate::protocol::methods::Method;
 use crate::protocol::{Era, Revision};
-use crate::registry::{HeaderKind, HeaderParam};
 use crate::server::Shared;
 use crate::server::dispatch::raw_str;
 use crate::server::front::modern::{Answer, wants_stream};
