@@ -628,7 +628,7 @@ fn assert_valid_tools(rev: Revision, spec_dir: &str, tools: &[Value]) {
 
 fn assert_good_schema(tool: &str, which: &str, schema: &Value) {
     assert_eq!(
-        sake::schema::violations(schema),
+        sake::testing::schema_violations(schema),
         Vec::<String>::new(),
         "{tool}: {which}: {schema:#}"
     );

@@ -14,8 +14,8 @@ mod example;
 
 use std::time::{Duration, Instant};
 
-use sake::handler::{PromptDef, ResourceDef, ToolDef};
 use sake::prelude::*;
+use sake::registry::{PromptDef, ResourceDef, ToolDef};
 use sake::{Registry, Service};
 use serde_json::{Value, json};
 use support::{Peer, modern_meta, within};

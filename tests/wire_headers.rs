@@ -8,8 +8,8 @@ mod common;
 use common::rpc::{err, ok, text_result};
 use common::stream::Live;
 use common::{Req, Wire, sentinel};
-use sake::handler::{Location, TaskSupport, ToolDef, ToolFuture, ToolHints};
 use sake::prelude::*;
+use sake::registry::{Location, TaskSupport, ToolDef, ToolFuture, ToolHints};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 

@@ -104,7 +104,8 @@ fn wire() -> Wire {
 fn tools_only() -> Wire {
     Wire::new(
         Server::with_registry(
-            sake::Registry::from_defs(inventory::iter::<sake::handler::ToolDef>(), [], []).unwrap(),
+            sake::Registry::from_defs(inventory::iter::<sake::registry::ToolDef>(), [], [])
+                .unwrap(),
         )
         .name(SERVER.0)
         .version(SERVER.1),

@@ -1190,7 +1190,8 @@ async fn removed_and_unknown_methods_are_method_not_found_404() {
 fn tools_only() -> Wire {
     Wire::new(
         Server::with_registry(
-            sake::Registry::from_defs(inventory::iter::<sake::handler::ToolDef>(), [], []).unwrap(),
+            sake::Registry::from_defs(inventory::iter::<sake::registry::ToolDef>(), [], [])
+                .unwrap(),
         )
         .name(NAME)
         .version(VERSION),

@@ -1,5 +1,9 @@
 //! The registry: every `#[tool]`, `#[prompt]` and `#[resource]` in the binary, collected from
 //! `inventory`, sorted, validated, and turned into the listings each revision shows.
+//!
+//! The descriptors the macros submit are public so that an application can serve a chosen
+//! set of them: `Server::with_registry(Registry::from_defs(tools, prompts, resources)?)`,
+//! with the descriptors taken from `inventory::iter::<ToolDef>()` or written by hand.
 
 use std::collections::HashMap;
 
@@ -7,7 +11,10 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::handler::input::Need;
-use crate::handler::{IconDef, PromptDef, ResourceDef, ToolDef};
+pub use crate::handler::{
+    CompleteFn, IconDef, Location, PromptDef, PromptFuture, ResourceDef, ResourceFuture,
+    ResourceRequest, TaskSupport, ToolDef, ToolFuture, ToolHints,
+};
 use crate::protocol::headers::{HeaderParam, header_params};
 use crate::protocol::types::{
     Icon, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations,

@@ -69,6 +69,7 @@ pub fn decode_sentinel<'v>(header: &str, value: &'v str) -> Result<Cow<'v, str>,
 
 /// Encodes a header value as the spec requires: plain when it is visible ASCII with interior
 /// spaces only and does not itself look like a sentinel, otherwise `=?base64?…?=`.
+#[cfg_attr(not(any(feature = "client", feature = "internals")), allow(dead_code))]
 pub fn encode_value(value: &str) -> String {
     let visible = value
         .bytes()

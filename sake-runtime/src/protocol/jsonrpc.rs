@@ -297,7 +297,7 @@ pub struct DecodeError {
 }
 
 /// Reads a JSON string, borrowing when it has no escapes; `None` for any other JSON value.
-pub(crate) fn raw_string(raw: &RawValue) -> Option<Cow<'_, str>> {
+pub fn raw_string(raw: &RawValue) -> Option<Cow<'_, str>> {
     if let Ok(s) = serde_json::from_str::<&str>(raw.get()) {
         return Some(Cow::Borrowed(s));
     }

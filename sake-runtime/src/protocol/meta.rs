@@ -181,33 +181,6 @@ impl<'a> Params<'a> {
             }),
         }
     }
-
-    /// A required string field.
-    pub fn required_str(field: Option<&'a RawValue>, name: &str) -> Result<String, RpcError> {
-        match field {
-            None => Err(RpcError::invalid_params(format!(
-                "missing required parameter `{name}`"
-            ))),
-            Some(raw) => serde_json::from_str::<String>(raw.get()).map_err(|_| {
-                RpcError::invalid_params(format!(
-                    "parameter `{name}` must be a string, not {}",
-                    clip(raw.get())
-                ))
-            }),
-        }
-    }
-
-    /// An optional string field.
-    pub fn optional_str(
-        field: Option<&'a RawValue>,
-        name: &str,
-    ) -> Result<Option<String>, RpcError> {
-        match field {
-            None => Ok(None),
-            Some(raw) if raw.get() == "null" => Ok(None),
-            some => Self::required_str(some, name).map(Some),
-        }
-    }
 }
 
 #[derive(Deserialize)]

@@ -120,14 +120,6 @@ impl Method {
             _ => None,
         }
     }
-
-    /// Whether a 2026-07-28 answer may be `input_required`.
-    pub fn allows_input_required(self) -> bool {
-        matches!(
-            self,
-            Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
-        )
-    }
 }
 
 #[cfg(test)]

@@ -10,4 +10,4 @@ pub mod render;
 pub mod types;
 pub mod version;
 
-pub use version::{Era, Features, Revision};
+pub use version::{Era, Revision};

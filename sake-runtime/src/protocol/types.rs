@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 pub type JsonObject = Map<String, Value>;
 
 /// Encodes bytes as standard Base64 with padding, as every blob on the wire is.
-pub fn base64_encode(bytes: impl AsRef<[u8]>) -> String {
+pub(crate) fn base64_encode(bytes: impl AsRef<[u8]>) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 

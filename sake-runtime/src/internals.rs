@@ -1,5 +1,7 @@
-//! Entry points for the fuzz targets in `fuzz/`: the private checks they exercise, callable
-//! from outside the crate. Compiled only with the `fuzzing` feature; not an API.
+//! What sake's own fuzz targets (`fuzz/`) and micro-benchmarks (`benches/micro`) reach inside
+//! the runtime. Compiled only with the `internals` feature; not an API: it changes without
+//! notice. With the feature on, the `protocol`, `transport` and `uri_template` modules are
+//! public too.
 
 use std::borrow::Cow;
 use std::time::Duration;
