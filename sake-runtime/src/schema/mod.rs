@@ -9,6 +9,8 @@
 //! - no `required: null`, no non-standard `format` values (`uint32`, `int64`…);
 //! - an input schema is always `{"type":"object","properties":{…}}`.
 
+pub mod compat;
+
 use schemars::JsonSchema;
 use schemars::generate::{Contract, SchemaSettings};
 use serde_json::{Map, Value};

@@ -46,6 +46,7 @@ pub struct Server {
     pub(crate) config: Config,
     states: crate::handler::state::StateMap,
     principal: Option<PrincipalFn>,
+    schema_compat: crate::schema::compat::Startup,
 }
 
 /// Names the authenticated caller of a request.
@@ -131,6 +132,7 @@ impl Server {
             config: Config::default(),
             states: crate::handler::state::StateMap::default(),
             principal: None,
+            schema_compat: Default::default(),
         }
     }
 
@@ -141,6 +143,7 @@ impl Server {
             config: Config::default(),
             states: crate::handler::state::StateMap::default(),
             principal: None,
+            schema_compat: Default::default(),
         }
     }
 
@@ -398,14 +401,44 @@ impl Server {
         self
     }
 
+    /// Checks every tool's schemas at start-up against client profiles (see
+    /// [`schema::compat`](crate::schema::compat)): each finding is logged with `tracing::warn!`;
+    /// with [`Severity::Deny`](crate::schema::compat::Severity::Deny), a finding of level error
+    /// stops start-up with [`Error::IncompatibleSchemas`]. Off by default. What is checked is
+    /// what is served (after [`Server::normalize_schemas`], if set).
+    pub fn check_schemas(
+        mut self,
+        profiles: impl IntoIterator<Item = crate::schema::compat::Profile>,
+        severity: crate::schema::compat::Severity,
+    ) -> Self {
+        self.schema_compat.check = profiles.into_iter().collect();
+        self.schema_compat.severity = severity;
+        self
+    }
+
+    /// Serves tool schemas normalised for these profiles, in order (see
+    /// [`schema::compat::normalize`](crate::schema::compat::normalize)): every revision's
+    /// `tools/list` shows the normalised copies instead of the schemas as written. Off by
+    /// default, and meant for a server whose clients all read through one provider: the
+    /// normalised schemas can be less precise (dropped keywords, `null` allowed for optional
+    /// properties), and what one profile needs another may refuse.
+    pub fn normalize_schemas(
+        mut self,
+        profiles: impl IntoIterator<Item = crate::schema::compat::Profile>,
+    ) -> Self {
+        self.schema_compat.normalize = profiles.into_iter().collect();
+        self
+    }
+
     /// Collects and validates everything, and builds each revision's lists: what serving
     /// does first. Fails on duplicate names and invalid definitions.
     pub fn build(self) -> Result<Service, Error> {
-        let registry = match self.registry {
+        let mut registry = match self.registry {
             Some(r) => r?,
             None => Registry::collect()?,
         };
         registry.check_states(&self.states)?;
+        crate::schema::compat::at_startup(&mut registry, &self.schema_compat)?;
         let mut shared = Shared::new(registry, self.config)?;
         shared.states = Arc::new(self.states);
         shared.principal = self.principal;
