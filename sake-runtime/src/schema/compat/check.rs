@@ -384,7 +384,7 @@ pub(crate) fn schema(profile: Profile, part: Part, schema: &Value) -> Vec<Raw> {
         Part::OutputSchema if root_type != Some("object") => out.manual(
             "",
             "mcp.output-object",
-            "the root is not `\"type\": \"object\"`: 2025-11-25 and 2025-06-18 clients do not see this tool".into(),
+            "the root is not `\"type\": \"object\"`: sake leaves the tool out of the handshake revisions' lists (2025-11-25, 2025-06-18, 2025-03-26)".into(),
             "return a struct for structured output, or a `String` for text only".into(),
         ),
         _ => {}
@@ -762,7 +762,7 @@ fn openai_object(node: &Node<'_>, obj: &Map<String, Value>, subject: &str, out: 
             if keeps_value {
                 format!("sake lists {field} in `required` without `null` (it has a default, or a header mirrors it), so the model always sends a value")
             } else {
-                format!("sake lists {field} in `required` and adds `null` to its type; an `Option<T>` reads `null` as `None` (a `#[serde(default)]` field whose type has no `Serialize` refuses it: make it an `Option<T>`)")
+                format!("sake lists {field} in `required` and adds `null` to its type (an `Option<T>` reads `null` as `None`; a `#[serde(default)]` field without a `default` in its schema refuses it: make it an `Option<T>`)")
             },
         );
     }
@@ -972,7 +972,13 @@ fn gemini(schema: &Value, out: &mut Out) {
                 },
             );
         }
+        // A map is reported by its `additionalProperties` or `patternProperties`.
+        let map = obj
+            .get("additionalProperties")
+            .is_some_and(Value::is_object)
+            || obj.contains_key("patternProperties");
         if !node.is_root()
+            && !map
             && single_type(obj) == Some("object")
             && obj
                 .get("properties")
@@ -983,13 +989,7 @@ fn gemini(schema: &Value, out: &mut Out) {
                 &node.pointer,
                 "gemini.empty-object",
                 format!("{subject} is an object without declared properties"),
-                if obj.get("additionalProperties").is_some_and(Value::is_object)
-                    || obj.contains_key("patternProperties")
-                {
-                    restructure("additionalProperties", &subject)
-                } else {
-                    format!("declare the fields of {subject} as a struct (a `serde_json::Map` or an empty struct cannot be expressed)")
-                },
+                format!("declare the fields of {subject} as a struct (a `serde_json::Map`, or a struct without fields, cannot be expressed)"),
             );
         }
     });

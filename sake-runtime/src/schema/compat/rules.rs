@@ -129,7 +129,7 @@ pub(crate) static RULES: &[Rule] = &[
         id: "mcp.output-object",
         profiles: &[JsonSchema2020],
         level: Level::Warning,
-        summary: "The handshake revisions (2025-06-18, 2025-11-25) require `\"type\": \"object\"` at an `outputSchema`'s root; 2026-07-28 takes any schema. sake leaves such a tool out of the handshake revisions' lists.",
+        summary: "The handshake revisions (2025-06-18, 2025-11-25) require `\"type\": \"object\"` at an `outputSchema`'s root; 2026-07-28 takes any schema. sake leaves such a tool out of every handshake revision's list (2025-03-26 too).",
         sources: &[
             "https://github.com/modelcontextprotocol/modelcontextprotocol/blob/main/schema/2025-11-25/schema.json (Tool.outputSchema)",
         ],
@@ -334,7 +334,7 @@ pub(crate) static RULES: &[Rule] = &[
         id: "gemini.empty-object",
         profiles: &[Gemini],
         level: Level::Error,
-        summary: "An object schema must declare properties (\"properties: should be non-empty for OBJECT type\"): maps and free-form objects cannot be expressed.",
+        summary: "An object schema must declare properties (\"properties: should be non-empty for OBJECT type\"): free-form objects cannot be expressed (maps are reported by `gemini.keyword`).",
         sources: &[
             "https://github.com/agno-agi/agno/issues/2112",
             "https://github.com/lobehub/lobehub/pull/5002",
