@@ -289,3 +289,30 @@ fn meta_rules_agree_with_a_validator() {
         assert_eq!(sake_says, validator_says, "{case}: {found:#?}");
     }
 }
+
+/// `docs/schema-compatibility.md` lists every rule with its sources, and no rule the code lacks.
+#[test]
+fn the_documentation_lists_every_rule() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/schema-compatibility.md"
+    ))
+    .unwrap();
+    let documented: Vec<&str> = doc
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once('`').map(|(id, _)| id))
+        .filter(|id| id.contains('.'))
+        .collect();
+    let mut ids: Vec<&str> = compat::rules(None).map(|r| r.id).collect();
+    let mut listed = documented.clone();
+    ids.sort_unstable();
+    listed.sort_unstable();
+    assert_eq!(listed, ids);
+    for rule in compat::rules(None) {
+        for source in rule.sources {
+            let url = source.split(' ').next().unwrap();
+            assert!(doc.contains(&format!("]({url})")), "{}: {url}", rule.id);
+        }
+    }
+}

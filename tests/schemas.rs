@@ -4,7 +4,7 @@
 //! object input schemas), against the JSON Schema 2020-12 meta-schema, and against the `Tool`
 //! definition of each revision's official schema in `tests/spec/`.
 //!
-//! A snapshot that looks wrong is fixed in `sake-runtime/src/schema.rs`, never by hand.
+//! A snapshot that looks wrong is fixed in `sake-runtime/src/schema/mod.rs`, never by hand.
 
 // The argument types are only deserialized, never read.
 #![allow(dead_code)]
