@@ -76,9 +76,20 @@ pub(crate) fn all(root: &Value) -> Vec<(String, String)> {
 /// Whether following the `$ref` at `target` can lead back to it: a recursive type, which no
 /// amount of inlining removes.
 pub(crate) fn is_recursive(root: &Value, target: &str) -> bool {
-    fn reaches(root: &Value, from: &str, goal: &str, stack: &mut Vec<String>) -> bool {
-        if stack.len() > MAX_DEPTH || stack.iter().any(|s| s == from) {
-            return stack.len() > MAX_DEPTH;
+    /// `done`: subschemas already shown not to lead back, so a definition used many times
+    /// is explored once.
+    fn reaches(
+        root: &Value,
+        from: &str,
+        goal: &str,
+        stack: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> bool {
+        if stack.len() > MAX_DEPTH {
+            return true;
+        }
+        if stack.iter().any(|s| s == from) || done.iter().any(|s| s == from) {
+            return false;
         }
         let Some(sub) = root.pointer(from) else {
             return false;
@@ -91,19 +102,22 @@ pub(crate) fn is_recursive(root: &Value, target: &str) -> bool {
                 hit = next == goal
                     || goal.starts_with(&format!("{next}/"))
                     || next.is_empty()
-                    || reaches(root, &next, goal, stack);
+                    || reaches(root, &next, goal, stack, done);
             }
             if hit {
                 break;
             }
         }
         stack.pop();
+        if !hit {
+            done.push(from.to_owned());
+        }
         hit
     }
     if target.is_empty() {
         return true;
     }
-    reaches(root, target, target, &mut Vec::new())
+    reaches(root, target, target, &mut Vec::new(), &mut Vec::new())
 }
 
 /// Whether the `$ref` can be inlined: it resolves in the document and is not recursive.
@@ -116,7 +130,8 @@ pub(crate) fn inlinable(root: &Value, reference: &str) -> bool {
 /// refers into them any more.
 pub(crate) fn inline(root: &mut Value) {
     let original = root.clone();
-    inline_node(&original, root, 0);
+    let mut budget = MAX_INLINES;
+    inline_node(&original, root, 0, &mut budget);
     let left = all(root);
     if let Value::Object(obj) = root {
         for key in ["$defs", "definitions"] {
@@ -128,8 +143,12 @@ pub(crate) fn inline(root: &mut Value) {
     }
 }
 
-fn inline_node(original: &Value, node: &mut Value, depth: usize) {
-    if depth > MAX_DEPTH {
+/// How many `$ref`s one document may have inlined: a schema whose definitions refer to each
+/// other many times over would otherwise grow exponentially. What is left stays a `$ref`.
+const MAX_INLINES: usize = 10_000;
+
+fn inline_node(original: &Value, node: &mut Value, depth: usize, budget: &mut usize) {
+    if depth > MAX_DEPTH || *budget == 0 {
         return;
     }
     let Value::Object(obj) = node else {
@@ -140,6 +159,7 @@ fn inline_node(original: &Value, node: &mut Value, depth: usize) {
         && !is_recursive(original, &target)
         && let Some(Value::Object(found)) = original.pointer(&target)
     {
+        *budget -= 1;
         let mut merged: Map<String, Value> = found.clone();
         merged.shift_remove("$anchor");
         merged.shift_remove("$dynamicAnchor");
@@ -149,24 +169,24 @@ fn inline_node(original: &Value, node: &mut Value, depth: usize) {
         }
         *obj = merged;
         // The copy may hold `$ref`s of its own.
-        inline_node(original, node, depth + 1);
+        inline_node(original, node, depth + 1, budget);
         return;
     }
     for (key, value) in obj.iter_mut() {
         let key = key.as_str();
         if walk::ONE.contains(&key) {
-            inline_node(original, value, depth + 1);
+            inline_node(original, value, depth + 1, budget);
         } else if walk::MANY.contains(&key)
             && let Value::Array(items) = value
         {
             for sub in items {
-                inline_node(original, sub, depth + 1);
+                inline_node(original, sub, depth + 1, budget);
             }
         } else if walk::MAP.contains(&key)
             && let Value::Object(map) = value
         {
             for sub in map.values_mut() {
-                inline_node(original, sub, depth + 1);
+                inline_node(original, sub, depth + 1, budget);
             }
         }
     }
