@@ -369,6 +369,34 @@ fn openai_type() {
 }
 
 #[test]
+fn openai_array_items() {
+    let s = json!({
+        "type": "object",
+        "properties": {
+            "list": {"type": "array"},
+            "either": {"type": ["string", "array"]},
+            "pair": {"type": "array", "prefixItems": [{"type": "string"}], "items": false},
+            "ok": {"type": "array", "items": {"type": "string"}}
+        },
+        "required": ["list", "either", "pair", "ok"],
+        "additionalProperties": false
+    });
+    assert_eq!(
+        of_rule(Profile::OpenAiStrict, "openai.array-items", &s),
+        [
+            (p("/properties/list"), false),
+            (p("/properties/either"), false)
+        ]
+    );
+    let f = check(Profile::OpenAiStrict, Part::InputSchema, &s);
+    assert_eq!(f[0].message, "field `list` is an array without `items`");
+    assert_eq!(
+        f[0].fix.how,
+        "give the array an element type (a `Vec<T>` of a concrete `T`)"
+    );
+}
+
+#[test]
 fn openai_format_and_default() {
     let s = json!({
         "type": "object",
