@@ -13,6 +13,7 @@ pub mod auth;
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
+pub mod compat;
 mod error;
 pub(crate) mod handler;
 #[cfg(feature = "internals")]

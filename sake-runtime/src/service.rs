@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::compat;
 use crate::error::Error;
 use crate::handler::events::Notifier;
 use crate::handler::state::StateMap;
@@ -34,6 +35,7 @@ pub struct Server {
     pub(crate) config: Config,
     pub(crate) http: HttpConfig,
     states: StateMap,
+    schema_compat: compat::Startup,
     principal: Option<PrincipalFn>,
 }
 
@@ -46,6 +48,7 @@ impl Server {
             config: Config::default(),
             http: HttpConfig::default(),
             states: StateMap::default(),
+            schema_compat: compat::Startup::default(),
             principal: None,
         }
     }
@@ -57,6 +60,7 @@ impl Server {
             config: Config::default(),
             http: HttpConfig::default(),
             states: StateMap::default(),
+            schema_compat: compat::Startup::default(),
             principal: None,
         }
     }
@@ -315,13 +319,43 @@ impl Server {
         self
     }
 
+    /// Checks every tool's schemas at start-up against client profiles (see
+    /// [`compat`](crate::compat)): each finding is logged with `tracing::warn!`; with
+    /// [`Severity::Deny`](compat::Severity::Deny), a finding of level error stops start-up
+    /// with [`Error::IncompatibleSchemas`]. Off by default. What is checked is what is served
+    /// (after [`Server::normalize_schemas`], if set).
+    pub fn check_schemas(
+        mut self,
+        profiles: impl IntoIterator<Item = compat::Profile>,
+        severity: compat::Severity,
+    ) -> Self {
+        self.schema_compat.check = profiles.into_iter().collect();
+        self.schema_compat.severity = severity;
+        self
+    }
+
+    /// Serves tool schemas normalised for these profiles, in order (see
+    /// [`compat::normalize`]): every revision's `tools/list` shows the normalised copies
+    /// instead of the schemas as written. Off by default, and meant for a server whose clients
+    /// all read through one provider: the normalised schemas can be less precise (dropped
+    /// keywords, `null` allowed for optional properties), and what one profile needs another
+    /// may refuse.
+    pub fn normalize_schemas(
+        mut self,
+        profiles: impl IntoIterator<Item = compat::Profile>,
+    ) -> Self {
+        self.schema_compat.normalize = profiles.into_iter().collect();
+        self
+    }
+
     /// Collects and validates everything, and builds each revision's lists: what serving
     /// does first. Fails on duplicate names and invalid definitions.
     pub fn build(self) -> Result<Service, Error> {
-        let registry = match self.registry {
+        let mut registry = match self.registry {
             Some(r) => r?,
             None => Registry::collect()?,
         };
+        compat::at_startup(&mut registry, &self.schema_compat)?;
         let shared = Arc::new(Shared::new(
             registry,
             self.config,

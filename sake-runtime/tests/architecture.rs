@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 
 /// The runtime's top-level modules and their layers (0 is the bottom).
 const LAYERS: &[(&str, u8)] = &[
-    ("error", 0),
     ("signing", 0),
     ("protocol", 1),
     ("schema", 2),
@@ -23,18 +22,22 @@ const LAYERS: &[(&str, u8)] = &[
     ("net", 2),
     ("handler", 3),
     ("registry", 4),
+    // Start-up errors name registry and schema findings.
+    ("error", 4),
+    // Schema compatibility reports check the registry's tools.
+    ("compat", 4),
     ("server", 5),
     ("transport", 6),
     ("service", 7),
     ("testing", 7),
     // Re-exports internals for sake's own fuzz targets and benches.
-    ("fuzzing", 7),
+    ("internals", 7),
     ("client", 8),
     ("lib", 9),
 ];
 
 /// What the client may use besides itself: it is a peer of the server, not a user of it.
-const CLIENT_MAY_USE: &[&str] = &["error", "protocol", "auth", "net"];
+const CLIENT_MAY_USE: &[&str] = &["protocol", "auth", "net"];
 
 /// The files of `protocol/`, in the order they may import each other.
 const PROTOCOL_ORDER: &[(&str, u8)] = &[
