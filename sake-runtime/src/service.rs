@@ -404,6 +404,15 @@ impl Server {
     }
 }
 
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.config.info.name)
+            .field("path", &self.http.path)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A built server: cheap to clone, ready to serve.
 #[derive(Clone)]
 pub struct Service {

@@ -75,7 +75,7 @@ pub fn resource_templates(rev: Revision) -> Result<Value, Error> {
 
 /// The compatibility report of every tool of this binary for one client profile: each
 /// finding names the tool, the JSON pointer into its schema, the rule and the fix (see
-/// [`compat`](crate::compat)). It serializes for `insta::assert_json_snapshot!`
+/// [`compat`]). It serializes for `insta::assert_json_snapshot!`
 /// and displays for people.
 ///
 /// ```standalone_crate

@@ -95,6 +95,7 @@ pub enum TaskSupport {
 }
 
 /// A tool, as `#[tool]` registers it.
+#[derive(Debug)]
 pub struct ToolDef {
     /// The tool's name.
     pub name: &'static str,
@@ -156,6 +157,7 @@ where
 }
 
 /// A prompt, as `#[prompt]` registers it.
+#[derive(Debug)]
 pub struct PromptDef {
     /// The prompt's name.
     pub name: &'static str,
@@ -204,6 +206,7 @@ impl ResourceRequest {
 }
 
 /// A resource or resource template, as `#[resource]` registers it.
+#[derive(Debug)]
 pub struct ResourceDef {
     /// The URI, or the RFC 6570 level-1 template.
     pub uri: &'static str,
@@ -288,6 +291,7 @@ pub fn assert_header_argument<T: HeaderArgument>() {}
 ///
 /// Generated code builds it once, in a `const` generic over the argument types: that is the
 /// one place where the argument types must qualify.
+#[allow(missing_debug_implementations)] // Compile-time glue, never printed.
 pub struct ArgsGlue<A, E> {
     /// Builds the schema of `A`.
     pub schema: fn() -> Value,
@@ -509,6 +513,7 @@ impl<T: IntoCallToolResult, E: Display> IntoCallToolResult for Result<T, E> {
 }
 
 /// Probes a return type for its conversion (see the module comment).
+#[allow(missing_debug_implementations)] // Compile-time glue, never printed.
 pub struct Probe<T: ?Sized>(PhantomData<T>);
 
 // Level 0 takes the probe by value through three dereferences: it must be `Copy`.
@@ -525,10 +530,13 @@ impl<T: ?Sized> Probe<T> {
 }
 
 /// The conversion of content return types.
+#[allow(missing_debug_implementations)] // Compile-time glue, never printed.
 pub struct ContentKind<T>(PhantomData<T>);
 /// The conversion of `Result<T: Serialize + JsonSchema, E: Display>`.
+#[allow(missing_debug_implementations)] // Compile-time glue, never printed.
 pub struct ResultStructuredKind<T, E>(PhantomData<(T, E)>);
 /// The conversion of `T: Serialize + JsonSchema`.
+#[allow(missing_debug_implementations)] // Compile-time glue, never printed.
 pub struct StructuredKind<T>(PhantomData<T>);
 
 /// Level 3.
@@ -569,6 +577,7 @@ pub trait ViaNothing<T>: Sized {
 impl<T> ViaNothing<T> for Probe<T> {}
 
 /// The conversion of a type a tool cannot return (a compile error where it is used).
+#[allow(missing_debug_implementations)] // Compile-time glue, never printed.
 pub struct NoKind<T>(PhantomData<T>);
 
 impl<T> NoKind<T> {
