@@ -12,6 +12,8 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod handler;
+#[cfg(any(feature = "auth", feature = "client"))]
+mod net;
 pub mod protocol;
 pub mod registry;
 pub mod schema;
