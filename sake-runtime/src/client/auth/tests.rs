@@ -1,0 +1,1 @@
+//! Tests of the authorization flow against fake authorization and MCP servers.
