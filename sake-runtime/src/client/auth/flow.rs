@@ -70,6 +70,9 @@ struct Inner {
     store: Arc<dyn TokenStore>,
     fetcher: Fetcher,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// The metadata of each authorization server, as last fetched (refreshing uses it; an
+    /// authorization fetches it anew).
+    metadata: Mutex<HashMap<String, ServerMetadata>>,
 }
 
 /// The OAuth 2.1 client of the MCP authorization pages: an [`Auth`] that obtains, keeps and
@@ -284,13 +287,16 @@ impl OAuth {
                 tokens.issuer
             )));
         };
-        let meta = discovery::authorization_server(
-            &self.inner.fetcher,
-            &tokens.issuer,
-            true,
-            self.inner.insecure,
-        )
-        .await?;
+        let known = self
+            .inner
+            .metadata
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&tokens.issuer).cloned());
+        let meta = match known {
+            Some(m) => m,
+            None => self.server_metadata(&tokens.issuer, true).await?,
+        };
         checked(&meta.token_endpoint, self.inner.insecure)?;
         let client = self.client_for(&meta, None).await?;
         let endpoint = Endpoint {
@@ -323,6 +329,28 @@ impl OAuth {
         }
         tracing::info!(server, issuer = %meta.issuer, "refreshed the access token");
         self.save(server, slot, fresh).await
+    }
+
+    /// Fetches the metadata of `issuer`, and remembers it.
+    async fn server_metadata(
+        &self,
+        issuer: &str,
+        legacy: bool,
+    ) -> Result<ServerMetadata, OAuthError> {
+        let meta = discovery::authorization_server(
+            &self.inner.fetcher,
+            issuer,
+            legacy,
+            self.inner.insecure,
+        )
+        .await?;
+        if let Ok(mut m) = self.inner.metadata.lock() {
+            if m.len() >= MAX_SERVERS && !m.contains_key(issuer) {
+                m.clear();
+            }
+            m.insert(issuer.to_owned(), meta.clone());
+        }
+        Ok(meta)
     }
 
     /// The client to present to the authorization server of `meta`, in the order of the MCP
@@ -424,13 +452,7 @@ impl OAuth {
         issuer: &str,
         mut scopes: Vec<String>,
     ) -> Result<(), OAuthError> {
-        let meta = discovery::authorization_server(
-            &self.inner.fetcher,
-            issuer,
-            prm.is_none(),
-            self.inner.insecure,
-        )
-        .await?;
+        let meta = self.server_metadata(issuer, prm.is_none()).await?;
         checked(&meta.token_endpoint, self.inner.insecure)?;
         // RFC 8707: the resource exactly as the protected resource metadata publishes it;
         // without metadata (2025-03-26), the server's URL.
@@ -635,7 +657,10 @@ impl OAuth {
                 if let Some(t) = &held {
                     if t.issuer == issuer {
                         prior = t.requested_scopes.clone();
-                        if t.refresh_token.is_some() && st.last != Some(Renewal::Refreshed) {
+                        // Refreshed for this very request already, and still refused: the
+                        // refresh does not help.
+                        let refreshed = r.retries > 0 && st.last == Some(Renewal::Refreshed);
+                        if t.refresh_token.is_some() && !refreshed {
                             match self.refresh_tokens(server, &slot, t).await {
                                 Ok(()) => {
                                     st.last = Some(Renewal::Refreshed);
@@ -902,6 +927,7 @@ impl OAuthBuilder {
                 store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
                 fetcher,
                 slots: Mutex::new(HashMap::new()),
+                metadata: Mutex::new(HashMap::new()),
             }),
         })
     }
