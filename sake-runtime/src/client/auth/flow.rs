@@ -356,11 +356,11 @@ impl OAuth {
     /// The client to present to the authorization server of `meta`, in the order of the MCP
     /// authorization pages ("Client Registration"): pre-registered, Client ID Metadata
     /// Document, a registration kept from before, dynamic registration. `register_for`: the
-    /// redirect URI and scope to register with, when registering is allowed.
+    /// redirect URI to register with, when registering is allowed.
     async fn client_for(
         &self,
         meta: &ServerMetadata,
-        register_for: Option<(&str, Option<String>)>,
+        register_for: Option<&str>,
     ) -> Result<RegisteredClient, OAuthError> {
         let issuer = &meta.issuer;
         if let Some(client) = &self.inner.pre_registered {
@@ -396,7 +396,7 @@ impl OAuth {
         {
             return Ok(kept);
         }
-        let Some((redirect_uri, scope)) = register_for else {
+        let Some(redirect_uri) = register_for else {
             return Err(OAuthError::NoRegistration {
                 issuer: issuer.clone(),
                 reason: "the registration made with it is gone".into(),
@@ -432,7 +432,6 @@ impl OAuth {
                 application_type: self.inner.application_type,
                 supported: meta.token_endpoint_auth_methods_supported.as_deref(),
                 refresh: self.inner.refresh_tokens,
-                scope,
             },
         )
         .await?;
@@ -501,9 +500,7 @@ impl OAuth {
         checked(authorization_endpoint, self.inner.insecure)?;
         let redirect_uri = user.redirect_uri();
         let scope = (!scopes.is_empty()).then(|| scopes.join(" "));
-        let client = self
-            .client_for(meta, Some((&redirect_uri, scope.clone())))
-            .await?;
+        let client = self.client_for(meta, Some(&redirect_uri)).await?;
         let pkce = Pkce::new()?;
         let state = random(16)?;
         let mut params: Vec<(&str, &str)> = vec![

@@ -291,7 +291,6 @@ pub(crate) struct RegistrationRequest<'a> {
     /// The `token_endpoint_auth_methods_supported` of the authorization server.
     pub(crate) supported: Option<&'a [String]>,
     pub(crate) refresh: bool,
-    pub(crate) scope: Option<String>,
 }
 
 impl RegistrationRequest<'_> {
@@ -305,24 +304,23 @@ impl RegistrationRequest<'_> {
             .unwrap_or("client_secret_basic")
     }
 
-    /// The client metadata (RFC 7591 section 2).
+    /// The client metadata (RFC 7591 section 2). No `scope`: it would limit the client to
+    /// the scopes of this first authorization (and authorization servers refuse scopes they
+    /// do not know as client metadata, resource scopes included); each authorization request
+    /// names its scopes.
     pub(crate) fn body(&self) -> Value {
         let mut grants = vec!["authorization_code"];
         if self.refresh {
             grants.push("refresh_token");
         }
-        let mut body = json!({
+        json!({
             "client_name": self.client_name,
             "redirect_uris": [self.redirect_uri],
             "grant_types": grants,
             "response_types": ["code"],
             "token_endpoint_auth_method": self.method(),
             "application_type": self.application_type.as_str(),
-        });
-        if let (Some(scope), Some(o)) = (&self.scope, body.as_object_mut()) {
-            o.insert("scope".into(), json!(scope));
-        }
-        body
+        })
     }
 }
 
@@ -456,7 +454,6 @@ mod tests {
             application_type: ApplicationType::Native,
             supported: None,
             refresh: true,
-            scope: None,
         };
         assert_eq!(
             r.body(),
@@ -472,7 +469,6 @@ mod tests {
         r.supported = Some(&supported);
         r.refresh = false;
         r.application_type = ApplicationType::Web;
-        r.scope = Some("a b".into());
         assert_eq!(
             r.body(),
             json!({
@@ -482,7 +478,6 @@ mod tests {
                 "response_types": ["code"],
                 "token_endpoint_auth_method": "client_secret_post",
                 "application_type": "web",
-                "scope": "a b",
             })
         );
     }

@@ -538,7 +538,6 @@ async fn signs_in_with_discovery_registration_pkce_and_the_resource() {
             "response_types": ["code"],
             "token_endpoint_auth_method": "none",
             "application_type": "native",
-            "scope": "mcp:read",
         })
     );
     // The authorization request: PKCE S256, the resource exactly as published, the
@@ -637,7 +636,6 @@ async fn scopes_come_from_the_challenge_else_the_metadata_else_none() {
     let w = World::start("w", Cfg::default()).await;
     connect(&w, &code().build().unwrap()).await.unwrap();
     assert_eq!(w.last("GET", "/authorize").q("scope"), None);
-    assert_eq!(w.last("POST", "/register").json().get("scope"), None);
     // offline_access only when the authorization server lists it, and refresh tokens are
     // wanted.
     let mut metadata = Map::new();
