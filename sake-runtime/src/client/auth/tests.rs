@@ -1489,3 +1489,36 @@ async fn no_secret_appears_in_errors() {
         }
     }
 }
+
+/// A person who takes their time: waits, then signs in headlessly.
+struct Slow(Headless, std::time::Duration);
+
+impl UserStep for Slow {
+    fn redirect_uri(&self) -> String {
+        self.0.redirect_uri()
+    }
+
+    fn authorize<'a>(&'a self, url: &'a str) -> UserStepFuture<'a> {
+        Box::pin(async move {
+            tokio::time::sleep(self.1).await;
+            self.0.authorize(url).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn signing_in_does_not_count_against_the_request_timeout() {
+    let w = World::start("w", Cfg::default()).await;
+    let oauth =
+        OAuth::authorization_code(Slow(Headless::new(), std::time::Duration::from_millis(600)))
+            .build()
+            .unwrap();
+    let client = builder()
+        .timeout(std::time::Duration::from_millis(200))
+        .auth(oauth)
+        .connect(&w.mcp())
+        .await
+        .unwrap();
+    client.list_tools().await.unwrap();
+    assert_eq!(w.count("GET", "/authorize"), 1);
+}
