@@ -2,7 +2,7 @@
 //! it holds per server.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use http::header::AUTHORIZATION;
@@ -10,15 +10,18 @@ use http::{HeaderMap, HeaderValue};
 
 use super::challenge::Challenge;
 use super::discovery::{self, ResourceMetadata, ServerMetadata};
+use super::dpop::{self, Dpop};
 use super::registration::{ApplicationType, RegisteredClient, RegistrationRequest, register};
 use super::store::{MemoryStore, TokenStore, Tokens};
 use super::token::{Endpoint, Grant, Pkce, error_code, random};
 use super::urls::{checked, with_query};
 use super::user::UserStep;
 use super::{Auth, AuthFuture, AuthRequest, OAuthError, Refusal};
-use crate::net::fetch::{Fetcher, Limits};
+use crate::net::fetch::{Fetcher, Limits, Response};
 use crate::net::well_known::split_origin;
 
+/// The header of a DPoP proof (RFC 9449 section 4.1).
+const DPOP: http::HeaderName = http::HeaderName::from_static("dpop");
 /// A token that expires within this margin is refreshed before it is sent.
 const REFRESH_MARGIN: Duration = Duration::from_secs(30);
 /// The most servers one [`OAuth`] keeps state for; beyond, idle ones are forgotten (their
@@ -73,6 +76,10 @@ struct Inner {
     /// The metadata of each authorization server, as last fetched (refreshing uses it; an
     /// authorization fetches it anew).
     metadata: Mutex<HashMap<String, ServerMetadata>>,
+    /// Whether to ask for DPoP-bound tokens where the authorization server offers them.
+    use_dpop: bool,
+    /// The DPoP key, made on first use.
+    dpop: OnceLock<Dpop>,
 }
 
 /// The OAuth 2.1 client of the MCP authorization pages: an [`Auth`] that obtains, keeps and
@@ -115,6 +122,7 @@ pub struct OAuthBuilder {
     insecure: bool,
     store: Option<Arc<dyn TokenStore>>,
     timeout: Duration,
+    dpop: bool,
 }
 
 impl std::fmt::Debug for OAuthBuilder {
@@ -245,21 +253,100 @@ impl OAuth {
             .map_err(|e| OAuthError::Store { reason: e.0 })
     }
 
-    /// The headers that carry `tokens`.
-    fn headers(&self, server: &str, tokens: &Tokens) -> Result<HeaderMap, OAuthError> {
+    /// The headers that carry `tokens` on a `method` request: `Authorization: Bearer`, or
+    /// `Authorization: DPoP` and a fresh proof (RFC 9449 section 7.1).
+    fn headers(
+        &self,
+        server: &str,
+        method: &http::Method,
+        tokens: &Tokens,
+    ) -> Result<HeaderMap, OAuthError> {
         // Tokens go only to https servers (or this machine).
         checked(server, self.inner.insecure)?;
-        let mut value = HeaderValue::from_str(&format!("Bearer {}", tokens.access_token.expose()))
-            .map_err(|_| {
-                OAuthError::protocol(
-                    &tokens.issuer,
-                    "the access token cannot be sent in a header",
-                )
-            })?;
+        let access = tokens.access_token.expose();
+        let dpop = tokens.token_type == "DPoP";
+        let scheme = if dpop { "DPoP" } else { "Bearer" };
+        let mut value = HeaderValue::from_str(&format!("{scheme} {access}")).map_err(|_| {
+            OAuthError::protocol(
+                &tokens.issuer,
+                "the access token cannot be sent in a header",
+            )
+        })?;
         value.set_sensitive(true);
         let mut h = HeaderMap::new();
         h.insert(AUTHORIZATION, value);
+        if dpop {
+            let proof = self
+                .dpop()?
+                .proof(method.as_str(), server, Some(access), server)?;
+            h.insert(DPOP, proof);
+        }
         Ok(h)
+    }
+
+    /// The DPoP key (made on first use).
+    fn dpop(&self) -> Result<&Dpop, OAuthError> {
+        if let Some(d) = self.inner.dpop.get() {
+            return Ok(d);
+        }
+        let made = Dpop::generate()?;
+        let _ = self.inner.dpop.set(made);
+        self.inner
+            .dpop
+            .get()
+            .ok_or_else(|| OAuthError::config("the DPoP key is missing"))
+    }
+
+    /// Whether to ask the authorization server of `meta` for DPoP-bound tokens.
+    fn wants_dpop(&self, meta: &ServerMetadata) -> bool {
+        self.inner.use_dpop
+            && meta
+                .dpop_signing_alg_values_supported
+                .as_ref()
+                .is_some_and(|a| a.iter().any(|x| x == dpop::ALG))
+    }
+
+    /// Sends a token request: with a DPoP proof when `dpop`, once more with the
+    /// authorization server's nonce when it asks for one (RFC 9449 section 8).
+    async fn token_request(
+        &self,
+        endpoint: &Endpoint<'_>,
+        grant: &Grant,
+        dpop: bool,
+    ) -> Result<Response, OAuthError> {
+        let mut retried = false;
+        loop {
+            let mut extra = HeaderMap::new();
+            if dpop {
+                extra.insert(
+                    DPOP,
+                    self.dpop()?
+                        .proof("POST", endpoint.url, None, endpoint.url)?,
+                );
+            }
+            let response = endpoint.send(grant, extra).await?;
+            if !dpop {
+                return Ok(response);
+            }
+            let fresh = response
+                .headers
+                .get("dpop-nonce")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|n| self.dpop().is_ok_and(|d| d.set_nonce(endpoint.url, n)));
+            let wants_nonce = response.status == http::StatusCode::BAD_REQUEST
+                && serde_json::from_slice::<serde_json::Value>(&response.body)
+                    .ok()
+                    .is_some_and(|v| v["error"] == "use_dpop_nonce");
+            if wants_nonce && fresh && !retried {
+                tracing::debug!(
+                    issuer = endpoint.issuer,
+                    "the token endpoint wants a DPoP nonce"
+                );
+                retried = true;
+                continue;
+            }
+            return Ok(response);
+        }
     }
 
     /// The headers `tokens` would be sent with, to compare with what a refused request
@@ -313,7 +400,9 @@ impl OAuth {
                 ("resource", tokens.resource.clone()),
             ],
         };
-        let response = endpoint.send(&grant, HeaderMap::new()).await?;
+        let response = self
+            .token_request(&endpoint, &grant, tokens.token_type == "DPoP")
+            .await?;
         let mut fresh = endpoint.tokens(
             &grant,
             &response,
@@ -567,7 +656,9 @@ impl OAuth {
                 ("resource", resource.to_owned()),
             ],
         };
-        let response = endpoint.send(&grant, HeaderMap::new()).await?;
+        let response = self
+            .token_request(&endpoint, &grant, self.wants_dpop(meta))
+            .await?;
         endpoint.tokens(&grant, &response, scopes, resource)
     }
 
@@ -593,7 +684,9 @@ impl OAuth {
             grant_type: "client_credentials",
             fields,
         };
-        let response = endpoint.send(&grant, HeaderMap::new()).await?;
+        let response = self
+            .token_request(&endpoint, &grant, self.wants_dpop(meta))
+            .await?;
         endpoint.tokens(&grant, &response, scopes, resource)
     }
 
@@ -609,7 +702,25 @@ impl OAuth {
             return Ok(true);
         }
         let challenges = Challenge::from_headers(r.headers);
-        let bearer = Challenge::bearer(&challenges);
+        // RFC 9449 section 9: a server that wants a nonce in the proof says so; retry with it
+        // (once per new nonce).
+        if let Some(nonce) = r.headers.get("dpop-nonce").and_then(|v| v.to_str().ok())
+            && challenges.iter().any(|c| {
+                c.scheme().eq_ignore_ascii_case("dpop") && c.error() == Some("use_dpop_nonce")
+            })
+            && held.as_ref().is_some_and(|t| t.token_type == "DPoP")
+            && self.dpop()?.set_nonce(server, nonce)
+        {
+            tracing::debug!(server, "the server wants a DPoP nonce");
+            return Ok(true);
+        }
+        // The challenge to follow: Bearer's, or DPoP's (the same parameters, RFC 9449
+        // section 7.1).
+        let bearer = Challenge::bearer(&challenges).or_else(|| {
+            challenges
+                .iter()
+                .find(|c| c.scheme().eq_ignore_ascii_case("dpop"))
+        });
         let challenged = bearer.map(Challenge::scopes).unwrap_or_default();
         match r.status {
             403 => {
@@ -779,7 +890,7 @@ impl Auth for OAuth {
                 }
             }
             match current(&slot) {
-                Some(t) => self.headers(server, &t),
+                Some(t) => self.headers(server, request.method, &t),
                 None => Ok(HeaderMap::new()),
             }
         })
@@ -804,7 +915,17 @@ impl OAuthBuilder {
             insecure: false,
             store: None,
             timeout: Duration::from_secs(30),
+            dpop: true,
         }
+    }
+
+    /// Whether to ask for DPoP-bound tokens (RFC 9449) from authorization servers that
+    /// advertise `ES256` in `dpop_signing_alg_values_supported` (default `true`). A DPoP-bound
+    /// token is useless to anyone without the client's key, which lives in memory only: after
+    /// a restart, persisted DPoP-bound tokens are replaced by a new authorization.
+    pub fn dpop(mut self, enabled: bool) -> Self {
+        self.dpop = enabled;
+        self
     }
 
     /// A client registered with the authorization server ahead of time: used before any
@@ -925,6 +1046,8 @@ impl OAuthBuilder {
                 fetcher,
                 slots: Mutex::new(HashMap::new()),
                 metadata: Mutex::new(HashMap::new()),
+                use_dpop: self.dpop,
+                dpop: OnceLock::new(),
             }),
         })
     }

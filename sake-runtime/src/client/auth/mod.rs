@@ -30,6 +30,7 @@
 
 mod challenge;
 mod discovery;
+mod dpop;
 mod error;
 mod flow;
 mod registration;

@@ -108,6 +108,12 @@ struct Cfg {
     token_error: Option<(u16, Value)>,
     /// The only scopes the authorization server grants (default: whatever is asked).
     grantable: Option<Vec<String>>,
+    /// The token endpoint binds tokens to a DPoP proof when it gets one.
+    dpop: bool,
+    /// The token endpoint wants this nonce in DPoP proofs (RFC 9449 section 8).
+    as_nonce: Option<String>,
+    /// The MCP server wants this nonce in DPoP proofs (RFC 9449 section 9).
+    rs_nonce: Option<String>,
 }
 
 impl Default for Cfg {
@@ -131,6 +137,9 @@ impl Default for Cfg {
             accept_prefix: None,
             token_error: None,
             grantable: None,
+            dpop: false,
+            as_nonce: None,
+            rs_nonce: None,
         }
     }
 }
@@ -339,6 +348,19 @@ impl World {
         if let Some((status, body)) = &cfg.token_error {
             return json(*status, body.clone());
         }
+        let proof = seen.header("dpop").map(claims_of);
+        if let (Some(nonce), Some(p)) = (&cfg.as_nonce, &proof)
+            && p["nonce"].as_str() != Some(nonce)
+        {
+            return (
+                400,
+                vec![
+                    ("content-type".into(), "application/json".into()),
+                    ("dpop-nonce".into(), nonce.clone()),
+                ],
+                json!({"error": "use_dpop_nonce"}).to_string(),
+            );
+        }
         let scopes = match seen.field("grant_type").as_deref() {
             Some("authorization_code") => {
                 let code = seen.field("code").unwrap_or_default();
@@ -374,9 +396,10 @@ impl World {
             .lock()
             .unwrap()
             .insert(access.clone(), scopes.clone());
+        let bound = cfg.dpop && proof.is_some();
         let mut answer = json!({
             "access_token": access,
-            "token_type": "Bearer",
+            "token_type": if bound { "DPoP" } else { "Bearer" },
             "expires_in": cfg.expires_in,
         });
         if !scopes.is_empty() {
@@ -410,8 +433,26 @@ impl World {
         };
         let token = seen
             .header("authorization")
-            .and_then(|h| h.strip_prefix("Bearer "))
+            .and_then(|h| {
+                h.strip_prefix("Bearer ")
+                    .or_else(|| h.strip_prefix("DPoP "))
+            })
             .map(str::to_owned);
+        if let (Some(nonce), Some(proof)) = (&cfg.rs_nonce, seen.header("dpop"))
+            && claims_of(proof)["nonce"].as_str() != Some(nonce)
+        {
+            return (
+                401,
+                vec![
+                    (
+                        "www-authenticate".into(),
+                        format!("DPoP error=\"use_dpop_nonce\", resource_metadata=\"{prm}\""),
+                    ),
+                    ("dpop-nonce".into(), nonce.clone()),
+                ],
+                String::new(),
+            );
+        }
         let granted = token.as_ref().and_then(|t| {
             if cfg
                 .accept_prefix
@@ -480,6 +521,31 @@ async fn handle(State(world): State<World>, req: Request) -> Response {
         b = b.header(k, v);
     }
     b.body(Body::from(Bytes::from(body))).unwrap()
+}
+
+/// The claims of a JWT, unverified.
+fn claims_of(jwt: &str) -> Value {
+    use base64::Engine as _;
+    jwt.split('.')
+        .nth(1)
+        .and_then(|p| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(p)
+                .ok()
+        })
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// Checks a DPoP proof's signature with the key it carries; its claims.
+fn verified_proof(jwt: &str) -> Value {
+    let header = jsonwebtoken::decode_header(jwt).unwrap();
+    assert_eq!(header.typ.as_deref(), Some("dpop+jwt"));
+    let key = jsonwebtoken::DecodingKey::from_jwk(&header.jwk.unwrap()).unwrap();
+    let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::ES256);
+    v.required_spec_claims.clear();
+    v.validate_exp = false;
+    jsonwebtoken::decode::<Value>(jwt, &key, &v).unwrap().claims
 }
 
 /// An authorization code `OAuth` with the headless step.
@@ -1521,4 +1587,111 @@ async fn signing_in_does_not_count_against_the_request_timeout() {
         .unwrap();
     client.list_tools().await.unwrap();
     assert_eq!(w.count("GET", "/authorize"), 1);
+}
+
+// --- DPoP ------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn dpop_bound_tokens_with_fresh_proofs_and_both_nonces() {
+    let mut metadata = Map::new();
+    metadata.insert("dpop_signing_alg_values_supported".into(), json!(["ES256"]));
+    let w = World::start(
+        "w",
+        Cfg {
+            metadata,
+            dpop: true,
+            as_nonce: Some("as-n".into()),
+            rs_nonce: Some("rs-n".into()),
+            ..Cfg::default()
+        },
+    )
+    .await;
+    let oauth = code().build().unwrap();
+    let client = connect(&w, &oauth).await.unwrap();
+    client.list_tools().await.unwrap();
+    assert_eq!(
+        w.lines()[4..],
+        [
+            "GET /authorize",
+            // Without the nonce, refused; with it, a DPoP-bound token.
+            "POST /token",
+            "POST /token",
+            "POST /mcp server/discover",
+            // The same for the MCP server's nonce.
+            "POST /mcp server/discover",
+            "POST /mcp tools/list",
+        ]
+    );
+    let seen = w.seen();
+    let token_url = format!("{}/token", w.base);
+    let first = verified_proof(seen[5].header("dpop").unwrap());
+    let second = verified_proof(seen[6].header("dpop").unwrap());
+    assert_eq!(
+        (first["htm"].as_str(), first["htu"].as_str()),
+        (Some("POST"), Some(token_url.as_str()))
+    );
+    assert_eq!(first.get("nonce"), None);
+    assert_eq!(second["nonce"], "as-n");
+    assert_eq!(second["htu"], token_url);
+    assert_ne!(first["jti"], second["jti"]);
+    let tokens = oauth.tokens(&w.mcp()).await.unwrap().unwrap();
+    assert_eq!(tokens.token_type, "DPoP");
+    let access = tokens.access_token.expose().to_owned();
+    let mut jtis = Vec::new();
+    for s in &seen[7..] {
+        assert_eq!(
+            s.header("authorization"),
+            Some(format!("DPoP {access}").as_str())
+        );
+        let p = verified_proof(s.header("dpop").unwrap());
+        assert_eq!(p["htm"], "POST");
+        assert_eq!(p["htu"], w.mcp());
+        assert_eq!(p["ath"], super::dpop::ath(&access));
+        jtis.push(p["jti"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(
+        verified_proof(seen[7].header("dpop").unwrap()).get("nonce"),
+        None
+    );
+    assert_eq!(
+        verified_proof(seen[8].header("dpop").unwrap())["nonce"],
+        "rs-n"
+    );
+    jtis.dedup();
+    assert_eq!(jtis.len(), 3, "a fresh proof per request");
+    // The same key signs every proof.
+    let key = |s: &Seen| {
+        jsonwebtoken::decode_header(s.header("dpop").unwrap())
+            .unwrap()
+            .jwk
+    };
+    assert_eq!(key(&seen[5]), key(&seen[9]));
+    // Refreshing a DPoP-bound token proves possession too.
+    oauth.refresh(&w.mcp()).await.unwrap();
+    let refresh = w.last("POST", "/token");
+    assert_eq!(
+        refresh.field("grant_type").as_deref(),
+        Some("refresh_token")
+    );
+    assert_eq!(
+        verified_proof(refresh.header("dpop").unwrap())["nonce"],
+        "as-n"
+    );
+    // DPoP off: Bearer tokens, no proofs.
+    let w = World::start(
+        "w",
+        Cfg {
+            metadata: w.st.lock().unwrap().cfg.metadata.clone(),
+            dpop: true,
+            ..Cfg::default()
+        },
+    )
+    .await;
+    let oauth = code().dpop(false).build().unwrap();
+    connect(&w, &oauth).await.unwrap();
+    assert!(w.seen().iter().all(|s| s.header("dpop").is_none()));
+    assert_eq!(
+        oauth.tokens(&w.mcp()).await.unwrap().unwrap().token_type,
+        "Bearer"
+    );
 }
