@@ -1678,10 +1678,11 @@ async fn dpop_bound_tokens_with_fresh_proofs_and_both_nonces() {
         "as-n"
     );
     // DPoP off: Bearer tokens, no proofs.
+    let metadata = w.st.lock().unwrap().cfg.metadata.clone();
     let w = World::start(
         "w",
         Cfg {
-            metadata: w.st.lock().unwrap().cfg.metadata.clone(),
+            metadata,
             dpop: true,
             ..Cfg::default()
         },
