@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use sake::client::auth::{ClientKey, Headless, OAuth, RegisteredClient};
+use sake::client::auth::{ClientKey, Headless, IdJag, OAuth, RegisteredClient, Secret};
 use sake::client::{Client, ClientBuilder, ClientError};
 use sake::{CreateMessageResult, ElicitResult, Role, Root};
 use serde_json::{Map, Value, json};
@@ -136,7 +136,26 @@ fn context_str<'a>(context: Option<&'a Value>, key: &str) -> Option<&'a str> {
 /// scenario checks is made.
 async fn auth(scenario: &str, url: &str, context: Option<&Value>) -> Outcome {
     let id = context_str(context, "client_id");
-    let oauth = if scenario.starts_with("auth/client-credentials") {
+    let oauth = if scenario == "auth/wif-jwt-bearer" {
+        // Workload identity federation: the platform's token is the assertion.
+        let jwt = context_str(context, "valid_jwt").unwrap_or_default();
+        OAuth::jwt_bearer(
+            RegisteredClient::public(id.unwrap_or_default()),
+            Secret::new(jwt),
+        )
+    } else if scenario == "auth/enterprise-managed-authorization" {
+        // The user's ID token, exchanged at the identity provider for an ID-JAG.
+        let idp = IdJag::new(
+            context_str(context, "idp_token_endpoint").unwrap_or_default(),
+            RegisteredClient::public(context_str(context, "idp_client_id").unwrap_or_default()),
+            context_str(context, "idp_id_token").unwrap_or_default(),
+        )?;
+        let client = RegisteredClient::with_secret(
+            id.unwrap_or_default(),
+            context_str(context, "client_secret").unwrap_or_default(),
+        );
+        OAuth::jwt_bearer(client, idp)
+    } else if scenario.starts_with("auth/client-credentials") {
         let id = id.unwrap_or_default();
         let client = match (
             context_str(context, "private_key_pem"),

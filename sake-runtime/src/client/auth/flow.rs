@@ -8,6 +8,7 @@ use std::time::Duration;
 use http::header::AUTHORIZATION;
 use http::{HeaderMap, HeaderValue};
 
+use super::assertion::{AssertionRequest, AssertionSource};
 use super::challenge::Challenge;
 use super::discovery::{self, ResourceMetadata, ServerMetadata};
 use super::dpop::{self, Dpop};
@@ -20,6 +21,8 @@ use super::{Auth, AuthFuture, AuthRequest, OAuthError, Refusal};
 use crate::net::fetch::{Fetcher, Limits, Response};
 use crate::net::well_known::split_origin;
 
+/// The grant type of the JWT bearer grant (RFC 7523 section 2.1).
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 /// The header of a DPoP proof (RFC 9449 section 4.1).
 const DPOP: http::HeaderName = http::HeaderName::from_static("dpop");
 /// A token that expires within this margin is refreshed before it is sent.
@@ -37,6 +40,8 @@ enum GrantKind {
     Code(Arc<dyn UserStep>),
     /// Client credentials (the client acts on its own behalf).
     ClientCredentials,
+    /// A JWT bearer grant (RFC 7523 section 2.1) with assertions from this source.
+    JwtBearer(Arc<dyn AssertionSource>),
 }
 
 /// What the last renewal of a server's tokens was.
@@ -101,6 +106,7 @@ impl std::fmt::Debug for OAuth {
                 &match self.inner.grant {
                     GrantKind::Code(_) => "authorization_code",
                     GrantKind::ClientCredentials => "client_credentials",
+                    GrantKind::JwtBearer(_) => JWT_BEARER,
                 },
             )
             .field("client", &self.inner.pre_registered)
@@ -149,6 +155,17 @@ impl OAuth {
     /// ([`RegisteredClient::with_secret`], [`RegisteredClient::with_key`]).
     pub fn client_credentials(client: RegisteredClient) -> OAuthBuilder {
         OAuthBuilder::new(GrantKind::ClientCredentials).client(client)
+    }
+
+    /// The JWT bearer grant (RFC 7523 section 2.1): the client presents an assertion from
+    /// `source` (a workload identity token, or an [`IdJag`](super::IdJag) from the
+    /// enterprise's identity provider), as the client registered ahead of time. A refused
+    /// grant is not retried, and no other grant is tried.
+    pub fn jwt_bearer(
+        client: RegisteredClient,
+        source: impl AssertionSource + 'static,
+    ) -> OAuthBuilder {
+        OAuthBuilder::new(GrantKind::JwtBearer(Arc::new(source))).client(client)
     }
 
     /// The tokens held for `server` (its URL, as connected to), if any.
@@ -561,6 +578,10 @@ impl OAuth {
                 self.client_credentials_grant(&meta, &resource, &scopes)
                     .await?
             }
+            GrantKind::JwtBearer(source) => {
+                self.jwt_bearer_grant(source.as_ref(), &meta, &resource, &scopes)
+                    .await?
+            }
         };
         tracing::info!(server, issuer, "authorized");
         self.save(server, slot, tokens).await
@@ -682,6 +703,45 @@ impl OAuth {
         }
         let grant = Grant {
             grant_type: "client_credentials",
+            fields,
+        };
+        let response = self
+            .token_request(&endpoint, &grant, self.wants_dpop(meta))
+            .await?;
+        endpoint.tokens(&grant, &response, scopes, resource)
+    }
+
+    async fn jwt_bearer_grant(
+        &self,
+        source: &dyn AssertionSource,
+        meta: &ServerMetadata,
+        resource: &str,
+        scopes: &[String],
+    ) -> Result<Tokens, OAuthError> {
+        let client = self.client_for(meta, None).await?;
+        let assertion = source
+            .assertion(&AssertionRequest {
+                issuer: &meta.issuer,
+                resource,
+                scopes,
+            })
+            .await?;
+        let endpoint = Endpoint {
+            fetcher: &self.inner.fetcher,
+            url: &meta.token_endpoint,
+            issuer: &meta.issuer,
+            client: &client,
+            method: client.method(meta.token_endpoint_auth_methods_supported.as_deref()),
+        };
+        let mut fields = vec![
+            ("assertion", assertion.expose().to_owned()),
+            ("resource", resource.to_owned()),
+        ];
+        if !scopes.is_empty() {
+            fields.push(("scope", scopes.join(" ")));
+        }
+        let grant = Grant {
+            grant_type: JWT_BEARER,
             fields,
         };
         let response = self
@@ -1025,6 +1085,7 @@ impl OAuthBuilder {
                 "the client credentials grant needs a confidential client: RegisteredClient::with_secret or RegisteredClient::with_key",
             ));
         }
+
         let fetcher = Fetcher::new(Limits {
             timeout: self.timeout,
             max_bytes: 1 << 20,

@@ -28,6 +28,7 @@
 //! See `docs/client.md` for the whole story: browsers, headless flows, client credentials,
 //! persistence, and what is refused.
 
+mod assertion;
 mod challenge;
 mod discovery;
 mod dpop;
@@ -49,6 +50,7 @@ use std::sync::Arc;
 use http::header::AUTHORIZATION;
 use http::{HeaderMap, HeaderValue};
 
+pub use self::assertion::{AssertionRequest, AssertionSource, IdJag};
 pub use self::challenge::Challenge;
 pub use self::error::OAuthError;
 pub use self::flow::{OAuth, OAuthBuilder};

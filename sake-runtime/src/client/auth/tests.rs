@@ -381,13 +381,22 @@ impl World {
                     }
                 }
             }
-            Some("client_credentials") => seen
+            Some("client_credentials" | "urn:ietf:params:oauth:grant-type:jwt-bearer") => seen
                 .field("scope")
                 .unwrap_or_default()
                 .split(' ')
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned)
                 .collect(),
+            Some("urn:ietf:params:oauth:grant-type:token-exchange") => {
+                let n = self.next();
+                return json(
+                    200,
+                    json!({"access_token": format!("{}-jag-{n}", self.name),
+                        "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                        "token_type": "N_A"}),
+                );
+            }
             _ => return json(400, json!({"error": "unsupported_grant_type"})),
         };
         let n = self.next();
@@ -405,7 +414,9 @@ impl World {
         if !scopes.is_empty() {
             answer["scope"] = json!(scopes.join(" "));
         }
-        if cfg.refresh && seen.field("grant_type").as_deref() != Some("client_credentials") {
+        if cfg.refresh && seen.field("grant_type").as_deref() == Some("authorization_code")
+            || cfg.refresh && seen.field("grant_type").as_deref() == Some("refresh_token")
+        {
             let rt = format!("{}-rt-{n}", self.name);
             self.st.lock().unwrap().refresh.insert(rt.clone(), scopes);
             answer["refresh_token"] = json!(rt);
@@ -1694,5 +1705,111 @@ async fn dpop_bound_tokens_with_fresh_proofs_and_both_nonces() {
     assert_eq!(
         oauth.tokens(&w.mcp()).await.unwrap().unwrap().token_type,
         "Bearer"
+    );
+}
+
+// --- the JWT bearer grant ----------------------------------------------------------------------------
+
+#[tokio::test]
+async fn jwt_bearer_with_a_workload_token_and_with_an_id_jag() {
+    let w = World::start(
+        "w",
+        Cfg {
+            challenge_scope: Some("jobs".into()),
+            ..Cfg::default()
+        },
+    )
+    .await;
+    let oauth = OAuth::jwt_bearer(RegisteredClient::public("workload"), Secret::new("wl-jwt"))
+        .build()
+        .unwrap();
+    connect(&w, &oauth)
+        .await
+        .unwrap()
+        .list_tools()
+        .await
+        .unwrap();
+    assert_eq!(
+        w.last("POST", "/token").form(),
+        pairs(&[
+            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+            ("assertion", "wl-jwt"),
+            ("resource", &w.mcp()),
+            ("scope", "jobs"),
+            ("client_id", "workload"),
+        ])
+    );
+    assert_eq!(
+        w.count("POST", "/register") + w.count("GET", "/authorize"),
+        0
+    );
+    // A refused grant: the error, after one request; no retry, no other grant.
+    let w = World::start(
+        "w",
+        Cfg {
+            token_error: Some((
+                400,
+                json!({"error": "invalid_grant", "error_description": "expired"}),
+            )),
+            ..Cfg::default()
+        },
+    )
+    .await;
+    let oauth = OAuth::jwt_bearer(RegisteredClient::public("workload"), Secret::new("wl-jwt"))
+        .build()
+        .unwrap();
+    let err = connect(&w, &oauth).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "authorization failed: the token endpoint of {} refused the urn:ietf:params:oauth:grant-type:jwt-bearer request (HTTP 400): invalid_grant (expired)",
+            w.base
+        )
+    );
+    assert_eq!(w.count("POST", "/token"), 1);
+    // Enterprise-managed: the ID token exchanged at the identity provider (RFC 8693) for an
+    // ID-JAG addressed to this authorization server and resource, then presented to it.
+    let idp = World::start("idp", Cfg::default()).await;
+    let w = World::start("w", Cfg::default()).await;
+    let jag = IdJag::new(
+        format!("{}/token", idp.base),
+        RegisteredClient::public("idp-client"),
+        "id-token-1",
+    )
+    .unwrap();
+    let oauth = OAuth::jwt_bearer(RegisteredClient::with_secret("app", "pw"), jag)
+        .build()
+        .unwrap();
+    connect(&w, &oauth).await.unwrap();
+    assert_eq!(
+        idp.last("POST", "/token").form(),
+        pairs(&[
+            (
+                "grant_type",
+                "urn:ietf:params:oauth:grant-type:token-exchange"
+            ),
+            (
+                "requested_token_type",
+                "urn:ietf:params:oauth:token-type:id-jag"
+            ),
+            ("audience", &w.base),
+            ("resource", &w.mcp()),
+            ("subject_token", "id-token-1"),
+            (
+                "subject_token_type",
+                "urn:ietf:params:oauth:token-type:id_token"
+            ),
+            ("client_id", "idp-client"),
+        ])
+    );
+    let token = w.last("POST", "/token");
+    assert_eq!(token.header("authorization"), Some("Basic YXBwOnB3"));
+    assert_eq!(
+        token.form(),
+        pairs(&[
+            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+            ("assertion", "idp-jag-1"),
+            ("resource", &w.mcp()),
+        ])
     );
 }

@@ -65,7 +65,8 @@ pub(crate) fn now() -> u64 {
 
 /// A token request, before the client's authentication.
 pub(crate) struct Grant {
-    /// `authorization_code`, `refresh_token` or `client_credentials`.
+    /// `authorization_code`, `refresh_token`, `client_credentials`, or a URN (JWT bearer,
+    /// token exchange).
     pub(crate) grant_type: &'static str,
     /// The grant's fields (without `grant_type` and the client's authentication).
     pub(crate) fields: Vec<(&'static str, String)>,
