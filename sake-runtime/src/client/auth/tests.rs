@@ -414,8 +414,11 @@ impl World {
         if !scopes.is_empty() {
             answer["scope"] = json!(scopes.join(" "));
         }
-        if cfg.refresh && seen.field("grant_type").as_deref() == Some("authorization_code")
-            || cfg.refresh && seen.field("grant_type").as_deref() == Some("refresh_token")
+        if cfg.refresh
+            && matches!(
+                seen.field("grant_type").as_deref(),
+                Some("authorization_code" | "refresh_token")
+            )
         {
             let rt = format!("{}-rt-{n}", self.name);
             self.st.lock().unwrap().refresh.insert(rt.clone(), scopes);
