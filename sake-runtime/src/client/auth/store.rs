@@ -121,6 +121,34 @@ pub trait TokenStore: Send + Sync {
     ) -> StoreFuture<'a, ()>;
 }
 
+/// A shared store (for several [`OAuth`](super::OAuth) values, or one the application also
+/// reads).
+impl<T: TokenStore + ?Sized> TokenStore for std::sync::Arc<T> {
+    fn load_tokens<'a>(&'a self, server: &'a str) -> StoreFuture<'a, Option<Tokens>> {
+        (**self).load_tokens(server)
+    }
+
+    fn save_tokens<'a>(&'a self, server: &'a str, tokens: &'a Tokens) -> StoreFuture<'a, ()> {
+        (**self).save_tokens(server, tokens)
+    }
+
+    fn clear_tokens<'a>(&'a self, server: &'a str) -> StoreFuture<'a, ()> {
+        (**self).clear_tokens(server)
+    }
+
+    fn load_client<'a>(&'a self, issuer: &'a str) -> StoreFuture<'a, Option<RegisteredClient>> {
+        (**self).load_client(issuer)
+    }
+
+    fn save_client<'a>(
+        &'a self,
+        issuer: &'a str,
+        client: &'a RegisteredClient,
+    ) -> StoreFuture<'a, ()> {
+        (**self).save_client(issuer, client)
+    }
+}
+
 /// How many servers' tokens and issuers' registrations a [`MemoryStore`] keeps; beyond, the
 /// oldest entry goes.
 const MEMORY_CAPACITY: usize = 1024;

@@ -114,6 +114,8 @@ struct Cfg {
     as_nonce: Option<String>,
     /// The MCP server wants this nonce in DPoP proofs (RFC 9449 section 9).
     rs_nonce: Option<String>,
+    /// Refusals of the MCP server wait here, so that several are in flight at once.
+    hold_refusals: Option<Arc<tokio::sync::Barrier>>,
 }
 
 impl Default for Cfg {
@@ -140,6 +142,7 @@ impl Default for Cfg {
             dpop: false,
             as_nonce: None,
             rs_nonce: None,
+            hold_refusals: None,
         }
     }
 }
@@ -530,6 +533,13 @@ async fn handle(State(world): State<World>, req: Request) -> Response {
     };
     world.st.lock().unwrap().seen.push(seen.clone());
     let (status, headers, body) = world.answer(&seen);
+    let hold = world.st.lock().unwrap().cfg.hold_refusals.clone();
+    if let Some(barrier) = hold
+        && status == 401
+        && seen.path == "/mcp"
+    {
+        barrier.wait().await;
+    }
     let mut b = Response::builder().status(status);
     for (k, v) in headers {
         b = b.header(k, v);
@@ -1815,4 +1825,70 @@ async fn jwt_bearer_with_a_workload_token_and_with_an_id_jag() {
             ("resource", &w.mcp()),
         ])
     );
+}
+
+// --- concurrency and persistence ------------------------------------------------------------------
+
+#[tokio::test]
+async fn concurrent_refusals_share_one_authorization() {
+    let w = World::start(
+        "w",
+        Cfg {
+            refresh: false,
+            ..Cfg::default()
+        },
+    )
+    .await;
+    let client = connect(&w, &code().build().unwrap()).await.unwrap();
+    // The server forgets every token: both requests are refused with the same token, at the
+    // same time.
+    w.tokens.lock().unwrap().clear();
+    w.cfg(|c| c.hold_refusals = Some(Arc::new(tokio::sync::Barrier::new(2))));
+    let (a, b) = tokio::join!(client.list_tools(), client.list_tools());
+    a.unwrap();
+    b.unwrap();
+    let refused = w
+        .seen()
+        .iter()
+        .filter(|s| s.path == "/mcp" && s.header("authorization") == Some("Bearer w-at-3"))
+        .count();
+    assert_eq!(refused, 3, "discover, then both lists with the old token");
+    assert_eq!(w.count("GET", "/authorize"), 2, "{:?}", w.lines());
+    assert_eq!(w.count("POST", "/register"), 1);
+}
+
+#[tokio::test]
+async fn a_shared_store_carries_tokens_and_registrations_across_instances() {
+    let w = World::start("w", Cfg::default()).await;
+    let store = Arc::new(MemoryStore::new());
+    let first = code().store(Arc::clone(&store)).build().unwrap();
+    connect(&w, &first).await.unwrap();
+    let kept = store.load_tokens(&w.mcp()).await.unwrap().unwrap();
+    assert_eq!(kept.access_token.expose(), "w-at-3");
+    assert_eq!(
+        store
+            .load_client(&w.base)
+            .await
+            .unwrap()
+            .map(|c| c.client_id().to_owned()),
+        Some("w-client-1".to_owned())
+    );
+    // Another run of the application: the stored token at once, and the stored registration
+    // to refresh it.
+    let second = code().store(Arc::clone(&store)).build().unwrap();
+    let client = connect(&w, &second).await.unwrap();
+    assert_eq!(w.count("GET", "/authorize"), 1);
+    assert_eq!(
+        w.last("POST", "/mcp").header("authorization"),
+        Some("Bearer w-at-3")
+    );
+    second.refresh(&w.mcp()).await.unwrap();
+    assert_eq!(
+        w.last("POST", "/token").field("client_id").as_deref(),
+        Some("w-client-1")
+    );
+    client.list_tools().await.unwrap();
+    second.sign_out(&w.mcp()).await.unwrap();
+    assert_eq!(store.load_tokens(&w.mcp()).await.unwrap(), None);
+    assert_eq!(w.count("POST", "/register"), 1);
 }
