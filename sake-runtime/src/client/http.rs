@@ -67,23 +67,34 @@ pub(crate) struct Http {
     pub(crate) core: Arc<Core>,
     get_stream: Mutex<Option<AbortOnDrop>>,
     auth: Option<Arc<dyn Auth>>,
-    /// How many authorization flows are running (a request's timeout waits for them).
-    authorizing: AtomicUsize,
+    /// The authorization flows running and when the last ended (a request's timeout waits
+    /// for them).
+    authorizing: Flows,
+}
+
+/// The authorization flows of a transport: how many run, and when the last one ended.
+#[derive(Default)]
+struct Flows {
+    running: AtomicUsize,
+    last_end: Mutex<Option<tokio::time::Instant>>,
 }
 
 /// Counts an authorization flow while it runs.
-struct Authorizing<'a>(&'a AtomicUsize);
+struct Authorizing<'a>(&'a Flows);
 
 impl<'a> Authorizing<'a> {
-    fn start(n: &'a AtomicUsize) -> Self {
-        n.fetch_add(1, Ordering::SeqCst);
-        Authorizing(n)
+    fn start(flows: &'a Flows) -> Self {
+        flows.running.fetch_add(1, Ordering::SeqCst);
+        Authorizing(flows)
     }
 }
 
 impl Drop for Authorizing<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        if let Ok(mut end) = self.0.last_end.lock() {
+            *end = Some(tokio::time::Instant::now());
+        }
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -179,13 +190,20 @@ impl Http {
             core,
             get_stream: Mutex::new(None),
             auth,
-            authorizing: AtomicUsize::new(0),
+            authorizing: Flows::default(),
         })
     }
 
-    /// Whether an authorization flow is running (a user may be signing in).
-    pub(crate) fn is_authorizing(&self) -> bool {
-        self.authorizing.load(Ordering::SeqCst) > 0
+    /// A later deadline for a request whose `timeout` ran out while the transport was
+    /// authorizing (a user may be signing in): `timeout` from now while a flow runs, or from
+    /// the end of the last one; `None` when no flow delayed it.
+    pub(crate) fn extended_deadline(&self, timeout: Duration) -> Option<tokio::time::Instant> {
+        let now = tokio::time::Instant::now();
+        if self.authorizing.running.load(Ordering::SeqCst) > 0 {
+            return Some(now + timeout);
+        }
+        let end = (*self.authorizing.last_end.lock().ok()?)?;
+        Some(end + timeout).filter(|d| *d > now)
     }
 
     /// Sends one request with the [`Auth`]'s credentials; a `401` or `403` goes to the
@@ -242,7 +260,9 @@ impl Http {
             }
             let (parts, body_in) = resp.into_parts();
             // Read what is left so that the connection can be used again.
-            let _ = read_body(body_in, MAX_REFUSAL_BODY).await;
+            let refusal_body = read_body(body_in, MAX_REFUSAL_BODY)
+                .await
+                .unwrap_or_default();
             let renewed = {
                 let _flow = Authorizing::start(&self.authorizing);
                 auth.refused(&Refusal {
@@ -267,7 +287,7 @@ impl Http {
                 } else {
                     ClientError::Http {
                         status: status.as_u16(),
-                        body: String::new(),
+                        body: clip(&String::from_utf8_lossy(&refusal_body)),
                     }
                 });
             }

@@ -99,9 +99,9 @@ impl Client {
         };
         // The time a user spends signing in (an authorization flow of the transport) does not
         // count: the deadline moves while one runs.
-        let authorizing = || match &self.inner.transport {
-            Transport::Http(h) => h.is_authorizing(),
-            Transport::Stdio(_) => false,
+        let extended = || match &self.inner.transport {
+            Transport::Http(h) => h.extended_deadline(t),
+            Transport::Stdio(_) => None,
         };
         tokio::pin!(fut);
         let sleep = tokio::time::sleep(t);
@@ -110,8 +110,8 @@ impl Client {
             tokio::select! {
                 out = &mut fut => return out,
                 () = &mut sleep => {
-                    if authorizing() {
-                        sleep.as_mut().reset(tokio::time::Instant::now() + t);
+                    if let Some(later) = extended() {
+                        sleep.as_mut().reset(later);
                         continue;
                     }
                     return Err(ClientError::Timeout {

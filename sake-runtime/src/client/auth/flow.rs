@@ -609,6 +609,8 @@ impl OAuth {
         };
         checked(authorization_endpoint, self.inner.insecure)?;
         let redirect_uri = user.redirect_uri();
+        // "Communication Security": a redirect URI is on this machine, or https.
+        checked(&redirect_uri, self.inner.insecure)?;
         let scope = (!scopes.is_empty()).then(|| scopes.join(" "));
         let client = self.client_for(meta, Some(&redirect_uri)).await?;
         let pkce = Pkce::new()?;
@@ -889,7 +891,13 @@ impl OAuth {
             discovery::protected_resource(&self.inner.fetcher, server, hinted, self.inner.insecure)
                 .await?;
         let issuer = match &prm {
-            Some(p) => p.authorization_servers[0].clone(),
+            // The first the server lists (RFC 9728 section 7.6 leaves the choice to clients).
+            Some(p) => p.authorization_servers.first().cloned().ok_or_else(|| {
+                OAuthError::ResourceMetadata {
+                    server: server.to_owned(),
+                    reason: format!("the document at {} names no authorization server", p.url),
+                }
+            })?,
             None => {
                 tracing::debug!(
                     server,
