@@ -23,6 +23,9 @@ pub(crate) struct ResourceMetadata {
     pub(crate) resource: String,
     pub(crate) authorization_servers: Vec<String>,
     pub(crate) scopes_supported: Option<Vec<String>>,
+    /// The server takes DPoP-bound tokens (RFC 9728 section 2:
+    /// `dpop_signing_alg_values_supported`, `dpop_bound_access_tokens_required`).
+    pub(crate) dpop: bool,
 }
 
 #[derive(Deserialize)]
@@ -32,6 +35,10 @@ struct RawResourceMetadata {
     authorization_servers: Vec<String>,
     #[serde(default)]
     scopes_supported: Option<Vec<String>>,
+    #[serde(default)]
+    dpop_signing_alg_values_supported: Option<Vec<String>>,
+    #[serde(default)]
+    dpop_bound_access_tokens_required: Option<bool>,
 }
 
 fn unreachable(url: &str, e: &FetchError) -> OAuthError {
@@ -114,6 +121,10 @@ pub(crate) async fn protected_resource(
             resource,
             authorization_servers: servers,
             scopes_supported: raw.scopes_supported.map(bounded),
+            dpop: raw.dpop_bound_access_tokens_required == Some(true)
+                || raw
+                    .dpop_signing_alg_values_supported
+                    .is_some_and(|a| !a.is_empty()),
         }));
     }
     tracing::debug!(server, tried = %tried.join(", "), "no protected resource metadata");

@@ -556,12 +556,17 @@ impl OAuth {
         prm: Option<&ResourceMetadata>,
         issuer: &str,
         mut scopes: Vec<String>,
+        resource_dpop: bool,
     ) -> Result<(), OAuthError> {
         let meta = self.server_metadata(issuer, prm.is_none()).await?;
         checked(&meta.token_endpoint, self.inner.insecure)?;
         // RFC 8707: the resource exactly as the protected resource metadata publishes it;
         // without metadata (2025-03-26), the server's URL.
         let resource = prm.map_or_else(|| canonical(server), |p| p.resource.clone());
+        // DPoP-bound tokens only where both ends take them: the authorization server
+        // advertises ES256, and the server challenges with `DPoP` or its metadata lists DPoP
+        // (RFC 9449 sections 5.1 and 7.1; a server that knows only Bearer refuses them).
+        let dpop = resource_dpop && self.wants_dpop(&meta);
         let tokens = match &self.inner.grant {
             GrantKind::Code(user) => {
                 if self.inner.refresh_tokens
@@ -571,15 +576,15 @@ impl OAuth {
                     // 2026-07-28, "Refresh Tokens": only when the server lists it.
                     scopes.push(OFFLINE_ACCESS.to_owned());
                 }
-                self.code_flow(user.as_ref(), &meta, &resource, &scopes)
+                self.code_flow(user.as_ref(), &meta, &resource, &scopes, dpop)
                     .await?
             }
             GrantKind::ClientCredentials => {
-                self.client_credentials_grant(&meta, &resource, &scopes)
+                self.client_credentials_grant(&meta, &resource, &scopes, dpop)
                     .await?
             }
             GrantKind::JwtBearer(source) => {
-                self.jwt_bearer_grant(source.as_ref(), &meta, &resource, &scopes)
+                self.jwt_bearer_grant(source.as_ref(), &meta, &resource, &scopes, dpop)
                     .await?
             }
         };
@@ -593,6 +598,7 @@ impl OAuth {
         meta: &ServerMetadata,
         resource: &str,
         scopes: &[String],
+        dpop: bool,
     ) -> Result<Tokens, OAuthError> {
         let issuer = meta.issuer.as_str();
         // MCP authorization pages, "Authorization Code Protection": no PKCE, no flow.
@@ -679,9 +685,7 @@ impl OAuth {
                 ("resource", resource.to_owned()),
             ],
         };
-        let response = self
-            .token_request(&endpoint, &grant, self.wants_dpop(meta))
-            .await?;
+        let response = self.token_request(&endpoint, &grant, dpop).await?;
         endpoint.tokens(&grant, &response, scopes, resource)
     }
 
@@ -690,6 +694,7 @@ impl OAuth {
         meta: &ServerMetadata,
         resource: &str,
         scopes: &[String],
+        dpop: bool,
     ) -> Result<Tokens, OAuthError> {
         let client = self.client_for(meta, None).await?;
         let endpoint = Endpoint {
@@ -707,9 +712,7 @@ impl OAuth {
             grant_type: "client_credentials",
             fields,
         };
-        let response = self
-            .token_request(&endpoint, &grant, self.wants_dpop(meta))
-            .await?;
+        let response = self.token_request(&endpoint, &grant, dpop).await?;
         endpoint.tokens(&grant, &response, scopes, resource)
     }
 
@@ -719,6 +722,7 @@ impl OAuth {
         meta: &ServerMetadata,
         resource: &str,
         scopes: &[String],
+        dpop: bool,
     ) -> Result<Tokens, OAuthError> {
         let client = self.client_for(meta, None).await?;
         let assertion = source
@@ -746,9 +750,7 @@ impl OAuth {
             grant_type: JWT_BEARER,
             fields,
         };
-        let response = self
-            .token_request(&endpoint, &grant, self.wants_dpop(meta))
-            .await?;
+        let response = self.token_request(&endpoint, &grant, dpop).await?;
         endpoint.tokens(&grant, &response, scopes, resource)
     }
 
@@ -813,7 +815,8 @@ impl OAuth {
                     self.forget(server, &slot).await?;
                 }
                 tracing::info!(server, scopes = %scopes.join(" "), "the server needs more scopes: re-authorizing");
-                self.authorize(server, &slot, prm.as_ref(), &issuer, scopes)
+                let resource_dpop = dpop_offered(&challenges, prm.as_ref());
+                self.authorize(server, &slot, prm.as_ref(), &issuer, scopes, resource_dpop)
                     .await?;
                 st.last = Some(Renewal::Authorized);
                 Ok(true)
@@ -869,7 +872,8 @@ impl OAuth {
                         scopes.push(s);
                     }
                 }
-                self.authorize(server, &slot, prm.as_ref(), &issuer, scopes)
+                let resource_dpop = dpop_offered(&challenges, prm.as_ref());
+                self.authorize(server, &slot, prm.as_ref(), &issuer, scopes, resource_dpop)
                     .await?;
                 st.last = Some(Renewal::Authorized);
                 Ok(true)
@@ -908,6 +912,15 @@ impl OAuth {
         };
         Ok((prm, issuer))
     }
+}
+
+/// Whether the server takes DPoP-bound tokens: it challenges with the `DPoP` scheme (RFC
+/// 9449 section 7.1), or its metadata lists DPoP algorithms or requires bound tokens.
+fn dpop_offered(challenges: &[Challenge], prm: Option<&ResourceMetadata>) -> bool {
+    challenges
+        .iter()
+        .any(|c| c.scheme().eq_ignore_ascii_case("dpop"))
+        || prm.is_some_and(|p| p.dpop)
 }
 
 /// The canonical URI of a server without protected resource metadata: its URL without a

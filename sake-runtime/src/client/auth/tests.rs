@@ -446,7 +446,9 @@ impl World {
             if cfg.challenge_names_metadata && cfg.prm_path.is_some() {
                 parts.push(format!("resource_metadata=\"{prm}\""));
             }
-            format!("Bearer {}", parts.join(", "))
+            // A server that takes DPoP-bound tokens challenges with that scheme.
+            let scheme = if cfg.dpop { "DPoP" } else { "Bearer" };
+            format!("{scheme} {}", parts.join(", "))
         };
         let token = seen
             .header("authorization")
@@ -1713,6 +1715,24 @@ async fn dpop_bound_tokens_with_fresh_proofs_and_both_nonces() {
     )
     .await;
     let oauth = code().dpop(false).build().unwrap();
+    connect(&w, &oauth).await.unwrap();
+    assert!(w.seen().iter().all(|s| s.header("dpop").is_none()));
+    assert_eq!(
+        oauth.tokens(&w.mcp()).await.unwrap().unwrap().token_type,
+        "Bearer"
+    );
+    // A server that challenges only with Bearer gets bearer tokens, whatever the
+    // authorization server offers.
+    let metadata = w.st.lock().unwrap().cfg.metadata.clone();
+    let w = World::start(
+        "w",
+        Cfg {
+            metadata,
+            ..Cfg::default()
+        },
+    )
+    .await;
+    let oauth = code().build().unwrap();
     connect(&w, &oauth).await.unwrap();
     assert!(w.seen().iter().all(|s| s.header("dpop").is_none()));
     assert_eq!(
