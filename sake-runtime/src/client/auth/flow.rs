@@ -145,6 +145,23 @@ impl std::fmt::Debug for OAuthBuilder {
 impl OAuth {
     /// The authorization code flow with PKCE: when a server asks for authorization, a user
     /// signs in through `user` (a browser, or [`Headless`](super::Headless) in tests).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use sake::client::Client;
+    /// use sake::client::auth::{LoopbackBrowser, OAuth};
+    /// use serde_json::json;
+    ///
+    /// let auth = OAuth::authorization_code(LoopbackBrowser::new()?)
+    ///     .client_name("my-app")
+    ///     .build()?;
+    /// let client = Client::builder()
+    ///     .auth(auth)
+    ///     .connect("https://mcp.example.com/mcp")
+    ///     .await?;
+    /// let report: String = client.call("weekly_report", json!({})).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn authorization_code(user: impl UserStep + 'static) -> OAuthBuilder {
         OAuthBuilder::new(GrantKind::Code(Arc::new(user)))
     }
@@ -153,6 +170,21 @@ impl OAuth {
     /// `io.modelcontextprotocol/oauth-client-credentials`): the application authenticates as
     /// itself with a client registered ahead of time, by secret or by signed JWT
     /// ([`RegisteredClient::with_secret`], [`RegisteredClient::with_key`]).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use sake::client::Client;
+    /// use sake::client::auth::{ClientKey, OAuth, RegisteredClient};
+    ///
+    /// let id = std::env::var("MCP_CLIENT_ID")?;
+    /// let secret = std::env::var("MCP_CLIENT_SECRET")?;
+    /// let auth = OAuth::client_credentials(RegisteredClient::with_secret(id.clone(), secret)).build()?;
+    /// // Or a signed JWT instead of a secret (private_key_jwt, RFC 7523):
+    /// let _signed = RegisteredClient::with_key(id, ClientKey::from_pem(&std::fs::read("key.pem")?, "ES256")?);
+    /// let client = Client::builder().auth(auth).connect("https://mcp.example.com/mcp").await?;
+    /// let tools = client.list_tools().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn client_credentials(client: RegisteredClient) -> OAuthBuilder {
         OAuthBuilder::new(GrantKind::ClientCredentials).client(client)
     }
