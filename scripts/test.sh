@@ -32,6 +32,9 @@ cargo test --workspace --all-targets
 cargo test --workspace --doc
 # Feature `auth`: the verifiers' tests, and the end-to-end test against oidc-provider.
 cargo test -p sake-runtime --features auth --lib --test auth_oidc
+# The client signing in (features `client` and `auth`): its OAuth tests, and end to end
+# against a protected sake server and oidc-provider.
+cargo test -p sake-runtime --features client,auth --lib --test client_oauth
 cargo test -p sake-runtime --features auth --doc
 
 # --- the official conformance suite against the fixture --------------------------------------

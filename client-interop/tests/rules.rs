@@ -146,10 +146,21 @@ async fn a_2026_error_in_a_400_is_no_fallback() {
 
 #[tokio::test]
 async fn unauthorized_is_an_error_and_nothing_is_remembered() {
+    // Without credentials configured: an error that says how to give them.
     let err = assert_fails(|_| Reply::status(401, "Unauthorized")).await;
     assert!(
-        matches!(err, ClientError::Http { status: 401, .. }),
+        matches!(
+            err,
+            ClientError::Unauthorized {
+                status: 401,
+                challenge: None
+            }
+        ),
         "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "the server requires authorization (HTTP 401); give the client credentials with ClientBuilder::auth"
     );
 }
 

@@ -24,6 +24,8 @@ pub mod internals;
 pub mod protocol;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod protocol;
+#[cfg(any(feature = "auth", feature = "client"))]
+mod net;
 pub mod registry;
 pub(crate) mod schema;
 pub(crate) mod server;

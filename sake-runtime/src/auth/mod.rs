@@ -34,7 +34,8 @@ mod cache;
 mod challenge;
 mod discovery;
 mod error;
-pub(crate) mod fetch;
+// The HTTP(S) client, shared with the MCP client (feature `client`).
+use crate::net::fetch;
 mod introspection;
 mod jwt;
 mod keys;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use ::http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::json;
 
+use super::auth::Auth;
 use super::core::{Core, Handlers};
 use super::http::Http;
 use super::negotiate::EraCache;
@@ -36,6 +37,7 @@ pub struct ClientBuilder {
     probe_timeout: Duration,
     max_rounds: usize,
     pin: Option<Revision>,
+    auth: Option<Arc<dyn Auth>>,
 }
 
 impl Default for ClientBuilder {
@@ -50,6 +52,7 @@ impl std::fmt::Debug for ClientBuilder {
             .field("info", &self.info)
             .field("capabilities", &self.handlers.capabilities())
             .field("timeout", &self.timeout)
+            .field("auth", &self.auth.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -67,7 +70,17 @@ impl ClientBuilder {
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             max_rounds: DEFAULT_MAX_ROUNDS,
             pin: None,
+            auth: None,
         }
+    }
+
+    /// Authorizes HTTP requests with `auth`: usually an [`OAuth`](super::auth::OAuth), which
+    /// signs in when the server answers `401` and re-authorizes with more scopes on `403`
+    /// `insufficient_scope`. Not used over stdio (a stdio server takes its credentials from
+    /// its environment).
+    pub fn auth(mut self, auth: impl Auth + 'static) -> Self {
+        self.auth = Some(Arc::new(auth));
+        self
     }
 
     /// Speaks only `revision`: 2026-07-28 without falling back to the handshake, or a
@@ -142,7 +155,9 @@ impl ClientBuilder {
         self
     }
 
-    /// An HTTP header sent with every request (e.g. `Authorization`).
+    /// An HTTP header sent with every request. For a fixed token, prefer
+    /// [`BearerToken`](super::auth::BearerToken) with [`auth`](Self::auth): its value is
+    /// marked sensitive.
     pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.headers.append(name, value);
         self
@@ -167,10 +182,15 @@ impl ClientBuilder {
         self
     }
 
-    /// Connects to a Streamable HTTP endpoint (`http://…`).
+    /// Connects to a Streamable HTTP endpoint (`http://…` or `https://…`).
     pub async fn connect(self, url: &str) -> Result<Client, ClientError> {
         let core = self.core();
-        let http = Arc::new(Http::new(url, self.headers.clone(), Arc::clone(&core))?);
+        let http = Arc::new(Http::new(
+            url,
+            self.headers.clone(),
+            Arc::clone(&core),
+            self.auth.clone(),
+        )?);
         self.start(core, Transport::Http(http), url.to_owned())
             .await
     }
@@ -305,17 +325,10 @@ mod tests {
 
     #[tokio::test]
     async fn unusable_urls_and_commands_are_errors() {
-        let err = Client::connect("https://example.com/mcp")
-            .await
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "invalid server URL \"https://example.com/mcp\": https is not supported by this client; reach TLS servers through a local proxy"
-        );
         let err = Client::connect("ftp://example.com").await.unwrap_err();
         assert_eq!(
             err.to_string(),
-            "invalid server URL \"ftp://example.com\": the URL must start with http://"
+            "invalid server URL \"ftp://example.com\": the URL must start with http:// or https://"
         );
         let err = Client::spawn(tokio::process::Command::new(
             "/nonexistent/sake-test-server",
@@ -323,5 +336,31 @@ mod tests {
         .await
         .unwrap_err();
         assert!(matches!(err, ClientError::Spawn(_)), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn https_urls_speak_tls() {
+        // A plain-HTTP server behind an https URL: the TLS handshake fails, and says so.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            while let Ok((mut s, _)) = listener.accept().await {
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+            }
+        });
+        let err = builder()
+            .connect(&format!("https://127.0.0.1:{port}/mcp"))
+            .await
+            .unwrap_err();
+        match &err {
+            ClientError::Network { url, message } => {
+                assert_eq!(url, &format!("https://127.0.0.1:{port}/mcp"));
+                assert!(message.contains("corrupt message"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -7,7 +7,7 @@ use crate::protocol::types::CallToolResult;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// The URL cannot be used (not `http://`, or malformed).
+    /// The URL cannot be used (not `http://` or `https://`, or malformed).
     #[error("invalid server URL {url:?}: {reason}")]
     InvalidUrl {
         /// The URL as given.
@@ -23,6 +23,20 @@ pub enum ClientError {
         /// The underlying error.
         message: String,
     },
+    /// The server requires authorization (HTTP 401) and the client has no [`Auth`] to get
+    /// it: give one to [`ClientBuilder::auth`](super::ClientBuilder::auth).
+    ///
+    /// [`Auth`]: super::auth::Auth
+    #[error("the server requires authorization (HTTP {status}{}); give the client credentials with ClientBuilder::auth", challenge.as_deref().map(|c| format!(", WWW-Authenticate: {c}")).unwrap_or_default())]
+    Unauthorized {
+        /// The HTTP status.
+        status: u16,
+        /// The `WWW-Authenticate` header, if any (challenges carry no secrets).
+        challenge: Option<String>,
+    },
+    /// Authorization failed: discovery, registration, the user step or the token endpoint.
+    #[error("authorization failed: {0}")]
+    Auth(#[from] super::auth::OAuthError),
     /// The server answered with an HTTP status that carries no JSON-RPC answer.
     #[error("HTTP {status} from the server{}", if body.is_empty() { String::new() } else { format!(": {body}") })]
     Http {

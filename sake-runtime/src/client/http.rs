@@ -1,24 +1,30 @@
-//! Streamable HTTP, both eras, on hyper's HTTP/1 client.
+//! Streamable HTTP, both eras, on hyper's HTTP/1 client (http, and https through rustls).
 //!
 //! Each request is one POST; its answer is a JSON body or an event stream carrying
 //! notifications (and, on the handshake revisions, the server's own requests) before the
 //! response. On the handshake revisions the client also keeps the session id, the
 //! `MCP-Protocol-Version` header, the standalone GET stream, and resumes a dropped stream with
 //! `Last-Event-ID` after the server's `retry` interval.
+//!
+//! With an [`Auth`], every request carries its credentials, and a `401` or `403` is handed to
+//! it; when it renews them, the request is sent again (a few times at most).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_TYPE};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
+use http::header::{ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::oneshot;
 
+use super::auth::{Auth, AuthRequest, Refusal};
 use super::core::{AbortOnDrop, Answer, Core, Msg, clip, parse_message, response_body};
 use super::error::ClientError;
 use super::negotiate::{Body, Exchange};
@@ -35,6 +41,10 @@ const MAX_LINE: usize = 64 << 20;
 const DEFAULT_RETRY: Duration = Duration::from_millis(1000);
 /// How often a dropped stream is resumed before the request is given up.
 const MAX_RESUMES: usize = 5;
+/// How often one request is sent again after its [`Auth`] renewed the credentials.
+const MAX_AUTH_RETRIES: usize = 4;
+/// The longest body of a refusal read (to free the connection).
+const MAX_REFUSAL_BODY: usize = 64 << 10;
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 
@@ -51,11 +61,41 @@ struct Session {
 pub(crate) struct Http {
     pub(crate) url: String,
     uri: http::Uri,
-    hyper: HyperClient<HttpConnector, Full<Bytes>>,
+    hyper: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
     headers: HeaderMap,
     session: Mutex<Session>,
     pub(crate) core: Arc<Core>,
     get_stream: Mutex<Option<AbortOnDrop>>,
+    auth: Option<Arc<dyn Auth>>,
+    /// The authorization flows running and when the last ended (a request's timeout waits
+    /// for them).
+    authorizing: Flows,
+}
+
+/// The authorization flows of a transport: how many run, and when the last one ended.
+#[derive(Default)]
+struct Flows {
+    running: AtomicUsize,
+    last_end: Mutex<Option<tokio::time::Instant>>,
+}
+
+/// Counts an authorization flow while it runs.
+struct Authorizing<'a>(&'a Flows);
+
+impl<'a> Authorizing<'a> {
+    fn start(flows: &'a Flows) -> Self {
+        flows.running.fetch_add(1, Ordering::SeqCst);
+        Authorizing(flows)
+    }
+}
+
+impl Drop for Authorizing<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut end) = self.0.last_end.lock() {
+            *end = Some(tokio::time::Instant::now());
+        }
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Checks a header value before it is sent: visible ASCII and spaces only (no control byte).
@@ -118,26 +158,28 @@ fn json_messages(bytes: &[u8]) -> Vec<Vec<u8>> {
 }
 
 impl Http {
-    pub(crate) fn new(url: &str, headers: HeaderMap, core: Arc<Core>) -> Result<Self, ClientError> {
+    pub(crate) fn new(
+        url: &str,
+        headers: HeaderMap,
+        core: Arc<Core>,
+        auth: Option<Arc<dyn Auth>>,
+    ) -> Result<Self, ClientError> {
         let bad = |reason: String| ClientError::InvalidUrl {
             url: url.to_owned(),
             reason,
         };
         let uri: http::Uri = url.parse().map_err(|e| bad(format!("{e}")))?;
         match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(bad(
-                    "https is not supported by this client; reach TLS servers through a local proxy".into(),
-                ));
-            }
-            _ => return Err(bad("the URL must start with http://".into())),
+            Some("http" | "https") => {}
+            _ => return Err(bad("the URL must start with http:// or https://".into())),
         }
         if uri.host().is_none() {
             return Err(bad("the URL has no host".into()));
         }
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
+        let connector = crate::net::fetch::https_connector().map_err(|e| ClientError::Network {
+            url: url.to_owned(),
+            message: e,
+        })?;
         let hyper = HyperClient::builder(TokioExecutor::new()).build(connector);
         Ok(Http {
             url: url.to_owned(),
@@ -147,7 +189,110 @@ impl Http {
             session: Mutex::new(Session::default()),
             core,
             get_stream: Mutex::new(None),
+            auth,
+            authorizing: Flows::default(),
         })
+    }
+
+    /// A later deadline for a request whose `timeout` ran out while the transport was
+    /// authorizing (a user may be signing in): `timeout` from now while a flow runs, or from
+    /// the end of the last one; `None` when no flow delayed it.
+    pub(crate) fn extended_deadline(&self, timeout: Duration) -> Option<tokio::time::Instant> {
+        let now = tokio::time::Instant::now();
+        if self.authorizing.running.load(Ordering::SeqCst) > 0 {
+            return Some(now + timeout);
+        }
+        let end = (*self.authorizing.last_end.lock().ok()?)?;
+        Some(end + timeout).filter(|d| *d > now)
+    }
+
+    /// Sends one request with the [`Auth`]'s credentials; a `401` or `403` goes to the
+    /// [`Auth`], and the request is sent again when it renewed them. Without an [`Auth`], a
+    /// `401` is [`ClientError::Unauthorized`].
+    async fn send(
+        &self,
+        method: Method,
+        extra: HeaderMap,
+        body: Bytes,
+    ) -> Result<Response<Incoming>, ClientError> {
+        let mut retries = 0;
+        loop {
+            let mut req = self.request(method.clone(), extra.clone(), body.clone())?;
+            let sent = match &self.auth {
+                Some(auth) => {
+                    let credentials = auth
+                        .credentials(&AuthRequest {
+                            server: &self.url,
+                            method: &method,
+                        })
+                        .await?;
+                    for (k, v) in &credentials {
+                        req.headers_mut().insert(k, v.clone());
+                    }
+                    credentials
+                }
+                None => HeaderMap::new(),
+            };
+            let resp = self
+                .hyper
+                .request(req)
+                .await
+                .map_err(|e| self.network(crate::net::fetch::describe(&e)))?;
+            let status = resp.status();
+            if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+                return Ok(resp);
+            }
+            let Some(auth) = &self.auth else {
+                if status == StatusCode::UNAUTHORIZED {
+                    return Err(ClientError::Unauthorized {
+                        status: status.as_u16(),
+                        challenge: resp
+                            .headers()
+                            .get(WWW_AUTHENTICATE)
+                            .and_then(|v| v.to_str().ok())
+                            .map(clip),
+                    });
+                }
+                return Ok(resp);
+            };
+            if retries == MAX_AUTH_RETRIES {
+                return Ok(resp);
+            }
+            let (parts, body_in) = resp.into_parts();
+            // Read what is left so that the connection can be used again.
+            let refusal_body = read_body(body_in, MAX_REFUSAL_BODY)
+                .await
+                .unwrap_or_default();
+            let renewed = {
+                let _flow = Authorizing::start(&self.authorizing);
+                auth.refused(&Refusal {
+                    server: &self.url,
+                    status: status.as_u16(),
+                    headers: &parts.headers,
+                    sent: &sent,
+                    retries,
+                })
+                .await?
+            };
+            if !renewed {
+                return Err(if status == StatusCode::UNAUTHORIZED {
+                    ClientError::Unauthorized {
+                        status: status.as_u16(),
+                        challenge: parts
+                            .headers
+                            .get(WWW_AUTHENTICATE)
+                            .and_then(|v| v.to_str().ok())
+                            .map(clip),
+                    }
+                } else {
+                    ClientError::Http {
+                        status: status.as_u16(),
+                        body: clip(&String::from_utf8_lossy(&refusal_body)),
+                    }
+                });
+            }
+            retries += 1;
+        }
     }
 
     /// Sets the handshake revision (sent as `MCP-Protocol-Version` from now on).
@@ -263,8 +408,7 @@ impl Http {
     ) -> Result<Exchange, ClientError> {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
-        let req = self.request(Method::POST, headers, Bytes::from(body))?;
-        let resp = self.hyper.request(req).await.map_err(|e| self.network(e))?;
+        let resp = self.send(Method::POST, headers, Bytes::from(body)).await?;
         let status = resp.status().as_u16();
         if sessions {
             self.track_session(resp.headers())?;
@@ -385,8 +529,7 @@ impl Http {
                 header_value("Last-Event-ID", last)?,
             );
         }
-        let req = self.request(Method::GET, headers, Bytes::new())?;
-        let resp = self.hyper.request(req).await.map_err(|e| self.network(e))?;
+        let resp = self.send(Method::GET, headers, Bytes::new()).await?;
         if resp.status() != StatusCode::OK || !is_event_stream(resp.headers()) {
             tracing::debug!(status = %resp.status(), "the server offers no GET event stream");
             return Ok(None);
@@ -496,8 +639,7 @@ impl Http {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
-        let req = self.request(Method::POST, headers, Bytes::from(body))?;
-        let resp = self.hyper.request(req).await.map_err(|e| self.network(e))?;
+        let resp = self.send(Method::POST, headers, Bytes::from(body)).await?;
         let status = resp.status().as_u16();
         let bytes = read_body(resp.into_body(), 1 << 20)
             .await
@@ -518,11 +660,9 @@ impl Http {
         }
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, HeaderValue::from_static("*/*"));
-        if let Ok(req) = self.request(Method::DELETE, headers, Bytes::new()) {
-            match self.hyper.request(req).await {
-                Ok(resp) => tracing::debug!(status = %resp.status(), "session ended"),
-                Err(e) => tracing::debug!("DELETE failed: {e}"),
-            }
+        match self.send(Method::DELETE, headers, Bytes::new()).await {
+            Ok(resp) => tracing::debug!(status = %resp.status(), "session ended"),
+            Err(e) => tracing::debug!("DELETE failed: {e}"),
         }
     }
 }

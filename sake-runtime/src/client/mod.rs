@@ -24,7 +24,9 @@
 //   negotiate, the per-revision differences in the revision table, `protocol::version`);
 // - request: one request on the wire (`_meta`, routing headers, the answer's meaning);
 // - rounds: `input_required` rounds; calls: the typed calls; subscribe: notifications;
-// - core, http, sse, stdio: the transports; params: `Mcp-Param-*` values; error: `ClientError`.
+// - core, http, sse, stdio: the transports; params: `Mcp-Param-*` values; error: `ClientError`;
+// - auth: OAuth 2.1 (`sake::client::auth`), which the HTTP transport consults on 401 and 403.
+pub mod auth;
 mod builder;
 mod calls;
 mod connect;

@@ -94,14 +94,32 @@ impl Client {
         method: &str,
         fut: impl Future<Output = Result<T, ClientError>>,
     ) -> Result<T, ClientError> {
-        match self.inner.timeout {
-            None => fut.await,
-            Some(t) => tokio::time::timeout(t, fut).await.unwrap_or_else(|_| {
-                Err(ClientError::Timeout {
-                    method: method.to_owned(),
-                    millis: t.as_millis(),
-                })
-            }),
+        let Some(t) = self.inner.timeout else {
+            return fut.await;
+        };
+        // The time a user spends signing in (an authorization flow of the transport) does not
+        // count: the deadline moves while one runs.
+        let extended = || match &self.inner.transport {
+            Transport::Http(h) => h.extended_deadline(t),
+            Transport::Stdio(_) => None,
+        };
+        tokio::pin!(fut);
+        let sleep = tokio::time::sleep(t);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                out = &mut fut => return out,
+                () = &mut sleep => {
+                    if let Some(later) = extended() {
+                        sleep.as_mut().reset(later);
+                        continue;
+                    }
+                    return Err(ClientError::Timeout {
+                        method: method.to_owned(),
+                        millis: t.as_millis(),
+                    });
+                }
+            }
         }
     }
 
