@@ -496,6 +496,7 @@ macro_rules! hand_written {
             call: never_called,
             requires: &[],
             scopes: &[],
+            principal: false,
             task_support: TaskSupport::Forbidden,
             states: Vec::new,
             location: HERE,

@@ -35,6 +35,9 @@ pub(crate) struct ToolEntry {
     pub headers: Vec<HeaderParam>,
 }
 
+/// Whether a function that names these scopes is shown.
+pub(crate) type Visible<'a> = &'a dyn Fn(&[&str]) -> bool;
+
 /// A registered resource template, parsed.
 pub(crate) struct TemplateEntry {
     pub def: &'static ResourceDef,
@@ -274,6 +277,30 @@ impl Registry {
     }
 
     /// Whether anything offers completions.
+    /// The first function that names scopes or takes the caller's principal, as (kind, name).
+    pub(crate) fn first_scoped(&self) -> Option<(&'static str, &'static str)> {
+        let tool = self
+            .tools
+            .iter()
+            .find(|t| !t.def.scopes.is_empty() || t.def.principal)
+            .map(|t| ("tool", t.def.name));
+        let prompt = || {
+            self.prompts
+                .iter()
+                .find(|p| !p.scopes.is_empty() || p.principal)
+                .map(|p| ("prompt", p.name))
+        };
+        let resource = || {
+            self.resources
+                .iter()
+                .map(|r| *r)
+                .chain(self.templates.iter().map(|t| t.def))
+                .find(|r| !r.scopes.is_empty() || r.principal)
+                .map(|r| ("resource", r.uri))
+        };
+        tool.or_else(prompt).or_else(resource)
+    }
+
     pub(crate) fn has_completions(&self) -> bool {
         self.prompts.iter().any(|p| p.complete.is_some())
             || self.templates.iter().any(|t| t.def.complete.is_some())
@@ -281,35 +308,70 @@ impl Registry {
 
     /// The tools one revision lists, rendered for it.
     pub fn tools_for(&self, rev: Revision) -> Vec<Value> {
+        self.tools_visible(rev, &|_| true)
+    }
+    /// The prompts one revision lists, rendered for it.
+    pub fn prompts_for(&self, rev: Revision) -> Vec<Value> {
+        self.prompts_visible(rev, &|_| true)
+    }
+    /// The static resources one revision lists, rendered for it.
+    pub fn resources_for(&self, rev: Revision) -> Vec<Value> {
+        self.resources_visible(rev, &|_| true)
+    }
+    /// The resource templates one revision lists, rendered for it.
+    pub fn templates_for(&self, rev: Revision) -> Vec<Value> {
+        self.templates_visible(rev, &|_| true)
+    }
+
+    /// The tools `rev` lists whose scopes `visible` accepts.
+    pub(crate) fn tools_visible(&self, rev: Revision, visible: Visible<'_>) -> Vec<Value> {
         self.tools
             .iter()
             .filter(|t| !(rev.features().object_only_schemas && t.legacy_unavailable.is_some()))
+            .filter(|t| visible(t.def.scopes))
             .map(|t| render::tool(&t.listing, rev))
             .collect()
     }
 
-    /// The prompts one revision lists, rendered for it.
-    pub fn prompts_for(&self, rev: Revision) -> Vec<Value> {
+    pub(crate) fn prompts_visible(&self, rev: Revision, visible: Visible<'_>) -> Vec<Value> {
         self.prompts
             .iter()
+            .filter(|p| visible(p.scopes))
             .map(|p| render::prompt(&prompt_listing(p), rev))
             .collect()
     }
 
-    /// The static resources one revision lists, rendered for it.
-    pub fn resources_for(&self, rev: Revision) -> Vec<Value> {
+    pub(crate) fn resources_visible(&self, rev: Revision, visible: Visible<'_>) -> Vec<Value> {
         self.resources
             .iter()
+            .filter(|r| visible(r.scopes))
             .map(|r| render::resource(&resource_listing(r), rev))
             .collect()
     }
 
-    /// The resource templates one revision lists, rendered for it.
-    pub fn templates_for(&self, rev: Revision) -> Vec<Value> {
+    pub(crate) fn templates_visible(&self, rev: Revision, visible: Visible<'_>) -> Vec<Value> {
         self.templates
             .iter()
+            .filter(|t| visible(t.def.scopes))
             .map(|t| render::template(&template_listing(t.def), rev))
             .collect()
+    }
+
+    /// Every distinct set of scopes a function names (without the empty one).
+    #[cfg_attr(not(feature = "auth"), allow(dead_code))]
+    pub(crate) fn scope_sets(&self) -> Vec<&'static [&'static str]> {
+        let mut sets: Vec<&'static [&'static str]> = self
+            .tools
+            .iter()
+            .map(|t| t.def.scopes)
+            .chain(self.prompts.iter().map(|p| p.scopes))
+            .chain(self.resources.iter().map(|r| r.scopes))
+            .chain(self.templates.iter().map(|t| t.def.scopes))
+            .filter(|s| !s.is_empty())
+            .collect();
+        sets.sort();
+        sets.dedup();
+        sets
     }
 }
 

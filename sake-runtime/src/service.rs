@@ -37,6 +37,8 @@ pub struct Server {
     states: StateMap,
     schema_compat: compat::Startup,
     principal: Option<PrincipalFn>,
+    #[cfg(feature = "auth")]
+    authorization: Option<Arc<crate::auth::Authorization>>,
 }
 
 impl Server {
@@ -50,6 +52,8 @@ impl Server {
             states: StateMap::default(),
             schema_compat: compat::Startup::default(),
             principal: None,
+            #[cfg(feature = "auth")]
+            authorization: None,
         }
     }
 
@@ -62,6 +66,8 @@ impl Server {
             states: StateMap::default(),
             schema_compat: compat::Startup::default(),
             principal: None,
+            #[cfg(feature = "auth")]
+            authorization: None,
         }
     }
 
@@ -280,6 +286,18 @@ impl Server {
         self
     }
 
+    /// Makes the server an OAuth 2.1 resource server (feature `auth`): every HTTP request needs
+    /// a bearer token the [`Authorization`](crate::auth::Authorization) accepts, the protected
+    /// resource metadata is served at its well-known URIs, and functions run only for tokens
+    /// with the scopes they name. The verified [`Principal`](crate::auth::Principal) reaches
+    /// them (`Context::principal`), and sessions, `requestState` and tasks are bound to it.
+    #[cfg(feature = "auth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
+    pub fn authorization(mut self, authorization: crate::auth::Authorization) -> Self {
+        self.authorization = Some(Arc::new(authorization));
+        self
+    }
+
     /// The most server-to-client requests (elicitation, sampling, roots of handshake
     /// sessions) waiting for answers at once, over all sessions. A function asking beyond it
     /// gets [`InputError::Unavailable`](crate::InputError::Unavailable). Defaults to 10000.
@@ -361,6 +379,8 @@ impl Server {
             self.config,
             self.states,
             self.principal,
+            #[cfg(feature = "auth")]
+            self.authorization,
         )?);
         let endpoint = Arc::new(Endpoint::new(shared.clone(), self.http)?);
         Ok(Service { shared, endpoint })

@@ -41,6 +41,7 @@ mod jwt;
 mod keys;
 mod metadata;
 mod principal;
+mod server;
 
 #[cfg(test)]
 mod tests;
@@ -60,6 +61,7 @@ pub use metadata::{
     well_known_path, well_known_url,
 };
 pub use principal::Principal;
+pub use server::Authorization;
 
 /// The future a [`TokenVerifier`] returns.
 pub type VerifyFuture<'a> = Pin<Box<dyn Future<Output = Result<Principal, AuthError>> + Send + 'a>>;

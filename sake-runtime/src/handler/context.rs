@@ -167,6 +167,15 @@ impl Context {
         &self.inner.extensions
     }
 
+    /// The caller, as the server's authorization verified them (feature `auth`): subject,
+    /// scopes, client and claims of their token. `None` for an anonymous caller (a server
+    /// without authorization, `Authorization::allow_anonymous`, or stdio without a token).
+    #[cfg(feature = "auth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
+    pub fn principal(&self) -> Option<&crate::auth::Principal> {
+        self.inner.extensions.get::<crate::auth::Principal>()
+    }
+
     /// The name of the tool or prompt, or the URI of the resource, being served.
     pub fn name(&self) -> Option<&str> {
         self.inner.name.as_deref()

@@ -122,6 +122,9 @@ pub struct ToolDef {
     /// The OAuth scopes a caller needs (`scopes("files:read")`), to be checked before the
     /// function runs; empty: none.
     pub scopes: &'static [&'static str],
+    /// Whether it takes the caller's `Principal` (feature `auth`): it then runs only for a
+    /// signed-in caller, and an anonymous one gets the `401` challenge.
+    pub principal: bool,
     /// Whether it may run as a task (`task = "optional"`).
     pub task_support: TaskSupport,
     /// Where it is defined.
@@ -176,6 +179,9 @@ pub struct PromptDef {
     /// The OAuth scopes a caller needs (`scopes("files:read")`), to be checked before the
     /// function runs; empty: none.
     pub scopes: &'static [&'static str],
+    /// Whether it takes the caller's `Principal` (feature `auth`): it then runs only for a
+    /// signed-in caller, and an anonymous one gets the `401` challenge.
+    pub principal: bool,
     /// The `State<T>` types it takes.
     pub states: fn() -> Vec<StateNeed>,
     /// Where it is defined.
@@ -227,6 +233,9 @@ pub struct ResourceDef {
     /// The OAuth scopes a caller needs (`scopes("files:read")`), to be checked before the
     /// function runs; empty: none.
     pub scopes: &'static [&'static str],
+    /// Whether it takes the caller's `Principal` (feature `auth`): it then runs only for a
+    /// signed-in caller, and an anonymous one gets the `401` challenge.
+    pub principal: bool,
     /// The `State<T>` types it takes.
     pub states: fn() -> Vec<StateNeed>,
     /// Where it is defined.
@@ -354,6 +363,40 @@ pub fn missing_state(type_name: &str) -> RpcError {
     RpcError::internal(format!(
         "no state of type {type_name} is registered on this server"
     ))
+}
+
+/// The type of a parameter that takes the caller: `sake::auth::Principal` (the function runs
+/// only for a signed-in caller) or `Option<Principal>`. Not a public API.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not `sake::auth::Principal`",
+    label = "a parameter named by the type `Principal` takes the caller",
+    note = "the caller's principal needs sake's `auth` feature; to take an argument of a type of your own named `Principal`, mark the parameter with #[arg]"
+)]
+pub trait PrincipalParam: Sized {
+    /// The value, from the request's context; `None` for a required principal an anonymous
+    /// caller cannot give.
+    fn from_context(ctx: &Context) -> Option<Self>;
+}
+
+#[cfg(feature = "auth")]
+impl PrincipalParam for crate::auth::Principal {
+    fn from_context(ctx: &Context) -> Option<Self> {
+        ctx.principal().cloned()
+    }
+}
+
+#[cfg(feature = "auth")]
+impl PrincipalParam for Option<crate::auth::Principal> {
+    fn from_context(ctx: &Context) -> Option<Self> {
+        Some(ctx.principal().cloned())
+    }
+}
+
+/// The error of a function that takes a `Principal` run without one (the dispatcher refuses
+/// anonymous callers before; this is the fallback).
+pub fn missing_principal() -> RpcError {
+    RpcError::internal("this function needs a signed-in caller, and the request has none")
 }
 
 /// A future that resolves at once to an internal error as a tool result.

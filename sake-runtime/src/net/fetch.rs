@@ -48,6 +48,7 @@ impl fmt::Display for FetchError {
 #[derive(Debug)]
 pub(crate) struct Response {
     pub(crate) status: StatusCode,
+    #[cfg_attr(not(feature = "client"), allow(dead_code))] // The client's only.
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
 }
@@ -176,6 +177,7 @@ impl Fetcher {
     }
 
     /// Sends one request: `headers` as given (a `User-Agent` is added), `body` as is.
+    #[cfg_attr(not(feature = "client"), allow(dead_code))] // The client's only.
     pub(crate) async fn send(
         &self,
         method: Method,
@@ -304,6 +306,7 @@ pub(crate) fn basic_auth(
 }
 
 /// `fields` as an `application/x-www-form-urlencoded` body.
+#[cfg_attr(not(feature = "client"), allow(dead_code))] // The client's only.
 pub(crate) fn form_body(fields: &[(&str, &str)]) -> String {
     let mut body = String::new();
     for (k, v) in fields {
@@ -320,6 +323,7 @@ pub(crate) fn form_body(fields: &[(&str, &str)]) -> String {
 /// Decodes an `application/x-www-form-urlencoded` string (a query or a form body) into its
 /// pairs, in order: `+` is a space, `%XX` a byte; invalid UTF-8 is replaced. A malformed
 /// escape is kept as written.
+#[cfg_attr(not(feature = "client"), allow(dead_code))] // The client's only.
 pub(crate) fn form_decode(s: &str) -> Vec<(String, String)> {
     fn decode(part: &str) -> String {
         let bytes = part.as_bytes();

@@ -3,6 +3,7 @@
 
 const OAUTH_AS: &str = "/.well-known/oauth-authorization-server";
 const OIDC: &str = "/.well-known/openid-configuration";
+#[cfg_attr(not(feature = "client"), allow(dead_code))] // The client's only.
 const PROTECTED_RESOURCE: &str = "/.well-known/oauth-protected-resource";
 
 /// Splits an absolute URL into `scheme://authority` and the rest (path, query), without
@@ -40,6 +41,7 @@ pub(crate) fn metadata_urls(issuer: &str) -> Vec<String> {
 /// Requirements") say to try them when the challenge names none: the well-known prefix
 /// inserted before the endpoint's path (and query, RFC 9728 section 3.1), then the root. An
 /// endpoint at the root has only the root URL.
+#[cfg_attr(not(feature = "client"), allow(dead_code))] // The client's only.
 pub(crate) fn protected_resource_urls(endpoint: &str) -> Vec<String> {
     let (origin, rest) = split_origin(endpoint);
     let root = format!("{origin}{PROTECTED_RESOURCE}");

@@ -193,10 +193,26 @@ impl Shared {
         };
         match method {
             Method::Discover => Dispatched::Ready(Ok(self.discover.clone())),
-            Method::ToolsList => page(&self.lists(rev).tools, "tools"),
-            Method::PromptsList => page(&self.lists(rev).prompts, "prompts"),
-            Method::ResourcesList => page(&self.lists(rev).resources, "resources"),
-            Method::ResourceTemplatesList => page(&self.lists(rev).templates, "templates"),
+            Method::ToolsList
+            | Method::PromptsList
+            | Method::ResourcesList
+            | Method::ResourceTemplatesList => {
+                #[cfg(feature = "auth")]
+                let filtered = self.caller_lists(&parts.extensions);
+                #[cfg(feature = "auth")]
+                let lists = match &filtered {
+                    Some(all) => &all[rev.index()],
+                    None => self.lists(rev),
+                };
+                #[cfg(not(feature = "auth"))]
+                let lists = self.lists(rev);
+                match method {
+                    Method::ToolsList => page(&lists.tools, "tools"),
+                    Method::PromptsList => page(&lists.prompts, "prompts"),
+                    Method::ResourcesList => page(&lists.resources, "resources"),
+                    _ => page(&lists.templates, "templates"),
+                }
+            }
             Method::ToolsCall => self
                 .call_tool(parts, params)
                 .unwrap_or_else(|e| Dispatched::err(rev, e)),
@@ -322,6 +338,12 @@ impl Shared {
             )));
         }
         let def = entry.def;
+        self.authorize(
+            &parts.extensions,
+            &format!("tool `{name}`"),
+            def.scopes,
+            def.principal,
+        )?;
         let mut missing: Option<serde_json::Value> = None;
         for need in &entry.requires {
             if !need.satisfied_by(&parts.meta.client_capabilities) {
@@ -373,6 +395,12 @@ impl Shared {
             RpcError::invalid_params(format!("Unknown prompt: {name}"))
                 .with_data(json!({ "name": name }))
         })?;
+        self.authorize(
+            &parts.extensions,
+            &format!("prompt `{name}`"),
+            def.scopes,
+            def.principal,
+        )?;
         let arguments = object_or_absent(params.arguments, "arguments")?;
         let key = RoundKey {
             method: "prompts/get",
@@ -413,6 +441,12 @@ impl Shared {
                 .find_map(|t| t.template.matches(&uri).map(|vars| (t.def, vars)))
                 .ok_or_else(|| RpcError::resource_not_found(&uri))?,
         };
+        self.authorize(
+            &parts.extensions,
+            &format!("resource `{uri}`"),
+            def.scopes,
+            def.principal,
+        )?;
         let key = RoundKey {
             method: "resources/read",
             name: Cow::Owned(uri.clone()),

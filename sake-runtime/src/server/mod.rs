@@ -96,6 +96,10 @@ impl Default for Config {
     }
 }
 
+/// How many filtered views of the lists `caller_lists` keeps (each is every revision's lists).
+#[cfg(feature = "auth")]
+const MAX_VIEWS: usize = 64;
+
 /// Pages of a list, each a rendered result object.
 #[derive(Debug, Default)]
 pub(crate) struct Pages(pub Vec<Bytes>);
@@ -128,6 +132,17 @@ pub(crate) struct Shared {
     pub shutdown: tokio_util::sync::CancellationToken,
     pub states: Arc<crate::handler::state::StateMap>,
     pub principal: Option<PrincipalFn>,
+    /// How callers prove who they are (feature `auth`).
+    #[cfg(feature = "auth")]
+    pub auth: Option<Arc<crate::auth::Authorization>>,
+    /// The distinct scope sets functions name, for `caller_lists`.
+    #[cfg(feature = "auth")]
+    scope_sets: Vec<&'static [&'static str]>,
+    /// Filtered lists by view (which of `scope_sets` the caller holds).
+    #[cfg(feature = "auth")]
+    views: std::sync::Mutex<
+        std::collections::HashMap<Vec<bool>, Arc<[RevisionLists; Revision::COUNT]>>,
+    >,
     /// Requests being served (HTTP): bounded by `max_concurrent_requests`.
     pub requests: Arc<tokio::sync::Semaphore>,
     /// Long-lived streams: bounded by `max_streams`.
@@ -141,8 +156,22 @@ impl Shared {
         config: Config,
         states: crate::handler::state::StateMap,
         principal: Option<PrincipalFn>,
+        #[cfg(feature = "auth")] auth: Option<Arc<crate::auth::Authorization>>,
     ) -> Result<Shared, Error> {
         registry.check_states(&states)?;
+        #[cfg(feature = "auth")]
+        let checks_tokens = auth.is_some();
+        #[cfg(not(feature = "auth"))]
+        let checks_tokens = false;
+        if !checks_tokens && let Some((kind, name)) = registry.first_scoped() {
+            return Err(Error::Config(format!(
+                "{kind} `{name}` names scopes or takes the caller's Principal, but the server checks no tokens: configure Server::authorization (feature `auth`)"
+            )));
+        }
+        #[cfg(feature = "auth")]
+        if let Some(a) = &auth {
+            a.check().map_err(Error::Config)?;
+        }
         let env = ResultEnv::new(&config.info, config.cache);
         let list_changed = || ListChangedCapability {
             list_changed: Some(true),
@@ -172,22 +201,7 @@ impl Shared {
             config.max_tracked_sessions,
             config.max_subscriptions_per_session,
         );
-        let mut lists: [RevisionLists; Revision::COUNT] = Default::default();
-        for rev in Revision::ALL {
-            let page = |kind: &str, key: &str, items: Vec<Value>| {
-                paginate(rev, &env, &config, kind, key, items)
-            };
-            lists[rev.index()] = RevisionLists {
-                tools: page("tools", "tools", registry.tools_for(rev)),
-                prompts: page("prompts", "prompts", registry.prompts_for(rev)),
-                resources: page("resources", "resources", registry.resources_for(rev)),
-                templates: page(
-                    "templates",
-                    "resourceTemplates",
-                    registry.templates_for(rev),
-                ),
-            };
-        }
+        let lists = build_lists(&registry, &env, &config, &|_| true);
         let mut discover = json!({
             "supportedVersions": Revision::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
             "capabilities": capabilities,
@@ -211,6 +225,12 @@ impl Shared {
             shutdown: tokio_util::sync::CancellationToken::new(),
             states: Arc::new(states),
             principal,
+            #[cfg(feature = "auth")]
+            auth,
+            #[cfg(feature = "auth")]
+            scope_sets: registry.scope_sets(),
+            #[cfg(feature = "auth")]
+            views: Default::default(),
             requests: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_requests)),
             streams_open: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
             registry,
@@ -222,17 +242,99 @@ impl Shared {
         })
     }
 
-    /// The caller of a request, as a short digest (never the name itself: it travels in
-    /// tokens).
+    /// The caller of a request, as a digest keyed with the server's key (never the name
+    /// itself: it travels in tokens): the verified principal's issuer and subject (feature
+    /// `auth`), or the name `Server::principal` gives. `None` for an anonymous caller.
     pub(crate) fn principal_of(&self, extensions: &http::Extensions) -> Option<String> {
-        use sha2::Digest as _;
-        let name = (self.principal.as_ref()?)(extensions)?;
-        let hash = sha2::Sha256::digest(name.as_bytes());
-        Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&hash[..12]))
+        let name = self.caller_name(extensions)?;
+        Some(
+            self.sessions
+                .signer()
+                .digest(crate::signing::Domain::Principal, &name),
+        )
+    }
+
+    fn caller_name(&self, extensions: &http::Extensions) -> Option<String> {
+        #[cfg(feature = "auth")]
+        if let Some(p) = extensions.get::<crate::auth::Principal>() {
+            return Some(format!(
+                "{}\n{}",
+                p.issuer().unwrap_or_default(),
+                p.subject()
+            ));
+        }
+        (self.principal.as_ref()?)(extensions)
+    }
+
+    /// Whether the caller may run something that needs `scopes` (`what` names it in the
+    /// refusal): an anonymous caller gets 401, a token without all of them 403 naming every
+    /// scope needed (2026-07-28 Authorization, "Insufficient Scope": all at once).
+    pub(crate) fn authorize(
+        &self,
+        extensions: &http::Extensions,
+        what: &str,
+        scopes: &[&str],
+        principal: bool,
+    ) -> Result<(), RpcError> {
+        if scopes.is_empty() && !principal {
+            return Ok(());
+        }
+        #[cfg(feature = "auth")]
+        if let Some(auth) = &self.auth {
+            return match extensions.get::<crate::auth::Principal>() {
+                None => Err(auth.unauthenticated(what, scopes)),
+                Some(p) if auth.missing(p, scopes).is_empty() => Ok(()),
+                Some(_) => Err(auth.insufficient_scope(what, scopes)),
+            };
+        }
+        let _ = extensions;
+        // Start-up refuses scoped functions on a server without authorization.
+        Err(RpcError::internal(format!(
+            "{what} needs a signed-in caller, but this server checks no tokens"
+        )))
     }
 
     pub(crate) fn lists(&self, rev: Revision) -> &RevisionLists {
         &self.lists[rev.index()]
+    }
+
+    /// The lists a caller sees when `Authorization::hide_unauthorized` is on: only what their
+    /// scopes allow. Built once per distinct view (which scope sets the caller holds) and
+    /// kept, at most [`MAX_VIEWS`] of them. `None`: everyone sees the same lists.
+    #[cfg(feature = "auth")]
+    pub(crate) fn caller_lists(
+        &self,
+        extensions: &http::Extensions,
+    ) -> Option<Arc<[RevisionLists; Revision::COUNT]>> {
+        let auth = self.auth.as_ref().filter(|a| a.hide_unauthorized)?;
+        if self.scope_sets.is_empty() {
+            return None;
+        }
+        let principal = extensions.get::<crate::auth::Principal>();
+        let view: Vec<bool> = self
+            .scope_sets
+            .iter()
+            .map(|set| principal.is_some_and(|p| auth.missing(p, set).is_empty()))
+            .collect();
+        if let Some(lists) = self.views.lock().ok()?.get(&view) {
+            return Some(lists.clone());
+        }
+        let sets = &self.scope_sets;
+        let shown = |scopes: &[&str]| {
+            scopes.is_empty()
+                || sets
+                    .iter()
+                    .position(|s| *s == scopes)
+                    .is_some_and(|i| view[i])
+        };
+        let lists = Arc::new(build_lists(&self.registry, &self.env, &self.config, &shown));
+        if let Ok(mut views) = self.views.lock() {
+            if views.len() >= MAX_VIEWS {
+                views.clear();
+            }
+            views.insert(view, lists.clone());
+        }
+        Some(lists)
     }
 }
 
@@ -266,6 +368,35 @@ fn signer(config: &Config) -> Result<Signer, Error> {
                 .ok_or_else(|| Error::Config("no randomness available for a session key".into()))
         }
     }
+}
+
+/// Every revision's lists of what `visible` shows, paged and rendered.
+fn build_lists(
+    registry: &Registry,
+    env: &ResultEnv,
+    config: &Config,
+    visible: crate::registry::Visible<'_>,
+) -> [RevisionLists; Revision::COUNT] {
+    let mut lists: [RevisionLists; Revision::COUNT] = Default::default();
+    for rev in Revision::ALL {
+        let page =
+            |kind: &str, key: &str, items: Vec<Value>| paginate(rev, env, config, kind, key, items);
+        lists[rev.index()] = RevisionLists {
+            tools: page("tools", "tools", registry.tools_visible(rev, visible)),
+            prompts: page("prompts", "prompts", registry.prompts_visible(rev, visible)),
+            resources: page(
+                "resources",
+                "resources",
+                registry.resources_visible(rev, visible),
+            ),
+            templates: page(
+                "templates",
+                "resourceTemplates",
+                registry.templates_visible(rev, visible),
+            ),
+        };
+    }
+    lists
 }
 
 fn paginate(

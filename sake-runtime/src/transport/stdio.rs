@@ -46,6 +46,9 @@ struct Conn {
     session: Mutex<Option<Session>>,
     /// Everything running, cancelled together at EOF.
     all: CancellationToken,
+    /// What every request of the connection carries: the caller, when the environment named
+    /// one (feature `auth`).
+    extensions: http::Extensions,
 }
 
 impl Conn {
@@ -75,6 +78,7 @@ where
             out,
             session: Mutex::new(None),
             all: CancellationToken::new(),
+            extensions: caller(&shared).await?,
         });
         let mut tasks = JoinSet::new();
         let mut reader = BufReader::new(reader);
@@ -135,6 +139,29 @@ where
             }
         }
     }
+}
+
+/// The caller of a stdio connection: with authorization configured and a token in the
+/// environment variable it names (`Authorization::stdio_token_env`), the verified principal;
+/// otherwise anonymous. A token that is refused stops the server: it would run as someone
+/// else than the operator meant.
+async fn caller(shared: &Shared) -> Result<http::Extensions, Error> {
+    #[allow(unused_mut)]
+    let mut extensions = http::Extensions::new();
+    #[cfg(feature = "auth")]
+    if let Some(auth) = &shared.auth
+        && let Some(var) = &auth.stdio_token_var
+        && let Ok(token) = std::env::var(var)
+    {
+        let principal = auth.verifier.verify(token.trim()).await.map_err(|e| {
+            Error::Config(format!("the bearer token in ${var} was not accepted: {e}"))
+        })?;
+        tracing::info!(subject = principal.subject(), "stdio caller from ${var}");
+        extensions.insert(principal);
+    }
+    #[cfg(not(feature = "auth"))]
+    let _ = shared;
+    Ok(extensions)
 }
 
 /// Writes each message as one line. Once `stop` fires it writes what is already queued and
@@ -219,7 +246,7 @@ async fn request(
         return stateless(conn, id, method, &params, tasks, permit).await;
     }
     if method == "initialize" {
-        let msg = match shared.initialize(&params, None) {
+        let msg = match shared.initialize(&params, shared.principal_of(&conn.extensions)) {
             Ok((result, mut session)) => {
                 session.sid = conn.scope.clone();
                 let first = conn
@@ -251,6 +278,7 @@ async fn request(
     };
     let inbound = Inbound {
         sink: Some(conn.out.clone()),
+        extensions: conn.extensions.clone(),
         ..Inbound::default()
     };
     match shared.session_request(&session, &conn.scope, id, method, Ok(params), inbound) {
@@ -311,6 +339,7 @@ async fn stateless(
     let inbound = Inbound {
         sink: Some(conn.out.clone()),
         cancel: Some(cancel.clone()),
+        extensions: conn.extensions.clone(),
         ..Inbound::default()
     };
     let fut: BoxFuture<Option<Vec<u8>>> =
@@ -366,6 +395,7 @@ async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
     };
     let inbound = Inbound {
         sink: Some(conn.out.clone()),
+        extensions: conn.extensions.clone(),
         ..Inbound::default()
     };
     let batch = match conn.shared.batch(&session, text, &conn.scope, inbound) {

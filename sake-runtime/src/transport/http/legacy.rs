@@ -47,8 +47,9 @@ pub(crate) fn session(
     };
     let token = raw.to_str().unwrap_or("").trim();
     let verified = shared.sessions.verify(token).and_then(|s| {
-        // A session opened by one caller is nobody else's.
-        if s.principal.is_some() && s.principal != shared.principal_of(extensions) {
+        // A session opened by one caller is nobody else's: not another caller's, and not an
+        // anonymous caller's either (nor the reverse).
+        if s.principal != shared.principal_of(extensions) {
             Err(Refused::Foreign)
         } else {
             Ok(s)

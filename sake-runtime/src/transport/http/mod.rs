@@ -5,6 +5,8 @@
 //! `MCP-Protocol-Version`) is served statelessly; everything else belongs to the handshake era.
 
 pub(crate) mod admission;
+#[cfg(feature = "auth")]
+mod auth;
 pub mod headers;
 pub(crate) mod legacy;
 pub(crate) mod modern;
@@ -91,7 +93,13 @@ pub(crate) fn router(ep: Arc<Endpoint>) -> Router {
         .get(get)
         .delete(delete)
         .fallback(not_allowed);
-    Router::new().route(&path, endpoint).with_state(ep)
+    let router = Router::new().route(&path, endpoint);
+    #[cfg(feature = "auth")]
+    let router = match &ep.shared.auth {
+        Some(a) => router.merge(auth::metadata_routes(a)),
+        None => router,
+    };
+    router.with_state(ep)
 }
 
 async fn get(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
@@ -99,6 +107,16 @@ async fn get(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
         return sse::error(Era::Legacy, None, &e);
     }
+    #[cfg(feature = "auth")]
+    let request = {
+        let (mut parts, body) = request.into_parts();
+        if let Err(resp) =
+            auth::authenticate(&ep, Era::Legacy, &parts.headers, &mut parts.extensions).await
+        {
+            return resp;
+        }
+        Request::from_parts(parts, body)
+    };
     match legacy::get(&ep, request.headers(), request.extensions()).await {
         Some(resp) => resp,
         None => not_allowed().await,
@@ -110,6 +128,16 @@ async fn delete(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
         return sse::error(Era::Legacy, None, &e);
     }
+    #[cfg(feature = "auth")]
+    let request = {
+        let (mut parts, body) = request.into_parts();
+        if let Err(resp) =
+            auth::authenticate(&ep, Era::Legacy, &parts.headers, &mut parts.extensions).await
+        {
+            return resp;
+        }
+        Request::from_parts(parts, body)
+    };
     match legacy::delete(&ep.shared, request.headers(), request.extensions()) {
         Some(resp) => resp,
         None => not_allowed().await,
@@ -244,6 +272,21 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
         && len > max_body as u64
     {
         return sse::error(Era::Modern, None, &admission::too_large(max_body));
+    }
+    // Who is calling, before the body is read: a request without a usable token costs
+    // nothing more.
+    #[cfg(feature = "auth")]
+    let mut parts = parts;
+    #[cfg(feature = "auth")]
+    if let Err(resp) = auth::authenticate(
+        &ep,
+        header_era(&parts.headers),
+        &parts.headers,
+        &mut parts.extensions,
+    )
+    .await
+    {
+        return resp;
     }
     let body = match tokio::time::timeout(cfg.body_timeout, read_body(body, max_body)).await {
         Ok(Ok(b)) => b,
