@@ -293,7 +293,7 @@ impl Registry {
         let resource = || {
             self.resources
                 .iter()
-                .map(|r| *r)
+                .copied()
                 .chain(self.templates.iter().map(|t| t.def))
                 .find(|r| !r.scopes.is_empty() || r.principal)
                 .map(|r| ("resource", r.uri))
