@@ -16,19 +16,16 @@
 //! exports them). Without them this test fails: it never passes unrun. Needs
 //! `--features client,auth`.
 
+mod oidc;
+
 use std::collections::HashMap;
-use std::io::{BufRead as _, BufReader, Read as _};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::StatusCode;
-use http::header::{AUTHORIZATION, COOKIE, LOCATION, SET_COOKIE, WWW_AUTHENTICATE};
-use http_body_util::{BodyExt as _, Full};
+use http::header::{COOKIE, LOCATION, SET_COOKIE};
+use http_body_util::Full;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -38,201 +35,51 @@ use sake::client::auth::{
     UserStepFuture,
 };
 use sake::prelude::*;
-use sake_runtime::auth::{
-    BearerError, Challenge, JwtVerifier, ProtectedResourceMetadata, TokenVerifier,
-};
-use serde_json::{Value, json};
+use oidc::AuthorizationServer;
+use sake_runtime::auth::{Authorization, JwtVerifier, Principal, TokenVerifier};
+use serde_json::json;
 
 /// Greets whoever the token names.
 #[tool]
-fn hello() -> String {
-    "hello".to_owned()
+fn hello(principal: Principal) -> String {
+    format!("hello {}", principal.subject())
 }
 
-/// Needs the `admin` scope (the layer below checks it).
-#[tool]
+/// Needs the `admin` scope (sake's authorization checks it before it runs).
+#[tool(scopes("admin"))]
 fn admin() -> String {
     "admin done".to_owned()
 }
 
-fn node() -> (String, String) {
-    const HOW: &str = "run the tests through scripts/test.sh, which installs the pinned Node and \
-        oidc-provider into .tools/ and exports SAKE_NODE and SAKE_NODE_MODULES";
-    let node = std::env::var("SAKE_NODE").unwrap_or_else(|_| panic!("SAKE_NODE is not set: {HOW}"));
-    let modules = std::env::var("SAKE_NODE_MODULES")
-        .unwrap_or_else(|_| panic!("SAKE_NODE_MODULES is not set: {HOW}"));
-    (node, modules)
-}
-
-/// The authorization server; killed when dropped.
-struct AuthorizationServer {
-    child: Child,
-    issuer: String,
-}
-
-impl AuthorizationServer {
-    fn start() -> Self {
-        let (node, modules) = node();
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/auth/authorization-server.mjs"
-        );
-        let mut child = Command::new(&node)
-            .arg(script)
-            .arg("0")
-            .env("SAKE_NODE_MODULES", &modules)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run SAKE_NODE={node}: {e}"));
-        let stdout = child.stdout.take().unwrap();
-        let mut stderr = child.stderr.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            let _ = tx.send(lines.next().and_then(Result::ok));
-            for _ in lines {}
-        });
-        let (etx, erx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stderr.read_to_string(&mut s);
-            let _ = etx.send(s);
-        });
-        let line = rx.recv_timeout(Duration::from_secs(30)).ok().flatten();
-        let Some(issuer) = line.as_deref().and_then(|l| l.strip_prefix("ready ")) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            let stderr = erx.recv_timeout(Duration::from_secs(5)).unwrap_or_default();
-            panic!(
-                "the authorization server did not start (first line {line:?}); stderr:\n{stderr}"
-            );
-        };
-        Self {
-            issuer: issuer.to_owned(),
-            child,
-        }
+/// Who the caller is and what the token grants: `subject scope scope…`.
+#[tool]
+fn granted(principal: Principal) -> String {
+    let mut out = principal.subject().to_owned();
+    for s in principal.scopes() {
+        out.push(' ');
+        out.push_str(s);
     }
+    out
 }
 
-impl Drop for AuthorizationServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Who each verified request came from (subject, scopes), in order.
-type Callers = Arc<std::sync::Mutex<Vec<(String, Vec<String>)>>>;
-
-/// What the protected resource layer needs.
-#[derive(Clone)]
-struct Guard {
-    verifier: Arc<JwtVerifier>,
-    metadata_url: String,
-    seen: Callers,
-}
-
-fn challenge(guard: &Guard, status: StatusCode, challenge: Challenge) -> Response {
-    let mut r = status.into_response();
-    r.headers_mut().insert(
-        WWW_AUTHENTICATE,
-        challenge
-            .resource_metadata(guard.metadata_url.clone())
-            .to_header_value(),
-    );
-    r
-}
-
-/// The resource server's side: a bearer token for this resource, else 401; the `admin` tool
-/// needs the `admin` scope, else 403.
-async fn protect(State(guard): State<Guard>, request: Request, next: Next) -> Response {
-    let token = request
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::to_owned);
-    let Some(token) = token else {
-        return challenge(
-            &guard,
-            StatusCode::UNAUTHORIZED,
-            Challenge::new().scope(["mcp:tools"]),
-        );
-    };
-    let principal = match guard.verifier.verify(&token).await {
-        Ok(p) => p,
-        Err(e) if e.is_token_error() => {
-            return challenge(
-                &guard,
-                StatusCode::UNAUTHORIZED,
-                Challenge::new().error(BearerError::InvalidToken),
-            );
-        }
-        Err(e) => panic!("the verifier could not check a token: {e}"),
-    };
-    let (parts, body) = request.into_parts();
-    let bytes = body.collect().await.unwrap().to_bytes();
-    let message: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    if message["method"] == "tools/call"
-        && message["params"]["name"] == "admin"
-        && !principal.has_scope("admin")
-    {
-        return challenge(
-            &guard,
-            StatusCode::FORBIDDEN,
-            Challenge::new()
-                .scope(["admin"])
-                .error(BearerError::InsufficientScope),
-        );
-    }
-    guard.seen.lock().unwrap().push((
-        principal.subject().to_owned(),
-        principal.scopes().iter().cloned().collect(),
-    ));
-    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
-        .await
-}
-
-/// sake's server at `/mcp`, protected, with its metadata; its URL and the guard.
-async fn protected_server(issuer: &str) -> (String, Guard) {
+/// sake's server at `/mcp` as an OAuth resource server of `issuer` (its own authorization:
+/// metadata, challenges, token checks, scopes); its URL, and a verifier of its tokens for the
+/// test's own assertions.
+async fn protected_server(issuer: &str) -> (String, JwtVerifier) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let resource = format!("{base}/mcp");
-    let metadata_path = "/.well-known/oauth-protected-resource/mcp";
-    let guard = Guard {
-        verifier: Arc::new(
-            JwtVerifier::builder(issuer, resource.clone())
-                .build()
-                .unwrap(),
-        ),
-        metadata_url: format!("{base}{metadata_path}"),
-        seen: Arc::default(),
-    };
-    let document = ProtectedResourceMetadata::new(resource, issuer).scopes_supported(["mcp:tools"]);
-    let mcp = sake::Server::from_registry()
-        .into_router()
-        .unwrap()
-        .layer(axum::middleware::from_fn_with_state(guard.clone(), protect));
-    let app = axum::Router::new()
-        .route(
-            metadata_path,
-            axum::routing::get(move || {
-                let document = document.clone();
-                async move {
-                    (
-                        [(http::header::CONTENT_TYPE, "application/json")],
-                        serde_json::to_string(&document).unwrap(),
-                    )
-                }
-            }),
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let service = sake::Server::from_registry()
+        .authorization(
+            Authorization::jwt(&url, issuer)
+                .unwrap()
+                .scopes_supported(["mcp:tools", "admin"])
+                .challenge_scopes(["mcp:tools"]),
         )
-        .merge(mcp);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (format!("{base}/mcp"), guard)
+        .build()
+        .unwrap();
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    let verifier = JwtVerifier::builder(issuer, url.clone()).build().unwrap();
+    (url, verifier)
 }
 
 fn client_builder() -> sake::client::ClientBuilder {
@@ -243,7 +90,7 @@ fn client_builder() -> sake::client::ClientBuilder {
 
 #[tokio::test]
 async fn signs_in_registers_refreshes_and_steps_up_against_oidc_provider() {
-    let server = AuthorizationServer::start();
+    let server = AuthorizationServer::start(&[]);
     let (url, guard) = protected_server(&server.issuer).await;
     let oauth = OAuth::authorization_code(Headless::new())
         .client_name("sake e2e")
@@ -256,7 +103,7 @@ async fn signs_in_registers_refreshes_and_steps_up_against_oidc_provider() {
         .unwrap();
     assert_eq!(client.revision(), sake::Revision::LATEST);
     let out: String = client.call("hello", json!({})).await.unwrap();
-    assert_eq!(out, "hello");
+    assert_eq!(out, "hello alice");
 
     // A token of oidc-provider for this resource, for alice, with the challenged scope.
     let tokens = oauth.tokens(&url).await.unwrap().unwrap();
@@ -265,7 +112,6 @@ async fn signs_in_registers_refreshes_and_steps_up_against_oidc_provider() {
     assert_eq!(tokens.token_type, "Bearer");
     assert!(tokens.refresh_token.is_some(), "no refresh token");
     let principal = guard
-        .verifier
         .verify(tokens.access_token.expose())
         .await
         .unwrap();
@@ -280,7 +126,6 @@ async fn signs_in_registers_refreshes_and_steps_up_against_oidc_provider() {
     let refreshed = oauth.tokens(&url).await.unwrap().unwrap();
     assert_ne!(refreshed.access_token, tokens.access_token);
     let p = guard
-        .verifier
         .verify(refreshed.access_token.expose())
         .await
         .unwrap();
@@ -295,7 +140,6 @@ async fn signs_in_registers_refreshes_and_steps_up_against_oidc_provider() {
     assert_eq!(out, "admin done");
     let stepped = oauth.tokens(&url).await.unwrap().unwrap();
     let p = guard
-        .verifier
         .verify(stepped.access_token.expose())
         .await
         .unwrap();
@@ -309,13 +153,13 @@ async fn signs_in_registers_refreshes_and_steps_up_against_oidc_provider() {
         Some(client_id.as_str()),
         "no second registration"
     );
-    let last = guard.seen.lock().unwrap().last().cloned().unwrap();
-    assert_eq!(last.0, "alice");
+    let who: String = client.call("granted", json!({})).await.unwrap();
+    assert_eq!(who, "alice admin mcp:tools");
 }
 
 #[tokio::test]
 async fn client_credentials_and_a_pre_registered_client_against_oidc_provider() {
-    let server = AuthorizationServer::start();
+    let server = AuthorizationServer::start(&[]);
     let (url, guard) = protected_server(&server.issuer).await;
     // client_secret_basic, then client_secret_post: oidc-provider's metadata lists both; the
     // client prefers Basic, and a client registered for post is told so.
@@ -335,9 +179,8 @@ async fn client_credentials_and_a_pre_registered_client_against_oidc_provider() 
             .connect(&url)
             .await
             .unwrap();
-        let _: String = client.call("hello", json!({})).await.unwrap();
-        let last = guard.seen.lock().unwrap().last().cloned().unwrap();
-        assert_eq!(last, (id.to_owned(), vec!["mcp:tools".to_owned()]));
+        let who: String = client.call("granted", json!({})).await.unwrap();
+        assert_eq!(who, format!("{id} mcp:tools"));
     }
     // A wrong secret: the token endpoint's refusal, without the secret.
     let oauth = OAuth::client_credentials(RegisteredClient::with_secret(
@@ -368,7 +211,6 @@ async fn client_credentials_and_a_pre_registered_client_against_oidc_provider() 
     let _: String = client.call("hello", json!({})).await.unwrap();
     let tokens = oauth.tokens(&url).await.unwrap().unwrap();
     let p = guard
-        .verifier
         .verify(tokens.access_token.expose())
         .await
         .unwrap();
@@ -439,7 +281,7 @@ impl UserStep for TestBrowser {
 
 #[tokio::test]
 async fn the_loopback_browser_receives_oidc_providers_redirect() {
-    let server = AuthorizationServer::start();
+    let server = AuthorizationServer::start(&[]);
     let (url, guard) = protected_server(&server.issuer).await;
     let loopback = Arc::new(LoopbackBrowser::new().unwrap().open_browser(false));
     let oauth = OAuth::authorization_code(TestBrowser {
@@ -452,11 +294,10 @@ async fn the_loopback_browser_receives_oidc_providers_redirect() {
         .connect(&url)
         .await
         .unwrap();
-    let _: String = client.call("hello", json!({})).await.unwrap();
-    assert_eq!(guard.seen.lock().unwrap().last().unwrap().0, "alice");
+    let out: String = client.call("hello", json!({})).await.unwrap();
+    assert_eq!(out, "hello alice");
     let tokens = oauth.tokens(&url).await.unwrap().unwrap();
     let p = guard
-        .verifier
         .verify(tokens.access_token.expose())
         .await
         .unwrap();
