@@ -35,10 +35,7 @@ fn whoami(principal: Principal) -> Who {
 /// A report only administrators may read.
 #[tool(scopes("admin"), annotations(read_only))]
 fn admin_report(principal: Principal) -> String {
-    format!(
-        "Report for {}: 3 servers up, 0 down.",
-        principal.subject()
-    )
+    format!("Report for {}: 3 servers up, 0 down.", principal.subject())
 }
 
 /// The form `confirm_action` asks the user to fill in.

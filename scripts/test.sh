@@ -31,7 +31,7 @@ echo "==> cargo test"
 cargo test --workspace --all-targets
 cargo test --workspace --doc
 # Feature `auth`: the verifiers' tests, and the end-to-end test against oidc-provider.
-cargo test -p sake-runtime --features auth --lib --test auth_oidc
+cargo test -p sake-runtime --features auth --lib --test auth_oidc --test authorization
 # The client signing in (features `client` and `auth`): its OAuth tests, and end to end
 # against a protected sake server and oidc-provider.
 cargo test -p sake-runtime --features client,auth --lib --test client_oauth

@@ -29,13 +29,13 @@ use http_body_util::Full;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use oidc::AuthorizationServer;
 use sake::client::Client;
 use sake::client::auth::{
     Callback, Headless, LoopbackBrowser, OAuth, OAuthError, RegisteredClient, UserStep,
     UserStepFuture,
 };
 use sake::prelude::*;
-use oidc::AuthorizationServer;
 use sake_runtime::auth::{Authorization, JwtVerifier, Principal, TokenVerifier};
 use serde_json::json;
 
@@ -111,10 +111,7 @@ async fn signs_in_registers_refreshes_and_steps_up_against_oidc_provider() {
     assert_eq!(tokens.resource, url);
     assert_eq!(tokens.token_type, "Bearer");
     assert!(tokens.refresh_token.is_some(), "no refresh token");
-    let principal = guard
-        .verify(tokens.access_token.expose())
-        .await
-        .unwrap();
+    let principal = guard.verify(tokens.access_token.expose()).await.unwrap();
     assert_eq!(principal.subject(), "alice");
     assert!(principal.has_scope("mcp:tools"));
     assert!(!principal.has_scope("admin"));
@@ -125,10 +122,7 @@ async fn signs_in_registers_refreshes_and_steps_up_against_oidc_provider() {
     oauth.refresh(&url).await.unwrap();
     let refreshed = oauth.tokens(&url).await.unwrap().unwrap();
     assert_ne!(refreshed.access_token, tokens.access_token);
-    let p = guard
-        .verify(refreshed.access_token.expose())
-        .await
-        .unwrap();
+    let p = guard.verify(refreshed.access_token.expose()).await.unwrap();
     assert_eq!(
         (p.subject(), p.client_id()),
         ("alice", Some(client_id.as_str()))
@@ -139,10 +133,7 @@ async fn signs_in_registers_refreshes_and_steps_up_against_oidc_provider() {
     let out: String = client.call("admin", json!({})).await.unwrap();
     assert_eq!(out, "admin done");
     let stepped = oauth.tokens(&url).await.unwrap().unwrap();
-    let p = guard
-        .verify(stepped.access_token.expose())
-        .await
-        .unwrap();
+    let p = guard.verify(stepped.access_token.expose()).await.unwrap();
     assert!(
         p.has_scope("admin") && p.has_scope("mcp:tools"),
         "{:?}",
@@ -210,10 +201,7 @@ async fn client_credentials_and_a_pre_registered_client_against_oidc_provider() 
         .unwrap();
     let _: String = client.call("hello", json!({})).await.unwrap();
     let tokens = oauth.tokens(&url).await.unwrap().unwrap();
-    let p = guard
-        .verify(tokens.access_token.expose())
-        .await
-        .unwrap();
+    let p = guard.verify(tokens.access_token.expose()).await.unwrap();
     assert_eq!((p.subject(), p.client_id()), ("alice", Some("sake-public")));
 }
 
@@ -297,10 +285,7 @@ async fn the_loopback_browser_receives_oidc_providers_redirect() {
     let out: String = client.call("hello", json!({})).await.unwrap();
     assert_eq!(out, "hello alice");
     let tokens = oauth.tokens(&url).await.unwrap().unwrap();
-    let p = guard
-        .verify(tokens.access_token.expose())
-        .await
-        .unwrap();
+    let p = guard.verify(tokens.access_token.expose()).await.unwrap();
     assert_eq!(p.subject(), "alice");
     // Registered with the loopback redirect URI, port included.
     assert!(loopback.redirect_uri().starts_with("http://127.0.0.1:"));

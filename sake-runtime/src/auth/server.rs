@@ -45,7 +45,28 @@ pub struct Authorization {
     pub(crate) hide_unauthorized: bool,
     pub(crate) resource_name: Option<String>,
     pub(crate) documentation: Option<String>,
-    pub(crate) stdio_token_var: Option<String>,
+    pub(crate) stdio_token: Option<StdioToken>,
+}
+
+/// Where a stdio server's caller comes from.
+#[derive(Clone)]
+pub(crate) enum StdioToken {
+    /// An environment variable, read when serving starts.
+    Env(String),
+    /// A token the application gave.
+    Value(String),
+}
+
+impl StdioToken {
+    /// The token, if there is one.
+    pub(crate) fn read(&self) -> Option<(String, String)> {
+        match self {
+            StdioToken::Env(var) => std::env::var(var)
+                .ok()
+                .map(|t| (t.trim().to_owned(), format!("${var}"))),
+            StdioToken::Value(t) => Some((t.clone(), "Authorization::stdio_token".to_owned())),
+        }
+    }
 }
 
 impl fmt::Debug for Authorization {
@@ -80,7 +101,7 @@ impl Authorization {
             hide_unauthorized: false,
             resource_name: None,
             documentation: None,
-            stdio_token_var: None,
+            stdio_token: None,
         }
     }
 
@@ -166,7 +187,14 @@ impl Authorization {
     /// caller is anonymous. The MCP specification has stdio servers take credentials from the
     /// environment.
     pub fn stdio_token_env(mut self, var: impl Into<String>) -> Self {
-        self.stdio_token_var = Some(var.into());
+        self.stdio_token = Some(StdioToken::Env(var.into()));
+        self
+    }
+
+    /// On stdio, the caller is the one this token names (an application that reads its
+    /// token from its own configuration); checked once, when serving starts.
+    pub fn stdio_token(mut self, token: impl Into<String>) -> Self {
+        self.stdio_token = Some(StdioToken::Value(token.into()));
         self
     }
 

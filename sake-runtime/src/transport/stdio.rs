@@ -150,13 +150,14 @@ async fn caller(shared: &Shared) -> Result<http::Extensions, Error> {
     let mut extensions = http::Extensions::new();
     #[cfg(feature = "auth")]
     if let Some(auth) = &shared.auth
-        && let Some(var) = &auth.stdio_token_var
-        && let Ok(token) = std::env::var(var)
+        && let Some((token, source)) = auth.stdio_token.as_ref().and_then(|t| t.read())
     {
-        let principal = auth.verifier.verify(token.trim()).await.map_err(|e| {
-            Error::Config(format!("the bearer token in ${var} was not accepted: {e}"))
+        let principal = auth.verifier.verify(&token).await.map_err(|e| {
+            Error::Config(format!(
+                "the bearer token of {source} was not accepted: {e}"
+            ))
         })?;
-        tracing::info!(subject = principal.subject(), "stdio caller from ${var}");
+        tracing::info!(subject = principal.subject(), "stdio caller from {source}");
         extensions.insert(principal);
     }
     #[cfg(not(feature = "auth"))]

@@ -276,4 +276,3 @@ pub async fn client_credentials(
     assert_eq!(token["token_type"], "Bearer");
     token["access_token"].as_str().unwrap().to_owned()
 }
-
