@@ -290,3 +290,147 @@ async fn the_loopback_browser_receives_oidc_providers_redirect() {
     // Registered with the loopback redirect URI, port included.
     assert!(loopback.redirect_uri().starts_with("http://127.0.0.1:"));
 }
+
+/// `examples/oauth.rs`, built and run as a user runs it (`AUTH_ISSUER` naming the real
+/// authorization server), signed in to by sake's client with nothing but its URL: `whoami`
+/// sees the subject, `admin_report` steps up to the `admin` scope, `confirm_action` asks the
+/// user through the client's elicitation handler. A token for another resource is refused
+/// with the challenge.
+#[tokio::test]
+async fn the_oauth_example_serves_a_client_that_signs_in() {
+    let server = AuthorizationServer::start(&[]);
+    let binary = example_binary("oauth", &["--features", "auth"]);
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let child = std::process::Command::new(&binary)
+        .env("PORT", port.to_string())
+        .env("AUTH_ISSUER", &server.issuer)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the example runs");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _kill = Kill(child);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let metadata = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp");
+    // Wait until it listens.
+    let mut listening = false;
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            listening = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(listening, "the example listens on {port}");
+    let answer = oidc::Browser::new().get(&metadata).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    let doc = Some(answer.json());
+    assert_eq!(
+        doc.expect("the example answers"),
+        json!({
+            "resource": url,
+            "authorization_servers": [server.issuer],
+            "scopes_supported": ["mcp:tools", "admin"],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "sake OAuth example",
+        })
+    );
+
+    let oauth = OAuth::authorization_code(Headless::new())
+        .client_name("sake example e2e")
+        .build()
+        .unwrap();
+    let client = client_builder()
+        .auth(oauth.clone())
+        .on_elicitation(|request| async move {
+            assert_eq!(request.message, "alice, do you want to deploy?");
+            let mut content = serde_json::Map::new();
+            content.insert("confirm".into(), json!(true));
+            Ok(sake::ElicitResult::accept(content))
+        })
+        .connect(&url)
+        .await
+        .unwrap();
+    let who = client.call_tool("whoami", json!({})).await.unwrap();
+    assert_eq!(
+        who.structured_content.map(|s| s.get().to_owned()),
+        Some(r#"{"subject":"alice"}"#.to_owned())
+    );
+    let report: String = client.call("admin_report", json!({})).await.unwrap();
+    assert_eq!(report, "Report for alice: 3 servers up, 0 down.");
+    let done: String = client
+        .call("confirm_action", json!({"action": "deploy"}))
+        .await
+        .unwrap();
+    assert_eq!(done, "Done: deploy.");
+
+    // A token of the same authorization server for another resource: refused, with the
+    // challenge that names where to get the right one.
+    let other = oidc::client_credentials(
+        &server,
+        ("sake-confidential", "sake-confidential-secret"),
+        "http://127.0.0.1:4100/mcp",
+        "mcp:tools",
+    )
+    .await;
+    let mut browser = oidc::Browser::new();
+    let bearer = format!("Bearer {other}");
+    let answer = browser
+        .send(
+            http::Method::POST,
+            &url,
+            &[
+                ("authorization", bearer.as_str()),
+                ("content-type", "application/json"),
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "server/discover"),
+            ],
+            Some(
+                r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#.to_owned(),
+            ),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+    let challenge = answer.headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.starts_with(&format!(
+            r#"Bearer resource_metadata="{metadata}", scope="mcp:tools", error="invalid_token", error_description="the token is not meant for this resource"#
+        )),
+        "{challenge}"
+    );
+}
+
+/// Builds an example of the root package (as `cargo run --example` would) and returns its
+/// path, in the target directory the test runs from.
+fn example_binary(name: &str, args: &[&str]) -> std::path::PathBuf {
+    use std::path::Path;
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+    let target_dir = profile_dir.parent().unwrap();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args(["build", "--quiet", "--example", name])
+        .args(args)
+        .arg("--manifest-path")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target_dir)
+        .status()
+        .expect("running cargo to build the example");
+    assert!(status.success(), "cargo build --example {name} failed");
+    profile_dir
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
