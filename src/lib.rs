@@ -49,11 +49,12 @@ pub use sake_runtime::{
     CreateMessageResult, DiscoverResult, ElicitAction, ElicitRequest, ElicitResult, Elicitation,
     ElicitationCapability, ElicitationModes, EmbeddedResource, Era, Error, Features,
     GetPromptResult, Icon, Implementation, InitializeResult, InputError, JsonObject,
-    ListChangedCapability, ListRootsResult, LoggingLevel, MediaContent, Notifier, ProgressToken,
-    Prompt, PromptArgument, PromptMessage, ReadResourceResult, Registry, RequestId, Resource,
-    ResourceContents, ResourceError, ResourceLink, ResourceTemplate, ResourcesCapability, Revision,
-    Role, Root, RootsCapability, RpcError, SamplingCapability, SamplingMessage, Server,
-    ServerCapabilities, Service, State, TextContent, TextResourceContents, Tool, ToolAnnotations,
+    ListChangedCapability, ListRootsResult, LoggingLevel, MediaContent, NotASegment, Notifier,
+    PathSegment, ProgressToken, Prompt, PromptArgument, PromptMessage, ReadResourceResult,
+    Registry, RequestId, Resource, ResourceContents, ResourceError, ResourceLink, ResourceTemplate,
+    ResourcesCapability, Revision, Role, Root, RootsCapability, RpcError, SamplingCapability,
+    SamplingMessage, Server, ServerCapabilities, Service, State, TextContent, TextResourceContents,
+    Tool, ToolAnnotations,
 };
 
 /// What generated code uses. Not a public API: it changes without notice.

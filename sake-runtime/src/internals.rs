@@ -47,6 +47,7 @@ impl Keys {
             Duration::from_secs(3600),
             Duration::from_secs(600),
             16,
+            16,
         );
         Some(Keys { sessions })
     }

@@ -47,6 +47,7 @@ pub use error::Error;
 pub use handler::context::Context;
 pub use handler::events::Notifier;
 pub use handler::input::{Elicitation, InputError};
+pub use handler::segment::{NotASegment, PathSegment};
 pub use handler::state::State;
 pub use handler::{CompletionRequest, ResourceError};
 pub use protocol::jsonrpc::{RequestId, RpcError};

@@ -36,6 +36,7 @@ pub struct Server {
     pub(crate) http: HttpConfig,
     states: StateMap,
     schema_compat: compat::Startup,
+    client_ip_header: Option<String>,
     principal: Option<PrincipalFn>,
     #[cfg(feature = "auth")]
     authorization: Option<Arc<crate::auth::Authorization>>,
@@ -51,6 +52,7 @@ impl Server {
             http: HttpConfig::default(),
             states: StateMap::default(),
             schema_compat: compat::Startup::default(),
+            client_ip_header: None,
             principal: None,
             #[cfg(feature = "auth")]
             authorization: None,
@@ -65,6 +67,7 @@ impl Server {
             http: HttpConfig::default(),
             states: StateMap::default(),
             schema_compat: compat::Startup::default(),
+            client_ip_header: None,
             principal: None,
             #[cfg(feature = "auth")]
             authorization: None,
@@ -138,6 +141,16 @@ impl Server {
         self
     }
 
+    /// Behind a reverse proxy, the header in which it passes the client's address (for
+    /// example `x-forwarded-for`): the rightmost address in it is taken as the client's, for
+    /// the per-client bounds ([`max_records_per_client`](Self::max_records_per_client) and
+    /// the like). Set it only when the proxy sets or overwrites that header: a client could
+    /// otherwise name any address. Without it, the connection's peer address counts.
+    pub fn client_ip_header(mut self, name: impl Into<String>) -> Self {
+        self.client_ip_header = Some(name.into());
+        self
+    }
+
     /// Turns off the `Host` and `Origin` checks (behind a proxy that already does them).
     pub fn allow_any_host(mut self) -> Self {
         self.http.hosts = HostPolicy::Any;
@@ -187,11 +200,34 @@ impl Server {
         self
     }
 
-    /// The key that signs session ids and `requestState` (at least 32 bytes). Replicas that
-    /// share it serve each other's sessions. Without it, `SAKE_SESSION_KEY` is used; without
-    /// that, a random key per process (sessions then end with the process).
+    /// The key that signs session ids and `requestState` (at least 32 random bytes).
+    /// Replicas that share it serve each other's sessions. Without it, `SAKE_SESSION_KEY` is
+    /// used (its bytes as they are); without that, a random key per process (sessions then
+    /// end with the process, and a warning says so). The server's name (`Server::name`) is
+    /// part of every signature: two services that share a key do not accept each other's
+    /// tokens.
     pub fn session_key(mut self, key: impl AsRef<[u8]>) -> Self {
         self.config.session_key = Some(key.as_ref().to_vec());
+        self
+    }
+
+    /// Keys that signed earlier and still verify: rotate a key without ending every session
+    /// by signing with the new one ([`session_key`](Self::session_key)) and listing the old
+    /// one here until its sessions have expired (`session_lifetime`); then drop it. From the
+    /// environment: `SAKE_PREVIOUS_SESSION_KEYS`, comma-separated, beside `SAKE_SESSION_KEY`.
+    pub fn previous_session_keys<I, K>(mut self, keys: I) -> Self
+    where
+        I: IntoIterator<Item = K>,
+        K: AsRef<[u8]>,
+    {
+        self.config.previous_session_keys = keys.into_iter().map(|k| k.as_ref().to_vec()).collect();
+        self
+    }
+
+    /// Refuses to start without a configured session key (a deployment of several replicas,
+    /// which must share one), instead of warning and using a random one.
+    pub fn require_session_key(mut self, require: bool) -> Self {
+        self.config.require_session_key = require;
         self
     }
 
@@ -323,6 +359,16 @@ impl Server {
         self
     }
 
+    /// How many records one client may make the server keep in each table (ended sessions,
+    /// resource subscriptions, log levels): when a client reaches it, its own record that
+    /// expires soonest makes room, never another client's. A client is the authenticated
+    /// caller, else the network peer (behind a proxy, see
+    /// [`client_ip_header`](Self::client_ip_header)). Defaults to 10000.
+    pub fn max_records_per_client(mut self, records: usize) -> Self {
+        self.config.max_records_per_client = records.max(1);
+        self
+    }
+
     /// The most resources one handshake session may subscribe to (`resources/subscribe`);
     /// beyond it the request fails with -32603 until the session unsubscribes from one.
     /// Defaults to 1024.
@@ -382,7 +428,16 @@ impl Server {
             #[cfg(feature = "auth")]
             self.authorization,
         )?);
-        let endpoint = Arc::new(Endpoint::new(shared.clone(), self.http)?);
+        let mut http = self.http;
+        if let Some(name) = &self.client_ip_header {
+            http.client_ip_header =
+                Some(http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                    Error::Config(format!(
+                        "Server::client_ip_header: {name:?} is not a header name"
+                    ))
+                })?);
+        }
+        let endpoint = Arc::new(Endpoint::new(shared.clone(), http)?);
         Ok(Service { shared, endpoint })
     }
 

@@ -6,6 +6,7 @@
 pub mod context;
 pub mod events;
 pub mod input;
+pub mod segment;
 pub mod state;
 
 use std::fmt::Display;

@@ -253,7 +253,7 @@ impl Shared {
         let name = key.name.clone();
         let round = if rev.features().input_required {
             let mut key = key;
-            key.principal = self.principal_of(&parts.extensions);
+            key.principal = self.caller_name(&parts.extensions);
             let round = Arc::new(Mrtr::start(
                 self.sessions.signer(),
                 key,

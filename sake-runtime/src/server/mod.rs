@@ -9,6 +9,7 @@ pub(crate) mod dispatch;
 pub(crate) mod front;
 pub(crate) mod hub;
 pub(crate) mod inflight;
+pub(crate) mod records;
 pub(crate) mod session;
 pub(crate) mod subscriptions;
 
@@ -33,6 +34,15 @@ use crate::signing::Signer;
 use hub::Hub;
 use session::Sessions;
 
+/// The longest URI a client may make the server remember (a subscription, a listen filter's
+/// entry).
+pub(crate) const MAX_URI_BYTES: usize = 4096;
+
+/// The network address a request came from (HTTP): its records count against it when the
+/// caller is anonymous.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Peer(pub std::net::IpAddr);
+
 /// Names the authenticated caller of a request.
 pub(crate) type PrincipalFn = Arc<dyn Fn(&http::Extensions) -> Option<String> + Send + Sync>;
 
@@ -47,6 +57,8 @@ pub(crate) struct Config {
     pub cache: CacheHints,
     pub stream_buffer: usize,
     pub session_key: Option<Vec<u8>>,
+    pub previous_session_keys: Vec<Vec<u8>>,
+    pub require_session_key: bool,
     pub session_lifetime: Duration,
     pub session_refresh_after: Duration,
     pub request_state_lifetime: Duration,
@@ -56,6 +68,7 @@ pub(crate) struct Config {
     pub max_pending_inputs: usize,
     pub event_buffer: usize,
     pub max_tracked_sessions: usize,
+    pub max_records_per_client: usize,
     pub max_subscriptions_per_session: usize,
     pub request_timeout: Duration,
     pub max_concurrent_requests: usize,
@@ -79,6 +92,8 @@ impl Default for Config {
             },
             stream_buffer: 64,
             session_key: None,
+            previous_session_keys: Vec::new(),
+            require_session_key: false,
             session_lifetime: Duration::from_secs(24 * 3600),
             session_refresh_after: Duration::from_secs(3600),
             request_state_lifetime: Duration::from_secs(600),
@@ -88,6 +103,7 @@ impl Default for Config {
             max_pending_inputs: 10_000,
             event_buffer: 1024,
             max_tracked_sessions: 100_000,
+            max_records_per_client: 10_000,
             max_subscriptions_per_session: 1024,
             request_timeout: Duration::from_secs(600),
             max_concurrent_requests: 4096,
@@ -195,10 +211,12 @@ impl Shared {
             config.session_lifetime,
             config.session_refresh_after,
             config.max_tracked_sessions,
+            config.max_records_per_client,
         );
         let bus = Bus::new(config.event_buffer);
         let hub = Hub::new(
             config.max_tracked_sessions,
+            config.max_records_per_client,
             config.max_subscriptions_per_session,
         );
         let lists = build_lists(&registry, &env, &config, &|_| true);
@@ -254,7 +272,57 @@ impl Shared {
         )
     }
 
-    fn caller_name(&self, extensions: &http::Extensions) -> Option<String> {
+    /// Whether `uri` names something the server serves (a static resource, or a match of a
+    /// template) and is no longer than [`MAX_URI_BYTES`]: the URIs a client may make the
+    /// server remember (subscriptions).
+    pub(crate) fn servable_uri(&self, uri: &str) -> Result<(), RpcError> {
+        if uri.len() > MAX_URI_BYTES {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: the URI has {} bytes; this server serves none longer than {MAX_URI_BYTES}",
+                uri.len()
+            )));
+        }
+        let served = self.registry.static_resource(uri).is_some()
+            || self
+                .registry
+                .templates
+                .iter()
+                .any(|t| t.template.matches(uri).is_some());
+        if served {
+            Ok(())
+        } else {
+            Err(RpcError::resource_not_found(uri))
+        }
+    }
+
+    /// Who a request's records count against ([`records`]): the caller's digest, else the
+    /// network peer's (keyed too: no address travels in a token), else everyone anonymous
+    /// together.
+    pub(crate) fn owner_of(&self, extensions: &http::Extensions) -> String {
+        if let Some(p) = self.principal_of(extensions) {
+            return p;
+        }
+        match extensions.get::<Peer>() {
+            Some(Peer(ip)) => self
+                .sessions
+                .signer()
+                .digest(crate::signing::Domain::Principal, &format!("peer {ip}")),
+            None => "anonymous".to_owned(),
+        }
+    }
+
+    /// Whether a caller digest stored in a token is this request's caller (strictly: an
+    /// anonymous record is not a named caller's, nor the reverse; a digest made under a key
+    /// rotated out since still matches while that key verifies).
+    pub(crate) fn same_caller(&self, stored: Option<&str>, extensions: &http::Extensions) -> bool {
+        crate::handler::input::same_caller(
+            self.sessions.signer(),
+            stored,
+            self.caller_name(extensions).as_deref(),
+        )
+    }
+
+    pub(crate) fn caller_name(&self, extensions: &http::Extensions) -> Option<String> {
         #[cfg(feature = "auth")]
         if let Some(p) = extensions.get::<crate::auth::Principal>() {
             return Some(format!(
@@ -338,33 +406,56 @@ impl Shared {
     }
 }
 
-/// The signing key: the builder's, else `SAKE_SESSION_KEY`, else a random one.
+/// The keys: the builder's, else `SAKE_SESSION_KEY` (and `SAKE_PREVIOUS_SESSION_KEYS`,
+/// comma-separated), else a random one — with a warning, or a start-up error when the server
+/// requires a configured key. The server's name is bound into every signature.
 fn signer(config: &Config) -> Result<Signer, Error> {
     const MIN: usize = 32;
-    let configured = config
-        .session_key
-        .clone()
-        .map(|k| (k, "Server::session_key"))
-        .or_else(|| {
-            std::env::var("SAKE_SESSION_KEY")
-                .ok()
-                .map(|k| (k.into_bytes(), "SAKE_SESSION_KEY"))
-        });
-    match configured {
-        Some((key, source)) => {
-            if key.len() < MIN {
-                return Err(Error::Config(format!(
-                    "the session key from {source} has {} bytes; use at least {MIN} random bytes",
-                    key.len()
-                )));
+    let env_key = |name: &str| std::env::var_os(name).map(|v| v.into_encoded_bytes());
+    let (current, previous, source) = match &config.session_key {
+        Some(k) => (
+            Some(k.clone()),
+            config.previous_session_keys.clone(),
+            "Server::session_key",
+        ),
+        None => (
+            env_key("SAKE_SESSION_KEY"),
+            env_key("SAKE_PREVIOUS_SESSION_KEYS")
+                .map(|v| {
+                    v.split(|b| *b == b',')
+                        .map(<[u8]>::trim_ascii)
+                        .filter(|k| !k.is_empty())
+                        .map(<[u8]>::to_vec)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            "SAKE_SESSION_KEY",
+        ),
+    };
+    let audience = config.info.name.as_str();
+    match current {
+        Some(key) => {
+            for (which, k) in std::iter::once(("the session key", &key))
+                .chain(previous.iter().map(|k| ("a previous session key", k)))
+            {
+                if k.len() < MIN {
+                    return Err(Error::Config(format!(
+                        "{which} from {source} has {} bytes; use at least {MIN} random bytes",
+                        k.len()
+                    )));
+                }
             }
-            Signer::new(&key).ok_or_else(|| Error::Config("the session key is unusable".into()))
+            Signer::with_keys(&key, &previous, audience)
+                .ok_or_else(|| Error::Config("the session key is unusable".into()))
         }
+        None if config.require_session_key => Err(Error::Config(
+            "no session key: set Server::session_key or SAKE_SESSION_KEY (at least 32 random bytes, the same on every replica), or drop Server::require_session_key".into(),
+        )),
         None => {
-            tracing::info!(
-                "no session key configured (Server::session_key or SAKE_SESSION_KEY): using a random key, so legacy sessions end when this process does, and replicas do not share them"
+            tracing::warn!(
+                "NO SESSION KEY configured (Server::session_key or SAKE_SESSION_KEY): a random key is used, so handshake sessions and requestState end when this process does, and REPLICAS DO NOT SHARE THEM; set a key shared by every replica, or Server::require_session_key(true) to make this a start-up error"
             );
-            Signer::random()
+            Signer::random(audience)
                 .ok_or_else(|| Error::Config("no randomness available for a session key".into()))
         }
     }

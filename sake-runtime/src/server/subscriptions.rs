@@ -27,7 +27,56 @@ struct Filter {
     #[serde(default)]
     resources_list_changed: bool,
     #[serde(default)]
-    resource_subscriptions: Option<Vec<String>>,
+    resource_subscriptions: Option<Uris>,
+}
+
+/// The most resource URIs one `subscriptions/listen` filter may name.
+pub(crate) const MAX_LISTEN_URIS: usize = 1024;
+
+/// A filter's resource URIs: at most [`MAX_LISTEN_URIS`], each at most
+/// [`MAX_URI_BYTES`](super::MAX_URI_BYTES) — refused while reading, so a huge filter never
+/// becomes a huge allocation — kept in order (for the acknowledgement) and as a set (to match
+/// each update in O(1)).
+#[derive(Clone, Debug, Default)]
+struct Uris {
+    listed: Vec<Box<str>>,
+    set: std::collections::HashSet<Box<str>>,
+}
+
+impl<'de> Deserialize<'de> for Uris {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Uris;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of resource URIs")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Uris, A::Error> {
+                use serde::de::Error as _;
+                let mut uris = Uris::default();
+                while let Some(uri) = seq.next_element::<std::borrow::Cow<'de, str>>()? {
+                    if uris.listed.len() == MAX_LISTEN_URIS {
+                        return Err(A::Error::custom(format!(
+                            "`resourceSubscriptions` names more than {MAX_LISTEN_URIS} resources; listen on several streams"
+                        )));
+                    }
+                    if uri.len() > super::MAX_URI_BYTES {
+                        return Err(A::Error::custom(format!(
+                            "a resource URI of {} bytes; this server serves none longer than {}",
+                            uri.len(),
+                            super::MAX_URI_BYTES
+                        )));
+                    }
+                    let uri: Box<str> = uri.into();
+                    if uris.set.insert(uri.clone()) {
+                        uris.listed.push(uri);
+                    }
+                }
+                Ok(uris)
+            }
+        }
+        d.deserialize_seq(Visit)
+    }
 }
 
 impl Filter {
@@ -57,7 +106,7 @@ impl Filter {
             m.insert("resourcesListChanged".into(), true.into());
         }
         if let Some(uris) = &self.resource_subscriptions {
-            m.insert("resourceSubscriptions".into(), json!(uris));
+            m.insert("resourceSubscriptions".into(), json!(uris.listed));
         }
         Value::Object(m)
     }
@@ -70,7 +119,7 @@ impl Filter {
             Event::ResourceUpdated(uri) => self
                 .resource_subscriptions
                 .as_ref()
-                .is_some_and(|u| u.iter().any(|s| s == &**uri)),
+                .is_some_and(|u| u.set.contains(&**uri)),
         }
     }
 }

@@ -247,9 +247,15 @@ async fn request(
         return stateless(conn, id, method, &params, tasks, permit).await;
     }
     if method == "initialize" {
-        let msg = match shared.initialize(&params, shared.principal_of(&conn.extensions)) {
+        let msg = match shared.initialize(
+            &params,
+            shared.principal_of(&conn.extensions),
+            conn.scope.clone(),
+        ) {
             Ok((result, mut session)) => {
                 session.sid = conn.scope.clone();
+                // The connection's session lasts as long as the connection.
+                session.expires = u64::MAX;
                 let first = conn
                     .session
                     .lock()

@@ -49,7 +49,7 @@ pub(crate) fn session(
     let verified = shared.sessions.verify(token).and_then(|s| {
         // A session opened by one caller is nobody else's: not another caller's, and not an
         // anonymous caller's either (nor the reverse).
-        if s.principal != shared.principal_of(extensions) {
+        if !shared.same_caller(s.principal.as_deref(), extensions) {
             Err(Refused::Foreign)
         } else {
             Ok(s)
@@ -99,7 +99,11 @@ pub(crate) fn initialize(
     params: &Params<'_>,
     extensions: &http::Extensions,
 ) -> Response {
-    match shared.initialize(params, shared.principal_of(extensions)) {
+    match shared.initialize(
+        params,
+        shared.principal_of(extensions),
+        shared.owner_of(extensions),
+    ) {
         Ok((result, session)) => with_session(
             sse::json(200, jsonrpc::result_bytes(id, &result)),
             Some(&shared.sessions.mint(&session)),
@@ -267,7 +271,7 @@ fn finished(
 
 fn open_stream(ep: &Endpoint, session: &Session) -> Arc<super::resume::RespStream> {
     let polling = session.revision.features().sse_polling;
-    let stream = ep.streams.open(&session.sid, polling);
+    let stream = ep.streams.open(session, polling);
     if polling {
         stream.push_priming(ep.http.sse_retry);
     }
@@ -337,17 +341,20 @@ pub(crate) async fn get(
             .with_status(400),
         ));
     }
-    if let Some(last) = headers.get("last-event-id").and_then(|v| v.to_str().ok())
-        && let Some((stream, from)) = ep.streams.resume(&session.sid, last)
-    {
-        return Some(sse::sse_response(Body::from_stream(
-            stream.reader(from, false),
-        )));
-    }
+    // A resumed stream and the standalone stream alike count against `max_streams`.
     let permit = match shared.stream_slot() {
         Ok(p) => p,
         Err(e) => return Some(super::busy(&e)),
     };
+    if let Some(last) = headers.get("last-event-id").and_then(|v| v.to_str().ok())
+        && let Some((stream, from)) = ep.streams.resume(&session.sid, last)
+    {
+        let frames = stream.reader(from, false).map(move |f| {
+            let _held = &permit;
+            f
+        });
+        return Some(sse::sse_response(Body::from_stream(frames)));
+    }
     Some(standalone(shared.clone(), session, permit))
 }
 

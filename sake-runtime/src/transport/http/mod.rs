@@ -33,8 +33,8 @@ use crate::error::Error;
 use crate::protocol::jsonrpc::{self, Incoming, RpcError};
 use crate::protocol::meta::{self, Params};
 use crate::protocol::{Era, Revision};
-use crate::server::Shared;
 use crate::server::front::legacy::batch_without_session;
+use crate::server::{Peer, Shared};
 
 /// The settings of the HTTP transport.
 #[derive(Clone, Debug)]
@@ -45,6 +45,9 @@ pub(crate) struct HttpConfig {
     pub sse_retry: Duration,
     pub body_timeout: Duration,
     pub header_timeout: Duration,
+    /// A header a trusted proxy sets with the client's address (`X-Forwarded-For`): its
+    /// rightmost address is the peer.
+    pub client_ip_header: Option<http::HeaderName>,
 }
 
 impl Default for HttpConfig {
@@ -56,6 +59,7 @@ impl Default for HttpConfig {
             sse_retry: Duration::from_millis(1000),
             body_timeout: Duration::from_secs(30),
             header_timeout: Duration::from_secs(30),
+            client_ip_header: None,
         }
     }
 }
@@ -76,12 +80,43 @@ impl Endpoint {
                 http.path
             )));
         }
-        let streams = resume::Streams::new(shared.config.max_tracked_sessions);
+        let streams = resume::Streams::new(
+            shared.config.max_tracked_sessions,
+            shared.config.max_records_per_client,
+        );
         Ok(Endpoint {
             shared,
             http,
             streams,
         })
+    }
+}
+
+/// Where a request came from: the rightmost address of the trusted proxy's header when one is
+/// configured, else the connection's peer (`ConnectInfo`, set by `Service::serve` and by
+/// `axum::serve(.., router.into_make_service_with_connect_info::<SocketAddr>())`).
+fn peer(http: &HttpConfig, parts: &http::request::Parts) -> Option<Peer> {
+    if let Some(name) = &http.client_ip_header {
+        return parts
+            .headers
+            .get_all(name)
+            .iter()
+            .next_back()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.rsplit(',').next())
+            .and_then(|ip| ip.trim().parse().ok())
+            .map(Peer);
+    }
+    parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| Peer(c.0.ip()))
+}
+
+/// Records the request's peer in its extensions.
+fn note_peer(http: &HttpConfig, parts: &mut http::request::Parts) {
+    if let Some(p) = peer(http, parts) {
+        parts.extensions.insert(p);
     }
 }
 
@@ -107,16 +142,15 @@ async fn get(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
         return sse::error(Era::Legacy, None, &e);
     }
+    let (mut parts, body) = request.into_parts();
+    note_peer(cfg, &mut parts);
     #[cfg(feature = "auth")]
-    let request = {
-        let (mut parts, body) = request.into_parts();
-        if let Err(resp) =
-            auth::authenticate(&ep, Era::Legacy, &parts.headers, &mut parts.extensions).await
-        {
-            return resp;
-        }
-        Request::from_parts(parts, body)
-    };
+    if let Err(resp) =
+        auth::authenticate(&ep, Era::Legacy, &parts.headers, &mut parts.extensions).await
+    {
+        return resp;
+    }
+    let request = Request::from_parts(parts, body);
     match legacy::get(&ep, request.headers(), request.extensions()).await {
         Some(resp) => resp,
         None => not_allowed().await,
@@ -128,16 +162,15 @@ async fn delete(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
         return sse::error(Era::Legacy, None, &e);
     }
+    let (mut parts, body) = request.into_parts();
+    note_peer(cfg, &mut parts);
     #[cfg(feature = "auth")]
-    let request = {
-        let (mut parts, body) = request.into_parts();
-        if let Err(resp) =
-            auth::authenticate(&ep, Era::Legacy, &parts.headers, &mut parts.extensions).await
-        {
-            return resp;
-        }
-        Request::from_parts(parts, body)
-    };
+    if let Err(resp) =
+        auth::authenticate(&ep, Era::Legacy, &parts.headers, &mut parts.extensions).await
+    {
+        return resp;
+    }
+    let request = Request::from_parts(parts, body);
     match legacy::delete(&ep.shared, request.headers(), request.extensions()) {
         Some(resp) => resp,
         None => not_allowed().await,
@@ -255,8 +288,9 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
         Ok(p) => p,
         Err(e) => return busy(&e),
     };
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let cfg = &ep.http;
+    note_peer(cfg, &mut parts);
     let max_body = shared.config.max_body_bytes;
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, &parts.headers) {
         return sse::error(Era::Modern, None, &e);
@@ -275,8 +309,6 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     }
     // Who is calling, before the body is read: a request without a usable token costs
     // nothing more.
-    #[cfg(feature = "auth")]
-    let mut parts = parts;
     #[cfg(feature = "auth")]
     if let Err(resp) = auth::authenticate(
         &ep,

@@ -33,7 +33,7 @@ pub(crate) async fn serve(
         .header_read_timeout(ep.http.header_timeout);
     let mut signal = std::pin::pin!(signal);
     loop {
-        let (tcp, _) = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
                 Err(e) => {
@@ -47,7 +47,15 @@ pub(crate) async fn serve(
         };
         // Nagle's algorithm stalls small streamed responses by tens of milliseconds.
         let _ = tcp.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        // Each request learns where it came from, as `axum::serve` with connect info tells it.
+        let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+            router.clone(),
+            move |mut req: http::Request<_>| {
+                req.extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+                req
+            },
+        ));
         let conn = builder.serve_connection(TokioIo::new(tcp), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
