@@ -21,6 +21,7 @@ pub(crate) fn base64_encode(bytes: impl AsRef<[u8]>) -> String {
 /// The speaker of a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Role {
     /// The human side.
     User,
@@ -32,6 +33,7 @@ pub enum Role {
 /// and set what applies; [`Content::with_annotations`] shows one.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Annotations {
     /// Who the object is for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,6 +69,7 @@ impl Annotations {
 /// An icon a client may show (2025-11-25 and later).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Icon {
     /// An `https:` or `data:` URI.
     pub src: String,
@@ -121,6 +124,7 @@ impl Icon {
 /// Names a client or a server.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Implementation {
     /// Programmatic name.
     pub name: String,
@@ -180,6 +184,7 @@ impl Implementation {
 
 /// Text content.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TextContent {
     /// The text.
     pub text: String,
@@ -217,6 +222,7 @@ impl TextContent {
 /// Image or audio content: Base64 data and a MIME type.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct MediaContent {
     /// Base64-encoded bytes.
     pub data: String,
@@ -258,6 +264,7 @@ impl MediaContent {
 /// A link to a resource the client may read (2025-06-18 and later).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ResourceLink {
     /// The resource's URI.
     pub uri: String,
@@ -363,6 +370,7 @@ impl ResourceLink {
 
 /// A resource's contents embedded in a message or result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EmbeddedResource {
     /// The contents.
     pub resource: ResourceContents,
@@ -400,6 +408,7 @@ impl EmbeddedResource {
 /// A content block of a tool result or a prompt message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum Content {
     /// `{"type":"text"}`
     #[serde(rename = "text")]
@@ -515,6 +524,7 @@ impl From<&str> for Content {
 /// Text contents of a resource.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct TextResourceContents {
     /// The resource's URI.
     pub uri: String,
@@ -555,6 +565,7 @@ impl TextResourceContents {
 /// Binary contents of a resource, Base64-encoded.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct BlobResourceContents {
     /// The resource's URI.
     pub uri: String,
@@ -609,6 +620,7 @@ impl BlobResourceContents {
 /// The contents of a resource: text or a blob.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum ResourceContents {
     /// Text.
     Text(TextResourceContents),
@@ -643,6 +655,7 @@ impl ResourceContents {
 /// The result of `tools/call`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CallToolResult {
     /// Unstructured content.
     pub content: Vec<Content>,
@@ -699,6 +712,7 @@ impl CallToolResult {
 
 /// A message of a prompt.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PromptMessage {
     /// Who speaks.
     pub role: Role,
@@ -728,6 +742,7 @@ impl PromptMessage {
 
 /// The result of `prompts/get`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct GetPromptResult {
     /// What the prompt is for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -776,6 +791,7 @@ impl GetPromptResult {
 
 /// The result of `resources/read`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ReadResourceResult {
     /// The contents (never empty for a resource that exists).
     pub contents: Vec<ResourceContents>,
@@ -815,6 +831,7 @@ impl ReadResourceResult {
 /// Completion values for `completion/complete`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Completion {
     /// At most 100 values.
     pub values: Vec<String>,
@@ -872,6 +889,7 @@ impl From<Vec<String>> for Completion {
 /// Start from `ToolAnnotations::default()` and set what applies.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolAnnotations {
     /// Display name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -931,6 +949,7 @@ impl ToolAnnotations {
 /// A tool as listed by `tools/list`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Tool {
     /// Its name.
     pub name: String,
@@ -1025,6 +1044,7 @@ impl Tool {
 
 /// An argument of a prompt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PromptArgument {
     /// Its name.
     pub name: String,
@@ -1071,6 +1091,7 @@ impl PromptArgument {
 
 /// A prompt as listed by `prompts/list`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Prompt {
     /// Its name.
     pub name: String,
@@ -1148,6 +1169,7 @@ impl Prompt {
 /// A resource as listed by `resources/list`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Resource {
     /// Its URI.
     pub uri: String,
@@ -1250,6 +1272,7 @@ impl Resource {
 /// A resource template as listed by `resources/templates/list`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ResourceTemplate {
     /// The RFC 6570 template.
     pub uri_template: String,
@@ -1389,6 +1412,7 @@ impl fmt::Display for LoggingLevel {
 /// The `roots` client capability.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct RootsCapability {
     /// The client sends `notifications/roots/list_changed` (legacy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1405,6 +1429,7 @@ impl RootsCapability {
 
 /// The `sampling` client capability.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SamplingCapability {
     /// The client honours `includeContext`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1430,6 +1455,7 @@ impl SamplingCapability {
 
 /// The `elicitation` client capability. `{}` means form mode only.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationCapability {
     /// Form mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1478,6 +1504,7 @@ impl ElicitationCapability {
 /// );
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ClientCapabilities {
     /// Roots.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1540,6 +1567,7 @@ impl ClientCapabilities {
 /// The `prompts`, `tools` capability body.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ListChangedCapability {
     /// The server notifies list changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1557,6 +1585,7 @@ impl ListChangedCapability {
 /// The `resources` capability body.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ResourcesCapability {
     /// The server supports subscriptions to resource updates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1595,6 +1624,7 @@ impl ResourcesCapability {
 /// );
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ServerCapabilities {
     /// Experimental, non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1665,6 +1695,7 @@ impl ServerCapabilities {
 
 /// A root the client exposes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Root {
     /// A `file://` URI.
     pub uri: String,
@@ -1709,6 +1740,7 @@ impl Root {
 
 /// The answer to `roots/list`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ListRootsResult {
     /// The roots.
     pub roots: Vec<Root>,
@@ -1723,6 +1755,7 @@ impl ListRootsResult {
 
 /// A message of a sampling request or result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SamplingMessage {
     /// Who speaks.
     pub role: Role,
@@ -1757,6 +1790,7 @@ impl SamplingMessage {
 /// The parameters of `sampling/createMessage`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CreateMessageRequest {
     /// The conversation.
     pub messages: Vec<SamplingMessage>,
@@ -1882,6 +1916,7 @@ impl CreateMessageRequest {
 /// The answer to `sampling/createMessage`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CreateMessageResult {
     /// Who speaks (the assistant).
     pub role: Role,
@@ -1959,6 +1994,7 @@ impl fmt::Display for ElicitAction {
 
 /// The raw answer to `elicitation/create`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitResult {
     /// What the user did.
     pub action: ElicitAction,
@@ -1970,6 +2006,7 @@ pub struct ElicitResult {
 /// The parameters of `elicitation/create`: a form (a flat object schema) or a URL to open.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ElicitRequest {
     /// `"form"` (the default when absent) or `"url"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -2099,15 +2136,18 @@ impl ElicitResult {
 /// What `completion/complete` completes: a prompt's argument or a resource template's variable.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum CompletionReference {
     /// `{"type":"ref/prompt","name":…}`
     #[serde(rename = "ref/prompt")]
+    #[non_exhaustive]
     Prompt {
         /// The prompt's name.
         name: String,
     },
     /// `{"type":"ref/resource","uri":…}` (the template's URI)
     #[serde(rename = "ref/resource")]
+    #[non_exhaustive]
     Resource {
         /// The resource template.
         uri: String,
@@ -2129,6 +2169,7 @@ impl CompletionReference {
 /// The result of `server/discover` (2026-07-28).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct DiscoverResult {
     /// Every revision the server speaks.
     pub supported_versions: Vec<String>,
@@ -2193,6 +2234,7 @@ impl DiscoverResult {
 /// The result of `initialize` (handshake revisions).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct InitializeResult {
     /// The revision the server chose.
     pub protocol_version: String,
