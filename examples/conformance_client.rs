@@ -30,18 +30,16 @@ fn full_builder() -> ClientBuilder {
     builder()
         .on_elicitation(|_req| async { Ok(ElicitResult::accept(Map::new())) })
         .on_sampling(|_req| async {
-            Ok(CreateMessageResult {
-                role: Role::Assistant,
-                content: json!({"type": "text", "text": "Paris"}),
-                model: "conformance-model".into(),
-                stop_reason: Some("endTurn".into()),
-            })
+            Ok(CreateMessageResult::new(
+                Role::Assistant,
+                json!({"type": "text", "text": "Paris"}),
+                "conformance-model",
+            )
+            .with_stop_reason("endTurn"))
         })
-        .roots(vec![Root {
-            uri: "file:///tmp/conformance".into(),
-            name: Some("conformance".into()),
-            meta: None,
-        }])
+        .roots(vec![
+            Root::new("file:///tmp/conformance").with_name("conformance"),
+        ])
 }
 
 /// Arguments for a tool: `a`/`b` numbers (the suite's `add_numbers`), otherwise a value for

@@ -530,12 +530,9 @@ fn static_text() -> &'static str {
     mime_type = "image/png"
 )]
 fn static_binary() -> ResourceContents {
-    ResourceContents::Blob(BlobResourceContents {
-        uri: "test://static-binary".into(),
-        mime_type: Some("image/png".into()),
-        blob: PNG.into(),
-        meta: None,
-    })
+    ResourceContents::Blob(
+        BlobResourceContents::new("test://static-binary", PNG).with_mime_type("image/png"),
+    )
 }
 
 /// A resource clients may subscribe to.

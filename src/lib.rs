@@ -62,12 +62,14 @@ pub use sake_runtime::{
 pub use sake_runtime::__private;
 
 /// The common imports: the macros, the server, [`Context`] and what a function asks and
-/// returns.
+/// returns, with what builds its results and messages (content blocks, their annotations,
+/// resource links, `_meta` objects).
 pub mod prelude {
     pub use crate::{
-        CallToolResult, Completion, CompletionRequest, Content, Context, CreateMessageRequest,
-        CreateMessageResult, ElicitAction, Elicitation, GetPromptResult, InputError, LoggingLevel,
-        Notifier, PromptMessage, ReadResourceResult, ResourceContents, ResourceError, Revision,
-        Role, Root, SamplingMessage, Server, Service, State, prompt, resource, tool,
+        Annotations, CallToolResult, Completion, CompletionRequest, Content, Context,
+        CreateMessageRequest, CreateMessageResult, ElicitAction, ElicitResult, Elicitation,
+        GetPromptResult, InputError, JsonObject, LoggingLevel, Notifier, PromptMessage,
+        ReadResourceResult, ResourceContents, ResourceError, ResourceLink, Revision, Role, Root,
+        SamplingMessage, Server, Service, State, prompt, resource, tool,
     };
 }

@@ -682,18 +682,13 @@ async fn input_required_rounds_use_the_handlers_and_echo_the_state() {
             Ok(ElicitResult::accept(c))
         })
         .on_sampling(|_req| async {
-            Ok(CreateMessageResult {
-                role: Role::Assistant,
-                content: json!({"type": "text", "text": "Paris"}),
-                model: "m".into(),
-                stop_reason: None,
-            })
+            Ok(CreateMessageResult::new(
+                Role::Assistant,
+                json!({"type": "text", "text": "Paris"}),
+                "m",
+            ))
         })
-        .roots(vec![Root {
-            uri: "file:///w".into(),
-            name: None,
-            meta: None,
-        }])
+        .roots(vec![Root::new("file:///w")])
         .connect(&f.url)
         .await
         .expect("connect");

@@ -132,12 +132,11 @@ fn builder() -> ClientBuilder {
             Ok(ElicitResult::accept(c))
         })
         .on_sampling(|_req| async {
-            Ok(CreateMessageResult {
-                role: Role::Assistant,
-                content: json!({"type": "text", "text": "Paris"}),
-                model: "m".into(),
-                stop_reason: None,
-            })
+            Ok(CreateMessageResult::new(
+                Role::Assistant,
+                json!({"type": "text", "text": "Paris"}),
+                "m",
+            ))
         })
 }
 

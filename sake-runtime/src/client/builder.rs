@@ -145,7 +145,7 @@ impl ClientBuilder {
     pub fn roots(self, roots: Vec<Root>) -> Self {
         self.on_roots(move || {
             let roots = roots.clone();
-            async move { Ok(ListRootsResult { roots }) }
+            async move { Ok(ListRootsResult::new(roots)) }
         })
     }
 

@@ -459,15 +459,12 @@ fn openai_limits() {
 
 #[test]
 fn tool_names() {
-    let tool = |name: &str| Tool {
-        name: name.to_owned(),
-        title: None,
-        description: Some("d".into()),
-        icons: None,
-        input_schema: json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}),
-        output_schema: None,
-        annotations: None,
-        meta: None,
+    let tool = |name: &str| {
+        Tool::new(
+            name,
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}),
+        )
+        .with_description("d")
     };
     let rules = |profile, name| -> Vec<&str> {
         check_tool(profile, &tool(name))

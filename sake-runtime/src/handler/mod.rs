@@ -702,11 +702,7 @@ impl IntoGetPromptResult for GetPromptResult {
 
 impl IntoGetPromptResult for Vec<PromptMessage> {
     fn into_get_prompt_result(self) -> Result<GetPromptResult, RpcError> {
-        Ok(GetPromptResult {
-            description: None,
-            messages: self,
-            meta: None,
-        })
+        Ok(GetPromptResult::new(self))
     }
 }
 
@@ -783,10 +779,7 @@ impl IntoReadResourceResult for Vec<ResourceContents> {
         _: &str,
         _: Option<&str>,
     ) -> Result<ReadResourceResult, RpcError> {
-        Ok(ReadResourceResult {
-            contents: self,
-            meta: None,
-        })
+        Ok(ReadResourceResult::new(self))
     }
 }
 

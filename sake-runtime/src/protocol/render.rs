@@ -530,19 +530,11 @@ mod tests {
 
     #[test]
     fn titles_move_into_annotations_on_2025_03_26() {
-        let t = Tool {
-            name: "t".into(),
-            title: Some("T".into()),
-            description: Some("d".into()),
-            icons: None,
-            input_schema: json!({"type": "object", "properties": {}}),
-            output_schema: Some(json!({"type": "object"})),
-            annotations: Some(ToolAnnotations {
-                read_only_hint: Some(true),
-                ..Default::default()
-            }),
-            meta: None,
-        };
+        let t = Tool::new("t", json!({"type": "object", "properties": {}}))
+            .with_title("T")
+            .with_description("d")
+            .with_output_schema(json!({"type": "object"}))
+            .with_annotations(ToolAnnotations::default().with_read_only_hint(true));
         assert_eq!(
             tool(&t, Revision::V2025_03_26),
             json!({"name": "t", "description": "d", "inputSchema": {"type": "object", "properties": {}},
