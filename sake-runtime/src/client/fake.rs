@@ -240,10 +240,10 @@ pub(crate) async fn fake(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'stati
     }
 }
 
-/// A 2026-07-28 `server/discover` result.
+/// A 2026-07-28 `server/discover` result, fresh for an hour (what the client remembers).
 pub(crate) fn discover_result() -> Value {
     json!({"resultType": "complete", "supportedVersions": ["2026-07-28", "2025-11-25"],
-        "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+        "capabilities": {"tools": {}}, "ttlMs": 3600000, "cacheScope": "private",
         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1"}}})
 }
 

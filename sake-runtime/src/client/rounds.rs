@@ -58,8 +58,17 @@ impl Client {
                     "an input_required result of {method} with neither inputRequests nor requestState"
                 )));
             }
+            let requests = ir.input_requests.unwrap_or_default();
+            let limit = self.inner.core.limits.max_server_requests;
+            if requests.len() > limit {
+                return Err(ClientError::TooManyInputRequests {
+                    method: method.to_owned(),
+                    count: requests.len(),
+                    limit,
+                });
+            }
             let mut responses = Map::new();
-            for (key, req) in ir.input_requests.unwrap_or_default() {
+            for (key, req) in requests {
                 tracing::debug!(method, input = %req.method, %key, "answering an input request");
                 let answer = self
                     .inner

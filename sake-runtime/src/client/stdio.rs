@@ -4,17 +4,13 @@ use std::process::Stdio as StdStdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
-use super::core::{AbortOnDrop, Core, parse_message, response_body};
+use super::core::{AbortOnDrop, Core, Ended, parse_message, response_body};
 use super::error::ClientError;
 use super::negotiate::{Body, Exchange};
-use crate::protocol::framing::{Line, read_line};
 use crate::protocol::jsonrpc::RequestId;
-
-/// The longest line read from the server.
-const MAX_LINE: usize = 64 << 20;
 
 /// The server's stdin, as the client writes it.
 type Writer = Box<dyn AsyncWrite + Send + Unpin>;
@@ -112,7 +108,7 @@ impl Stdio {
                 status: 200,
                 body: Body::Response(a),
             })),
-            Err(_) => Err(ClientError::Closed),
+            Err(_) => Err(self.core.closed_error()),
         }
     }
 
@@ -131,7 +127,49 @@ impl Stdio {
         if let Ok(mut r) = self.reader.lock() {
             r.take();
         }
-        self.core.close_all();
+        self.core.close(Ended::Closed);
+    }
+}
+
+/// How reading one line ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    /// A line (also a last one without a newline), in the buffer.
+    Complete,
+    /// The end of the output, with nothing left.
+    Eof,
+    /// The line passed the limit: reading stopped there.
+    TooLong,
+}
+
+/// Reads one line into `buf` (without the newline); stops as soon as it is longer than `max`
+/// bytes, so that a line without an end is not read forever. Each byte is looked at once.
+async fn read_line<R: AsyncRead + Unpin>(
+    r: &mut BufReader<R>,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    loop {
+        let available = r.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if buf.is_empty() {
+                Line::Eof
+            } else {
+                Line::Complete
+            });
+        }
+        let (chunk, used, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..i], i + 1, true),
+            None => (available, available.len(), false),
+        };
+        if buf.len().saturating_add(chunk.len()) > max {
+            return Ok(Line::TooLong);
+        }
+        buf.extend_from_slice(chunk);
+        r.consume(used);
+        if done {
+            return Ok(Line::Complete);
+        }
     }
 }
 
@@ -144,12 +182,18 @@ async fn read_loop<R: AsyncRead + Unpin>(
 ) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
+    let max = core.limits.max_body;
+    let mut why = Ended::Closed;
     loop {
         buf.clear();
-        match read_line(&mut reader, &mut buf, MAX_LINE).await {
+        match read_line(&mut reader, &mut buf, max).await {
             Err(_) | Ok(Line::Eof) => break,
             Ok(Line::TooLong) => {
-                tracing::warn!("the server wrote a line longer than {MAX_LINE} bytes; closing");
+                tracing::warn!("the server wrote a line longer than {max} bytes; closing");
+                why = Ended::TooLarge {
+                    what: "a line from the server's stdout",
+                    limit: max,
+                };
                 break;
             }
             Ok(Line::Complete) => {}
@@ -162,7 +206,22 @@ async fn read_loop<R: AsyncRead + Unpin>(
         let Some((rid, method, params)) = core.route(msg, None) else {
             continue;
         };
-        // A request of the server: answer it without holding up the reader.
+        // A request of the server: answer it without holding up the reader, in one of
+        // `max_server_requests` slots; without a free slot, refuse it at once (in line: a
+        // server that does not read its stdin then stops being read too).
+        let Some(slot) = core.server_request_slot() else {
+            tracing::warn!(%method, "too many requests of the server at once: refusing one");
+            let refusal = response_body(&rid, &Err(core.busy(&method)));
+            match owner.upgrade() {
+                Some(stdio) => {
+                    if let Err(e) = stdio.write(refusal).await {
+                        tracing::warn!(%method, "could not answer the server's request: {e}");
+                    }
+                }
+                None => break,
+            }
+            continue;
+        };
         let core = Arc::clone(&core);
         let owner = owner.clone();
         tokio::spawn(async move {
@@ -176,22 +235,26 @@ async fn read_loop<R: AsyncRead + Unpin>(
             {
                 tracing::warn!(%method, "could not answer the server's request: {e}");
             }
+            // The slot is held until the answer is written: answers a server does not read
+            // do not pile up either.
+            drop(slot);
         });
     }
     tracing::debug!("the server's stdout closed");
-    core.close_all();
+    core.close(why);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::client::core::Handlers;
+    use crate::client::limits::Limits;
 
     /// Every answer the server wrote arrives, its last one without a newline included, and
     /// a long stream of small lines is read in one pass.
     #[tokio::test]
     async fn reads_every_line_and_a_last_one_without_a_newline() {
-        let core = Arc::new(Core::new(Handlers::default()));
+        let core = Arc::new(Core::new(Handlers::default(), Limits::default()));
         let ids: Vec<RequestId> = (1..=2000).map(RequestId::Number).collect();
         let waiting: Vec<_> = ids.iter().map(|id| core.register(id)).collect();
         let mut out = String::new();
