@@ -346,6 +346,7 @@ mod tests {
     use super::*;
     use serde_json::json;
     use serde_json::value::RawValue;
+    use std::time::Duration;
 
     fn ok(v: Value) -> Body {
         Body::Response(Ok(RawValue::from_string(v.to_string()).unwrap()))
@@ -439,6 +440,83 @@ mod tests {
             classify_discover(&ex, false),
             Verdict::Modern(Revision::V2026_07_28, _)
         ));
+    }
+
+    fn modern(ttl_ms: Option<u64>, instructions: &str) -> Remembered {
+        let mut d = json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {}, "cacheScope": "private", "instructions": instructions});
+        if let Some(t) = ttl_ms {
+            d["ttlMs"] = json!(t);
+        }
+        Remembered::Modern(Box::new(serde_json::from_value(d).unwrap()))
+    }
+
+    #[test]
+    fn a_cache_holds_at_most_its_entries_and_the_soonest_to_expire_makes_room() {
+        let cache = EraCache::with_limits(3, Duration::from_secs(60));
+        cache.remember("a", Remembered::Legacy(Revision::V2025_06_18));
+        // b expires first: its server said so.
+        cache.remember("b", modern(Some(10_000), ""));
+        cache.remember("c", Remembered::Legacy(Revision::V2025_11_25));
+        assert_eq!(cache.len(), 3);
+        cache.remember("d", Remembered::Legacy(Revision::V2025_03_26));
+        assert_eq!(cache.len(), 3);
+        assert_eq!(cache.get("b"), None);
+        // Then the oldest of equal ages.
+        cache.remember("e", Remembered::Legacy(Revision::V2025_03_26));
+        assert_eq!(cache.get("a"), None);
+        for k in ["c", "d", "e"] {
+            assert!(cache.get(k).is_some(), "{k}");
+        }
+        // Remembering a server again replaces its entry, and takes no room.
+        cache.remember("e", Remembered::Legacy(Revision::V2025_11_25));
+        assert_eq!(cache.len(), 3);
+        assert_eq!(
+            cache.get("e"),
+            Some(Remembered::Legacy(Revision::V2025_11_25))
+        );
+        cache.forget("e");
+        assert_eq!(cache.len(), 2);
+        // A thousand servers later, still three.
+        for n in 0..1000 {
+            cache.remember(&format!("s{n}"), Remembered::Legacy(Revision::V2025_11_25));
+        }
+        assert_eq!(cache.len(), 3);
+        assert!(cache.get("s999").is_some());
+    }
+
+    #[test]
+    fn entries_expire_with_the_cache_age_and_the_discover_ttl() {
+        let cache = EraCache::with_limits(16, Duration::from_millis(200));
+        cache.remember("legacy", Remembered::Legacy(Revision::V2025_11_25));
+        cache.remember("no-ttl", modern(None, ""));
+        cache.remember("short-ttl", modern(Some(20), ""));
+        cache.remember("long-ttl", modern(Some(3_600_000), ""));
+        // ttlMs 0: fresh for no time at all, so not remembered.
+        cache.remember("zero-ttl", modern(Some(0), ""));
+        assert_eq!(cache.get("zero-ttl"), None);
+        assert_eq!(cache.len(), 4);
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(cache.get("short-ttl"), None);
+        assert_eq!(cache.len(), 3);
+        std::thread::sleep(Duration::from_millis(200));
+        // The cache's own age bounds every entry, a long ttlMs included.
+        assert!(cache.is_empty());
+        for k in ["legacy", "no-ttl", "long-ttl"] {
+            assert_eq!(cache.get(k), None, "{k}");
+        }
+    }
+
+    #[test]
+    fn a_large_discover_answer_is_not_remembered() {
+        let cache = EraCache::new();
+        cache.remember("small", modern(None, &"i".repeat(1000)));
+        cache.remember("large", modern(None, &"i".repeat(MAX_REMEMBERED_BYTES)));
+        assert!(cache.get("small").is_some());
+        assert_eq!(cache.get("large"), None);
+        // And a large answer replaces what was remembered before.
+        cache.remember("small", modern(None, &"i".repeat(MAX_REMEMBERED_BYTES)));
+        assert!(cache.is_empty());
     }
 
     #[test]

@@ -438,6 +438,50 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_listen_stream_ends_with_its_request() {
+        // The first subscription is completed by the server; the second breaks off.
+        let f = fake(modern(move |s: &Seen| {
+            let id = s.id();
+            let mut steps = vec![
+                Step::Message(for_sub("notifications/subscriptions/acknowledged", &id)),
+                Step::Message(for_sub("notifications/tools/list_changed", &id)),
+            ];
+            if s.params()["notifications"]
+                .get("toolsListChanged")
+                .is_some()
+            {
+                steps.push(Step::Message(json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"resultType": "complete"}})));
+            }
+            Reply::Events(steps)
+        }))
+        .await;
+        let client = builder().connect(&f.url).await.unwrap();
+        let tools = Subscription {
+            tools_list_changed: true,
+            ..Subscription::default()
+        };
+        let mut completed = client.subscribe(tools).await.unwrap();
+        let n = completed.recv().await.unwrap();
+        assert_eq!(n.method, "notifications/tools/list_changed");
+        assert_eq!(completed.recv().await, None);
+        assert!(completed.error().is_none(), "{:?}", completed.error());
+        let mut broken = client.subscribe(Subscription::default()).await.unwrap();
+        let id = f.last("subscriptions/listen").id();
+        assert_eq!(
+            broken.recv().await.map(|n| n.method),
+            Some("notifications/tools/list_changed".to_owned())
+        );
+        assert_eq!(broken.recv().await, None);
+        assert_eq!(
+            broken.error().map(ToString::to_string),
+            Some(format!(
+                "protocol error: the event stream of request {id} ended before its response"
+            ))
+        );
+    }
+
+    #[tokio::test]
     async fn a_listen_that_is_refused_or_ends_unacknowledged_is_an_error() {
         let f = fake(modern(|s| {
             match s.params()["notifications"].get("toolsListChanged") {
