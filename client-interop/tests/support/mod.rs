@@ -202,10 +202,10 @@ pub async fn fake_with_session(
     }
 }
 
-/// A 2026-07-28 `server/discover` result.
+/// A 2026-07-28 `server/discover` result, fresh for an hour (what the client remembers).
 pub fn discover_result() -> Value {
     json!({"resultType": "complete", "supportedVersions": ["2026-07-28", "2025-11-25"],
-        "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+        "capabilities": {"tools": {}}, "ttlMs": 3600000, "cacheScope": "private",
         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1"}}})
 }
 

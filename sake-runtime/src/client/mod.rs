@@ -25,6 +25,8 @@
 // - request: one request on the wire (`_meta`, routing headers, the answer's meaning);
 // - rounds: `input_required` rounds; calls: the typed calls; subscribe: notifications;
 // - core, http, sse, stdio: the transports; params: `Mcp-Param-*` values; error: `ClientError`;
+// - limits: what a server can make the client hold, do or wait for, and the reconnection
+//   backoff;
 // - auth: OAuth 2.1 (`sake::client::auth`), which the HTTP transport consults on 401 and 403.
 pub mod auth;
 mod builder;
@@ -35,6 +37,7 @@ mod error;
 #[cfg(test)]
 mod fake;
 mod http;
+mod limits;
 mod negotiate;
 mod params;
 mod request;

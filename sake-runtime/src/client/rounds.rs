@@ -58,8 +58,17 @@ impl Client {
                     "an input_required result of {method} with neither inputRequests nor requestState"
                 )));
             }
+            let requests = ir.input_requests.unwrap_or_default();
+            let limit = self.inner.core.limits.max_server_requests;
+            if requests.len() > limit {
+                return Err(ClientError::TooManyInputRequests {
+                    method: method.to_owned(),
+                    count: requests.len(),
+                    limit,
+                });
+            }
             let mut responses = Map::new();
-            for (key, req) in ir.input_requests.unwrap_or_default() {
+            for (key, req) in requests {
                 tracing::debug!(method, input = %req.method, %key, "answering an input request");
                 let answer = self
                     .inner
@@ -97,6 +106,9 @@ impl Client {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use serde_json::json;
 
     use super::*;
@@ -194,9 +206,47 @@ mod tests {
             "{err:?}"
         );
         assert_eq!(
+            err.to_string(),
+            "resources/read still needs input after 2 rounds, the client's limit; raise it with ClientBuilder::max_rounds"
+        );
+        assert_eq!(
             f.methods(),
             ["server/discover", "resources/read", "resources/read"]
         );
+    }
+
+    #[tokio::test]
+    async fn more_questions_at_once_than_the_limit_end_the_call_unanswered() {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let f = fake(modern(|s| {
+            let questions: serde_json::Map<String, Value> = (0..3)
+                .map(|n| (format!("q{n}"), json!({"method": "roots/list"})))
+                .collect();
+            input_required(s, Some(Value::Object(questions)), Some("st"))
+        }))
+        .await;
+        let counter = Arc::clone(&asked);
+        let client = builder()
+            .max_server_requests(2)
+            .on_roots(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async { Ok(ListRootsResult { roots: vec![] }) }
+            })
+            .connect(&f.url)
+            .await
+            .unwrap();
+        let err = client.call_tool("t", json!({})).await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::TooManyInputRequests { method, count: 3, limit: 2 } if method == "tools/call"),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "the server answered tools/call with 3 input requests at once; the client answers at most 2; raise the limit with ClientBuilder::max_server_requests"
+        );
+        // Not one handler ran, and the call was not sent again.
+        assert_eq!(asked.load(Ordering::SeqCst), 0);
+        assert_eq!(f.methods(), ["server/discover", "tools/call"]);
     }
 
     #[tokio::test]
