@@ -19,18 +19,19 @@ pub(crate) mod handler;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals;
+#[cfg(any(feature = "auth", feature = "client"))]
+mod net;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod protocol;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod protocol;
-#[cfg(any(feature = "auth", feature = "client"))]
-mod net;
 pub mod registry;
 pub(crate) mod schema;
 pub(crate) mod server;
 mod service;
 mod signing;
+pub mod tasks;
 pub mod testing;
 #[cfg(feature = "internals")]
 #[doc(hidden)]

@@ -284,6 +284,8 @@ impl Registry {
         self.tools
             .iter()
             .filter(|t| !(rev.features().object_only_schemas && t.legacy_unavailable.is_some()))
+            // A tool that runs only as a task cannot be called where there are no tasks.
+            .filter(|t| rev.features().tasks || t.def.task_support != TaskSupport::Required)
             .map(|t| render::tool(&t.listing, rev))
             .collect()
     }

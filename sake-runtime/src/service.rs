@@ -15,6 +15,7 @@ use crate::handler::state::StateMap;
 use crate::protocol::render::CacheScope;
 use crate::registry::Registry;
 use crate::server::{Config, PrincipalFn, Shared};
+use crate::tasks::TaskStore;
 use crate::transport::http::admission::HostPolicy;
 use crate::transport::http::{Endpoint, HttpConfig};
 
@@ -37,6 +38,7 @@ pub struct Server {
     states: StateMap,
     schema_compat: compat::Startup,
     principal: Option<PrincipalFn>,
+    task_store: Option<Arc<dyn TaskStore>>,
 }
 
 impl Server {
@@ -50,6 +52,7 @@ impl Server {
             states: StateMap::default(),
             schema_compat: compat::Startup::default(),
             principal: None,
+            task_store: None,
         }
     }
 
@@ -62,6 +65,7 @@ impl Server {
             states: StateMap::default(),
             schema_compat: compat::Startup::default(),
             principal: None,
+            task_store: None,
         }
     }
 
@@ -280,6 +284,28 @@ impl Server {
         self
     }
 
+    /// Where tasks are kept (the tasks extension: tools declared `#[tool(task = "optional")]`
+    /// or `"required"`). Defaults to a [`MemoryTaskStore`](crate::tasks::MemoryTaskStore)
+    /// with its default bounds; pass one with other bounds, or a store shared by replicas.
+    pub fn task_store(mut self, store: impl TaskStore) -> Self {
+        self.task_store = Some(Arc::new(store));
+        self
+    }
+
+    /// How long a task lives from its creation (`ttlMs`): a task still running then is
+    /// stopped and fails; a finished one is deleted (see docs/tasks.md). Defaults to
+    /// 5 minutes.
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.config.task_ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How often clients should poll a task (`pollIntervalMs`). Defaults to 1 second.
+    pub fn task_poll_interval(mut self, interval: Duration) -> Self {
+        self.config.task_poll_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
     /// The most server-to-client requests (elicitation, sampling, roots of handshake
     /// sessions) waiting for answers at once, over all sessions. A function asking beyond it
     /// gets [`InputError::Unavailable`](crate::InputError::Unavailable). Defaults to 10000.
@@ -361,6 +387,7 @@ impl Server {
             self.config,
             self.states,
             self.principal,
+            self.task_store,
         )?);
         let endpoint = Arc::new(Endpoint::new(shared.clone(), self.http)?);
         Ok(Service { shared, endpoint })
