@@ -113,9 +113,10 @@ pub(crate) fn listen(
             crate::handler::strip_position(&e)
         ))
     })?;
-    if let Some(ids) = &filter.task_ids {
+    if let Some(ids) = filter.task_ids.as_ref().filter(|_| shared.tasks.is_some()) {
         // The tasks extension: "-32021 … if a subscriptions/listen request includes taskIds"
-        // from a request that did not declare it.
+        // from a request that did not declare it. (A server without the extension does not
+        // know the member, and leaves it out of the acknowledgement.)
         if !declared(&meta.client_capabilities) {
             return Err(missing_extension());
         }

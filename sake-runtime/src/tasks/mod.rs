@@ -209,7 +209,8 @@ pub struct TaskRecord {
     pub request: TaskRequest,
     /// Where it stands.
     pub status: TaskStatus,
-    /// A message for a person (progress; the reason of a failure).
+    /// A message for a person: the progress of a `working` task (cleared when its status
+    /// changes), the reason a task failed or was cancelled.
     pub status_message: Option<String>,
     /// Creation, in milliseconds since the Unix epoch.
     pub created_at: u64,
@@ -538,6 +539,7 @@ impl TaskRecord {
                     return UpdateOutcome::Lost;
                 }
                 self.status = TaskStatus::InputRequired;
+                self.status_message = None;
                 self.input_requests = requests;
                 self.holder = None;
                 self.lease_until = 0;
@@ -563,6 +565,7 @@ impl TaskRecord {
                 let runnable = self.input_requests.is_empty();
                 if runnable {
                     self.status = TaskStatus::Working;
+                    self.status_message = None;
                     self.holder = None;
                     self.lease_until = lease_end(now, lease);
                 }
@@ -582,6 +585,7 @@ impl TaskRecord {
         }
         match outcome {
             TaskOutcome::Completed(result) => {
+                self.status_message = None;
                 self.result = Some(result);
                 self.end(TaskStatus::Completed, now);
             }
