@@ -70,6 +70,8 @@ struct Inner {
 pub(crate) struct CallState {
     failure: Mutex<Option<RpcError>>,
     task: OnceLock<TaskLink>,
+    /// The last progress reported before the call became a task: the task's first status.
+    progress: Mutex<Option<String>>,
 }
 
 /// A call that runs as a task (the tasks extension): where its progress goes.
@@ -103,6 +105,14 @@ impl CallState {
     /// The task the call runs as, if it became one.
     pub fn task(&self) -> Option<&TaskLink> {
         self.task.get()
+    }
+
+    /// The last progress the function reported before it became a task, as a status.
+    pub fn progress_so_far(&self) -> Option<String> {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -283,14 +293,23 @@ impl Context {
     }
 
     async fn send_progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        if let Some(task) = self.inner.call.task() {
-            // A task's progress is its status message, read with `tasks/get`.
-            task.report(message.unwrap_or_else(|| match total {
+        let status = || {
+            message.clone().unwrap_or_else(|| match total {
                 Some(total) => format!("{progress}/{total}"),
                 None => format!("{progress}"),
-            }));
+            })
+        };
+        if let Some(task) = self.inner.call.task() {
+            // A task's progress is its status message, read with `tasks/get`.
+            task.report(status());
             return;
         }
+        *self
+            .inner
+            .call
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(status());
         let Some(token) = &self.inner.meta.progress_token else {
             return;
         };

@@ -338,7 +338,8 @@ impl Shared {
                     let mut new =
                         NewTask::new(id, principal, request, tasks.ttl, tasks.poll_interval);
                     new.answers = round.answers().clone();
-                    let record = TaskRecord::new(new, &claim, now_ms());
+                    let mut record = TaskRecord::new(new, &claim, now_ms());
+                    record.status_message = call.progress_so_far();
                     tasks.sweep().await;
                     // Durable before it is announced: "a tasks/get for the returned taskId
                     // would resolve".
