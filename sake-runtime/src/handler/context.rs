@@ -409,7 +409,9 @@ impl Context {
     /// `T` must be a flat struct of strings, numbers, booleans and string enums (the form the
     /// spec allows). `key` names the question: on 2026-07-28 the call ends with
     /// `input_required`, the client retries with the answer under `key`, and the function
-    /// runs again from the start — so code before this call may run more than once.
+    /// runs again from the start — so code before this call may run more than once. In a
+    /// call that runs as a task, the question is the task's (`input_required`, answered with
+    /// `tasks/update`), and the function runs again likewise.
     pub async fn elicit<T: DeserializeOwned + JsonSchema>(
         &self,
         key: &str,
