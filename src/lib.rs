@@ -41,7 +41,7 @@ pub use sake_runtime::auth;
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub use sake_runtime::client;
-pub use sake_runtime::{compat, registry, testing};
+pub use sake_runtime::{compat, registry, tasks, testing};
 
 pub use sake_runtime::{
     Annotations, BlobResourceContents, CacheScope, CallToolResult, ClientCapabilities, Completion,

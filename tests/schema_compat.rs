@@ -1,12 +1,9 @@
-//! The schema compatibility reports of the examples' tools, per client profile (snapshots), the
+//! The schema compatibility reports of the quickstart's tools, per client profile (snapshots), the
 //! start-up check and the served normalisation of the `Server` builder, and the checker's
 //! meta-schema rules against a real JSON Schema validator.
 //!
 //! A snapshot that looks wrong is fixed in `sake-runtime/src/schema/compat/`, never by hand.
 
-#[path = "../examples/everything.rs"]
-#[allow(dead_code)]
-mod everything;
 #[path = "../examples/quickstart.rs"]
 #[allow(dead_code)]
 mod quickstart;
@@ -31,15 +28,12 @@ fn from_file(file: &str) -> Registry {
 
 #[test]
 fn reports_of_the_examples() {
-    for (example, file) in [
-        ("quickstart", "examples/quickstart.rs"),
-        ("everything", "examples/everything.rs"),
-    ] {
-        let registry = from_file(file);
-        for profile in Profile::ALL {
-            let report = compat::check_registry(&registry, profile);
-            insta::assert_json_snapshot!(format!("{example}_{}", profile.id()), report);
-        }
+    // The conformance fixture's are in tests/schema_compat_everything.rs: it has a `greet`
+    // too, and the quickstart's own tests serve every tool of their binary.
+    let registry = from_file("examples/quickstart.rs");
+    for profile in Profile::ALL {
+        let report = compat::check_registry(&registry, profile);
+        insta::assert_json_snapshot!(format!("quickstart_{}", profile.id()), report);
     }
 }
 

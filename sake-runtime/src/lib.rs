@@ -31,6 +31,7 @@ pub(crate) mod schema;
 pub(crate) mod server;
 mod service;
 mod signing;
+pub mod tasks;
 pub mod testing;
 #[cfg(feature = "internals")]
 #[doc(hidden)]

@@ -329,6 +329,8 @@ impl Registry {
             .iter()
             .filter(|t| !(rev.features().object_only_schemas && t.legacy_unavailable.is_some()))
             .filter(|t| visible(t.def.scopes))
+            // A tool that runs only as a task cannot be called where there are no tasks.
+            .filter(|t| rev.features().tasks || t.def.task_support != TaskSupport::Required)
             .map(|t| render::tool(&t.listing, rev))
             .collect()
     }

@@ -15,6 +15,7 @@ use crate::handler::state::StateMap;
 use crate::protocol::render::CacheScope;
 use crate::registry::Registry;
 use crate::server::{Config, PrincipalFn, Shared};
+use crate::tasks::TaskStore;
 use crate::transport::http::admission::HostPolicy;
 use crate::transport::http::{Endpoint, HttpConfig};
 
@@ -40,6 +41,7 @@ pub struct Server {
     principal: Option<PrincipalFn>,
     #[cfg(feature = "auth")]
     authorization: Option<Arc<crate::auth::Authorization>>,
+    task_store: Option<Arc<dyn TaskStore>>,
 }
 
 impl Server {
@@ -56,6 +58,7 @@ impl Server {
             principal: None,
             #[cfg(feature = "auth")]
             authorization: None,
+            task_store: None,
         }
     }
 
@@ -71,6 +74,7 @@ impl Server {
             principal: None,
             #[cfg(feature = "auth")]
             authorization: None,
+            task_store: None,
         }
     }
 
@@ -334,6 +338,28 @@ impl Server {
         self
     }
 
+    /// Where tasks are kept (the tasks extension: tools declared `#[tool(task = "optional")]`
+    /// or `"required"`). Defaults to a [`MemoryTaskStore`](crate::tasks::MemoryTaskStore)
+    /// with its default bounds; pass one with other bounds, or a store shared by replicas.
+    pub fn task_store(mut self, store: impl TaskStore) -> Self {
+        self.task_store = Some(Arc::new(store));
+        self
+    }
+
+    /// How long a task lives from its creation (`ttlMs`): a task still running then is
+    /// stopped and fails; a finished one is deleted (see docs/tasks.md). Defaults to
+    /// 5 minutes.
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.config.task_ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How often clients should poll a task (`pollIntervalMs`). Defaults to 1 second.
+    pub fn task_poll_interval(mut self, interval: Duration) -> Self {
+        self.config.task_poll_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
     /// The most server-to-client requests (elicitation, sampling, roots of handshake
     /// sessions) waiting for answers at once, over all sessions. A function asking beyond it
     /// gets [`InputError::Unavailable`](crate::InputError::Unavailable). Defaults to 10000.
@@ -427,6 +453,7 @@ impl Server {
             self.principal,
             #[cfg(feature = "auth")]
             self.authorization,
+            self.task_store,
         )?);
         let mut http = self.http;
         if let Some(name) = &self.client_ip_header {

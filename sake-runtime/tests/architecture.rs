@@ -26,6 +26,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("error", 4),
     // Schema compatibility reports check the registry's tools.
     ("compat", 4),
+    // Task stores and the rules of a task's life.
+    ("tasks", 4),
     ("server", 5),
     ("transport", 6),
     ("service", 7),
@@ -48,6 +50,7 @@ const PROTOCOL_ORDER: &[(&str, u8)] = &[
     ("jsonrpc", 2),
     ("headers", 3),
     ("methods", 3),
+    ("tasks", 3),
     ("meta", 4),
     ("render", 5),
 ];

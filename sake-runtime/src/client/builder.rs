@@ -40,6 +40,8 @@ pub struct ClientBuilder {
     limits: Limits,
     pin: Option<Revision>,
     auth: Option<Arc<dyn Auth>>,
+    tasks: bool,
+    task_timeout: Option<Duration>,
 }
 
 impl Default for ClientBuilder {
@@ -75,6 +77,8 @@ impl ClientBuilder {
             limits: Limits::default(),
             pin: None,
             auth: None,
+            tasks: true,
+            task_timeout: None,
         }
     }
 
@@ -251,6 +255,23 @@ impl ClientBuilder {
         self
     }
 
+    /// Whether the client takes tasks (the tasks extension of 2026-07-28; on by default): it
+    /// then declares the extension on `tools/call` requests, and a server may answer a call
+    /// of a long-running tool with a task, which the client follows (see
+    /// [`Client::call_tool`]). Without it, such tools run within the call, or are refused.
+    pub fn tasks(mut self, enabled: bool) -> Self {
+        self.tasks = enabled;
+        self
+    }
+
+    /// The longest [`Client::call_tool`] follows a task before it cancels it and fails with
+    /// [`ClientError::Timeout`] (none by default: until the task ends or the server drops
+    /// it). Each request still has [`timeout`](Self::timeout).
+    pub fn task_timeout(mut self, timeout: Duration) -> Self {
+        self.task_timeout = Some(timeout);
+        self
+    }
+
     /// Connects to a Streamable HTTP endpoint (`http://…` or `https://…`).
     pub async fn connect(self, url: &str) -> Result<Client, ClientError> {
         let core = self.core();
@@ -309,6 +330,8 @@ impl ClientBuilder {
                 max_rounds: self.max_rounds,
                 pin: self.pin,
                 reinit: tokio::sync::Mutex::new(()),
+                tasks: self.tasks,
+                task_timeout: self.task_timeout,
             }),
         }
     }

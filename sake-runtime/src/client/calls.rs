@@ -147,11 +147,28 @@ impl Client {
     }
 
     /// Calls a tool and returns its result as sent (a failed tool is `is_error()`, not `Err`).
+    ///
+    /// A call the server runs as a task (the tasks extension) is followed to its end: polled
+    /// at the server's interval, its questions answered by the registered handlers, and
+    /// cancelled if this future is dropped or [`task_timeout`](super::ClientBuilder::task_timeout)
+    /// runs out. A task that fails is [`ClientError::Rpc`], as a call answered with an error.
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: impl Serialize,
     ) -> Result<CallToolResult, ClientError> {
+        match self.start_tool(name, arguments).await? {
+            super::ToolCall::Done(result) => Ok(result),
+            super::ToolCall::Task(task) => self.follow_task(task).await,
+        }
+    }
+
+    /// `tools/call` with its `input_required` rounds: the raw result or task.
+    pub(super) async fn call_tool_raw(
+        &self,
+        name: &str,
+        arguments: impl Serialize,
+    ) -> Result<Box<serde_json::value::RawValue>, ClientError> {
         let arguments = serde_json::to_value(arguments).map_err(|error| ClientError::Decode {
             method: "tools/call".into(),
             error,
@@ -182,7 +199,7 @@ impl Client {
             }
             other => other?,
         };
-        Self::decode("tools/call", &raw)
+        Ok(raw)
     }
 
     /// Calls a tool and decodes its output: the structured content when there is one, else the
@@ -268,7 +285,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::client::fake::{Reply, Seen, builder, fake, legacy, meta, modern};
+    use crate::client::fake::{Reply, Seen, builder, call_meta, fake, legacy, meta, modern};
 
     fn tools() -> Value {
         json!({"tools": [
@@ -446,7 +463,7 @@ mod tests {
         assert_eq!(call.header("mcp-name"), Some("good"));
         assert_eq!(
             call.params(),
-            json!({"name": "good", "arguments": {"region": "us west 1"}, "_meta": meta()})
+            json!({"name": "good", "arguments": {"region": "us west 1"}, "_meta": call_meta()})
         );
     }
 
@@ -531,7 +548,7 @@ mod tests {
         // `()` sends no arguments at all.
         assert_eq!(
             f.last("tools/call").params(),
-            json!({"name": "fails", "_meta": meta()})
+            json!({"name": "fails", "_meta": call_meta()})
         );
     }
 

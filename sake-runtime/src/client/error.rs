@@ -169,6 +169,12 @@ pub enum ClientError {
         /// The negotiated revision.
         revision: String,
     },
+    /// The task a tool call became was cancelled before it ended.
+    #[error("the task {task_id} was cancelled")]
+    TaskCancelled {
+        /// The task's id.
+        task_id: String,
+    },
     /// No answer in time.
     #[error("{method} timed out after {millis} ms")]
     Timeout {

@@ -27,6 +27,15 @@ pub(crate) fn meta() -> Value {
     })
 }
 
+/// The `_meta` of a 2026-07-28 `tools/call` or task method: [`meta`] declaring the tasks
+/// extension too.
+pub(crate) fn call_meta() -> Value {
+    let mut m = meta();
+    m["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    m
+}
+
 /// A client named `t` 1, with a memory of its own and a 5 s limit per answer.
 pub(crate) fn builder() -> ClientBuilder {
     Client::builder()

@@ -24,6 +24,7 @@
 //   negotiate, the per-revision differences in the revision table, `protocol::version`);
 // - request: one request on the wire (`_meta`, routing headers, the answer's meaning);
 // - rounds: `input_required` rounds; calls: the typed calls; subscribe: notifications;
+// - tasks: tool calls the server runs as tasks (the tasks extension), followed;
 // - core, http, sse, stdio: the transports; params: `Mcp-Param-*` values; error: `ClientError`;
 // - limits: what a server can make the client hold, do or wait for, and the reconnection
 //   backoff;
@@ -45,6 +46,7 @@ mod rounds;
 mod sse;
 mod stdio;
 mod subscribe;
+mod tasks;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -57,6 +59,7 @@ pub use self::core::Notification;
 pub use self::error::ClientError;
 pub use self::negotiate::{EraCache, Remembered};
 pub use self::subscribe::{Notifications, Subscription};
+pub use self::tasks::{TaskHandle, ToolCall};
 
 use self::core::Core;
 use self::http::Http;
@@ -107,6 +110,10 @@ struct Inner {
     max_rounds: usize,
     pin: Option<Revision>,
     reinit: tokio::sync::Mutex<()>,
+    /// Declares the tasks extension on the requests that may lead to a task.
+    tasks: bool,
+    /// The longest a call waits for its task.
+    task_timeout: Option<Duration>,
 }
 
 impl Drop for Inner {

@@ -375,6 +375,18 @@ struct Round {
     refused: Option<Value>,
 }
 
+/// Checks that an answer has the shape of the result of `method` (an `ElicitResult`, a
+/// `CreateMessageResult` or a `ListRootsResult`).
+pub(crate) fn check_answer(method: &str, answer: &Value) -> Result<(), serde_json::Error> {
+    match method {
+        "elicitation/create" => serde_json::from_value::<ElicitResult>(answer.clone()).map(|_| ()),
+        "sampling/createMessage" => {
+            serde_json::from_value::<CreateMessageResult>(answer.clone()).map(|_| ())
+        }
+        _ => serde_json::from_value::<ListRootsResult>(answer.clone()).map(|_| ()),
+    }
+}
+
 /// How a round ended, when it did not complete.
 pub(crate) enum RoundOutcome {
     /// Questions to send back.
@@ -458,17 +470,24 @@ impl Mrtr {
         })
     }
 
+    /// A round that already has `answers` (a task's, run again): no state to read.
+    pub fn with_answers(key: RoundKey, answers: Map<String, Value>) -> Mrtr {
+        Mrtr {
+            key,
+            answers,
+            round: Mutex::new(Round::default()),
+        }
+    }
+
+    /// Every answer this round has (from its state and its `inputResponses`).
+    pub fn answers(&self) -> &Map<String, Value> {
+        &self.answers
+    }
+
     /// The answer to `key`, checked against the result type of `method`.
     pub fn answer(&self, key: &str, method: &str) -> Option<Result<Value, InputError>> {
         let v = self.answers.get(key)?;
-        let check = match method {
-            "elicitation/create" => serde_json::from_value::<ElicitResult>(v.clone()).map(|_| ()),
-            "sampling/createMessage" => {
-                serde_json::from_value::<CreateMessageResult>(v.clone()).map(|_| ())
-            }
-            _ => serde_json::from_value::<ListRootsResult>(v.clone()).map(|_| ()),
-        };
-        Some(match check {
+        Some(match check_answer(method, v) {
             Ok(()) => Ok(v.clone()),
             Err(e) => {
                 let msg = format!("inputResponses[{key:?}] is not a valid {method} result: {e}");

@@ -80,18 +80,20 @@ pub struct ToolHints {
 /// The future of one tool call.
 pub type ToolFuture = BoxFuture<CallToolResult>;
 
-/// Whether a tool may run as a task (`#[tool(task = "...")]`): the tool's
-/// `execution.taskSupport` (MCP 2025-11-25 "Tasks", tool-level negotiation; the tasks
-/// extension `io.modelcontextprotocol/tasks` of 2026-07-28).
+/// Whether a call of a tool may become a task (`#[tool(task = "...")]`; the tasks extension
+/// `io.modelcontextprotocol/tasks` of 2026-07-28, see docs/tasks.md). The server's policy: it
+/// is not on the wire.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TaskSupport {
-    /// It never runs as a task (`"forbidden"`, the default).
+    /// Never a task (`"forbidden"`, the default).
     #[default]
     Forbidden,
-    /// A client may run it as a task, or call it directly (`"optional"`).
+    /// A task when the request declares the extension and the function waits; otherwise
+    /// served within the call (`"optional"`).
     Optional,
-    /// It runs only as a task (`"required"`).
+    /// Only a task (`"required"`): a request that does not declare the extension gets
+    /// -32021, and revisions without the extension neither list nor serve the tool.
     Required,
 }
 

@@ -96,6 +96,9 @@ pub struct Params<'a, M = &'a RawValue> {
     /// `requestId` (notifications/cancelled).
     #[serde(rename = "requestId", borrow, default)]
     pub request_id: Option<&'a RawValue>,
+    /// `taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`: the tasks extension).
+    #[serde(rename = "taskId", borrow, default)]
+    pub task_id: Option<&'a RawValue>,
 }
 
 impl<M> Default for Params<'_, M> {
@@ -117,6 +120,7 @@ impl<M> Default for Params<'_, M> {
             client_info: None,
             notifications: None,
             request_id: None,
+            task_id: None,
         }
     }
 }
@@ -141,6 +145,7 @@ impl<'a, M> Params<'a, M> {
             client_info,
             notifications,
             request_id,
+            task_id,
         } = self;
         let rest = Params {
             meta: None,
@@ -159,6 +164,7 @@ impl<'a, M> Params<'a, M> {
             client_info,
             notifications,
             request_id,
+            task_id,
         };
         (meta, rest)
     }

@@ -89,6 +89,12 @@ pub struct Features {
     /// The code for "the request needs a client capability it did not declare": -32021 in
     /// 2026-07-28; before, invalid params.
     pub missing_capability_code: i32,
+    /// The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) exists: a `tools/call`
+    /// may be answered with a task, `tasks/get`, `tasks/update` and `tasks/cancel` exist, and
+    /// `server/discover` advertises it. Defined for 2026-07-28 only (SEP-2663: servers MUST NOT
+    /// treat it as enabling tasks under 2025-11-25, whose experimental tasks are another,
+    /// incompatible feature that sake does not serve).
+    pub tasks: bool,
 
     // What a client does differently
     /// A client reaches the revision with `server/discover` (a `DiscoverResult` that lists it);
@@ -131,6 +137,7 @@ const MODERN: Features = Features {
     sse_polling: false,
     input_required: true,
     missing_capability_code: -32021,
+    tasks: true,
     discover: true,
     request_meta: true,
     routing_headers: true,
@@ -159,6 +166,7 @@ const V2025_11_25: Features = Features {
     sse_polling: true,
     input_required: false,
     missing_capability_code: -32602,
+    tasks: false,
     discover: false,
     request_meta: false,
     routing_headers: false,
@@ -295,6 +303,8 @@ mod tests {
         let f = Revision::V2026_07_28.features();
         assert!(f.result_type && f.cache_hints && !f.object_only_schemas);
         assert_eq!(f.resource_not_found_code, -32602);
+        assert!(f.tasks);
+        assert!(Revision::LEGACY.iter().all(|r| !r.features().tasks));
         assert_eq!(
             Revision::V2025_11_25.features().resource_not_found_code,
             -32002

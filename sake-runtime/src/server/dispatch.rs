@@ -19,13 +19,14 @@ use std::task::Poll;
 use super::{Pages, Shared, decode_cursor};
 use crate::handler::context::{Context, RequestParts};
 use crate::handler::input::{InputChannel, Mrtr, RoundKey, RoundOutcome, merge_capabilities};
-use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest};
+use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport};
 use crate::protocol::Revision;
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::jsonrpc::clip;
 use crate::protocol::meta::Params;
 use crate::protocol::methods::{Method, Needs};
 use crate::protocol::render::{self, Cache, Shape};
+use crate::protocol::tasks::{self, EXTENSION as TASKS};
 use crate::protocol::types::{CallToolResult, Completion};
 
 /// How a round of a user function ended.
@@ -165,6 +166,7 @@ impl Shared {
             Needs::Resources => c.resources.is_some(),
             Needs::Completions => c.completions.is_some(),
             Needs::Logging => c.logging.is_some(),
+            Needs::Tasks => self.tasks.is_some(),
         }
     }
 
@@ -225,6 +227,9 @@ impl Shared {
             Method::Complete => self
                 .complete(rev, params)
                 .unwrap_or_else(|e| Dispatched::err(rev, e)),
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => self
+                .task_method(parts, method, params)
+                .unwrap_or_else(|e| Dispatched::err(rev, e)),
             Method::Initialize
             | Method::Ping
             | Method::SetLevel
@@ -267,6 +272,7 @@ impl Shared {
         };
         parts.notifier = Some(self.notifier.clone());
         parts.states = Some(self.states.clone());
+        let call = parts.call.clone();
         let (ctx, cancel) = Context::new(parts, Some(name.clone()));
         // User code runs from here on: argument decoding, then the function. A panic in it
         // fails this request only.
@@ -310,6 +316,9 @@ impl Shared {
                             RpcError::invalid_params(format!("Invalid params: {msg}")),
                         ));
                     }
+                    if let Some(e) = call.take_failure() {
+                        return Err(render::error(rev, e));
+                    }
                     finish(&shared, rev, v, round.as_deref()).map_err(|e| render::error(rev, e))
                 }
                 (Step::Interrupted(_), None) => {
@@ -344,6 +353,11 @@ impl Shared {
             def.scopes,
             def.principal,
         )?;
+        if def.task_support == TaskSupport::Required && !rev.features().tasks {
+            return Err(RpcError::invalid_params(format!(
+                "Tool `{name}` runs only as a task (the tasks extension, {TASKS}), which revision {rev} does not have. It is served on 2026-07-28."
+            )));
+        }
         let mut missing: Option<serde_json::Value> = None;
         for need in &entry.requires {
             if !need.satisfied_by(&parts.meta.client_capabilities) {
@@ -363,6 +377,16 @@ impl Shared {
             arguments: arguments_text(&parts, arguments),
             principal: None,
         };
+        // The tasks extension: the server decides, per request, and only for a request that
+        // declared it. A tool that runs only as a task is refused to one that did not.
+        if def.task_support != TaskSupport::Forbidden && rev.features().tasks {
+            if tasks::declared(&parts.meta.client_capabilities) {
+                return self.call_tool_as_task(parts, def, arguments, params, key);
+            }
+            if def.task_support == TaskSupport::Required {
+                return Err(tasks::missing_extension());
+            }
+        }
         self.run(
             parts,
             key,

@@ -12,6 +12,7 @@ pub(crate) mod inflight;
 pub(crate) mod records;
 pub(crate) mod session;
 pub(crate) mod subscriptions;
+pub(crate) mod tasks;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -73,6 +74,8 @@ pub(crate) struct Config {
     pub request_timeout: Duration,
     pub max_concurrent_requests: usize,
     pub max_streams: usize,
+    pub task_ttl: Duration,
+    pub task_poll_interval: Duration,
 }
 
 impl Default for Config {
@@ -108,6 +111,8 @@ impl Default for Config {
             request_timeout: Duration::from_secs(600),
             max_concurrent_requests: 4096,
             max_streams: 16_384,
+            task_ttl: Duration::from_secs(300),
+            task_poll_interval: Duration::from_secs(1),
         }
     }
 }
@@ -163,6 +168,8 @@ pub(crate) struct Shared {
     pub requests: Arc<tokio::sync::Semaphore>,
     /// Long-lived streams: bounded by `max_streams`.
     pub streams_open: Arc<tokio::sync::Semaphore>,
+    /// The tasks extension, when a tool may run as a task.
+    pub tasks: Option<Arc<tasks::Tasks>>,
 }
 
 impl Shared {
@@ -173,6 +180,7 @@ impl Shared {
         states: crate::handler::state::StateMap,
         principal: Option<PrincipalFn>,
         #[cfg(feature = "auth")] auth: Option<Arc<crate::auth::Authorization>>,
+        task_store: Option<Arc<dyn crate::tasks::TaskStore>>,
     ) -> Result<Shared, Error> {
         registry.check_states(&states)?;
         #[cfg(feature = "auth")]
@@ -220,9 +228,30 @@ impl Shared {
             config.max_subscriptions_per_session,
         );
         let lists = build_lists(&registry, &env, &config, &|_| true);
+        // The tasks extension, when a tool may run as a task; advertised only by discovery
+        // (the handshake revisions have no such extension).
+        let tasks = registry
+            .tools
+            .iter()
+            .any(|t| t.def.task_support != crate::handler::TaskSupport::Forbidden)
+            .then(|| {
+                let store =
+                    task_store.unwrap_or_else(|| Arc::new(crate::tasks::MemoryTaskStore::new()));
+                Arc::new(tasks::Tasks::new(
+                    store,
+                    config.task_ttl,
+                    config.task_poll_interval,
+                ))
+            });
+        let mut discovered = capabilities.clone();
+        if tasks.is_some() && Revision::LATEST.features().tasks {
+            let mut ext = serde_json::Map::new();
+            ext.insert(crate::protocol::tasks::EXTENSION.into(), json!({}));
+            discovered.extensions = Some(ext);
+        }
         let mut discover = json!({
             "supportedVersions": Revision::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
-            "capabilities": capabilities,
+            "capabilities": discovered,
         });
         if let Some(i) = &config.instructions {
             discover["instructions"] = Value::String(i.clone());
@@ -251,6 +280,7 @@ impl Shared {
             views: Default::default(),
             requests: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_requests)),
             streams_open: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
+            tasks,
             registry,
             config,
             env,

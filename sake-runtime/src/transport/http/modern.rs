@@ -138,10 +138,12 @@ fn check<'a>(
     // step 11, after `Mcp-Name`.
     let method = Method::parse_in(method_name, Era::Modern)
         .ok_or_else(|| RpcError::method_not_found(method_name))?;
-    // 10. `Mcp-Name` equals `params.name` or `params.uri`.
+    // 10. `Mcp-Name` equals `params.name`, `params.uri`, or (the tasks extension)
+    // `params.taskId`.
     if let Some(field) = method.name_param() {
         let body = match field {
             "uri" => params.uri,
+            "taskId" => params.task_id,
             _ => params.name,
         }
         .and_then(raw_str);
