@@ -175,6 +175,18 @@ fn doc_a() -> &'static str {
     "a"
 }
 
+/// Another document.
+#[resource(uri = "docs://b", mime_type = "text/plain")]
+fn doc_b() -> &'static str {
+    "b"
+}
+
+/// A third document.
+#[resource(uri = "docs://c", mime_type = "text/plain")]
+fn doc_c() -> &'static str {
+    "c"
+}
+
 const NAME: &str = "faults";
 const VERSION: &str = "0.0.1";
 
@@ -570,7 +582,7 @@ async fn a_handshake_client_that_disconnects_does_not_cancel() {
 async fn concurrent_requests_are_bounded() {
     let w = Arc::new(Wire::new(server().max_concurrent_requests(2)));
     let busy = err(
-        None,
+        Some(3),
         -32000,
         "Service Unavailable: the server is at its limit of 2 concurrent requests; retry shortly",
     );
@@ -624,7 +636,7 @@ async fn long_lived_streams_are_bounded() {
     refused.assert_json(
         503,
         err(
-            None,
+            Some(3),
             -32000,
             "Service Unavailable: the server is at its limit of 2 open streams; retry shortly",
         ),

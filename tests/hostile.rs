@@ -255,6 +255,8 @@ struct Fix {
     main: Wire,
     expiring: Wire,
     defaults: Wire,
+    /// A 2025-11-25 session of the expiring server, expired.
+    s_expired: Handshake,
     /// A 2025-11-25 session (elicitation declared), anonymous.
     s1125: Handshake,
     /// A 2025-03-26 session.
@@ -303,9 +305,10 @@ async fn first_state(w: &Wire, caller: Option<&'static str>) -> String {
 
 async fn fixture() -> Fix {
     let main = Wire::new(server().max_body_bytes(BIG));
+    // Sessions carry their end: one minted by this server lives a second.
     let expiring = Wire::new(
         server()
-            .session_lifetime(Duration::ZERO)
+            .session_lifetime(Duration::from_secs(1))
             .request_state_lifetime(Duration::ZERO),
     );
     let defaults = Wire::new(server());
@@ -330,8 +333,9 @@ async fn fixture() -> Fix {
     let state_alice = first_state(&main, Some("alice")).await;
     let state_anon = first_state(&main, None).await;
     let state_expired = first_state(&expiring, None).await;
+    let s_expired = expiring.handshake("2025-11-25", json!({})).await;
     // Session ids and requestState carry whole seconds: after this, the expiring server's are
-    // all expired (its lifetimes are zero).
+    // all expired.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     Fix {
         main,
@@ -345,6 +349,7 @@ async fn fixture() -> Fix {
         state_alice,
         state_anon,
         state_expired,
+        s_expired,
     }
 }
 
@@ -918,7 +923,7 @@ fn hand_cases() -> Vec<Case> {
         case("session id truncated", |fix| { let id = &fix.s1125.id; Req::in_handshake(&Handshake { id: id[..id.len() - 4].to_owned(), ..fix.s1125.clone() }, 3, "ping", json!({})) }, 404, Err(-32001)).rev("2025-11-25").message(session_gone("is not a session of this server")),
         case("session id altered", |fix| Req::in_handshake(&Handshake { id: tampered(&fix.s1125.id), ..fix.s1125.clone() }, 3, "ping", json!({})), 404, Err(-32001)).rev("2025-11-25").message(session_gone("is not a session of this server")),
         case("session id signed with another key", |fix| Req::in_handshake(&fix.foreign, 3, "ping", json!({})), 404, Err(-32001)).rev("2025-11-25").message(session_gone("is not a session of this server")),
-        case("session id expired", |fix| Req::in_handshake(&fix.s1125, 3, "ping", json!({})), 404, Err(-32001)).on(Target::Expiring).rev("2025-11-25").message(session_gone("has expired")),
+        case("session id expired", |fix| Req::in_handshake(&fix.s_expired, 3, "ping", json!({})), 404, Err(-32001)).on(Target::Expiring).rev("2025-11-25").message(session_gone("has expired")),
         case("session id of another caller", |fix| Req::in_handshake(&fix.alice, 3, "ping", json!({})).extension(Caller("bob")), 404, Err(-32001)).rev("2025-11-25").message(session_gone("belongs to another caller")),
         case("session id of a caller, anonymously", |fix| Req::in_handshake(&fix.alice, 3, "ping", json!({})), 404, Err(-32001)).rev("2025-11-25").message(session_gone("belongs to another caller")),
         case("session id of its caller", |fix| Req::in_handshake(&fix.alice, 3, "ping", json!({})).extension(Caller("alice")), 200, Ok).rev("2025-11-25"),
@@ -935,9 +940,9 @@ fn hand_cases() -> Vec<Case> {
         case("a cancel of an unknown request", |fix| Req::in_session(&fix.s1125, &br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nope"}}"#[..]), 202, Empty).rev("2025-11-25"),
         // Batches.
         case("a batch on 2025-11-25", |fix| Req::in_session(&fix.s1125, batch_of(2, "ping")), 400, Err(-32600)).rev("2025-11-25"),
-        case("a 2025-03-26 batch of 100,000", |fix| Req::in_session(&fix.s0326, batch_of(100_000, "ping")), 400, Err(-32600)).rev("2025-11-25").message("Invalid request: a batch of 100000 messages exceeds this server's limit of 1000; split it"),
+        case("a 2025-03-26 batch of 100,000", |fix| Req::in_session(&fix.s0326, batch_of(100_000, "ping")), 400, Err(-32600)).rev("2025-11-25").message("Invalid request: a batch of 100000 messages exceeds this server's limit of 256; split it"),
         case("a 2025-03-26 batch of 100,000 over the default body limit", |fix| Req::in_session(&fix.s0326, batch_of(100_000, "ping")), 413, Err(-32000)).on(Target::Defaults).rev("2025-11-25").message("Payload Too Large: the body exceeds 4194304 bytes"),
-        case("a 2025-03-26 batch of 1,000", |fix| Req::in_session(&fix.s0326, batch_of(1000, "ping")), 200, Ok).rev("2025-03-26"),
+        case("a 2025-03-26 batch of 256", |fix| Req::in_session(&fix.s0326, batch_of(256, "ping")), 200, Ok).rev("2025-03-26"),
         case("an empty 2025-03-26 batch", |fix| Req::in_session(&fix.s0326, &b"[]"[..]), 400, Err(-32600)).rev("2025-11-25"),
         case("a 2025-03-26 batch of garbage", |fix| Req::in_session(&fix.s0326, &b"[1, \"x\", null, {}]"[..]), 200, Ok).rev("2025-11-25"),
         case("a 2025-03-26 batch of notifications", |fix| Req::in_session(&fix.s0326, &br#"[{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}]"#[..]), 202, Empty).rev("2025-03-26"),
@@ -1140,7 +1145,7 @@ async fn hostile_stdio_table() {
     let batches = vec![
         LineCase {
             message: Some(
-                "Invalid request: a batch of 100000 messages exceeds this server's limit of 1000; split it"
+                "Invalid request: a batch of 100000 messages exceeds this server's limit of 256; split it"
                     .into(),
             ),
             ..line(
@@ -1149,7 +1154,7 @@ async fn hostile_stdio_table() {
                 Some(Out::Err(-32600)),
             )
         },
-        line("a batch of 1,000", batch_of(1000, "ping"), Some(Out::Ok)),
+        line("a batch of 256", batch_of(256, "ping"), Some(Out::Ok)),
         line("a batch of garbage", &b"[1, 2]"[..], Some(Out::Ok)),
         line(
             "a batch nested 100,000 deep",
@@ -1227,7 +1232,7 @@ async fn a_legacy_client_that_never_answers_an_elicitation() {
     assert_eq!(
         third.messages,
         vec![json!({"jsonrpc": "2.0", "id": 3, "result": {
-            "content": [{"type": "text", "text": "this request cannot ask the client for input: too many questions are waiting for answers"}],
+            "content": [{"type": "text", "text": "this request cannot ask the client for input: the server waits for as many answers as it may (Server::max_pending_inputs)"}],
             "isError": true,
         }})]
     );
@@ -1463,7 +1468,7 @@ async fn raw_header_bytes_on_a_socket() {
         assert_eq!(reply.status_line, "HTTP/1.1 408 Request Timeout");
         assert_eq!(
             serde_json::from_slice::<Value>(&reply.body).unwrap(),
-            json!({"jsonrpc": "2.0", "error": {"code": -32000, "message": "Request Timeout: the body did not arrive within 0.3 s"}})
+            json!({"jsonrpc": "2.0", "error": {"code": -32000, "message": "Request Timeout: the body did not arrive within 0.3 s; send the whole body at once"}})
         );
     }
     socket_still_serves(addr, 399).await;
@@ -1507,6 +1512,8 @@ async fn stream_server_child() {
     println!("LISTENING {}", listener.local_addr().unwrap());
     let service = server()
         .max_streams(stream_count())
+        // One client opens them all here.
+        .max_streams_per_client(stream_count() + 1)
         .keep_alive(Duration::from_millis(500))
         .build()
         .unwrap();
@@ -1636,7 +1643,7 @@ async fn ten_thousand_streams_opened_and_dropped() {
     );
     assert_eq!(
         serde_json::from_slice::<Value>(&refused.body).unwrap(),
-        json!({"jsonrpc": "2.0", "error": {"code": -32000, "message": format!("Service Unavailable: the server is at its limit of {n} open streams; retry shortly")}})
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": format!("Service Unavailable: the server is at its limit of {n} open streams; retry shortly")}})
     );
     socket_still_serves(addr, 1).await;
     // Dropped: the server notices at its next keep-alive, and the streams are free again.

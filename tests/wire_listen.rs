@@ -353,7 +353,7 @@ async fn missing_or_invalid_notifications_are_invalid_params() {
         (
             8,
             json!({"resourceSubscriptions": "docs://a"}),
-            "invalid type: string \"docs://a\", expected a sequence",
+            "invalid type: string \"docs://a\", expected an array of resource URIs",
         ),
     ] {
         w.rpc(id, "subscriptions/listen", json!({"notifications": filter}))

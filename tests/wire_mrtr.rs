@@ -531,7 +531,8 @@ async fn a_multi_round_flow_carries_earlier_answers_in_the_state() {
     )
     .await
     .assert_json(200, ok(4, text("cats: Ada likes blue, 1 root(s)")));
-    // An answer given again on a later round replaces the one in the state.
+    // An answer to a question this round did not ask is ignored: step 1's answer, signed into
+    // the state, stands.
     w.rpc(
         5,
         "tools/call",
@@ -544,7 +545,7 @@ async fn a_multi_round_flow_carries_earlier_answers_in_the_state() {
         ),
     )
     .await
-    .assert_json(200, ok(5, text("cats: Grace likes blue, 0 root(s)")));
+    .assert_json(200, ok(5, text("cats: Ada likes blue, 0 root(s)")));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -251,7 +251,7 @@ fn tool_reply(s: &Seen) -> Reply {
     match name {
         "unparseable" => raw("this is not json"),
         "no-result" => raw(&json!({"jsonrpc": "2.0", "id": id}).to_string()),
-        "unknown-type" => Reply::result(s, json!({"resultType": "task", "content": []})),
+        "unknown-type" => Reply::result(s, json!({"resultType": "unheard-of", "content": []})),
         "tool-error" => Reply::result(
             s,
             json!({"resultType": "complete", "isError": true, "content": [{"type": "text", "text": "no"}]}),
@@ -533,10 +533,14 @@ async fn modern_requests_carry_meta_and_the_standard_headers() {
         .expect("get");
     let seen = f.seen();
     let call = &seen[1];
+    // `tools/call` declares the tasks extension; other requests do not.
+    let mut call_meta = plain_meta();
+    call_meta["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
     assert_eq!(
         call.body,
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "add", "arguments": {"a": 2}, "_meta": plain_meta()}})
+            "params": {"name": "add", "arguments": {"a": 2}, "_meta": call_meta}})
     );
     assert_eq!(call.header("mcp-protocol-version"), Some("2026-07-28"));
     assert_eq!(call.header("mcp-method"), Some("tools/call"));
@@ -698,8 +702,9 @@ async fn input_required_rounds_use_the_handlers_and_echo_the_state() {
     let (first, retry) = (&seen[1], &seen[2]);
     assert_ne!(first.id(), retry.id());
     let mut meta = plain_meta();
-    meta["io.modelcontextprotocol/clientCapabilities"] =
-        json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}});
+    // `tools/call` also declares the tasks extension (the client follows tasks by default).
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {},
+        "extensions": {"io.modelcontextprotocol/tasks": {}}});
     assert_eq!(
         retry.body["params"],
         json!({"name": "ask", "arguments": {"q": 1}, "_meta": meta,
@@ -739,7 +744,7 @@ async fn a_missing_handler_means_the_capability_is_not_declared() {
     );
     assert_eq!(
         f.seen()[1].body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-        json!({"elicitation": {"form": {}}})
+        json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
 }
 

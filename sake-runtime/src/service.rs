@@ -315,6 +315,56 @@ impl Server {
         self
     }
 
+    /// The most requests one handshake session (or stdio connection) runs at once; more get
+    /// 429 with `Retry-After`. A 2025-03-26 batch counts one per message. Defaults to 256.
+    pub fn max_requests_per_session(mut self, requests: usize) -> Self {
+        self.config.max_requests_per_session = requests.max(1);
+        self
+    }
+
+    /// The most requests one client runs at once, over all its sessions: an authenticated
+    /// caller (its principal), else a network address (see
+    /// [`client_ip_header`](Self::client_ip_header) behind a proxy). More get 429. Defaults
+    /// to 1024.
+    pub fn max_requests_per_client(mut self, requests: usize) -> Self {
+        self.config.max_requests_per_client = requests.max(1);
+        self
+    }
+
+    /// The most long-lived streams one client keeps open; more get 429. Defaults to 1024.
+    pub fn max_streams_per_client(mut self, streams: usize) -> Self {
+        self.config.max_streams_per_client = streams.max(1);
+        self
+    }
+
+    /// How long a handshake session's request runs on once nobody reads its stream (the
+    /// client hung up, and has not resumed with `Last-Event-ID`); it is then cancelled, and
+    /// its slot and questions released. Defaults to 30 s.
+    pub fn detached_grace(mut self, grace: Duration) -> Self {
+        self.config.detached_grace = grace;
+        self
+    }
+
+    /// The most request bodies received at once (HTTP); more get 503. A body being received
+    /// holds no request slot. Defaults to 1024.
+    pub fn max_bodies_in_flight(mut self, bodies: usize) -> Self {
+        self.http.max_bodies_in_flight = bodies.max(1);
+        self
+    }
+
+    /// The most request bodies one client sends at once; more get 429. Defaults to 64.
+    pub fn max_bodies_per_client(mut self, bodies: usize) -> Self {
+        self.http.max_bodies_per_client = bodies.max(1);
+        self
+    }
+
+    /// The slowest a request body may arrive, in bytes per second, once it has had 2 s; a
+    /// slower one gets 408 and the connection's slot is freed. Defaults to 4096.
+    pub fn min_body_rate(mut self, bytes_per_second: u64) -> Self {
+        self.http.min_body_rate = bytes_per_second.max(1);
+        self
+    }
+
     /// How an authenticated caller is named, from the HTTP request's extensions (where an
     /// auth layer put it). Sessions and `requestState` are then bound to the caller: another
     /// caller presenting them gets 404 / -32602.
@@ -368,6 +418,14 @@ impl Server {
         self
     }
 
+    /// The most questions one handshake session has waiting for answers at once; a function
+    /// asking beyond it gets [`InputError::Unavailable`](crate::InputError::Unavailable).
+    /// Defaults to 64.
+    pub fn max_pending_inputs_per_session(mut self, requests: usize) -> Self {
+        self.config.max_pending_inputs_per_session = requests.max(1);
+        self
+    }
+
     /// How many notifications (list changes, resource updates) may wait for the slowest
     /// listening stream. A `subscriptions/listen` stream that falls further behind ends with
     /// its closing result, a legacy GET stream just ends; their clients reconnect. Defaults
@@ -403,7 +461,8 @@ impl Server {
         self
     }
 
-    /// The most messages a 2025-03-26 batch may hold. Defaults to 1000.
+    /// The most messages a 2025-03-26 batch may hold. Defaults to 256; each message takes a
+    /// request slot (see [`max_requests_per_session`](Self::max_requests_per_session)).
     pub fn max_batch_size(mut self, messages: usize) -> Self {
         self.config.max_batch = messages.max(1);
         self

@@ -559,9 +559,7 @@ impl Context {
                     .sink
                     .as_ref()
                     .ok_or(InputError::Unavailable("no response stream"))?;
-                let (id, rx, _forget) = peer.ask().ok_or(InputError::Unavailable(
-                    "too many questions are waiting for answers",
-                ))?;
+                let (id, rx, _forget) = peer.ask().map_err(InputError::Unavailable)?;
                 let bytes = jsonrpc::request_bytes(&RequestId::Number(id), method, &params);
                 if sink.send(bytes::Bytes::from(bytes)).await.is_err() {
                     return Err(InputError::Cancelled);

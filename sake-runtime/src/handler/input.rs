@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -154,37 +154,77 @@ pub(crate) type PeerOutcome = Result<Value, (i64, String)>;
 
 /// Server-to-client requests of handshake sessions that await the client's POSTed answer.
 /// Process-local: the answer must reach the process that asked.
-#[derive(Debug)]
 pub(crate) struct Pending {
     next: AtomicI64,
-    waiting: Mutex<HashMap<(String, i64), oneshot::Sender<PeerOutcome>>>,
+    waiting: Mutex<Waiting>,
     max: usize,
+    max_per_session: usize,
+}
+
+/// The questions waiting for answers, by session; `total` counts them all.
+#[derive(Default)]
+struct Waiting {
+    by_session: HashMap<String, HashMap<i64, oneshot::Sender<PeerOutcome>>>,
+    total: usize,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("max", &self.max)
+            .field("max_per_session", &self.max_per_session)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Pending {
-    pub fn new(max: usize) -> Self {
+    pub fn new(max: usize, max_per_session: usize) -> Self {
         Pending {
             next: AtomicI64::new(1),
-            waiting: Mutex::new(HashMap::new()),
+            waiting: Mutex::new(Waiting::default()),
             max,
+            max_per_session,
         }
     }
 
-    fn register(&self, sid: &str) -> Option<(i64, oneshot::Receiver<PeerOutcome>)> {
-        let mut waiting = self.waiting.lock().ok()?;
-        if waiting.len() >= self.max {
-            return None;
+    /// A new question of `sid`, unless the server (`max_pending_inputs`) or the session
+    /// (`max_pending_inputs_per_session`) already waits for as many answers as it may.
+    fn register(&self, sid: &str) -> Result<(i64, oneshot::Receiver<PeerOutcome>), &'static str> {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        if waiting.total >= self.max {
+            return Err(
+                "the server waits for as many answers as it may (Server::max_pending_inputs)",
+            );
+        }
+        if waiting.by_session.get(sid).map_or(0, HashMap::len) >= self.max_per_session {
+            return Err(
+                "this session has as many questions waiting for answers as it may (Server::max_pending_inputs_per_session)",
+            );
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        waiting.insert((sid.to_owned(), id), tx);
-        Some((id, rx))
+        waiting
+            .by_session
+            .entry(sid.to_owned())
+            .or_default()
+            .insert(id, tx);
+        waiting.total += 1;
+        Ok((id, rx))
+    }
+
+    fn take(&self, sid: &str, id: i64) -> Option<oneshot::Sender<PeerOutcome>> {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        let session = waiting.by_session.get_mut(sid)?;
+        let sender = session.remove(&id)?;
+        if session.is_empty() {
+            waiting.by_session.remove(sid);
+        }
+        waiting.total -= 1;
+        Some(sender)
     }
 
     fn forget(&self, sid: &str, id: i64) {
-        if let Ok(mut w) = self.waiting.lock() {
-            w.remove(&(sid.to_owned(), id));
-        }
+        self.take(sid, id);
     }
 
     /// Delivers a client's answer; `false` if nothing in this session waits for that id.
@@ -192,12 +232,7 @@ impl Pending {
         let RequestId::Number(n) = id else {
             return false;
         };
-        let sender = self
-            .waiting
-            .lock()
-            .ok()
-            .and_then(|mut w| w.remove(&(sid.to_owned(), *n)));
-        match sender {
+        match self.take(sid, *n) {
             Some(tx) => tx.send(outcome).is_ok(),
             None => false,
         }
@@ -205,8 +240,9 @@ impl Pending {
 
     /// Drops every question of a session (it ended): their askers see `Cancelled`.
     pub fn end_session(&self, sid: &str) {
-        if let Ok(mut w) = self.waiting.lock() {
-            w.retain(|(s, _), _| s != sid);
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(gone) = waiting.by_session.remove(sid) {
+            waiting.total -= gone.len();
         }
     }
 }
@@ -221,9 +257,11 @@ pub(crate) struct LegacyPeer {
 
 impl LegacyPeer {
     /// Registers a question; the returned guard forgets it if the asker gives up.
-    pub(crate) fn ask(&self) -> Option<(i64, oneshot::Receiver<PeerOutcome>, ForgetGuard)> {
+    pub(crate) fn ask(
+        &self,
+    ) -> Result<(i64, oneshot::Receiver<PeerOutcome>, ForgetGuard), &'static str> {
         let (id, rx) = self.pending.register(&self.sid)?;
-        Some((
+        Ok((
             id,
             rx,
             ForgetGuard {
@@ -371,6 +409,9 @@ pub(crate) struct Mrtr {
 #[derive(Debug, Default)]
 struct Round {
     requests: Vec<(String, Value)>,
+    /// The keys of the questions handed out by `poll_pending`: the next `requestState`
+    /// names them (the only answers its retry may give).
+    asked: Vec<String>,
     invalid: Option<String>,
     refused: Option<Value>,
 }
@@ -534,7 +575,9 @@ impl Mrtr {
         if r.requests.is_empty() {
             None
         } else {
-            Some(RoundOutcome::InputRequired(std::mem::take(&mut r.requests)))
+            let requests = std::mem::take(&mut r.requests);
+            r.asked = requests.iter().map(|(k, _)| k.clone()).collect();
+            Some(RoundOutcome::InputRequired(requests))
         }
     }
 
@@ -570,7 +613,13 @@ impl Mrtr {
             q: self
                 .round
                 .lock()
-                .map(|r| r.requests.iter().map(|(k, _)| k.clone()).collect())
+                .map(|r| {
+                    r.asked
+                        .iter()
+                        .cloned()
+                        .chain(r.requests.iter().map(|(k, _)| k.clone()))
+                        .collect()
+                })
                 .unwrap_or_default(),
         };
         signer.sign(

@@ -9,6 +9,7 @@ pub(crate) mod dispatch;
 pub(crate) mod front;
 pub(crate) mod hub;
 pub(crate) mod inflight;
+pub(crate) mod quota;
 pub(crate) mod records;
 pub(crate) mod session;
 pub(crate) mod subscriptions;
@@ -73,7 +74,12 @@ pub(crate) struct Config {
     pub max_subscriptions_per_session: usize,
     pub request_timeout: Duration,
     pub max_concurrent_requests: usize,
+    pub max_requests_per_session: usize,
+    pub max_requests_per_client: usize,
+    pub max_pending_inputs_per_session: usize,
+    pub detached_grace: Duration,
     pub max_streams: usize,
+    pub max_streams_per_client: usize,
     pub task_ttl: Duration,
     pub task_poll_interval: Duration,
 }
@@ -102,7 +108,7 @@ impl Default for Config {
             request_state_lifetime: Duration::from_secs(600),
             input_timeout: Duration::from_secs(300),
             keep_alive: Duration::from_secs(15),
-            max_batch: 1000,
+            max_batch: 256,
             max_pending_inputs: 10_000,
             event_buffer: 1024,
             max_tracked_sessions: 100_000,
@@ -110,7 +116,12 @@ impl Default for Config {
             max_subscriptions_per_session: 1024,
             request_timeout: Duration::from_secs(600),
             max_concurrent_requests: 4096,
+            max_requests_per_session: 256,
+            max_requests_per_client: 1024,
+            max_pending_inputs_per_session: 64,
+            detached_grace: Duration::from_secs(30),
             max_streams: 16_384,
+            max_streams_per_client: 1024,
             task_ttl: Duration::from_secs(300),
             task_poll_interval: Duration::from_secs(1),
         }
@@ -166,6 +177,8 @@ pub(crate) struct Shared {
     >,
     /// Requests being served (HTTP): bounded by `max_concurrent_requests`.
     pub requests: Arc<tokio::sync::Semaphore>,
+    /// Each session's and caller's share of the request and stream slots.
+    pub quotas: Arc<quota::Quotas>,
     /// Long-lived streams: bounded by `max_streams`.
     pub streams_open: Arc<tokio::sync::Semaphore>,
     /// The tasks extension, when a tool may run as a task.
@@ -263,7 +276,10 @@ impl Shared {
             discover,
         ));
         Ok(Shared {
-            pending: Arc::new(Pending::new(config.max_pending_inputs)),
+            pending: Arc::new(Pending::new(
+                config.max_pending_inputs,
+                config.max_pending_inputs_per_session,
+            )),
             notifier: Notifier { bus: bus.clone() },
             bus,
             hub,
@@ -279,6 +295,7 @@ impl Shared {
             #[cfg(feature = "auth")]
             views: Default::default(),
             requests: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_requests)),
+            quotas: Arc::default(),
             streams_open: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
             tasks,
             registry,
@@ -338,6 +355,18 @@ impl Shared {
                 .signer()
                 .digest(crate::signing::Domain::Principal, &format!("peer {ip}")),
             None => "anonymous".to_owned(),
+        }
+    }
+
+    /// Whose share of the request, stream and body budgets a request takes: the principal
+    /// when there is one, else the network address (kept in memory only, never in a token).
+    pub(crate) fn caller_key(&self, extensions: &http::Extensions) -> String {
+        if let Some(p) = self.principal_of(extensions) {
+            return format!("p {p}");
+        }
+        match extensions.get::<Peer>() {
+            Some(Peer(ip)) => format!("a {ip}"),
+            None => "local".to_owned(),
         }
     }
 

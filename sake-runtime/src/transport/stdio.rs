@@ -26,7 +26,7 @@ use crate::protocol::methods::Method;
 use crate::server::Shared;
 use crate::server::front::legacy::{Started, batch_without_session};
 use crate::server::front::modern::Answer;
-use crate::server::front::{Frame, Inbound, OnLag, response};
+use crate::server::front::{Frame, Inbound, OnLag, Slot, response};
 use crate::server::session::Session;
 
 /// A fresh scope for one connection: its session id, and the key under which its in-flight
@@ -232,11 +232,13 @@ async fn request(
 ) {
     tracing::info!(method, id = %id, "request");
     let shared = &conn.shared;
-    // Held by the request's task until it ends: at most `max_concurrent_requests` run.
-    let permit = match shared.request_slot() {
-        Ok(p) => p,
-        Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
-    };
+    // Held by the request's task until it ends: at most `max_requests_per_session` run
+    // (the connection is the session).
+    let permit =
+        match shared.request_slots(1, Some(&conn.scope), &shared.caller_key(&conn.extensions)) {
+            Ok(p) => p,
+            Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
+        };
     let params = match Params::parse(raw) {
         Ok(p) => p,
         Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
@@ -320,7 +322,7 @@ async fn stateless(
     method_name: &str,
     params: &Params<'_>,
     tasks: &mut JoinSet<()>,
-    permit: tokio::sync::OwnedSemaphorePermit,
+    permit: Slot,
 ) {
     let shared = &conn.shared;
     let checked = meta::parse_modern_meta(params.meta).and_then(|m| {
@@ -335,7 +337,7 @@ async fn stateless(
     // A subscription counts against `max_streams`, not `max_concurrent_requests`.
     let permit = if method == Method::Listen {
         drop(permit);
-        match shared.stream_slot() {
+        match shared.stream_slot(&shared.caller_key(&conn.extensions)) {
             Ok(p) => p,
             Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
         }
@@ -388,15 +390,17 @@ async fn stateless(
     });
 }
 
-/// A 2025-03-26 session's batch: one array of responses, in order. A batch counts as one
-/// request.
+/// A 2025-03-26 session's batch: one array of responses, in order. Each of its messages
+/// counts as a request.
 async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
     let Some(session) = conn.session() else {
         return conn
             .write(jsonrpc::error_bytes(None, &batch_without_session()))
             .await;
     };
-    let permit = match conn.shared.request_slot() {
+    let n = crate::server::front::batch_len(text, conn.shared.config.max_batch);
+    let caller = conn.shared.caller_key(&conn.extensions);
+    let permit = match conn.shared.request_slots(n, Some(&conn.scope), &caller) {
         Ok(p) => p,
         Err(e) => return conn.write(jsonrpc::error_bytes(None, &e)).await,
     };

@@ -91,23 +91,108 @@ impl Shared {
         }
     }
 
-    /// A slot among `max_concurrent_requests`, held until the request's work ends.
-    pub(crate) fn request_slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, RpcError> {
-        self.requests.clone().try_acquire_owned().map_err(|_| {
-            busy(&format!(
-                "{} concurrent requests",
-                self.config.max_concurrent_requests
-            ))
+    /// Slots for `n` requests (a batch takes one per message) among `max_concurrent_requests`,
+    /// `max_requests_per_session` of `session` and `max_requests_per_client` of `caller`
+    /// ([`owner_of`](Shared::owner_of)), held until the requests' work ends. A full global
+    /// budget is 503; a session or caller over its share is 429, so one client cannot take
+    /// the slots of all.
+    pub(crate) fn request_slots(
+        &self,
+        n: usize,
+        session: Option<&str>,
+        caller: &str,
+    ) -> Result<Slot, RpcError> {
+        let n = n.max(1);
+        let session = match session {
+            Some(sid) => Some(
+                self.quotas
+                    .take(&format!("s {sid}"), n, self.config.max_requests_per_session)
+                    .map_err(|held| {
+                        too_many(&format!(
+                            "this session has {held} requests running and may have {} (Server::max_requests_per_session){}",
+                            self.config.max_requests_per_session,
+                            if n > 1 { format!("; the batch counts {n}") } else { String::new() }
+                        ))
+                    })?,
+            ),
+            None => None,
+        };
+        let client = self
+            .quotas
+            .take(&format!("c {caller}"), n, self.config.max_requests_per_client)
+            .map_err(|held| {
+                too_many(&format!(
+                    "this client has {held} requests running and may have {} (Server::max_requests_per_client){}",
+                    self.config.max_requests_per_client,
+                    if n > 1 { format!("; the batch counts {n}") } else { String::new() }
+                ))
+            })?;
+        let permits = u32::try_from(n).unwrap_or(u32::MAX);
+        let permit = self
+            .requests
+            .clone()
+            .try_acquire_many_owned(permits)
+            .map_err(|_| {
+                busy(&format!(
+                    "{} concurrent requests",
+                    self.config.max_concurrent_requests
+                ))
+            })?;
+        Ok(Slot {
+            _permit: permit,
+            _shares: [Some(client), session],
         })
     }
 
-    /// A slot among `max_streams`, held by a long-lived stream until it ends.
-    pub(crate) fn stream_slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, RpcError> {
-        self.streams_open
+    /// A slot among `max_streams` and the `max_streams_per_client` of `caller`, held by a
+    /// long-lived stream until it ends.
+    pub(crate) fn stream_slot(&self, caller: &str) -> Result<Slot, RpcError> {
+        let share = self
+            .quotas
+            .take(&format!("t {caller}"), 1, self.config.max_streams_per_client)
+            .map_err(|held| {
+                too_many(&format!(
+                    "this client has {held} streams open and may have {} (Server::max_streams_per_client)",
+                    self.config.max_streams_per_client
+                ))
+            })?;
+        let permit = self
+            .streams_open
             .clone()
             .try_acquire_owned()
-            .map_err(|_| busy(&format!("{} open streams", self.config.max_streams)))
+            .map_err(|_| busy(&format!("{} open streams", self.config.max_streams)))?;
+        Ok(Slot {
+            _permit: permit,
+            _shares: [Some(share), None],
+        })
     }
+}
+
+/// Held while requests run or a stream is open: a share of the global budget and of the
+/// caller's and session's.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    _shares: [Option<super::quota::Share>; 2],
+}
+
+/// How many request slots a batch body takes: one per message, read without keeping them;
+/// 1 when it is not an array or holds more than `max` (the batch's own checks then say what
+/// is wrong).
+pub(crate) fn batch_len(body: &[u8], max: usize) -> usize {
+    match serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(body) {
+        Ok(v) if (1..=max).contains(&v.len()) => v.len(),
+        _ => 1,
+    }
+}
+
+/// -32000 with HTTP 429: a client is over its share of concurrent work.
+pub(crate) fn too_many(what: &str) -> RpcError {
+    RpcError::new(
+        jsonrpc::code::TRANSPORT_REFUSED,
+        format!("Too Many Requests: {what}; wait for one to finish"),
+    )
+    .with_status(429)
 }
 
 /// -32000 with HTTP 503: a limit of concurrent work is reached.

@@ -92,6 +92,8 @@ pub(crate) async fn authenticate(
 fn unavailable(e: &AuthError) -> Response {
     tracing::warn!(error = %e, "a bearer token could not be checked");
     super::busy(
+        crate::protocol::Era::Modern,
+        None,
         &RpcError::new(
             code::TRANSPORT_REFUSED,
             "Service Unavailable: the bearer token could not be checked right now; retry shortly",

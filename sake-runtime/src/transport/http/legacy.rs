@@ -7,9 +7,9 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
-use futures_util::StreamExt;
+use futures_util::{FutureExt as _, StreamExt};
 use http::{HeaderMap, HeaderValue};
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::mpsc;
 
 use super::Endpoint;
 use super::headers::{self, SESSION_ID};
@@ -20,7 +20,7 @@ use crate::protocol::meta::Params;
 use crate::protocol::{Era, Revision};
 use crate::server::Shared;
 use crate::server::front::legacy::Started;
-use crate::server::front::{Frame, Inbound, OnLag};
+use crate::server::front::{Frame, Inbound, OnLag, Slot};
 use crate::server::session::{Refused, Session};
 
 /// A response with the session header.
@@ -121,7 +121,7 @@ pub(crate) async fn serve(
     extensions: http::Extensions,
     message: Incoming<'_>,
     params: Option<Params<'_>>,
-    permit: OwnedSemaphorePermit,
+    permit: Option<Slot>,
 ) -> Response {
     let shared = &ep.shared;
     if let Err(e) = check_version_header(session.revision, headers) {
@@ -173,14 +173,16 @@ pub(crate) async fn serve(
 /// Answers a started request (or batch): JSON when it finishes without sending anything,
 /// otherwise an SSE stream. The request runs in its own task, holding `permit`: a client
 /// that disconnects does not cancel it, before or after its first message (legacy clients
-/// cancel with `notifications/cancelled`).
+/// cancel with `notifications/cancelled`), and its messages stay resumable. A request whose
+/// stream nobody reads for `detached_grace` (the client hung up and did not resume) is
+/// cancelled: it would otherwise hold its slot, and the questions it waits on, for nobody.
 async fn respond(
     ep: &Arc<Endpoint>,
     session: &Session,
     started: Started,
     mut rx: mpsc::Receiver<Bytes>,
     token: Option<String>,
-    permit: OwnedSemaphorePermit,
+    permit: Option<Slot>,
 ) -> Response {
     let mut running = match started {
         Started::Done(body, _) => return with_session(sse::json(200, body), token.as_deref()),
@@ -198,38 +200,60 @@ async fn respond(
         let _permit = permit;
         running.await
     });
+    let abort = running.abort_handle();
     let mut fut: BoxFuture<Option<Vec<u8>>> = Box::pin(async move { running.await.ok().flatten() });
-    let first = tokio::select! {
-        biased;
-        Some(msg) = rx.recv() => msg,
-        out = &mut fut => return finished(ep, session, out, &mut rx, token.as_deref()),
-    };
-    let stream = open_stream(ep, session);
-    push(&stream, &first);
-    let writer = stream.clone();
-    // The request goes on even if the client disconnects; its messages stay resumable.
+    // The response is made by a task of its own, so that a client that hangs up before the
+    // first message leaves a stream that can be resumed, or is found unread.
+    let (reply, response) = tokio::sync::oneshot::channel();
+    let ep = ep.clone();
+    let session = session.clone();
+    let grace = ep.shared.config.detached_grace;
     tokio::spawn(async move {
+        let first = tokio::select! {
+            biased;
+            Some(msg) = rx.recv() => msg,
+            out = &mut fut => {
+                let _ = reply.send(finished(&ep, &session, out, &mut rx, token.as_deref()));
+                return;
+            }
+        };
+        let stream = open_stream(&ep, &session);
+        push(&stream, &first);
+        // Dropped with its reader when the client is already gone.
+        let _ = reply.send(with_session(
+            sse::sse_response(Body::from_stream(stream.reader(0, true))),
+            token.as_deref(),
+        ));
+        let unread = stream.unread_for(grace).fuse();
+        let mut unread = std::pin::pin!(unread);
         loop {
             tokio::select! {
                 biased;
-                Some(msg) = rx.recv() => push(&writer, &msg),
+                Some(msg) = rx.recv() => push(&stream, &msg),
                 out = &mut fut => {
                     while let Ok(msg) = rx.try_recv() {
-                        push(&writer, &msg);
+                        push(&stream, &msg);
                     }
                     if let Some(body) = out {
-                        writer.push_message(&body);
+                        stream.push_message(&body);
                     }
-                    writer.finish();
+                    stream.finish();
                     break;
+                }
+                () = &mut unread => {
+                    tracing::info!(
+                        session = %session.sid,
+                        "a request's stream went unread for {} s (the client hung up and did not resume): cancelled",
+                        grace.as_secs_f64()
+                    );
+                    abort.abort();
                 }
             }
         }
     });
-    with_session(
-        sse::sse_response(Body::from_stream(stream.reader(0, true))),
-        token.as_deref(),
-    )
+    response
+        .await
+        .unwrap_or_else(|_| sse::sse_response(Body::empty()))
 }
 
 /// The response of a request that ended before its first message was sent: JSON when it
@@ -294,7 +318,7 @@ pub(crate) async fn batch(
     headers: &HeaderMap,
     extensions: http::Extensions,
     body: &[u8],
-    permit: OwnedSemaphorePermit,
+    permit: Slot,
 ) -> Response {
     let shared = &ep.shared;
     if let Err(e) = check_version_header(session.revision, headers) {
@@ -313,7 +337,7 @@ pub(crate) async fn batch(
     let token = batch.changed.map(|s| shared.sessions.mint(&s));
     match batch.answer {
         None => with_session(sse::accepted(), token.as_deref()),
-        Some(all) => respond(ep, &session, Started::Running(all), rx, token, permit).await,
+        Some(all) => respond(ep, &session, Started::Running(all), rx, token, Some(permit)).await,
     }
 }
 
@@ -342,9 +366,9 @@ pub(crate) async fn get(
         ));
     }
     // A resumed stream and the standalone stream alike count against `max_streams`.
-    let permit = match shared.stream_slot() {
+    let permit = match shared.stream_slot(&shared.caller_key(extensions)) {
         Ok(p) => p,
-        Err(e) => return Some(super::busy(&e)),
+        Err(e) => return Some(super::busy(Era::Modern, None, &e)),
     };
     if let Some(last) = headers.get("last-event-id").and_then(|v| v.to_str().ok())
         && let Some((stream, from)) = ep.streams.resume(&session.sid, last)
@@ -359,11 +383,7 @@ pub(crate) async fn get(
 }
 
 /// The session's standalone stream: notifications as SSE events, keep-alives as comments.
-fn standalone(
-    shared: Arc<Shared>,
-    session: Session,
-    permit: tokio::sync::OwnedSemaphorePermit,
-) -> Response {
+fn standalone(shared: Arc<Shared>, session: Session, permit: Slot) -> Response {
     let mut first = true;
     let body = shared
         .session_events(&session.sid, OnLag::End)

@@ -48,7 +48,16 @@ pub(crate) struct HttpConfig {
     /// A header a trusted proxy sets with the client's address (`X-Forwarded-For`): its
     /// rightmost address is the peer.
     pub client_ip_header: Option<http::HeaderName>,
+    /// Request bodies read at once, by everyone and by one client.
+    pub max_bodies_in_flight: usize,
+    pub max_bodies_per_client: usize,
+    /// The slowest a body may arrive (bytes per second), after [`RATE_GRACE`].
+    pub min_body_rate: u64,
 }
+
+/// How long a body may take before [`HttpConfig::min_body_rate`] applies: the first bytes of
+/// a body wait for the client's own work (serialising) and a round trip.
+pub(crate) const RATE_GRACE: Duration = Duration::from_secs(2);
 
 impl Default for HttpConfig {
     fn default() -> Self {
@@ -60,6 +69,9 @@ impl Default for HttpConfig {
             body_timeout: Duration::from_secs(30),
             header_timeout: Duration::from_secs(30),
             client_ip_header: None,
+            max_bodies_in_flight: 1024,
+            max_bodies_per_client: 64,
+            min_body_rate: 4096,
         }
     }
 }
@@ -70,9 +82,42 @@ pub(crate) struct Endpoint {
     pub shared: Arc<Shared>,
     pub http: HttpConfig,
     pub streams: resume::Streams,
+    /// Bodies being read: by everyone, and each client's share.
+    reading: Arc<tokio::sync::Semaphore>,
+    readers: Arc<crate::server::quota::Quotas>,
 }
 
 impl Endpoint {
+    /// A slot to read a body in, among `max_bodies_in_flight` and the caller's
+    /// `max_bodies_per_client`.
+    fn reading_slot(
+        &self,
+        caller: &str,
+    ) -> Result<
+        (
+            tokio::sync::OwnedSemaphorePermit,
+            crate::server::quota::Share,
+        ),
+        RpcError,
+    > {
+        let share = self
+            .readers
+            .take(caller, 1, self.http.max_bodies_per_client)
+            .map_err(|held| {
+                crate::server::front::too_many(&format!(
+                    "this client is sending {held} request bodies at once and may send {} (Server::max_bodies_per_client)",
+                    self.http.max_bodies_per_client
+                ))
+            })?;
+        let permit = self.reading.clone().try_acquire_owned().map_err(|_| {
+            crate::server::front::busy(&format!(
+                "{} request bodies being received",
+                self.http.max_bodies_in_flight
+            ))
+        })?;
+        Ok((permit, share))
+    }
+
     pub(crate) fn new(shared: Arc<Shared>, http: HttpConfig) -> Result<Endpoint, Error> {
         if !http.path.starts_with('/') {
             return Err(Error::Config(format!(
@@ -85,6 +130,8 @@ impl Endpoint {
             shared.config.max_records_per_client,
         );
         Ok(Endpoint {
+            reading: Arc::new(tokio::sync::Semaphore::new(http.max_bodies_in_flight)),
+            readers: Arc::default(),
             shared,
             http,
             streams,
@@ -194,10 +241,61 @@ async fn not_allowed() -> Response {
     resp
 }
 
-async fn read_body(body: Body, limit: usize) -> Result<Bytes, RpcError> {
-    axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| admission::too_large(limit))
+/// Reads a body of at most `limit` bytes, within `cfg.body_timeout` and at least at
+/// `cfg.min_body_rate` once [`RATE_GRACE`] has passed: a client that sends half a body, or a
+/// trickle, gives its slot back within seconds (408).
+async fn read_body(cfg: &HttpConfig, body: Body, limit: usize) -> Result<Bytes, RpcError> {
+    use futures_util::StreamExt as _;
+    let start = tokio::time::Instant::now();
+    let hard = start + cfg.body_timeout;
+    let rate = cfg.min_body_rate.max(1);
+    // Sized once from the declared length (never beyond the limit), not doubled as it comes.
+    let declared = hyper::body::Body::size_hint(&body).upper().unwrap_or(0);
+    let mut buf =
+        bytes::BytesMut::with_capacity(usize::try_from(declared).unwrap_or(limit).min(limit));
+    let mut data = body.into_data_stream();
+    loop {
+        // The time by which one more byte must have come.
+        let owed = Duration::from_secs_f64((buf.len() as f64 + 1.0) / rate as f64);
+        let due = (start + RATE_GRACE + owed).min(hard);
+        match tokio::time::timeout_at(due, data.next()).await {
+            Ok(Some(Ok(chunk))) => {
+                if buf.len() + chunk.len() > limit {
+                    return Err(admission::too_large(limit));
+                }
+                buf.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(buf.freeze()),
+            Ok(Some(Err(_))) => {
+                return Err(slow_body(format!(
+                    "the body broke off after {} bytes",
+                    buf.len()
+                )));
+            }
+            Err(_) if due == hard => {
+                return Err(slow_body(format!(
+                    "the body did not arrive within {} s",
+                    cfg.body_timeout.as_secs_f64()
+                )));
+            }
+            Err(_) => {
+                return Err(slow_body(format!(
+                    "the body arrives slower than {rate} bytes per second ({} bytes in {:.1} s)",
+                    buf.len(),
+                    start.elapsed().as_secs_f64()
+                )));
+            }
+        }
+    }
+}
+
+/// 408: the body came too slowly, or not whole.
+fn slow_body(why: String) -> RpcError {
+    RpcError::new(
+        jsonrpc::code::TRANSPORT_REFUSED,
+        format!("Request Timeout: {why}; send the whole body at once"),
+    )
+    .with_status(408)
 }
 
 /// Every POST runs in a `mcp` span; one `info` line per request says what it was and how it
@@ -254,8 +352,10 @@ pub(crate) fn record_request(method: &str, params: &Params<'_>) {
 }
 
 /// A limit of concurrent work is reached: 503 with `Retry-After`.
-pub(crate) fn busy(e: &RpcError) -> Response {
-    let mut resp = sse::error(Era::Modern, None, e);
+/// A refusal for lack of a slot (503 when the server is full, 429 when the client has its
+/// share), with `Retry-After`.
+pub(crate) fn busy(era: Era, id: Option<&jsonrpc::RequestId>, e: &RpcError) -> Response {
+    let mut resp = sse::error(era, id, e);
     resp.headers_mut()
         .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
     resp
@@ -282,12 +382,6 @@ pub(crate) fn accepts_sse(headers: &HeaderMap) -> bool {
 
 async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     let shared = &ep.shared;
-    // Held until the request's work ends, also when that outlives this handler (an SSE
-    // body, a handshake session's request that goes on after a disconnect).
-    let permit = match shared.request_slot() {
-        Ok(p) => p,
-        Err(e) => return busy(&e),
-    };
     let (mut parts, body) = request.into_parts();
     let cfg = &ep.http;
     note_peer(cfg, &mut parts);
@@ -320,25 +414,29 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     {
         return resp;
     }
-    let body = match tokio::time::timeout(cfg.body_timeout, read_body(body, max_body)).await {
-        Ok(Ok(b)) => b,
-        Ok(Err(e)) => return sse::error(Era::Modern, None, &e),
-        Err(_) => {
-            let e = RpcError::new(
-                jsonrpc::code::TRANSPORT_REFUSED,
-                format!(
-                    "Request Timeout: the body did not arrive within {} s",
-                    cfg.body_timeout.as_secs_f64()
-                ),
-            )
-            .with_status(408);
-            return sse::error(Era::Modern, None, &e);
+    let caller = shared.caller_key(&parts.extensions);
+    // A body being read holds a reading slot, never a request slot: a client that sends
+    // half a body holds its own share of the reading budget, for seconds.
+    let body = {
+        let _reading = match ep.reading_slot(&caller) {
+            Ok(slot) => slot,
+            Err(e) => return busy(Era::Modern, None, &e),
+        };
+        match read_body(cfg, body, max_body).await {
+            Ok(b) => b,
+            Err(e) => return sse::error(Era::Modern, None, &e),
         }
     };
     let era_hint = header_era(&parts.headers);
     if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
         return match legacy::session(shared, &parts.headers, &parts.extensions) {
             Ok(Some(session)) => {
+                // Each message of a batch counts as a request.
+                let n = crate::server::front::batch_len(&body, shared.config.max_batch);
+                let permit = match shared.request_slots(n, Some(&session.sid), &caller) {
+                    Ok(p) => p,
+                    Err(e) => return busy(Era::Modern, None, &e),
+                };
                 legacy::batch(
                     &ep,
                     session,
@@ -360,6 +458,10 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     {
         record_request(req.method, &req.params);
         tracing::Span::current().record("revision", req.meta.protocol_version.as_ref());
+        let permit = match shared.request_slots(1, None, &caller) {
+            Ok(p) => p,
+            Err(e) => return busy(Era::Modern, Some(&req.id), &e),
+        };
         return modern::serve(
             shared.clone(),
             &parts.headers,
@@ -401,6 +503,10 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
                 Err(e) => return sse::error(Era::Modern, Some(id), &e),
             };
             tracing::Span::current().record("revision", meta.protocol_version.as_ref());
+            let permit = match shared.request_slots(1, None, &caller) {
+                Ok(p) => p,
+                Err(e) => return busy(Era::Modern, Some(id), &e),
+            };
             let req = meta::ModernRequest {
                 id: id.clone(),
                 method,
@@ -424,6 +530,17 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     }
     match legacy::session(shared, &parts.headers, &parts.extensions) {
         Ok(Some(session)) => {
+            // A request of the session holds a slot while it runs; its notifications and
+            // responses are handled at once.
+            let permit = match &message {
+                Incoming::Request { id, .. } => {
+                    match shared.request_slots(1, Some(&session.sid), &caller) {
+                        Ok(p) => Some(p),
+                        Err(e) => return busy(Era::Legacy, Some(id), &e),
+                    }
+                }
+                _ => None,
+            };
             legacy::serve(
                 &ep,
                 session,

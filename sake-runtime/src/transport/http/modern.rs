@@ -20,7 +20,7 @@ use crate::protocol::{Era, Revision};
 use crate::server::Shared;
 use crate::server::dispatch::raw_str;
 use crate::server::front::modern::{Answer, wants_stream};
-use crate::server::front::{Frame, Inbound};
+use crate::server::front::{Frame, Inbound, Slot};
 
 /// Serves one 2026-07-28 request, its `_meta` already read (the first check).
 pub(crate) async fn serve(
@@ -28,7 +28,7 @@ pub(crate) async fn serve(
     headers: &HeaderMap,
     extensions: http::Extensions,
     req: ModernRequest<'_>,
-    permit: tokio::sync::OwnedSemaphorePermit,
+    permit: Slot,
 ) -> Response {
     let ModernRequest {
         id,
@@ -44,9 +44,9 @@ pub(crate) async fn serve(
     // A subscription counts against `max_streams`, not `max_concurrent_requests`.
     let permit = if method == Method::Listen {
         drop(permit);
-        match shared.stream_slot() {
+        match shared.stream_slot(&shared.caller_key(&extensions)) {
             Ok(p) => p,
-            Err(e) => return super::busy(&e),
+            Err(e) => return super::busy(Era::Modern, Some(&id), &e),
         }
     } else {
         permit
@@ -252,8 +252,22 @@ fn check_param_headers(
 /// through `f64`, which would take 2^53 + 1 for 2^53). A body number with a fraction part of
 /// zero counts when it is exact.
 fn integer_eq(header: &str, body: &Value) -> bool {
-    let Ok(h) = header.parse::<i128>() else {
-        return false;
+    // Compared numerically ("42" and "42.0" are equal): a header in decimal or exponent
+    // form counts when it is a whole number that f64 holds exactly.
+    let h = match header.parse::<i128>() {
+        Ok(h) => h,
+        Err(_) => match header.parse::<f64>() {
+            Ok(f)
+                if header
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
+                    && f.fract() == 0.0
+                    && f.abs() <= 9_007_199_254_740_992.0 =>
+            {
+                f as i128
+            }
+            _ => return false,
+        },
     };
     if let Some(b) = body.as_i64() {
         return h == i128::from(b);

@@ -67,6 +67,8 @@ pub(crate) struct RespStream {
     pub with_ids: bool,
     state: Mutex<State>,
     notify: Notify,
+    /// How many readers (HTTP responses) it has now.
+    readers: tokio::sync::watch::Sender<usize>,
     /// The registry it is kept in (to be forgotten a minute after it ends) and the bytes all
     /// streams hold.
     registry: Weak<Inner>,
@@ -159,12 +161,38 @@ impl RespStream {
     /// A reader from item `from` on. The POST's reader stops at a close marker; a resuming
     /// reader skips them.
     pub fn reader(self: &Arc<Self>, from: usize, stop_at_close: bool) -> Reader {
+        self.readers.send_modify(|n| *n += 1);
         Reader {
             stream: self.clone(),
             next: from,
             stop_at_close,
             waiting: None,
         }
+    }
+}
+
+impl RespStream {
+    /// Resolves once the stream has had no reader for `grace` in a row: the client hung up
+    /// and did not come back with `Last-Event-ID`.
+    pub async fn unread_for(&self, grace: Duration) {
+        let mut readers = self.readers.subscribe();
+        loop {
+            if readers.wait_for(|n| *n == 0).await.is_err() {
+                return;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(grace) => return,
+                back = readers.wait_for(|n| *n > 0) => if back.is_err() { return },
+            }
+        }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.stream
+            .readers
+            .send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 
@@ -277,6 +305,7 @@ impl Streams {
             with_ids,
             state: Mutex::new(State::default()),
             notify: Notify::new(),
+            readers: tokio::sync::watch::Sender::new(0),
             registry: Arc::downgrade(&self.inner),
         });
         if with_ids && let Ok(mut map) = self.inner.map.lock() {

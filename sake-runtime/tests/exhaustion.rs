@@ -1,0 +1,894 @@
+//! Well-formed requests used as weapons (issue: "No single client can exhaust the server"):
+//! each attack runs as an attacker would, from its own address, while another client, from
+//! another address (127.0.0.2), must still be served within a second, and the process's
+//! resident memory must stay within a stated bound.
+//!
+//! The server runs in this process (so RSS counts the attacker's buffers too: the bounds are
+//! upper bounds). Loopback addresses 127.0.0.0/8 all reach the listener on Linux.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use sake::prelude::*;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpSocket, TcpStream};
+
+const ATTACKER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
+const HONEST: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Answer {
+    ok: bool,
+}
+
+/// Asks the client a question, and waits for the answer.
+#[tool]
+async fn ask_forever(ctx: Context) -> Result<String, InputError> {
+    let answer = ctx.elicit::<Answer>("answer", "Well?").await?;
+    Ok(format!("{:?}", answer.accepted().map(|a| a.ok)))
+}
+
+/// Reports progress, then waits an hour.
+#[tool]
+async fn slow(ctx: Context) -> String {
+    ctx.progress(0.0, None).await;
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    "done".to_owned()
+}
+
+/// Answers at once.
+#[tool]
+fn quick() -> String {
+    "quick".to_owned()
+}
+
+/// A document.
+#[resource(uri = "doc://{name}", name = "doc")]
+fn doc(name: String) -> String {
+    format!("the document {name}")
+}
+
+// ---------------------------------------------------------------------------------------------
+// A raw HTTP/1.1 client that can bind its source address, send half a body and hang up.
+
+async fn connect(addr: SocketAddr, from: IpAddr) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind(SocketAddr::new(from, 0)).unwrap();
+    socket.connect(addr).await.unwrap()
+}
+
+/// A POST's head (and `Content-Length: declared`).
+fn head(headers: &[(&str, &str)], declared: usize) -> Vec<u8> {
+    let mut h = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {declared}\r\n"
+    );
+    for (k, v) in headers {
+        h.push_str(&format!("{k}: {v}\r\n"));
+    }
+    h.push_str("\r\n");
+    h.into_bytes()
+}
+
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|_| {
+            panic!(
+                "not JSON ({}): {}",
+                self.status,
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    /// The `data` of each SSE event.
+    fn events(&self) -> Vec<Value> {
+        String::from_utf8_lossy(&self.body)
+            .split("\n\n")
+            .filter_map(|e| {
+                e.lines()
+                    .find_map(|l| l.strip_prefix("data: "))
+                    .filter(|d| !d.is_empty())
+            })
+            // An event not read whole yet is not one.
+            .filter_map(|d| serde_json::from_str(d).ok())
+            .collect()
+    }
+}
+
+fn parse(raw: &[u8]) -> Option<(Reply, usize)> {
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let text = String::from_utf8_lossy(&raw[..end]);
+    let mut lines = text.split("\r\n");
+    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    Some((
+        Reply {
+            status,
+            headers,
+            body: Vec::new(),
+        },
+        end + 4,
+    ))
+}
+
+/// Reads a whole reply (the server closes the connection after it).
+async fn read_reply(tcp: &mut TcpStream) -> Reply {
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), tcp.read_to_end(&mut raw))
+        .await
+        .expect("the reply comes")
+        .unwrap();
+    let (mut reply, at) = parse(&raw).expect("an HTTP reply");
+    reply.body = raw[at..].to_vec();
+    if reply
+        .header("transfer-encoding")
+        .is_some_and(|t| t.contains("chunked"))
+    {
+        reply.body = dechunk(&reply.body);
+    }
+    reply
+}
+
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = raw.windows(2).position(|w| w == b"\r\n") {
+        let size = usize::from_str_radix(std::str::from_utf8(&raw[..eol]).unwrap().trim(), 16)
+            .unwrap_or(0);
+        if size == 0 || raw.len() < eol + 2 + size + 2 {
+            // The end, or a chunk not read whole yet.
+            out.extend_from_slice(&raw[(eol + 2).min(raw.len())..]);
+            break;
+        }
+        out.extend_from_slice(&raw[eol + 2..eol + 2 + size]);
+        raw = &raw[eol + 2 + size + 2..];
+    }
+    out
+}
+
+/// Sends a whole request and reads the whole reply.
+async fn post(addr: SocketAddr, from: IpAddr, headers: &[(&str, &str)], body: &Value) -> Reply {
+    let body = body.to_string();
+    let mut tcp = connect(addr, from).await;
+    let mut req = head(headers, body.len());
+    req.extend_from_slice(body.as_bytes());
+    tcp.write_all(&req).await.unwrap();
+    read_reply(&mut tcp).await
+}
+
+/// Sends a request and returns once the reply's head and first SSE event came (or the whole
+/// reply, when it is not a stream), with the connection still open.
+async fn post_until_first_event(
+    addr: SocketAddr,
+    from: IpAddr,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (Reply, TcpStream) {
+    let body = body.to_string();
+    let mut tcp = connect(addr, from).await;
+    let mut req = head(headers, body.len());
+    req.extend_from_slice(body.as_bytes());
+    tcp.write_all(&req).await.unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(30), tcp.read(&mut buf))
+            .await
+            .expect("the reply comes")
+            .unwrap();
+        raw.extend_from_slice(&buf[..n]);
+        if let Some((mut reply, at)) = parse(&raw) {
+            let streaming = reply
+                .header("content-type")
+                .is_some_and(|t| t.starts_with("text/event-stream"));
+            let has_data = || {
+                let mut r = Reply {
+                    status: 0,
+                    headers: Vec::new(),
+                    body: raw[at..].to_vec(),
+                };
+                if reply
+                    .header("transfer-encoding")
+                    .is_some_and(|t| t.contains("chunked"))
+                {
+                    r.body = dechunk(&r.body);
+                }
+                !r.events().is_empty()
+            };
+            if n == 0 || !streaming || has_data() {
+                if !streaming {
+                    let mut rest = Vec::new();
+                    let _ = tcp.read_to_end(&mut rest).await;
+                    raw.extend_from_slice(&rest);
+                }
+                reply.body = raw[at..].to_vec();
+                if reply
+                    .header("transfer-encoding")
+                    .is_some_and(|t| t.contains("chunked"))
+                {
+                    reply.body = dechunk(&reply.body);
+                }
+                return (reply, tcp);
+            }
+        }
+        assert!(n > 0, "the connection closed before a reply");
+    }
+}
+
+/// One attack at a time: the process's memory is each test's measure.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The resident memory of this process, in KiB.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+async fn serve(server: Server) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let service = server.build().unwrap();
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    SocketAddr::new(ATTACKER, port)
+}
+
+fn server() -> Server {
+    Server::from_registry()
+        .name("exhaustion")
+        .version("1.0.0")
+        .session_key(b"a key shared by no one, for these tests only".as_slice())
+}
+
+const LEGACY: &str = "2025-11-25";
+
+/// Opens a handshake session (declaring elicitation) and returns its id.
+async fn handshake(addr: SocketAddr, from: IpAddr) -> String {
+    let reply = post(
+        addr,
+        from,
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": LEGACY,
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "attacker", "version": "1"},
+        }}),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    reply
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned()
+}
+
+fn in_session<'a>(sid: &'a str) -> [(&'a str, &'a str); 2] {
+    [("mcp-session-id", sid), ("mcp-protocol-version", LEGACY)]
+}
+
+fn call(id: u64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+}
+
+/// Another client, from another address, in a session of its own: served, and within a
+/// second.
+async fn honest_client_is_served(addr: SocketAddr) {
+    let started = Instant::now();
+    let sid = handshake(addr, HONEST).await;
+    let reply = post(
+        addr,
+        HONEST,
+        &in_session(&sid),
+        &call(1, "quick", json!({})),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        reply.json(),
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "quick"}]}})
+    );
+    // And statelessly.
+    let reply = post(
+        addr,
+        HONEST,
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "quick"),
+        ],
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "quick", "arguments": {},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        }}),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        reply.json()["result"]["content"],
+        json!([{"type": "text", "text": "quick"}])
+    );
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "the honest client waited {took:?}"
+    );
+}
+
+/// The refusal of a client over its share; without the request's id when it was refused
+/// before its body was read.
+fn too_many(id: Option<u64>, what: &str) -> Value {
+    let mut v = json!({"jsonrpc": "2.0", "error": {"code": -32000, "message": format!("Too Many Requests: {what}; wait for one to finish")}});
+    if let Some(id) = id {
+        v["id"] = json!(id);
+    }
+    v
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// One handshake session declares elicitation and sends 600 calls of a tool that asks,
+/// hanging up on each as soon as its question comes: at most its session's 64 questions wait
+/// (the other calls end at once with a tool error), then 300 calls of a tool that streams
+/// progress and waits: the session holds at most its 256 request slots (the rest get 429).
+/// Others are served; once the grace passes without a resumption the requests are cancelled
+/// and the session's slots are free again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn detached_requests_hold_only_their_sessions_share() {
+    let _serial = SERIAL.lock().await;
+    let addr = serve(server().detached_grace(Duration::from_secs(2))).await;
+    let before = rss_kib();
+    let sid = handshake(addr, ATTACKER).await;
+    let (mut asked, mut declined) = (0, 0);
+    for id in 1..=600u64 {
+        let (reply, tcp) = post_until_first_event(
+            addr,
+            ATTACKER,
+            &in_session(&sid),
+            &call(id, "ask_forever", json!({})),
+        )
+        .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        if reply.header("content-type") == Some("text/event-stream") {
+            let question = &reply.events()[0];
+            assert_eq!(question["method"], "elicitation/create", "{question}");
+            asked += 1;
+        } else {
+            assert_eq!(
+                reply.json(),
+                json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "content": [{"type": "text", "text": "this request cannot ask the client for input: this session has as many questions waiting for answers as it may (Server::max_pending_inputs_per_session)"}],
+                    "isError": true,
+                }})
+            );
+            declined += 1;
+        }
+        drop(tcp); // hang up
+    }
+    assert_eq!((asked, declined), (64, 536));
+    let (mut streamed, mut refused) = (0, 0);
+    for id in 1000..1300u64 {
+        let mut params = call(id, "slow", json!({}));
+        params["params"]["_meta"] = json!({"progressToken": id});
+        let (reply, tcp) = post_until_first_event(addr, ATTACKER, &in_session(&sid), &params).await;
+        match reply.status {
+            200 => {
+                assert_eq!(reply.events()[0]["method"], "notifications/progress");
+                streamed += 1;
+            }
+            429 => {
+                assert_eq!(
+                    reply.json(),
+                    too_many(
+                        Some(id),
+                        "this session has 256 requests running and may have 256 (Server::max_requests_per_session)"
+                    )
+                );
+                assert_eq!(reply.header("retry-after"), Some("1"));
+                refused += 1;
+            }
+            other => panic!("unexpected {other}: {reply:?}"),
+        }
+        drop(tcp);
+    }
+    assert_eq!((streamed, refused), (192, 108));
+    honest_client_is_served(addr).await;
+    let grown = rss_kib().saturating_sub(before);
+    println!("detached requests: RSS grew by {grown} KiB");
+    assert!(grown < 64 * 1024, "RSS grew by {grown} KiB");
+    // Nobody resumed: after the grace the requests are cancelled, and the session may run
+    // requests again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = post(
+            addr,
+            ATTACKER,
+            &in_session(&sid),
+            &call(2000, "quick", json!({})),
+        )
+        .await;
+        if reply.status == 200 {
+            break;
+        }
+        assert_eq!(reply.status, 429);
+        assert!(
+            Instant::now() < deadline,
+            "the detached requests were not cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // And ask again: the questions were forgotten with their requests.
+    let (reply, _tcp) = post_until_first_event(
+        addr,
+        ATTACKER,
+        &in_session(&sid),
+        &call(2001, "ask_forever", json!({})),
+    )
+    .await;
+    assert_eq!(reply.events()[0]["method"], "elicitation/create");
+}
+
+/// A stream that is resumed within the grace is not cancelled: the client gets its question
+/// on the resumed stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_request_is_not_cancelled() {
+    let _serial = SERIAL.lock().await;
+    let addr = serve(server().detached_grace(Duration::from_millis(1500))).await;
+    let sid = handshake(addr, ATTACKER).await;
+    let (reply, tcp) = post_until_first_event(
+        addr,
+        ATTACKER,
+        &in_session(&sid),
+        &call(1, "ask_forever", json!({})),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    let text = String::from_utf8_lossy(&reply.body).into_owned();
+    let event_id = text
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .expect("2025-11-25 streams carry event ids")
+        .to_owned();
+    let question = reply.events()[0].clone();
+    drop(tcp);
+    // Resume before the grace ends; the request is still waiting for its answer.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut tcp = connect(addr, ATTACKER).await;
+    tcp.write_all(
+        format!(
+            "GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\nmcp-protocol-version: {LEGACY}\r\nlast-event-id: {event_id}\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    // Held past the grace, then answered: the call completes on the resumed stream.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let answer = post(
+        addr,
+        ATTACKER,
+        &in_session(&sid),
+        &json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"ok": true}}}),
+    )
+    .await;
+    assert_eq!(answer.status, 202, "{answer:?}");
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    let done = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let n = tcp.read(&mut buf).await.unwrap();
+            raw.extend_from_slice(&buf[..n]);
+            if n == 0 || String::from_utf8_lossy(&raw).contains("\"id\":1,\"result\"") {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(
+        done.is_ok(),
+        "no result on the resumed stream: {}",
+        String::from_utf8_lossy(&raw)
+    );
+    assert!(
+        String::from_utf8_lossy(&raw).contains(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Some(true)"}]}}"#
+        ),
+        "{}",
+        String::from_utf8_lossy(&raw)
+    );
+}
+
+/// 200 connections send their head and 10 of 1000 bytes, then nothing. A body being read
+/// holds no request slot (the server has only 8 here), the attacker's address holds at most
+/// its 64 reading slots (the rest get 429), others are served, and each held body is cut
+/// off within seconds for its rate (408).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_sent_bodies_hold_no_request_slot() {
+    let _serial = SERIAL.lock().await;
+    let addr = serve(server().max_concurrent_requests(8)).await;
+    let before = rss_kib();
+    let started = Instant::now();
+    // All at once, so that the first are still held when the last arrive: the head, then
+    // (unless refused at once) 10 bytes of the body.
+    let attempts: Vec<_> = (0..200)
+        .map(|_| {
+            tokio::spawn(async move {
+                let mut tcp = connect(addr, ATTACKER).await;
+                let req = head(
+                    &[
+                        ("mcp-protocol-version", "2026-07-28"),
+                        ("mcp-method", "tools/list"),
+                    ],
+                    1000,
+                );
+                tcp.write_all(&req).await.unwrap();
+                let mut buf = [0u8; 1024];
+                match tokio::time::timeout(Duration::from_millis(300), tcp.read(&mut buf)).await {
+                    Ok(Ok(n)) => {
+                        let mut raw = buf[..n].to_vec();
+                        let mut rest = Vec::new();
+                        let _ = tcp.read_to_end(&mut rest).await;
+                        raw.extend_from_slice(&rest);
+                        let (mut reply, at) = parse(&raw).expect("a reply");
+                        reply.body = raw[at..].to_vec();
+                        Err(reply)
+                    }
+                    Ok(Err(e)) => panic!("{e}"),
+                    Err(_) => {
+                        tcp.write_all(b"{\"jsonrpc\"").await.unwrap();
+                        Ok(tcp)
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for attempt in attempts {
+        match attempt.await.unwrap() {
+            Ok(tcp) => held.push(tcp),
+            Err(reply) => {
+                assert_eq!(reply.status, 429, "{reply:?}");
+                assert_eq!(
+                    reply.json(),
+                    too_many(
+                        None,
+                        "this client is sending 64 request bodies at once and may send 64 (Server::max_bodies_per_client)"
+                    )
+                );
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!((held.len(), refused), (64, 136));
+    honest_client_is_served(addr).await;
+    let grown = rss_kib().saturating_sub(before);
+    println!("half-sent bodies: RSS grew by {grown} KiB");
+    assert!(grown < 32 * 1024, "RSS grew by {grown} KiB");
+    // Each held body is cut off: 10 bytes in 2 s is far below 4096 bytes per second.
+    for tcp in &mut held {
+        let reply = read_reply(tcp).await;
+        assert_eq!(reply.status, 408, "{reply:?}");
+        let body = reply.json();
+        assert_eq!(body["error"]["code"], -32000);
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(
+                "Request Timeout: the body arrives slower than 4096 bytes per second (10 bytes in 2."
+            ),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("s); send the whole body at once"),
+            "{message}"
+        );
+    }
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "cut off after {took:?}");
+    // The reading slots are free again.
+    let reply = post(
+        addr,
+        ATTACKER,
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": LEGACY, "capabilities": {},
+            "clientInfo": {"name": "again", "version": "1"},
+        }}),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+}
+
+fn listen(id: u64, uris: &[String]) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": uris},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    }})
+}
+
+const LISTEN: [(&str, &str); 2] = [
+    ("mcp-protocol-version", "2026-07-28"),
+    ("mcp-method", "subscriptions/listen"),
+];
+
+/// 30 `subscriptions/listen` requests whose filters name 150,000 URIs each (almost 4 MiB, the
+/// largest body) are refused while read; 30 streams of the largest filter allowed (1024 URIs)
+/// are held in little memory; others are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_listen_filters_are_refused_while_read() {
+    let _serial = SERIAL.lock().await;
+    let addr = serve(server()).await;
+    let before = rss_kib();
+    let huge: Vec<String> = (0..150_000).map(|i| format!("doc://d{i:08}")).collect();
+    let body = listen(1, &huge);
+    assert!(body.to_string().len() < 4 << 20);
+    for _ in 0..30 {
+        let reply = post(addr, ATTACKER, &LISTEN, &body).await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(
+            reply.json(),
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "Invalid params: `notifications` is not a SubscriptionFilter: `resourceSubscriptions` names more than 1024 resources; listen on several streams"}})
+        );
+    }
+    drop((huge, body));
+    let refused = rss_kib().saturating_sub(before);
+    println!("huge listen filters: RSS grew by {refused} KiB (30 refused, nothing held)");
+    assert!(refused < 64 * 1024, "RSS grew by {refused} KiB");
+    // The largest filter allowed, on 30 streams held open.
+    let before = rss_kib();
+    let allowed: Vec<String> = (0..1024).map(|i| format!("doc://d{i:08}")).collect();
+    let mut streams = Vec::new();
+    for id in 0..30 {
+        let (reply, tcp) =
+            post_until_first_event(addr, ATTACKER, &LISTEN, &listen(id, &allowed)).await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        let ack = &reply.events()[0];
+        assert_eq!(
+            ack["method"], "notifications/subscriptions/acknowledged",
+            "{ack}"
+        );
+        assert_eq!(
+            ack["params"]["notifications"]["resourceSubscriptions"]
+                .as_array()
+                .map(Vec::len),
+            Some(1024)
+        );
+        streams.push(tcp);
+    }
+    honest_client_is_served(addr).await;
+    let grown = rss_kib().saturating_sub(before);
+    println!("30 streams of 1024 URIs: RSS grew by {grown} KiB");
+    assert!(grown < 32 * 1024, "RSS grew by {grown} KiB");
+}
+
+/// 3000 short-lived handshake sessions each subscribe to a resource and never send DELETE.
+/// Each client keeps at most `max_records_per_client` subscriptions (the oldest go first);
+/// URIs the server does not serve, or longer than 4 KiB, are refused; others still subscribe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_do_not_outlive_their_bounds() {
+    let _serial = SERIAL.lock().await;
+    let addr = serve(server().max_records_per_client(1000)).await;
+    let before = rss_kib();
+    let subscribe = |id: u64, uri: String| json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": {"uri": uri}});
+    for i in 0..3000u64 {
+        let sid = handshake(addr, ATTACKER).await;
+        let reply = post(
+            addr,
+            ATTACKER,
+            &in_session(&sid),
+            &subscribe(1, format!("doc://{i:0>2000}")),
+        )
+        .await;
+        assert_eq!(
+            (reply.status, reply.json()),
+            (200, json!({"jsonrpc": "2.0", "id": 1, "result": {}})),
+            "subscription {i}"
+        );
+    }
+    let grown = rss_kib().saturating_sub(before);
+    println!("subscriptions of 3000 sessions: RSS grew by {grown} KiB");
+    assert!(grown < 32 * 1024, "RSS grew by {grown} KiB");
+    // Refused: a URI nobody serves, and one over 4 KiB.
+    let sid = handshake(addr, ATTACKER).await;
+    let reply = post(
+        addr,
+        ATTACKER,
+        &in_session(&sid),
+        &subscribe(2, "nothing://here".to_owned()),
+    )
+    .await;
+    assert_eq!(
+        reply.json(),
+        json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32002, "message": "Resource not found: nothing://here", "data": {"uri": "nothing://here"}}})
+    );
+    let reply = post(
+        addr,
+        ATTACKER,
+        &in_session(&sid),
+        &subscribe(3, format!("doc://{}", "x".repeat(5000))),
+    )
+    .await;
+    assert_eq!(
+        reply.json(),
+        json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "Invalid params: the URI has 5006 bytes; this server serves none longer than 4096"}})
+    );
+    // Another client subscribes.
+    let sid = handshake(addr, HONEST).await;
+    let reply = post(
+        addr,
+        HONEST,
+        &in_session(&sid),
+        &subscribe(4, "doc://mine".to_owned()),
+    )
+    .await;
+    assert_eq!(
+        reply.json(),
+        json!({"jsonrpc": "2.0", "id": 4, "result": {}})
+    );
+    honest_client_is_served(addr).await;
+}
+
+/// A 2025-03-26 batch counts one request per message: a session cannot run 1000 requests for
+/// the price of one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_messages_count_as_requests() {
+    let _serial = SERIAL.lock().await;
+    let addr = serve(server().max_requests_per_session(10)).await;
+    let reply = post(
+        addr,
+        ATTACKER,
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {},
+            "clientInfo": {"name": "batcher", "version": "1"},
+        }}),
+    )
+    .await;
+    let sid = reply.header("mcp-session-id").unwrap().to_owned();
+    let headers = [
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-03-26"),
+    ];
+    let batch = |n: u64| Value::Array((1..=n).map(|i| call(i, "quick", json!({}))).collect());
+    let reply = post(addr, ATTACKER, &headers, &batch(11)).await;
+    assert_eq!(reply.status, 429);
+    assert_eq!(
+        reply.json(),
+        too_many(
+            None,
+            "this session has 0 requests running and may have 10 (Server::max_requests_per_session); the batch counts 11"
+        )
+    );
+    let reply = post(addr, ATTACKER, &headers, &batch(10)).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.json().as_array().map(Vec::len), Some(10));
+}
+
+// ---------------------------------------------------------------------------------------------
+// stdio: one client, so the question is only memory and whether the server keeps answering.
+
+/// 5000 calls of a tool that asks, never answered: 256 run (the connection is one session),
+/// the rest are refused at once with the exact error; memory stays bounded; cancelling one
+/// frees its slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_flood_is_bounded() {
+    let _serial = SERIAL.lock().await;
+    use tokio::io::AsyncBufReadExt as _;
+    let (client, server_side) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    let service = server().build().unwrap();
+    tokio::spawn(service.serve_io(server_read, server_write));
+    let (read, mut write) = tokio::io::split(client);
+    let mut lines = tokio::io::BufReader::new(read).lines();
+    let before = rss_kib();
+    let send = |v: Value| format!("{v}\n").into_bytes();
+    write
+        .write_all(&send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": LEGACY, "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "flood", "version": "1"},
+            }}),
+        ))
+        .await
+        .unwrap();
+    let init: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(init["id"], 0);
+    write
+        .write_all(&send(
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ))
+        .await
+        .unwrap();
+    let writer = tokio::spawn(async move {
+        for id in 1..=5000u64 {
+            write
+                .write_all(&send(call(id, "ask_forever", json!({}))))
+                .await
+                .unwrap();
+        }
+        write
+    });
+    let (mut questions, mut declined, mut refused) = (0, 0, 0);
+    while questions + declined + refused < 5000 {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the server keeps answering")
+            .unwrap()
+            .unwrap();
+        let msg: Value = serde_json::from_str(&line).unwrap();
+        if msg["method"] == "elicitation/create" {
+            questions += 1;
+        } else if msg.get("result").is_some() {
+            assert_eq!(
+                msg["result"],
+                json!({
+                    "content": [{"type": "text", "text": "this request cannot ask the client for input: this session has as many questions waiting for answers as it may (Server::max_pending_inputs_per_session)"}],
+                    "isError": true,
+                })
+            );
+            declined += 1;
+        } else {
+            assert_eq!(
+                msg["error"],
+                too_many(
+                    None,
+                    "this session has 256 requests running and may have 256 (Server::max_requests_per_session)"
+                )["error"],
+                "{msg}"
+            );
+            refused += 1;
+        }
+    }
+    // 64 questions wait (the session's share); the other calls end at once with a tool error,
+    // or, while 256 requests run, are refused.
+    assert_eq!(questions, 64);
+    println!("stdio flood: {declined} declined, {refused} refused");
+    let grown = rss_kib().saturating_sub(before);
+    println!("stdio flood: RSS grew by {grown} KiB");
+    assert!(grown < 64 * 1024, "RSS grew by {grown} KiB");
+    // Cancelling one request frees its slot.
+    let mut write = writer.await.unwrap();
+    write
+        .write_all(&send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    write
+        .write_all(&send(call(6000, "quick", json!({}))))
+        .await
+        .unwrap();
+    let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+        .await
+        .expect("answered")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&line).unwrap(),
+        json!({"jsonrpc": "2.0", "id": 6000, "result": {"content": [{"type": "text", "text": "quick"}]}})
+    );
+}
