@@ -1,0 +1,323 @@
+//! Interoperability with the official TypeScript SDK v2 client (`@modelcontextprotocol/client`
+//! 2.4.0) pinned to 2026-07-28, which rejects malformed results. A sake server runs in
+//! process on a real socket; `tests/interop/ts/modern.mjs` lists and calls tools, answers an
+//! elicitation through its handler (MRTR), sends an `Mcp-Param-*` header, follows progress,
+//! reads a resource and receives a list change on a `subscriptions/listen` stream. It prints
+//! one JSON object per step; this test compares each with what it expects, whole.
+//!
+//! Needs Node and the client: `scripts/test.sh` installs the pinned ones into `.tools/` and
+//! exports `SAKE_NODE` (the node binary) and `SAKE_NODE_MODULES` (their `node_modules`).
+
+use std::io::Read as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sake::prelude::*;
+use sake_tests::stream::Live;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+// ---------------------------------------------------------------------------------------------
+// The server
+
+/// The sum of two numbers.
+#[derive(Serialize, JsonSchema)]
+struct Sum {
+    /// `a + b`.
+    sum: i64,
+}
+
+/// Adds two integers.
+#[tool(annotations(read_only))]
+async fn add(
+    /// The first addend.
+    a: i64,
+    /// The second addend.
+    b: i64,
+) -> Sum {
+    Sum { sum: a + b }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct NameForm {
+    name: String,
+}
+
+/// Asks for the user's name, then greets them.
+#[tool]
+async fn greet(ctx: Context) -> Result<String, sake::InputError> {
+    let form = ctx
+        .elicit::<NameForm>("user_name", "What is your name?")
+        .await?;
+    Ok(match form.accepted() {
+        Some(f) => format!("Hello, {}!", f.name),
+        None => "Hello, stranger!".into(),
+    })
+}
+
+/// Echoes the region, which clients also send as the `Mcp-Param-Region` header.
+#[tool]
+fn regional(
+    /// Where to run.
+    #[arg(header = "Region")]
+    region: String,
+) -> String {
+    format!("region={region}")
+}
+
+/// Counts to `to`, reporting progress.
+#[tool]
+async fn count(
+    /// Where to stop.
+    to: u32,
+    ctx: Context,
+) -> String {
+    for i in 1..=to {
+        ctx.progress(f64::from(i), Some(f64::from(to))).await;
+    }
+    format!("counted to {to}")
+}
+
+/// Says the tool list changed.
+#[tool]
+fn touch(ctx: Context) -> &'static str {
+    if let Some(n) = ctx.notifier() {
+        n.tools_changed();
+    }
+    "touched"
+}
+
+/// What this server is.
+#[resource(uri = "docs://about", mime_type = "text/plain")]
+fn about() -> &'static str {
+    "A sake server talking to the TypeScript SDK."
+}
+
+const NAME: &str = "interop-ts";
+const VERSION: &str = "0.2.0";
+
+fn server_meta() -> Value {
+    json!({"io.modelcontextprotocol/serverInfo": {"name": NAME, "version": VERSION}})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the driver
+
+/// The pinned Node and its `node_modules`, from `scripts/test.sh`.
+fn node() -> (String, String) {
+    let hint = "run scripts/test.sh: it installs the pinned Node 22 and @modelcontextprotocol/client into .tools/ and exports SAKE_NODE and SAKE_NODE_MODULES";
+    let node = std::env::var("SAKE_NODE").unwrap_or_else(|_| {
+        panic!("SAKE_NODE is not set (the node binary to drive the TypeScript client with): {hint}")
+    });
+    let modules = std::env::var("SAKE_NODE_MODULES").unwrap_or_else(|_| {
+        panic!("SAKE_NODE_MODULES is not set (the node_modules holding @modelcontextprotocol/client): {hint}")
+    });
+    (node, modules)
+}
+
+/// Runs `modern.mjs` against `url` (killed after `limit`) and returns its steps by name.
+fn drive(url: &str, limit: Duration) -> Vec<(String, Value)> {
+    let (node, modules) = node();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/ts/modern.mjs");
+    let mut child = Command::new(&node)
+        .arg(script)
+        .arg(url)
+        .env("NODE_PATH", &modules)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {node}: {e}"));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the TypeScript driver did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        status.success(),
+        "the TypeScript driver failed ({status}):\n{stdout}\n{stderr}"
+    );
+    stdout
+        .lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}\n{stderr}"));
+            (v["step"].as_str().unwrap().to_owned(), v["value"].clone())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_client_pinned_to_2026_07_28() {
+    // Fails, rather than skips, without Node: interop is part of the suite.
+    node();
+    let live = Live::start(
+        Server::from_registry()
+            .name(NAME)
+            .version(VERSION)
+            .instructions("Interop with the TypeScript SDK."),
+    )
+    .await;
+    let url = live.url();
+    let steps = tokio::task::spawn_blocking(move || drive(&url, Duration::from_secs(120)))
+        .await
+        .unwrap();
+    let expected = [
+        (
+            "connect",
+            json!({
+                "era": "modern",
+                "version": "2026-07-28",
+                "supportedVersions": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"],
+                "capabilities": {
+                    "logging": {},
+                    "resources": {"subscribe": true, "listChanged": true},
+                    "tools": {"listChanged": true},
+                },
+                "serverInfo": {"name": NAME, "version": VERSION},
+                "instructions": "Interop with the TypeScript SDK.",
+            }),
+        ),
+        (
+            "tools/list",
+            json!([
+                {
+                    "name": "add",
+                    "description": "Adds two integers.",
+                    "inputSchema": {"type": "object", "properties": {
+                        "a": {"type": "integer", "description": "The first addend."},
+                        "b": {"type": "integer", "description": "The second addend."},
+                    }, "required": ["a", "b"]},
+                    "outputSchema": {
+                        "type": "object",
+                        "properties": {"sum": {"type": "integer", "description": "`a + b`."}},
+                        "required": ["sum"],
+                        "description": "The sum of two numbers.",
+                    },
+                    "annotations": {"readOnlyHint": true},
+                },
+                {
+                    "name": "count",
+                    "description": "Counts to `to`, reporting progress.",
+                    "inputSchema": {"type": "object", "properties": {
+                        "to": {"type": "integer", "description": "Where to stop.", "minimum": 0},
+                    }, "required": ["to"]},
+                },
+                {
+                    "name": "greet",
+                    "description": "Asks for the user's name, then greets them.",
+                    "inputSchema": {"type": "object", "properties": {}},
+                },
+                {
+                    "name": "regional",
+                    "description": "Echoes the region, which clients also send as the `Mcp-Param-Region` header.",
+                    "inputSchema": {"type": "object", "properties": {
+                        "region": {"type": "string", "description": "Where to run.", "x-mcp-header": "Region"},
+                    }, "required": ["region"]},
+                },
+                {
+                    "name": "touch",
+                    "description": "Says the tool list changed.",
+                    "inputSchema": {"type": "object", "properties": {}},
+                },
+            ]),
+        ),
+        (
+            "tools/call add",
+            json!({
+                "_meta": server_meta(),
+                "content": [{"type": "text", "text": "{\"sum\":5}"}],
+                "structuredContent": {"sum": 5},
+            }),
+        ),
+        (
+            "tools/call greet (MRTR)",
+            json!({
+                "result": {"_meta": server_meta(), "content": [{"type": "text", "text": "Hello, Ada!"}]},
+                // What the client's elicitation handler was given, from `inputRequests`.
+                "asked": [{
+                    "message": "What is your name?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}},
+                        "required": ["name"],
+                    },
+                }],
+            }),
+        ),
+        (
+            "tools/call regional (Mcp-Param)",
+            json!({"_meta": server_meta(), "content": [{"type": "text", "text": "region=Zürich"}]}),
+        ),
+        (
+            "tools/call count (progress)",
+            json!({
+                "result": {"_meta": server_meta(), "content": [{"type": "text", "text": "counted to 3"}]},
+                "progress": [
+                    {"progress": 1, "total": 3},
+                    {"progress": 2, "total": 3},
+                    {"progress": 3, "total": 3},
+                ],
+            }),
+        ),
+        (
+            "resources/read",
+            json!({
+                "_meta": server_meta(),
+                "ttlMs": 60000,
+                "cacheScope": "public",
+                "contents": [{
+                    "uri": "docs://about",
+                    "mimeType": "text/plain",
+                    "text": "A sake server talking to the TypeScript SDK.",
+                }],
+            }),
+        ),
+        (
+            "tools/call unknown (error)",
+            json!({"protocolError": true, "code": -32602, "data": {"name": "nope"}}),
+        ),
+        (
+            "subscriptions/listen",
+            json!({
+                // The server has no prompts: only the tools filter is honoured.
+                "honoredFilter": {"toolsListChanged": true},
+                "touched": [{"type": "text", "text": "touched"}],
+                "notification": {
+                    "method": "notifications/tools/list_changed",
+                    "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": "listen:0"}},
+                },
+                "closed": "local",
+            }),
+        ),
+        ("close", json!("closed")),
+    ];
+    let names: Vec<&str> = steps.iter().map(|(s, _)| s.as_str()).collect();
+    let wanted: Vec<&str> = expected.iter().map(|(s, _)| *s).collect();
+    assert_eq!(names, wanted, "steps run");
+    for ((step, got), (_, want)) in steps.iter().zip(&expected) {
+        assert!(got == want, "step {step}\n got: {got}\nwant: {want}");
+    }
+}
