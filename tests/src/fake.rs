@@ -13,6 +13,9 @@ use futures_util::stream;
 use http::HeaderMap;
 use serde_json::{Value, json};
 
+use crate::http::{CLIENT_CAPABILITIES, CLIENT_INFO, MODERN, PROTOCOL_VERSION};
+use crate::rpc::{err, ok, server_meta};
+
 /// One request the fake server received.
 #[derive(Clone, Debug)]
 pub struct Seen {
@@ -54,23 +57,16 @@ pub enum Reply {
 impl Reply {
     /// 200 with a JSON-RPC result for `seen`'s id.
     pub fn result(seen: &Seen, result: Value) -> Reply {
-        Reply::Plain(
-            200,
-            "application/json",
-            json!({"jsonrpc": "2.0", "id": seen.id(), "result": result}).to_string(),
-        )
+        Reply::Plain(200, "application/json", ok(seen.id(), result).to_string())
     }
 
     /// A JSON-RPC error for `seen`'s id, with an HTTP status.
     pub fn error(status: u16, seen: &Seen, code: i64, data: Option<Value>) -> Reply {
-        let mut error = json!({"code": code, "message": format!("error {code}")});
-        if let Some(d) = data {
-            error["data"] = d;
-        }
+        let message = format!("error {code}");
         Reply::Plain(
             status,
             "application/json",
-            json!({"jsonrpc": "2.0", "id": seen.id(), "error": error}).to_string(),
+            err(seen.id(), code, &message, data).to_string(),
         )
     }
 
@@ -205,7 +201,7 @@ pub async fn fake_with_session(
 pub fn discover_result() -> Value {
     json!({"resultType": "complete", "supportedVersions": ["2026-07-28", "2025-11-25"],
         "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
-        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1"}}})
+        "_meta": server_meta("fake", "1")})
 }
 
 /// An `initialize` result at 2025-11-25.
@@ -249,8 +245,8 @@ pub fn modern(
 /// The `_meta` every 2026-07-28 request of a client without handlers carries.
 pub fn plain_meta() -> Value {
     json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
+        PROTOCOL_VERSION: MODERN,
+        CLIENT_CAPABILITIES: {},
+        CLIENT_INFO: {"name": "t", "version": "1"}
     })
 }

@@ -4,7 +4,7 @@
 //! pinned to 2026-07-28 and to a handshake revision (a Node driver, `tests/interop/ts/stdio.mjs`,
 //! run with `$SAKE_NODE`; `scripts/test.sh` installs and exports it).
 
-use std::path::Path;
+use std::ffi::OsStr;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData};
-use sake_tests::{args, example_binary, same, within};
+use sake_tests::{args, example_binary, node, same, within};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
@@ -246,37 +246,20 @@ async fn rmcp_in_initialize_mode_pinned_to_2025_06_18() {
 
 /// Runs the Node driver with one mode; it prints one JSON line of what it saw.
 async fn ts_client(mode: &str) -> Value {
-    let Some(node) = std::env::var_os("SAKE_NODE") else {
+    let server = example_binary("stdio");
+    let out = node::run(
+        "stdio.mjs",
+        &[OsStr::new(mode), server.as_os_str()],
+        Duration::from_secs(60),
+    )
+    .await;
+    let last = out.stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| {
         panic!(
-            "SAKE_NODE is not set: run scripts/test.sh, which installs the pinned Node and the TypeScript SDK client into .tools/ and exports SAKE_NODE and SAKE_NODE_MODULES"
-        );
-    };
-    let modules = std::env::var_os("SAKE_NODE_MODULES")
-        .or_else(|| std::env::var_os("NODE_PATH"))
-        .expect("SAKE_NODE_MODULES (or NODE_PATH) names the node_modules with @modelcontextprotocol/client");
-    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ts/stdio.mjs");
-    let run = tokio::process::Command::new(node)
-        .arg(driver)
-        .arg(mode)
-        .arg(example_binary("stdio"))
-        .env("SAKE_NODE_MODULES", modules)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(60), run)
-        .await
-        .unwrap_or_else(|_| panic!("the TypeScript client ({mode}) timed out"))
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "the TypeScript client ({mode}) failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
-    let last = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(last)
-        .unwrap_or_else(|e| panic!("the driver printed no JSON ({e}):\n{stdout}\n{stderr}"))
+            "the driver printed no JSON ({e}):\n{}\n{}",
+            out.stdout, out.stderr
+        )
+    })
 }
 
 #[tokio::test]

