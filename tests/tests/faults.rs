@@ -158,14 +158,8 @@ async fn chatty(
     format!("{n} sent")
 }
 
-/// Echoes the text back.
-#[tool]
-fn echo(
-    /// What to echo.
-    text: String,
-) -> String {
-    text
-}
+#[path = "../fixtures/echo.rs"]
+mod echo;
 
 /// A document.
 #[resource(uri = "docs://a", mime_type = "text/plain")]

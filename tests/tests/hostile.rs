@@ -11,31 +11,19 @@ use std::time::Duration;
 
 use sake::Elicitation;
 use sake::prelude::*;
+use sake_tests::fixtures::{Sum, complete_style};
 use sake_tests::{
     CLIENT_CAPABILITIES, Handshake, MODERN, Open, Req, Stdio, Wire, sentinel, validate,
 };
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
 // The server under test
 
-/// Echoes the text back.
-#[tool]
-fn echo(
-    /// What to echo.
-    text: String,
-) -> String {
-    text
-}
-
-/// The sum of two numbers.
-#[derive(Serialize, JsonSchema)]
-struct Sum {
-    /// `a + b`.
-    sum: i64,
-}
+#[path = "../fixtures/echo.rs"]
+mod echo;
 
 /// Adds two integers.
 #[tool]
@@ -99,14 +87,6 @@ async fn ask_again(
     ctx: Context,
 ) -> Result<String, String> {
     asking(topic, ctx).await
-}
-
-async fn complete_style(req: CompletionRequest) -> Vec<String> {
-    ["formal", "friendly"]
-        .into_iter()
-        .filter(|s| s.starts_with(&req.value))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// Greets someone.

@@ -11,21 +11,13 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
 use sake::prelude::*;
+use sake_tests::fixtures::Sum;
+use sake_tests::stream::Live;
 use sake_tests::{args, same, within};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
 // ---------------------------------------------------------------------------------------------
 // The server: the quickstart's items
-
-/// The sum of two numbers.
-#[derive(Serialize, JsonSchema)]
-struct Sum {
-    /// `a + b`.
-    sum: i64,
-}
 
 /// Adds two numbers.
 #[tool(annotations(read_only, idempotent))]
@@ -67,38 +59,12 @@ fn about() -> &'static str {
     "A sake server talking to rmcp."
 }
 
-/// A user's profile, by numeric id.
-#[resource(uri = "users://{id}/profile", mime_type = "application/json")]
-async fn profile(id: u64) -> Result<String, ResourceError> {
-    match id {
-        1 => Ok(json!({"id": 1, "name": "Ada"}).to_string()),
-        _ => Err(ResourceError::NotFound(format!("users://{id}/profile"))),
-    }
-}
+#[path = "../fixtures/profile.rs"]
+mod profile;
 
-/// A running server; dropping it shuts the server down.
-struct Running {
-    url: String,
-    _stop: oneshot::Sender<()>,
-}
-
-async fn start() -> Running {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let service = Server::from_registry()
-        .name("interop")
-        .version("0.1.0")
-        .build()
-        .unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let _ = service
-            .serve(listener, async {
-                let _ = stopped.await;
-            })
-            .await;
-    });
-    Running { url, _stop: stop }
+/// The server on a socket; dropping it shuts the server down.
+async fn start() -> Live {
+    Live::start(Server::from_registry().name("interop").version("0.1.0")).await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -138,7 +104,7 @@ fn server_meta() -> Value {
 #[tokio::test]
 async fn rmcp_discovers_lists_calls_reads_and_gets() {
     let server = start().await;
-    let client = within("connecting", connect(&server.url)).await;
+    let client = within("connecting", connect(&server.url())).await;
 
     let info = client.peer_info().expect("discovered");
     assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
@@ -255,7 +221,7 @@ async fn rmcp_discovers_lists_calls_reads_and_gets() {
 #[tokio::test]
 async fn rmcp_sees_protocol_errors_as_json_rpc_errors() {
     let server = start().await;
-    let client = within("connecting", connect(&server.url)).await;
+    let client = within("connecting", connect(&server.url())).await;
     let missing = within(
         "resources/read",
         client.read_resource(ReadResourceRequestParams::new("users://9/profile")),

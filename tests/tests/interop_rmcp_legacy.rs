@@ -86,8 +86,8 @@ async fn connect(
 async fn run(version: ProtocolVersion) {
     let revision = to_json(&version);
     let old = revision == "2025-03-26";
-    let server = server::start().await;
-    let (client, handler) = within("initialize", connect(&server.url, version.clone())).await;
+    let mut server = server::start().await;
+    let (client, handler) = within("initialize", connect(&server.url(), version.clone())).await;
 
     let info = client.peer_info().expect("initialized");
     assert_eq!(info.protocol_version, version);
@@ -249,7 +249,7 @@ async fn run(version: ProtocolVersion) {
     );
 
     // The client still holds its session and GET stream: shutdown must not wait for them.
-    server.shut_down().await;
+    server.shutdown().await.unwrap();
     drop(client);
 }
 

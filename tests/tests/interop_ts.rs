@@ -64,8 +64,8 @@ fn add_tool(revision: &str) -> Value {
 }
 
 async fn run(revision: &str) {
-    let server = server::start().await;
-    let out = drive(&server.url, revision).await;
+    let mut server = server::start().await;
+    let out = drive(&server.url(), revision).await;
 
     same(&out["era"], json!("legacy"));
     same(&out["protocolVersion"], json!(revision));
@@ -165,7 +165,7 @@ async fn run(revision: &str) {
     same(&out["sessionAfterDelete"], Value::Null);
 
     // Its GET stream does not hold up a graceful shutdown.
-    server.shut_down().await;
+    server.shutdown().await.unwrap();
 }
 
 #[tokio::test]

@@ -12,37 +12,16 @@ use std::ffi::OsStr;
 use std::time::Duration;
 
 use sake::prelude::*;
+use sake_tests::fixtures::NameForm;
 use sake_tests::node;
 use sake_tests::stream::Live;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
 // The server
 
-/// The sum of two numbers.
-#[derive(Serialize, JsonSchema)]
-struct Sum {
-    /// `a + b`.
-    sum: i64,
-}
-
-/// Adds two integers.
-#[tool(annotations(read_only))]
-async fn add(
-    /// The first addend.
-    a: i64,
-    /// The second addend.
-    b: i64,
-) -> Sum {
-    Sum { sum: a + b }
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct NameForm {
-    name: String,
-}
+#[path = "../fixtures/add.rs"]
+mod add;
 
 /// Asks for the user's name, then greets them.
 #[tool]

@@ -10,31 +10,18 @@ use std::time::Duration;
 
 use sake::prelude::*;
 use sake::{Annotations, Icon, InputError, ResourceLink};
+use sake_tests::fixtures::complete_style;
+use sake_tests::rpc::ok;
 use sake_tests::{LEGACY, Req, Session, Wire, initialize_params};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
 // The server under test
 
-/// The sum of two numbers.
-#[derive(Serialize, JsonSchema)]
-struct Sum {
-    /// `a + b`.
-    sum: i64,
-}
-
-/// Adds two integers.
-#[tool(annotations(read_only))]
-async fn add(
-    /// The first addend.
-    a: i64,
-    /// The second addend.
-    b: i64,
-) -> Sum {
-    Sum { sum: a + b }
-}
+#[path = "../fixtures/add.rs"]
+mod add;
 
 /// Echoes the text back.
 #[tool(
@@ -193,14 +180,6 @@ async fn reconnect(ctx: Context) -> &'static str {
     "reconnected"
 }
 
-async fn complete_style(req: CompletionRequest) -> Vec<String> {
-    ["formal", "friendly"]
-        .into_iter()
-        .filter(|s| s.starts_with(&req.value))
-        .map(str::to_owned)
-        .collect()
-}
-
 /// Greets someone.
 #[prompt(title = "Greeting", complete = complete_style)]
 fn greet(
@@ -265,11 +244,6 @@ fn server() -> Server {
 
 fn wire() -> Wire {
     Wire::new(server())
-}
-
-/// A successful response, whole.
-fn ok(id: impl Into<Value>, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id.into(), "result": result})
 }
 
 /// An error response, whole; `id` null means "no id member".

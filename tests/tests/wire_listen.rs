@@ -15,9 +15,8 @@ use serde_json::{Value, json};
 // ---------------------------------------------------------------------------------------------
 // The server under test
 
-/// Does nothing.
-#[tool]
-fn noop() {}
+#[path = "../fixtures/noop.rs"]
+mod noop;
 
 /// Says the tool list changed, from inside a request.
 #[tool]

@@ -3,20 +3,13 @@
 //! through the schema validator of the harness (`sake_tests::schema`).
 
 use sake::prelude::*;
+use sake_tests::fixtures::Sum;
+use sake_tests::rpc::ok;
 use sake_tests::{MODERN, Req, Wire, meta, sentinel};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
 // The server under test
-
-/// The sum of two numbers.
-#[derive(Serialize, JsonSchema)]
-struct Sum {
-    /// `a + b`.
-    sum: i64,
-}
 
 /// Adds two integers.
 #[tool(annotations(read_only, idempotent))]
@@ -29,14 +22,8 @@ async fn add(
     Sum { sum: a + b }
 }
 
-/// Echoes the text back.
-#[tool]
-fn echo(
-    /// What to echo.
-    text: String,
-) -> String {
-    text
-}
+#[path = "../fixtures/echo.rs"]
+mod echo;
 
 /// Fails on purpose, with the given reason.
 #[tool]
@@ -61,9 +48,8 @@ async fn progress(
     format!("{steps} steps done")
 }
 
-/// Does nothing.
-#[tool]
-fn noop() {}
+#[path = "../fixtures/noop.rs"]
+mod noop;
 
 async fn complete_style(req: CompletionRequest) -> Vec<String> {
     ["formal", "friendly", "pirate"]
@@ -118,11 +104,6 @@ fn wire() -> Wire {
 /// `_meta` of every result.
 fn server_meta() -> Value {
     json!({"io.modelcontextprotocol/serverInfo": {"name": NAME, "version": VERSION}})
-}
-
-/// A successful response, whole.
-fn ok(id: impl Into<Value>, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id.into(), "result": result})
 }
 
 /// An error response, whole; `id` null means "no id member".

@@ -9,6 +9,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use sake::prelude::*;
 use sake::{CreateMessageRequest, Elicitation, InputError};
+use sake_tests::fixtures::NameForm;
 use sake_tests::rpc::{complete, err, merged, ok, server_meta, text_result, with_caps};
 use sake_tests::{Reply, Wire};
 use schemars::JsonSchema;
@@ -17,11 +18,6 @@ use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
 // The server under test
-
-#[derive(Deserialize, JsonSchema)]
-struct NameForm {
-    name: String,
-}
 
 #[derive(Deserialize, JsonSchema)]
 struct ColorForm {
