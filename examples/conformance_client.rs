@@ -4,13 +4,17 @@
 //! The suite starts a test server per scenario, runs this program with the server's URL as
 //! the last argument, and names the scenario in `MCP_CONFORMANCE_SCENARIO` (test data, when a
 //! scenario has any, is JSON in `MCP_CONFORMANCE_CONTEXT`). Everything below is ordinary use
-//! of `sake::client`: the client discovers the server's era by itself. `scripts/conformance-client.sh`
-//! runs every non-auth scenario of the 2026-07-28 and 2025-11-25 requirement sets.
+//! of `sake::client`: the client discovers the server's era by itself, and signs in with
+//! [`OAuth`] when the server asks (the `auth/*` scenarios: the suite plays the authorization
+//! server, whose sign-in redirects at once, so the user step is [`Headless`]).
+//! `scripts/conformance-client.sh` runs every scenario of the 2026-07-28 and 2025-11-25
+//! requirement sets, and the extension ones.
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use sake::client::auth::{ClientKey, Headless, IdJag, OAuth, RegisteredClient, Secret};
 use sake::client::{Client, ClientBuilder, ClientError};
 use sake::{CreateMessageResult, ElicitResult, Role, Root};
 use serde_json::{Map, Value, json};
@@ -26,18 +30,16 @@ fn full_builder() -> ClientBuilder {
     builder()
         .on_elicitation(|_req| async { Ok(ElicitResult::accept(Map::new())) })
         .on_sampling(|_req| async {
-            Ok(CreateMessageResult {
-                role: Role::Assistant,
-                content: json!({"type": "text", "text": "Paris"}),
-                model: "conformance-model".into(),
-                stop_reason: Some("endTurn".into()),
-            })
+            Ok(CreateMessageResult::new(
+                Role::Assistant,
+                json!({"type": "text", "text": "Paris"}),
+                "conformance-model",
+            )
+            .with_stop_reason("endTurn"))
         })
-        .roots(vec![Root {
-            uri: "file:///tmp/conformance".into(),
-            name: Some("conformance".into()),
-            meta: None,
-        }])
+        .roots(vec![
+            Root::new("file:///tmp/conformance").with_name("conformance"),
+        ])
 }
 
 /// Arguments for a tool: `a`/`b` numbers (the suite's `add_numbers`), otherwise a value for
@@ -118,7 +120,83 @@ async fn mrtr(url: &str) -> Outcome {
     Ok(())
 }
 
+/// The Client ID Metadata Document URL the suite expects (it does not fetch it).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// A string of the scenario's context.
+fn context_str<'a>(context: Option<&'a Value>, key: &str) -> Option<&'a str> {
+    context.and_then(|c| c.get(key)).and_then(Value::as_str)
+}
+
+/// The `auth/*` scenarios: sign in as the scenario's context says (client credentials, a
+/// pre-registered client, else registration by metadata document or dynamically), then list
+/// the tools and call each (a call may need more scopes: step-up), so that every request the
+/// scenario checks is made.
+async fn auth(scenario: &str, url: &str, context: Option<&Value>) -> Outcome {
+    let id = context_str(context, "client_id");
+    let oauth = if scenario == "auth/wif-jwt-bearer" {
+        // Workload identity federation: the platform's token is the assertion.
+        let jwt = context_str(context, "valid_jwt").unwrap_or_default();
+        OAuth::jwt_bearer(
+            RegisteredClient::public(id.unwrap_or_default()),
+            Secret::new(jwt),
+        )
+    } else if scenario == "auth/enterprise-managed-authorization" {
+        // The user's ID token, exchanged at the identity provider for an ID-JAG.
+        let idp = IdJag::new(
+            context_str(context, "idp_token_endpoint").unwrap_or_default(),
+            RegisteredClient::public(context_str(context, "idp_client_id").unwrap_or_default()),
+            context_str(context, "idp_id_token").unwrap_or_default(),
+        )?;
+        let client = RegisteredClient::with_secret(
+            id.unwrap_or_default(),
+            context_str(context, "client_secret").unwrap_or_default(),
+        );
+        OAuth::jwt_bearer(client, idp)
+    } else if scenario.starts_with("auth/client-credentials") {
+        let id = id.unwrap_or_default();
+        let client = match (
+            context_str(context, "private_key_pem"),
+            context_str(context, "client_secret"),
+        ) {
+            (Some(pem), _) => RegisteredClient::with_key(
+                id,
+                ClientKey::from_pem(
+                    pem.as_bytes(),
+                    context_str(context, "signing_algorithm").unwrap_or("ES256"),
+                )?,
+            ),
+            (None, secret) => RegisteredClient::with_secret(id, secret.unwrap_or_default()),
+        };
+        OAuth::client_credentials(client)
+    } else {
+        let mut b = OAuth::authorization_code(Headless::new())
+            .client_name("sake-conformance-client")
+            .client_metadata_document(CLIENT_METADATA_URL);
+        if let Some(id) = id {
+            b = b.client(match context_str(context, "client_secret") {
+                Some(secret) => RegisteredClient::with_secret(id, secret),
+                None => RegisteredClient::public(id),
+            });
+        }
+        b
+    }
+    .build()?;
+    let client = builder().auth(oauth).connect(url).await?;
+    for tool in client.list_tools().await? {
+        let result = client
+            .call_tool(&tool.name, arguments_for(&tool.input_schema))
+            .await?;
+        eprintln!("{} -> {:?}", tool.name, result.content);
+    }
+    client.close().await;
+    Ok(())
+}
+
 async fn run(scenario: &str, url: &str, context: Option<Value>) -> Outcome {
+    if scenario.starts_with("auth/") {
+        return auth(scenario, url, context.as_ref()).await;
+    }
     match scenario {
         "elicitation-sep1034-client-defaults" => {
             // Accept without filling anything: the client adds the schema's defaults.

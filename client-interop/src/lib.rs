@@ -42,6 +42,7 @@ pub struct EchoArgs {
 
 /// The test server.
 #[derive(Clone)]
+#[allow(missing_debug_implementations)] // rmcp's ToolRouter has no Debug.
 pub struct Demo {
     tool_router: ToolRouter<Demo>,
 }

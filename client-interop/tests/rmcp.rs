@@ -76,7 +76,7 @@ async fn exercise(client: &Client, elicits: bool) {
             .call("ask_name", json!({}))
             .await
             .expect("elicitation");
-        let expected = if client.revision().is_modern() {
+        let expected = if client.revision() == sake::Revision::V2026_07_28 {
             "Hello, Ferris! (state=asked-name)"
         } else {
             "Hello, Ferris! (legacy)"

@@ -144,10 +144,21 @@ async fn a_2026_error_in_a_400_is_no_fallback() {
 
 #[tokio::test]
 async fn unauthorized_is_an_error_and_nothing_is_remembered() {
+    // Without credentials configured: an error that says how to give them.
     let err = assert_fails(|_| Reply::status(401, "Unauthorized")).await;
     assert!(
-        matches!(err, ClientError::Http { status: 401, .. }),
+        matches!(
+            err,
+            ClientError::Unauthorized {
+                status: 401,
+                challenge: None
+            }
+        ),
         "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "the server requires authorization (HTTP 401); give the client credentials with ClientBuilder::auth"
     );
 }
 
@@ -669,18 +680,13 @@ async fn input_required_rounds_use_the_handlers_and_echo_the_state() {
             Ok(ElicitResult::accept(c))
         })
         .on_sampling(|_req| async {
-            Ok(CreateMessageResult {
-                role: Role::Assistant,
-                content: json!({"type": "text", "text": "Paris"}),
-                model: "m".into(),
-                stop_reason: None,
-            })
+            Ok(CreateMessageResult::new(
+                Role::Assistant,
+                json!({"type": "text", "text": "Paris"}),
+                "m",
+            ))
         })
-        .roots(vec![Root {
-            uri: "file:///w".into(),
-            name: None,
-            meta: None,
-        }])
+        .roots(vec![Root::new("file:///w")])
         .connect(&f.url)
         .await
         .expect("connect");

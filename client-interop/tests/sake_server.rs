@@ -132,12 +132,11 @@ fn builder() -> ClientBuilder {
             Ok(ElicitResult::accept(c))
         })
         .on_sampling(|_req| async {
-            Ok(CreateMessageResult {
-                role: Role::Assistant,
-                content: json!({"type": "text", "text": "Paris"}),
-                model: "m".into(),
-                stop_reason: None,
-            })
+            Ok(CreateMessageResult::new(
+                Role::Assistant,
+                json!({"type": "text", "text": "Paris"}),
+                "m",
+            ))
         })
 }
 
@@ -206,7 +205,11 @@ async fn exercise(client: &Client) {
     let resources = client.list_resources().await.expect("resources");
     assert_eq!(resources[0].uri, "mem://motd");
     let missing = client.read("mem://nope").await.expect_err("not found");
-    let expected = if rev.is_modern() { -32602 } else { -32002 };
+    let expected = if rev == Revision::V2026_07_28 {
+        -32602
+    } else {
+        -32002
+    };
     assert_eq!(missing.rpc().map(|e| e.code), Some(expected));
     // Completion needs the `completions` capability, which this server does not declare.
     let err = client

@@ -7,7 +7,7 @@
 
 use http::{HeaderMap, HeaderValue};
 use libfuzzer_sys::fuzz_target;
-use sake::transport::http::headers::{self, NAME};
+use sake_runtime::transport::http::headers::{self, NAME};
 
 fuzz_target!(|data: &[u8]| {
     // Whatever bytes a client puts in a header.

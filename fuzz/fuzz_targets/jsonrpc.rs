@@ -8,10 +8,10 @@
 
 use http::{HeaderMap, HeaderValue};
 use libfuzzer_sys::fuzz_target;
-use sake::protocol::jsonrpc::{self, DecodeError, Incoming, RequestId, RpcError};
-use sake::protocol::meta::{self, Params};
-use sake::protocol::methods::Method;
-use sake::protocol::{Era, Revision};
+use sake_runtime::protocol::jsonrpc::{self, DecodeError, Incoming, RequestId, RpcError};
+use sake_runtime::protocol::meta::{self, Params};
+use sake_runtime::protocol::methods::Method;
+use sake_runtime::protocol::{Era, Revision};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -55,7 +55,7 @@ fn message(headers: &HeaderMap, decoded: Result<Incoming<'_>, DecodeError>) {
                     return;
                 }
             };
-            let modern = sake_runtime::fuzzing::is_modern(headers, &params);
+            let modern = sake_runtime::internals::is_stateless(headers, &params);
             match meta::parse_modern_meta(params.meta) {
                 Ok(m) => {
                     assert!(modern, "a valid 2026-07-28 _meta classified as legacy");
@@ -67,8 +67,11 @@ fn message(headers: &HeaderMap, decoded: Result<Incoming<'_>, DecodeError>) {
                     well_formed_error(Some(&id), &e);
                 }
             }
-            for field in [params.name, params.uri, params.cursor, params.level] {
-                let _ = Params::optional_str(field, "field");
+            for field in [params.name, params.uri, params.cursor, params.level]
+                .into_iter()
+                .flatten()
+            {
+                let _ = jsonrpc::raw_string(field);
             }
             let ok: Value = serde_json::from_slice(&jsonrpc::result_bytes(&id, b"{}"))
                 .expect("a result response is JSON");

@@ -21,7 +21,7 @@ use http_body_util::BodyExt;
 use libfuzzer_sys::fuzz_target;
 use sake::prelude::*;
 use sake::{CreateMessageRequest, Elicitation, Revision};
-use sake_runtime::fuzzing::Keys;
+use sake_runtime::internals::Keys;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
 use sake::Revision;
-use sake_runtime::fuzzing::Keys;
+use sake_runtime::internals::Keys;
 use serde_json::value::{RawValue, to_raw_value};
 
 static KEYS: LazyLock<Keys> =

@@ -16,6 +16,13 @@ pub(crate) enum ParamKind {
     /// path segment is `State<..>` with one type argument; the generated code checks it is
     /// `sake::State` (`#[arg]` makes such a parameter an argument instead).
     State,
+    /// The caller's `Principal` (feature `auth`): `Principal` (the function runs only for a
+    /// signed-in caller) or `Option<Principal>`. By the last path segment; the generated code
+    /// checks it is `sake::auth::Principal` (`#[arg]` makes such a parameter an argument).
+    Principal {
+        /// `Option<Principal>`: anonymous callers too.
+        optional: bool,
+    },
 }
 
 pub(crate) struct Param {
@@ -109,6 +116,25 @@ fn last_segment_is(ty: &Type, name: &str) -> bool {
     }
 }
 
+/// `Principal` or `Option<Principal>` (by the last segments): `Some(optional)`.
+fn principal_kind(ty: &Type) -> Option<bool> {
+    if last_segment_is(ty, "Principal") {
+        return Some(false);
+    }
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    if p.qself.is_some() || last.ident != "Option" {
+        return None;
+    }
+    match &last.arguments {
+        syn::PathArguments::AngleBracketed(args) if args.args.len() == 1 => match &args.args[0] {
+            syn::GenericArgument::Type(inner) if last_segment_is(inner, "Principal") => Some(true),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// `State<T>` (by its last segment; the generated code checks it is `sake::State`).
 fn is_state(ty: &Type) -> bool {
     let Type::Path(p) = ty else { return false };
@@ -178,6 +204,8 @@ impl Func {
                 ParamKind::Context
             } else if !arg_attrs.force && is_state(&ty) {
                 ParamKind::State
+            } else if let Some(optional) = principal_kind(&ty).filter(|_| !arg_attrs.force) {
+                ParamKind::Principal { optional }
             } else {
                 ParamKind::Argument
             };

@@ -54,6 +54,14 @@ fn item_name(attrs: &ItemAttrs, func: &Func) -> String {
     }
 }
 
+/// Whether the function takes a `Principal` (not an `Option`): it runs only for a signed-in
+/// caller.
+fn needs_principal(func: &Func) -> bool {
+    func.params
+        .iter()
+        .any(|p| matches!(p.kind, ParamKind::Principal { optional: false }))
+}
+
 /// `scopes(...)`, as a `&'static [&'static str]`.
 fn scopes(attrs: &ItemAttrs) -> TokenStream {
     let list = attrs.scopes.iter().flat_map(|s| &s.list);
@@ -147,6 +155,20 @@ fn states(func: &Func, on_missing: TokenStream) -> (TokenStream, TokenStream) {
     let mut takes = Vec::new();
     let mut needs = Vec::new();
     for p in &func.params {
+        if let ParamKind::Principal { .. } = p.kind {
+            let (id, ty) = (&p.ident, &p.ty);
+            // `PrincipalParam` is implemented by `sake::auth::Principal` and its `Option` only:
+            // another type named `Principal` stops here with an error that says so.
+            let param = quote_spanned!(ty.span()=> <#ty as ::sake::__private::PrincipalParam>);
+            takes.push(quote_spanned! {ty.span()=>
+                let #id: #ty = match #param::from_context(&__sake_ctx) {
+                    ::core::option::Option::Some(p) => p,
+                    ::core::option::Option::None => return #on_missing(
+                        ::sake::__private::missing_principal()
+                    ),
+                };
+            });
+        }
         if let ParamKind::State = p.kind {
             let (id, ty) = (&p.ident, &p.ty);
             // `StateParam` is implemented by `sake::State<T>` only: another type named `State`
@@ -177,7 +199,7 @@ fn states(func: &Func, on_missing: TokenStream) -> (TokenStream, TokenStream) {
 fn call(func: &Func) -> TokenStream {
     let ident = func.ident();
     let args = func.params.iter().map(|p| match p.kind {
-        ParamKind::Argument | ParamKind::State => {
+        ParamKind::Argument | ParamKind::State | ParamKind::Principal { .. } => {
             let id = &p.ident;
             quote!(#id)
         }
@@ -238,6 +260,7 @@ pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
     let icons = icons(&attrs.icons);
     let requires = attrs.requires.iter().map(|c| c.name);
     let scopes = scopes(attrs);
+    let principal = needs_principal(func);
     let task_support = attrs
         .task
         .as_ref()
@@ -298,6 +321,7 @@ pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     call: __sake_call,
                     requires: &[#(#requires),*],
                     scopes: #scopes,
+                    principal: #principal,
                     task_support: ::sake::__private::TaskSupport::#task_support,
                     states: __sake_states,
                     location: #location,
@@ -342,6 +366,7 @@ pub(crate) fn prompt(attrs: &ItemAttrs, func: &Func) -> TokenStream {
     let icons = icons(&attrs.icons);
     let (complete_fn, complete) = completer(attrs);
     let scopes = scopes(attrs);
+    let principal = needs_principal(func);
     let location = location();
     let glue = glue_const(func);
     quote! {
@@ -379,6 +404,7 @@ pub(crate) fn prompt(attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     get: __sake_get,
                     complete: #complete,
                     scopes: #scopes,
+                    principal: #principal,
                     states: __sake_states,
                     location: #location,
                 }
@@ -416,6 +442,7 @@ pub(crate) fn resource(attrs: &ItemAttrs, func: &Func) -> TokenStream {
     let icons = icons(&attrs.icons);
     let (complete_fn, complete) = completer(attrs);
     let scopes = scopes(attrs);
+    let principal = needs_principal(func);
     let location = location();
     let fn_name = format_ident!("__sake_read");
     let glue = glue_const(func);
@@ -447,6 +474,7 @@ pub(crate) fn resource(attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     read: #fn_name,
                     complete: #complete,
                     scopes: #scopes,
+                    principal: #principal,
                     states: __sake_states,
                     location: #location,
                 }

@@ -174,6 +174,7 @@ fn signature(cx: &Ctxt, kind: Kind, func: &Func) {
 fn parameters(cx: &Ctxt, kind: Kind, func: &Func) {
     let what = kind.attr();
     let mut context_seen = false;
+    let mut principal_seen = false;
     let mut headers: Vec<&syn::LitStr> = Vec::new();
     for p in &func.params {
         match p.kind {
@@ -192,6 +193,18 @@ fn parameters(cx: &Ctxt, kind: Kind, func: &Func) {
             ParamKind::State => {
                 if !p.docs.is_empty() || !p.forwarded.is_empty() {
                     cx.error_spanned_by(&p.ident, "a `State<T>` parameter is not an argument: it takes no doc comment, #[serde] or #[schemars]");
+                }
+            }
+            ParamKind::Principal { .. } => {
+                if principal_seen {
+                    cx.error_spanned_by(
+                        &p.ty,
+                        "only one parameter may take the caller's `Principal`",
+                    );
+                }
+                principal_seen = true;
+                if !p.docs.is_empty() || !p.forwarded.is_empty() {
+                    cx.error_spanned_by(&p.ident, "the `Principal` parameter is not an argument: it takes no doc comment, #[serde] or #[schemars]; mark a type of your own named `Principal` with #[arg] to make it one");
                 }
             }
             ParamKind::Argument => {

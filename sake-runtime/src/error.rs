@@ -60,4 +60,8 @@ pub enum Error {
     /// A builder option has an unusable value.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The start-up schema check (`Server::check_schemas` with `Severity::Deny`) found tool
+    /// schemas a client refuses: the reports hold the findings of level error.
+    #[error("{}", crate::compat::describe(.0))]
+    IncompatibleSchemas(Vec<crate::compat::Report>),
 }

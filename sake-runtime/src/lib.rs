@@ -1,38 +1,72 @@
 //! The runtime of [sake](https://docs.rs/sake): registry, schemas, protocol, dispatch and
 //! transports. Depend on the `sake` crate, which re-exports this one with the macros.
+//!
+//! The public API is what this page lists; everything else is internal. The map of the
+//! internals is docs/architecture.md.
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "auth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
 pub mod auth;
 #[cfg(feature = "client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
+pub mod compat;
 mod error;
-#[cfg(feature = "fuzzing")]
+pub(crate) mod handler;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
-pub mod fuzzing;
-pub mod handler;
+pub mod internals;
+#[cfg(any(feature = "auth", feature = "client"))]
+mod net;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod protocol;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod protocol;
 pub mod registry;
-pub mod schema;
-pub mod server;
+pub(crate) mod schema;
+pub(crate) mod server;
+mod service;
 mod signing;
+pub mod tasks;
 pub mod testing;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod transport;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod transport;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod uri_template;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod uri_template;
 
 pub use error::Error;
-pub use handler::ResourceError;
 pub use handler::context::Context;
 pub use handler::events::Notifier;
 pub use handler::input::{Elicitation, InputError};
+pub use handler::segment::{NotASegment, PathSegment};
 pub use handler::state::State;
+pub use handler::{CompletionRequest, ResourceError};
 pub use protocol::jsonrpc::{RequestId, RpcError};
+pub use protocol::meta::ProgressToken;
 pub use protocol::render::CacheScope;
-pub use protocol::types::*;
-pub use protocol::{Era, Revision};
+pub use protocol::types::{
+    Annotations, BlobResourceContents, CallToolResult, ClientCapabilities, Completion,
+    CompletionReference, Content, CreateMessageRequest, CreateMessageResult, DiscoverResult,
+    ElicitAction, ElicitRequest, ElicitResult, ElicitationCapability, EmbeddedResource,
+    GetPromptResult, Icon, Implementation, InitializeResult, JsonObject, ListChangedCapability,
+    ListRootsResult, LoggingLevel, MediaContent, Prompt, PromptArgument, PromptMessage,
+    ReadResourceResult, Resource, ResourceContents, ResourceLink, ResourceTemplate,
+    ResourcesCapability, Role, Root, RootsCapability, SamplingCapability, SamplingMessage,
+    ServerCapabilities, TextContent, TextResourceContents, Tool, ToolAnnotations,
+};
+pub use protocol::version::{ElicitationModes, Era, Features, Revision};
 pub use registry::Registry;
-pub use server::{Server, Service};
+pub use service::{Server, Service};
 
 /// What generated code uses. Not a public API: it changes without notice.
 #[doc(hidden)]

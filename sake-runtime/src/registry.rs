@@ -1,5 +1,9 @@
 //! The registry: every `#[tool]`, `#[prompt]` and `#[resource]` in the binary, collected from
 //! `inventory`, sorted, validated, and turned into the listings each revision shows.
+//!
+//! The descriptors the macros submit are public so that an application can serve a chosen
+//! set of them: `Server::with_registry(Registry::from_defs(tools, prompts, resources)?)`,
+//! with the descriptors taken from `inventory::iter::<ToolDef>()` or written by hand.
 
 use std::collections::HashMap;
 
@@ -7,7 +11,11 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::handler::input::Need;
-use crate::handler::{IconDef, PromptDef, ResourceDef, ToolDef};
+pub use crate::handler::{
+    CompleteFn, IconDef, Location, PromptDef, PromptFuture, ResourceDef, ResourceFuture,
+    ResourceRequest, TaskSupport, ToolDef, ToolFuture, ToolHints,
+};
+use crate::protocol::headers::{HeaderParam, header_params};
 use crate::protocol::types::{
     Icon, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations,
 };
@@ -27,150 +35,8 @@ pub(crate) struct ToolEntry {
     pub headers: Vec<HeaderParam>,
 }
 
-/// The JSON type of an argument mirrored in a header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum HeaderKind {
-    String,
-    Integer,
-    Boolean,
-}
-
-/// An argument mirrored in a header: where it sits in `arguments`, and the header's name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct HeaderParam {
-    /// Property names from the root of `arguments`.
-    pub path: Vec<String>,
-    /// `Name` of `Mcp-Param-Name`, as declared.
-    pub name: String,
-    /// `mcp-param-name`, for lookups.
-    pub header: http::HeaderName,
-    /// `Mcp-Param-Name`, as declared, for messages.
-    pub display: String,
-    pub kind: HeaderKind,
-}
-
-/// Finds and checks the `x-mcp-header` annotations of an input schema (digest A7.7): only on
-/// string, integer or boolean properties reachable from the root through `properties` alone,
-/// token characters, unique regardless of case. An annotation anywhere else in the schema
-/// (under `items`, `anyOf`, `$defs`, …) is refused rather than ignored: clients drop such a
-/// tool from their lists.
-pub(crate) fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, String> {
-    /// Keywords whose value is one subschema.
-    const ONE: &[&str] = &[
-        "items",
-        "additionalItems",
-        "additionalProperties",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-        "contains",
-        "propertyNames",
-        "not",
-        "if",
-        "then",
-        "else",
-    ];
-    /// Keywords whose value is an array of subschemas.
-    const MANY: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
-    /// Keywords whose value maps names to subschemas (besides `properties`).
-    const MAP: &[&str] = &[
-        "patternProperties",
-        "dependentSchemas",
-        "$defs",
-        "definitions",
-    ];
-
-    /// `reachable`: the path from the root is made of `properties` hops only.
-    fn walk(
-        schema: &Value,
-        path: &mut Vec<String>,
-        reachable: bool,
-        out: &mut Vec<HeaderParam>,
-    ) -> Result<(), String> {
-        let Some(obj) = schema.as_object() else {
-            return Ok(());
-        };
-        if let Some(h) = obj.get("x-mcp-header") {
-            let at = if path.is_empty() {
-                "the schema's root".to_owned()
-            } else {
-                format!("`{}`", path.join("."))
-            };
-            let h = h
-                .as_str()
-                .ok_or_else(|| format!("`x-mcp-header` of {at} is not a string"))?;
-            sake_rules::header::check_param_name(h).map_err(|e| format!("`x-mcp-header` {e}"))?;
-            if !reachable || path.is_empty() {
-                return Err(format!(
-                    "`x-mcp-header` {h:?} is on {at}, which is not a property reached from the root through `properties` alone"
-                ));
-            }
-            let kind = match obj.get("type").and_then(Value::as_str) {
-                Some("string") => HeaderKind::String,
-                Some("integer") => HeaderKind::Integer,
-                Some("boolean") => HeaderKind::Boolean,
-                _ => {
-                    return Err(format!(
-                        "`x-mcp-header` {h:?} is on {at}, which is not a string, integer or boolean"
-                    ));
-                }
-            };
-            let header = http::HeaderName::try_from(format!("mcp-param-{h}"))
-                .map_err(|_| format!("`x-mcp-header` {}", sake_rules::header::InvalidName(h)))?;
-            if out
-                .iter()
-                .any(|p| sake_rules::header::same_name(&p.name, h))
-            {
-                return Err(format!(
-                    "`x-mcp-header` {h:?} is used twice {}",
-                    sake_rules::header::CASE_NOTE
-                ));
-            }
-            out.push(HeaderParam {
-                path: path.clone(),
-                name: h.to_owned(),
-                header,
-                display: format!("{}{h}", sake_rules::header::PARAM_PREFIX),
-                kind,
-            });
-        }
-        if let Some(props) = obj.get("properties").and_then(Value::as_object) {
-            for (name, prop) in props {
-                path.push(name.clone());
-                walk(prop, path, reachable, out)?;
-                path.pop();
-            }
-        }
-        let mut below = |key: &str, sub: &Value, path: &mut Vec<String>| {
-            path.push(key.to_owned());
-            let r = walk(sub, path, false, out);
-            path.pop();
-            r
-        };
-        for key in ONE {
-            if let Some(sub) = obj.get(*key).filter(|v| v.is_object()) {
-                below(key, sub, path)?;
-            }
-        }
-        for key in MANY {
-            if let Some(subs) = obj.get(*key).and_then(Value::as_array) {
-                for (i, sub) in subs.iter().enumerate() {
-                    below(&format!("{key}[{i}]"), sub, path)?;
-                }
-            }
-        }
-        for key in MAP {
-            if let Some(subs) = obj.get(*key).and_then(Value::as_object) {
-                for (name, sub) in subs {
-                    below(&format!("{key}.{name}"), sub, path)?;
-                }
-            }
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    walk(schema, &mut Vec::new(), true, &mut out)?;
-    Ok(out)
-}
+/// Whether a function that names these scopes is shown.
+pub(crate) type Visible<'a> = &'a dyn Fn(&[&str]) -> bool;
 
 /// A registered resource template, parsed.
 pub(crate) struct TemplateEntry {
@@ -344,12 +210,17 @@ impl Registry {
             resource_index,
             templates,
         };
+        let object_only: Vec<&str> = Revision::ALL
+            .iter()
+            .filter(|r| r.features().object_only_schemas)
+            .map(|r| r.as_str())
+            .collect();
         for entry in &registry.tools {
             if let Some(reason) = &entry.legacy_unavailable {
                 tracing::warn!(
                     tool = entry.def.name,
                     reason = %reason,
-                    revisions = "2025-11-25, 2025-06-18, 2025-03-26",
+                    revisions = %object_only.join(", "),
                     "tool `{}` is left out of the handshake revisions' lists: {reason}; 2026-07-28 lists and calls it",
                     entry.def.name
                 );
@@ -406,6 +277,30 @@ impl Registry {
     }
 
     /// Whether anything offers completions.
+    /// The first function that names scopes or takes the caller's principal, as (kind, name).
+    pub(crate) fn first_scoped(&self) -> Option<(&'static str, &'static str)> {
+        let tool = self
+            .tools
+            .iter()
+            .find(|t| !t.def.scopes.is_empty() || t.def.principal)
+            .map(|t| ("tool", t.def.name));
+        let prompt = || {
+            self.prompts
+                .iter()
+                .find(|p| !p.scopes.is_empty() || p.principal)
+                .map(|p| ("prompt", p.name))
+        };
+        let resource = || {
+            self.resources
+                .iter()
+                .copied()
+                .chain(self.templates.iter().map(|t| t.def))
+                .find(|r| !r.scopes.is_empty() || r.principal)
+                .map(|r| ("resource", r.uri))
+        };
+        tool.or_else(prompt).or_else(resource)
+    }
+
     pub(crate) fn has_completions(&self) -> bool {
         self.prompts.iter().any(|p| p.complete.is_some())
             || self.templates.iter().any(|t| t.def.complete.is_some())
@@ -413,35 +308,72 @@ impl Registry {
 
     /// The tools one revision lists, rendered for it.
     pub fn tools_for(&self, rev: Revision) -> Vec<Value> {
+        self.tools_visible(rev, &|_| true)
+    }
+    /// The prompts one revision lists, rendered for it.
+    pub fn prompts_for(&self, rev: Revision) -> Vec<Value> {
+        self.prompts_visible(rev, &|_| true)
+    }
+    /// The static resources one revision lists, rendered for it.
+    pub fn resources_for(&self, rev: Revision) -> Vec<Value> {
+        self.resources_visible(rev, &|_| true)
+    }
+    /// The resource templates one revision lists, rendered for it.
+    pub fn templates_for(&self, rev: Revision) -> Vec<Value> {
+        self.templates_visible(rev, &|_| true)
+    }
+
+    /// The tools `rev` lists whose scopes `visible` accepts.
+    pub(crate) fn tools_visible(&self, rev: Revision, visible: Visible<'_>) -> Vec<Value> {
         self.tools
             .iter()
             .filter(|t| !(rev.features().object_only_schemas && t.legacy_unavailable.is_some()))
+            .filter(|t| visible(t.def.scopes))
+            // A tool that runs only as a task cannot be called where there are no tasks.
+            .filter(|t| rev.features().tasks || t.def.task_support != TaskSupport::Required)
             .map(|t| render::tool(&t.listing, rev))
             .collect()
     }
 
-    /// The prompts one revision lists, rendered for it.
-    pub fn prompts_for(&self, rev: Revision) -> Vec<Value> {
+    pub(crate) fn prompts_visible(&self, rev: Revision, visible: Visible<'_>) -> Vec<Value> {
         self.prompts
             .iter()
+            .filter(|p| visible(p.scopes))
             .map(|p| render::prompt(&prompt_listing(p), rev))
             .collect()
     }
 
-    /// The static resources one revision lists, rendered for it.
-    pub fn resources_for(&self, rev: Revision) -> Vec<Value> {
+    pub(crate) fn resources_visible(&self, rev: Revision, visible: Visible<'_>) -> Vec<Value> {
         self.resources
             .iter()
+            .filter(|r| visible(r.scopes))
             .map(|r| render::resource(&resource_listing(r), rev))
             .collect()
     }
 
-    /// The resource templates one revision lists, rendered for it.
-    pub fn templates_for(&self, rev: Revision) -> Vec<Value> {
+    pub(crate) fn templates_visible(&self, rev: Revision, visible: Visible<'_>) -> Vec<Value> {
         self.templates
             .iter()
+            .filter(|t| visible(t.def.scopes))
             .map(|t| render::template(&template_listing(t.def), rev))
             .collect()
+    }
+
+    /// Every distinct set of scopes a function names (without the empty one).
+    #[cfg_attr(not(feature = "auth"), allow(dead_code))]
+    pub(crate) fn scope_sets(&self) -> Vec<&'static [&'static str]> {
+        let mut sets: Vec<&'static [&'static str]> = self
+            .tools
+            .iter()
+            .map(|t| t.def.scopes)
+            .chain(self.prompts.iter().map(|p| p.scopes))
+            .chain(self.resources.iter().map(|r| r.scopes))
+            .chain(self.templates.iter().map(|t| t.def.scopes))
+            .filter(|s| !s.is_empty())
+            .collect();
+        sets.sort();
+        sets.dedup();
+        sets
     }
 }
 

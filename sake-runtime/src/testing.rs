@@ -26,6 +26,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::error::Error;
+
+use crate::compat::{self, Profile, Report};
 use crate::protocol::jsonrpc::{RequestId, RpcError};
 use crate::protocol::meta::{Params, RawMeta, RequestMeta};
 use crate::protocol::types::{ClientCapabilities, LoggingLevel};
@@ -35,7 +37,12 @@ use crate::server::front::Inbound;
 use crate::server::front::legacy::Started;
 use crate::server::front::modern::Answer;
 use crate::server::session::Session;
-use crate::server::{Server, Service};
+use crate::service::{Server, Service};
+
+/// Every place where a schema breaks the normalisation rules sake's generated schemas keep
+/// (2020-12 only, no `null` unions for `Option`, no boolean subschemas, …); empty when it
+/// keeps them all. For snapshot tests of hand-written schemas.
+pub use crate::schema::violations as schema_violations;
 
 fn list(registry: &Registry, key: &str, rev: Revision) -> Value {
     Value::Array(match key {
@@ -64,6 +71,31 @@ pub fn resources(rev: Revision) -> Result<Value, Error> {
 /// The resource templates `rev` lists, as JSON.
 pub fn resource_templates(rev: Revision) -> Result<Value, Error> {
     Ok(list(&Registry::collect()?, "templates", rev))
+}
+
+/// The compatibility report of every tool of this binary for one client profile: each
+/// finding names the tool, the JSON pointer into its schema, the rule and the fix (see
+/// [`compat`]). It serializes for `insta::assert_json_snapshot!`
+/// and displays for people.
+///
+/// ```standalone_crate
+/// use sake::prelude::*;
+/// use sake::compat::Profile;
+///
+/// /// Tags things.
+/// #[tool]
+/// fn tag(tags: Vec<String>, note: Option<String>) -> String {
+///     format!("{tags:?} {note:?}")
+/// }
+///
+/// let report = sake::testing::compatibility(Profile::OpenAiStrict).unwrap();
+/// let rules: Vec<&str> = report.findings.iter().map(|f| f.rule).collect();
+/// assert_eq!(rules, ["openai.additional-properties", "openai.required"]);
+/// assert_eq!(report.findings[1].pointer, "/properties/note");
+/// assert!(report.findings.iter().all(|f| f.fix.automatic));
+/// ```
+pub fn compatibility(profile: Profile) -> Result<Report, Error> {
+    Ok(compat::check_registry(&Registry::collect()?, profile))
 }
 
 /// What a request produced: the notifications sent while it ran, then its result.

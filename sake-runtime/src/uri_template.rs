@@ -46,6 +46,7 @@ impl UriTemplate {
     }
 
     /// The template text.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn as_str(&self) -> &str {
         &self.source
     }

@@ -45,6 +45,7 @@ impl Seen {
 }
 
 /// What the fake answers.
+#[derive(Debug)]
 pub enum Reply {
     /// Status, content type, body.
     Plain(u16, &'static str, String),
@@ -94,6 +95,7 @@ pub fn event(message: &Value) -> String {
 }
 
 /// A running fake server.
+#[derive(Debug)]
 pub struct Fake {
     pub url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -197,10 +199,10 @@ pub async fn fake_with_session(
     }
 }
 
-/// A 2026-07-28 `server/discover` result.
+/// A 2026-07-28 `server/discover` result, fresh for an hour (what the client remembers).
 pub fn discover_result() -> Value {
     json!({"resultType": "complete", "supportedVersions": ["2026-07-28", "2025-11-25"],
-        "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+        "capabilities": {"tools": {}}, "ttlMs": 3600000, "cacheScope": "private",
         "_meta": server_meta("fake", "1")})
 }
 

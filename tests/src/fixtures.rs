@@ -7,14 +7,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The sum of two numbers.
-#[derive(Serialize, JsonSchema)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Sum {
     /// `a + b`.
     pub sum: i64,
 }
 
 /// The form an elicitation asks for: a name, without a description.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct NameForm {
     pub name: String,
 }

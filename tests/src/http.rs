@@ -86,6 +86,7 @@ fn name_param(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
 }
@@ -412,6 +413,7 @@ impl Reply {
 }
 
 /// A response whose body is read a message at a time.
+#[derive(Debug)]
 pub struct Open {
     /// The HTTP status.
     pub status: u16,
@@ -475,6 +477,7 @@ impl Open {
 }
 
 /// A server under test, reached in memory.
+#[derive(Debug)]
 pub struct Wire {
     service: sake::Service,
     revision: &'static str,
@@ -697,6 +700,7 @@ pub fn request_methods(req: &Req) -> Methods {
 
 /// An answer whose SSE body is read event by event while the exchange goes on: server
 /// requests to answer, a call to cancel, a standalone GET stream, a resumed stream.
+#[derive(Debug)]
 pub struct Stream {
     /// The HTTP status.
     pub status: u16,

@@ -1,5 +1,6 @@
 //! The official JSON Schemas of the four revisions (`spec/<revision>/schema.json`, copied from
-//! modelcontextprotocol/modelcontextprotocol; see `spec/README.md`), and [`validate`], which
+//! modelcontextprotocol/modelcontextprotocol) and of the tasks extension
+//! (`spec/ext-tasks/schema.json`; see `spec/README.md`), and [`validate`], which
 //! checks one message a server sent against them: the envelope, the result definition of the
 //! method that was called (`tools/list` → `ListToolsResult`, …), the error definition of the
 //! code where the schema has one (`-32020` → `HeaderMismatchError`, …), and each
@@ -158,10 +159,58 @@ fn schema(revision: &str) -> &'static Schema {
         .or_insert_with(|| Box::leak(Box::new(Schema::load(revision))))
 }
 
+/// The schema of the tasks extension (`spec/ext-tasks/schema.json`): its messages are not in
+/// the revision's.
+pub const TASKS_EXT: &str = "ext-tasks";
+
+/// Validates a message of the tasks extension (2026-07-28): `notifications/tasks`, a
+/// `CreateTaskResult` (`resultType: "task"`), the results of `tasks/get`, `tasks/update` and
+/// `tasks/cancel` — the envelope against the revision's schema, the rest against the
+/// extension's. `false` for any other message.
+fn validate_task_message(request_method: Option<&str>, message: &Value) -> bool {
+    let core = schema(MODERN);
+    let ext = schema(TASKS_EXT);
+    if message.get("method").and_then(Value::as_str) == Some("notifications/tasks") {
+        core.check(MODERN, "JSONRPCNotification", message, message);
+        ext.check(TASKS_EXT, "TaskStatusNotification", message, message);
+        return true;
+    }
+    let Some(result) = message.get("result") else {
+        return false;
+    };
+    let def = if result.get("resultType").and_then(Value::as_str) == Some("task") {
+        assert_eq!(
+            request_method,
+            Some("tools/call"),
+            "only tools/call may be answered with a task: {message}"
+        );
+        "CreateTaskResult"
+    } else {
+        match request_method {
+            Some("tasks/get") => "GetTaskResult",
+            Some("tasks/update") => "UpdateTaskResult",
+            Some("tasks/cancel") => "CancelTaskResult",
+            _ => return false,
+        }
+    };
+    core.check(MODERN, "JSONRPCResultResponse", message, message);
+    ext.check(TASKS_EXT, def, result, message);
+    // A completed task's result is exactly what the request would have returned.
+    if def == "GetTaskResult"
+        && let Some(inner) = result.get("result")
+    {
+        core.check(MODERN, "CallToolResult", inner, message);
+    }
+    true
+}
+
 /// Validates one message the server sent in answer to a request of `request_method`.
 pub fn validate(revision: &str, request_method: Option<&str>, message: &Value) {
     let s = schema(revision);
     let modern = revision == MODERN;
+    if modern && validate_task_message(request_method, message) {
+        return;
+    }
     if let Some(method) = message.get("method").and_then(Value::as_str) {
         assert!(
             message.get("id").is_none() || !modern,

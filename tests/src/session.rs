@@ -27,7 +27,7 @@ pub fn initialize_params(version: &str, capabilities: Value) -> Value {
 }
 
 /// A handshake session: its id and revision, and requests that carry them.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Session<'w> {
     /// The server.
     pub wire: &'w Wire,

@@ -73,6 +73,14 @@ pub struct Peer {
     lines: Lines<BufReader<Box<dyn AsyncRead + Unpin + Send>>>,
 }
 
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer")
+            .field("open", &self.writer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Peer {
     pub fn new(
         writer: impl AsyncWrite + Unpin + Send + 'static,
@@ -199,6 +207,7 @@ fn parse_message(line: &str) -> Value {
 }
 
 /// A spawned example binary on stdio: its peer, and the child for the exit status.
+#[derive(Debug)]
 pub struct Spawned {
     pub peer: Peer,
     pub child: tokio::process::Child,
@@ -232,6 +241,7 @@ pub fn spawn_example(name: &str) -> Spawned {
 }
 
 /// A server under test on stdio, through an in-memory pipe (`Service::serve_io`).
+#[derive(Debug)]
 pub struct Stdio {
     to_server: tokio::io::WriteHalf<tokio::io::DuplexStream>,
     from_server:

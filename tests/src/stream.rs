@@ -30,6 +30,7 @@ pub enum Item {
 }
 
 /// Where the bytes come from.
+#[derive(Debug)]
 enum Source {
     /// An in-memory response body.
     Memory(axum::body::Body),
@@ -38,6 +39,7 @@ enum Source {
 }
 
 /// A response whose body is read as it arrives.
+#[derive(Debug)]
 pub struct Open {
     /// The HTTP status.
     pub status: u16,
@@ -224,6 +226,7 @@ impl Wire {
 // A server on a real socket
 
 /// A server serving on `127.0.0.1:<port>` until [`Live::shutdown`] (or until it is dropped).
+#[derive(Debug)]
 pub struct Live {
     /// Where it listens.
     pub addr: SocketAddr,
@@ -333,6 +336,7 @@ impl Req {
 }
 
 /// An HTTP/1.1 response body on a socket.
+#[derive(Debug)]
 struct SocketBody {
     tcp: TcpStream,
     /// Bytes read past what was consumed.
@@ -340,6 +344,7 @@ struct SocketBody {
     framing: Framing,
 }
 
+#[derive(Debug)]
 enum Framing {
     Chunked,
     Length(usize),

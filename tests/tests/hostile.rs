@@ -558,7 +558,7 @@ fn fields() -> Vec<Field> {
         field!("tools/call", ["id"], json!(true), http [E400_32600, ACCEPTED, E400_32600], stdio [S_32600, None, S_32600]),
         field!("tools/call", ["method"], json!(42), http [E400_32600, E400_32600, E400_32600], stdio [S_32600, S_32600, S_32600]),
         field!("tools/call", ["params"], json!("x"), http [E400_32602, E400_32602, E400_32602], stdio [S_32602, S_32602, S_32602]),
-        // `_meta` (digest A2).
+        // `_meta` (2026-07-28 Base Protocol, `_meta` "Per-request protocol fields").
         field!("tools/call", ["params", "_meta"], json!("x"), http [E400_32602, E400_32602, E400_32602], stdio [S_32602, S_32602, S_32602]),
         field!("tools/call", ["params", "_meta", PV], json!(5), http [E400_32602, E400_32602, E400_32602], stdio [S_32602, S_32602, S_32602]),
         field!("tools/call", ["params", "_meta", CC], json!([]), http [E400_32602, E400_32602, E400_32602], stdio [S_32602, S_32602, S_32602]),
@@ -852,7 +852,7 @@ fn hand_cases() -> Vec<Case> {
         case("MCP-Protocol-Version twice", |_| Req::modern(1, "tools/list", json!({})).append_header("mcp-protocol-version", b"2026-07-28"), 400, Err(-32020)),
         case("Mcp-Name of 64 KiB", |_| Req::modern(1, "tools/call", json!({"name": "echo", "arguments": {"text": "x"}})).header("mcp-name", &"e".repeat(64 << 10)), 400, Err(-32020)),
         case("Mcp-Param with obs-text", region_req(json!({"region": "eu"}), &[("mcp-param-region", b"e\xfcu")]), 400, Err(-32020)),
-        // Base64 sentinel (digest A7.6).
+        // Base64 sentinel (2026-07-28 Streamable HTTP transport, Base64 encoding of header values).
         case("sentinel: UTF-8 value", region_req(json!({"region": "Hello, 世界"}), &[("mcp-param-region", b"=?base64?SGVsbG8sIOS4lueVjA==?=")]), 200, Ok),
         case("sentinel: missing padding", region_req(json!({"region": "Hello"}), &[("mcp-param-region", b"=?base64?SGVsbG8?=")]), 400, Err(-32020)),
         case("sentinel: bad alphabet", region_req(json!({"region": "Hello"}), &[("mcp-param-region", b"=?base64?SGVs!!!bG8=?=")]), 400, Err(-32020)),
@@ -922,7 +922,7 @@ fn hand_cases() -> Vec<Case> {
         case("a 2025-03-26 batch of garbage", |fix| Req::in_session(&fix.s0326, &b"[1, \"x\", null, {}]"[..]), 200, Ok).rev("2025-11-25"),
         case("a 2025-03-26 batch of notifications", |fix| Req::in_session(&fix.s0326, &br#"[{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}]"#[..]), 202, Empty).rev("2025-03-26"),
         case("a 2025-03-26 batch nested 100,000 deep", |fix| Req::in_session(&fix.s0326, nested("[", "]", 100_000)), 200, Ok).rev("2025-11-25"),
-        // requestState (digest A9).
+        // requestState (2026-07-28 Multi Round-Trip Requests).
         case("requestState: a valid retry", retry("ask", "a", |f| f.state_anon.clone(), None), 200, Ok),
         case("requestState: tampered", retry("ask", "a", |f| tampered(&f.state_anon), None), 200, Err(-32602)).message(REQUEST_STATE_ERROR),
         case("requestState: another tool", retry("ask_again", "a", |f| f.state_anon.clone(), None), 200, Err(-32602)).message(REQUEST_STATE_ERROR),

@@ -4,7 +4,7 @@
 //! object input schemas), against the JSON Schema 2020-12 meta-schema, and against the `Tool`
 //! definition of each revision's official schema (`spec/`, through `sake_tests::schema`).
 //!
-//! A snapshot that looks wrong is fixed in `sake-runtime/src/schema.rs`, never by hand.
+//! A snapshot that looks wrong is fixed in `sake-runtime/src/schema/mod.rs`, never by hand.
 
 // The argument types are only deserialized, never read.
 #![allow(dead_code)]
@@ -620,7 +620,7 @@ fn assert_valid_tools(rev: Revision, spec_dir: &str, tools: &[Value]) {
 
 fn assert_good_schema(tool: &str, which: &str, schema: &Value) {
     assert_eq!(
-        sake::schema::violations(schema),
+        sake::testing::schema_violations(schema),
         Vec::<String>::new(),
         "{tool}: {which}: {schema:#}"
     );
@@ -722,6 +722,45 @@ fn snapshot_2025_03_26() {
         "Annotated title"
     );
     insta::assert_json_snapshot!("list_2025_03_26", tools);
+}
+
+/// What each client profile finds in the schemas of every shape (see
+/// `tests/tests/schema_compat.rs` for the examples' reports and the builder's options).
+#[test]
+fn compatibility_reports_of_every_shape() {
+    for profile in sake::compat::Profile::ALL {
+        let report = sake::testing::compatibility(profile).unwrap();
+        assert_eq!(report.tools, TOOLS.len());
+        insta::assert_json_snapshot!(format!("compat_{}", profile.id()), report);
+    }
+}
+
+/// Normalising a schema of any shape for a profile leaves only what needs a change of type,
+/// and a schema that is still valid JSON Schema 2020-12.
+#[test]
+fn normalised_schemas_of_every_shape() {
+    use sake::compat::{self, Profile};
+    for tool in listed(Revision::V2026_07_28) {
+        let tool: sake::Tool = serde_json::from_value(tool).unwrap();
+        for profile in Profile::ALL {
+            let fixed = compat::normalize_tool(profile, &tool);
+            let left = compat::check_tool(profile, &fixed);
+            assert!(
+                left.iter().all(|f| !f.fix.automatic),
+                "{} {profile:?}: {left:#?}",
+                tool.name
+            );
+            assert_good_schema_2020(&tool.name, &fixed.input_schema);
+        }
+    }
+}
+
+fn assert_good_schema_2020(tool: &str, schema: &Value) {
+    if let Err(e) = jsonschema::draft202012::meta::validate(schema) {
+        panic!("{tool}: not a valid JSON Schema 2020-12: {e}\n{schema:#}");
+    }
+    jsonschema::draft202012::new(schema)
+        .unwrap_or_else(|e| panic!("{tool}: does not compile: {e}\n{schema:#}"));
 }
 
 #[tokio::test]

@@ -12,8 +12,8 @@ mod example;
 
 use std::time::{Duration, Instant};
 
-use sake::handler::{PromptDef, ResourceDef, ToolDef};
 use sake::prelude::*;
+use sake::registry::{PromptDef, ResourceDef, ToolDef};
 use sake::{Registry, Service};
 use sake_tests::{Peer, Spawned, modern_meta, within};
 use serde_json::{Value, json};

@@ -1,10 +1,10 @@
-//! `x-mcp-header` tool arguments and their `Mcp-Param-*` headers (digest A7.5–A7.7): the
+//! `x-mcp-header` tool arguments and their `Mcp-Param-*` headers (2026-07-28 Streamable HTTP transport, "Server Validation" and `x-mcp-header`): the
 //! schema annotation `#[arg(header = "…")]` produces, every header check a 2026-07-28 server
 //! makes (400 + -32020), and the registry's start-up refusal of invalid annotations in
 //! hand-written schemas. Every reply is validated against the 2026-07-28 schema.
 
-use sake::handler::{Location, TaskSupport, ToolDef, ToolFuture, ToolHints};
 use sake::prelude::*;
+use sake::registry::{Location, TaskSupport, ToolDef, ToolFuture, ToolHints};
 use sake_tests::rpc::{err, ok, text_result};
 use sake_tests::stream::Live;
 use sake_tests::{Req, Wire, sentinel};
@@ -494,6 +494,7 @@ macro_rules! hand_written {
             call: never_called,
             requires: &[],
             scopes: &[],
+            principal: false,
             task_support: TaskSupport::Forbidden,
             states: Vec::new,
             location: HERE,

@@ -45,32 +45,24 @@ fn primes() -> Vec<u32> {
 #[tool]
 fn link() -> Vec<Content> {
     vec![
-        Content::text("See the about page.").with_annotations(Annotations {
-            audience: Some(vec![Role::User]),
-            priority: Some(0.5),
-            last_modified: Some("2025-01-01T00:00:00Z".into()),
-        }),
-        Content::ResourceLink(ResourceLink {
-            uri: "docs://about".into(),
-            name: "about".into(),
-            title: Some("About".into()),
-            description: Some("What this server is.".into()),
-            mime_type: Some("text/plain".into()),
-            size: None,
-            icons: Some(vec![icon()]),
-            annotations: None,
-            meta: None,
-        }),
+        Content::text("See the about page.").with_annotations(
+            Annotations::default()
+                .with_audience([Role::User])
+                .with_priority(0.5)
+                .with_last_modified("2025-01-01T00:00:00Z"),
+        ),
+        Content::ResourceLink(
+            ResourceLink::new("docs://about", "about")
+                .with_title("About")
+                .with_description("What this server is.")
+                .with_mime_type("text/plain")
+                .with_icons([icon()]),
+        ),
     ]
 }
 
 fn icon() -> Icon {
-    Icon {
-        src: "https://example.com/about.png".into(),
-        mime_type: Some("image/png".into()),
-        sizes: None,
-        theme: None,
-    }
+    Icon::new("https://example.com/about.png").with_mime_type("image/png")
 }
 
 /// A name.
@@ -191,17 +183,7 @@ fn greet(
     let style = style.unwrap_or_else(|| "friendly".to_owned());
     vec![
         PromptMessage::user(format!("Greet {name} in a {style} way.")),
-        PromptMessage::user(Content::ResourceLink(ResourceLink {
-            uri: "docs://about".into(),
-            name: "about".into(),
-            title: None,
-            description: None,
-            mime_type: None,
-            size: None,
-            icons: None,
-            annotations: None,
-            meta: None,
-        })),
+        PromptMessage::user(Content::resource_link("docs://about", "about")),
     ]
 }
 

@@ -1,4 +1,4 @@
-//! What a 2026-07-28 server sends besides results (digest A10, A7.9, A7.10):
+//! What a 2026-07-28 server sends besides results (2026-07-28: notifications without sessions, SSE streams, cancellation):
 //! `subscriptions/listen` streams and the notifications published to them, request-scoped
 //! logging, and cancellation by closing a response stream. Streams are read event by event
 //! (`sake_tests::stream`); every message is validated against the 2026-07-28 schema.
@@ -101,7 +101,8 @@ fn wire() -> Wire {
 fn tools_only() -> Wire {
     Wire::new(
         Server::with_registry(
-            sake::Registry::from_defs(inventory::iter::<sake::handler::ToolDef>(), [], []).unwrap(),
+            sake::Registry::from_defs(inventory::iter::<sake::registry::ToolDef>(), [], [])
+                .unwrap(),
         )
         .name(SERVER.0)
         .version(SERVER.1),
@@ -421,7 +422,7 @@ async fn shutdown_ends_every_stream_with_its_result() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Logging (digest A10): per request, at or above `_meta.logLevel`, on that request's stream
+// Logging (2026-07-28 notifications without sessions: progress, logging): per request, at or above `_meta.logLevel`, on that request's stream
 
 fn log_message(level: LoggingLevel) -> Value {
     json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {
@@ -468,7 +469,7 @@ async fn log_messages_never_go_to_a_listen_stream() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Cancellation (digest A7.10): a client that closes the response stream cancels the request
+// Cancellation (2026-07-28 Streamable HTTP transport, "Cancellation"): a client that closes the response stream cancels the request
 
 /// A call of `endless`; with `report`, it asks for progress (an SSE response).
 fn endless_call(id: i64, slot: usize, report: bool) -> Req {

@@ -1,5 +1,5 @@
 //! 2026-07-28 over Streamable HTTP, on the wire: exact statuses, content types and JSON-RPC
-//! payloads for every success and error case of digest A6, A7.8 and A7.12. Every reply goes
+//! payloads for every success and error case of the 2026-07-28 error codes, HTTP statuses and request validation order. Every reply goes
 //! through the schema validator of the harness (`sake_tests::schema`).
 
 use sake::prelude::*;
@@ -424,8 +424,8 @@ async fn a_tool_error_is_an_is_error_result() {
         );
 }
 
-/// Digest Part E #2: argument validation failures are `isError` results (tools.mdx,
-/// SEP-1303), not -32602 as the schema's example still shows.
+/// Argument validation failures are `isError` results (2026-07-28 server/tools, SEP-1303),
+/// not -32602 as the schema's example still shows.
 #[tokio::test]
 async fn invalid_arguments_are_an_is_error_result_naming_the_field() {
     let w = wire();
@@ -570,7 +570,7 @@ async fn a_session_id_is_ignored_and_never_echoed() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// JSON-RPC framing errors (digest A7.12 steps 2–4)
+// JSON-RPC framing errors (the 2026-07-28 request validation order)
 
 #[tokio::test]
 async fn parse_error() {
@@ -592,7 +592,7 @@ async fn parse_error() {
     }
 }
 
-/// Digest A7.3 REC: a batch or a response on the modern path is -32600 with HTTP 400.
+/// 2026-07-28 Streamable HTTP transport: a batch or a response on the modern path is -32600 with HTTP 400.
 #[tokio::test]
 async fn invalid_requests() {
     let w = wire();
@@ -688,7 +688,7 @@ async fn invalid_requests() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// `_meta` (digest A2, A7.12 step 5): -32602 with HTTP 400, the id echoed
+// `_meta` (2026-07-28 `_meta` "Per-request protocol fields", the first check of a request): -32602 with HTTP 400, the id echoed
 
 #[tokio::test]
 async fn missing_or_malformed_meta_is_invalid_params_400() {
@@ -1082,8 +1082,8 @@ async fn undeclared_mcp_param_headers_are_ignored() {
             json!({"name": "echo", "arguments": {"text": "x"}}),
         )
     };
-    // No parameter of `echo` declares `x-mcp-header`: Mcp-Param-* headers are ignored (digest
-    // A7.7 REC), even malformed ones — they belong to nothing (tests/wire_headers.rs covers
+    // No parameter of `echo` declares `x-mcp-header`: Mcp-Param-* headers are ignored (the
+    // 2026-07-28 `x-mcp-header` text), even malformed ones — they belong to nothing (tests/wire_headers.rs covers
     // declared ones).
     for value in ["us west 1", "=?base64?SGVsbG8?="] {
         let reply = w.send(call().header("Mcp-Param-Region", value)).await;
@@ -1091,7 +1091,7 @@ async fn undeclared_mcp_param_headers_are_ignored() {
     }
 }
 
-/// Digest A7.12: which check answers when several fail. Conformance pins only 302 (header ≠
+/// The 2026-07-28 request validation order: which check answers when several fail. Conformance pins only 302 (header ≠
 /// `_meta` beats an unknown `_meta` version) and 301 (unknown header → -32022); the rest
 /// follows the REC order: `_meta` (5), header present (6), version served (7), header ==
 /// `_meta` (8), `Mcp-Method` (9), `Mcp-Name` (10), method/capability (11), tool (12).
@@ -1169,7 +1169,8 @@ async fn removed_and_unknown_methods_are_method_not_found_404() {
 fn tools_only() -> Wire {
     Wire::new(
         Server::with_registry(
-            sake::Registry::from_defs(inventory::iter::<sake::handler::ToolDef>(), [], []).unwrap(),
+            sake::Registry::from_defs(inventory::iter::<sake::registry::ToolDef>(), [], [])
+                .unwrap(),
         )
         .name(NAME)
         .version(VERSION),
@@ -1202,7 +1203,7 @@ async fn capabilities_the_server_does_not_offer_are_method_not_found_404() {
     }
 }
 
-/// Digest A7.12: `Mcp-Name` (step 10) is checked before the capability (step 11).
+/// The 2026-07-28 request validation order: `Mcp-Name` (step 10) is checked before the capability (step 11).
 #[tokio::test]
 async fn header_checks_come_before_the_capability_check() {
     tools_only()

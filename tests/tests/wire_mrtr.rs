@@ -1,4 +1,4 @@
-//! Multi round-trip requests (digest A9) on the wire: `ctx.elicit`, `ctx.sample` and
+//! Multi round-trip requests (2026-07-28 Multi Round-Trip Requests) on the wire: `ctx.elicit`, `ctx.sample` and
 //! `ctx.roots` on 2026-07-28 end a round with `resultType: "input_required"`; the client
 //! retries with `inputResponses` and the signed `requestState`. Exact statuses and whole
 //! payloads; every reply is validated against the 2026-07-28 schema by the harness (`sake_tests`).

@@ -11,12 +11,12 @@ use std::hint::black_box;
 use divan::Bencher;
 use http::{HeaderMap, HeaderValue};
 use sake::prelude::*;
-use sake::protocol::jsonrpc::{self, Incoming, RequestId};
-use sake::protocol::meta::{self, Params};
-use sake::protocol::render::{self, Cache, CacheHints, ResultEnv, Shape};
 use sake::testing::TestClient;
-use sake::transport::http::headers;
 use sake::{Implementation, Revision};
+use sake_runtime::protocol::jsonrpc::{self, Incoming, RequestId};
+use sake_runtime::protocol::meta::{self, Params};
+use sake_runtime::protocol::render::{self, Cache, CacheHints, ResultEnv, Shape};
+use sake_runtime::transport::http::headers;
 use serde_json::json;
 use serde_json::value::RawValue;
 

@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use super::AuthError;
 use super::fetch::{FetchError, Fetcher};
+use crate::net::well_known::metadata_urls;
 
 /// What the verifiers use of an authorization server's metadata.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -35,31 +36,6 @@ pub(crate) fn check_issuer(issuer: &str) -> Result<(), AuthError> {
         );
     }
     Ok(())
-}
-
-/// The metadata URLs of `issuer`, in the order the MCP authorization pages (2025-11-25,
-/// 2026-07-28, "Authorization Server Metadata Discovery") say to try them: for an issuer with
-/// a path, RFC 8414 with path insertion, OpenID Connect with path insertion, OpenID Connect
-/// with path appending; for one without, RFC 8414 then OpenID Connect.
-pub(crate) fn metadata_urls(issuer: &str) -> Vec<String> {
-    const OAUTH: &str = "/.well-known/oauth-authorization-server";
-    const OIDC: &str = "/.well-known/openid-configuration";
-    // scheme://authority, then the path (a trailing slash dropped, RFC 8414 section 3.1).
-    let after_scheme = issuer.find("://").map_or(0, |i| i + 3);
-    let path_start = issuer[after_scheme..]
-        .find('/')
-        .map_or(issuer.len(), |i| after_scheme + i);
-    let (origin, path) = issuer.split_at(path_start);
-    let path = path.trim_end_matches('/');
-    if path.is_empty() {
-        vec![format!("{origin}{OAUTH}"), format!("{origin}{OIDC}")]
-    } else {
-        vec![
-            format!("{origin}{OAUTH}{path}"),
-            format!("{origin}{OIDC}{path}"),
-            format!("{origin}{path}{OIDC}"),
-        ]
-    }
 }
 
 /// Fetches the metadata of `issuer`, trying [`metadata_urls`] in order. A `404` (or another
@@ -107,37 +83,6 @@ pub(crate) async fn discover(fetcher: &Fetcher, issuer: &str) -> Result<AsMetada
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls_in_the_mcp_order() {
-        assert_eq!(
-            metadata_urls("https://auth.example.com"),
-            [
-                "https://auth.example.com/.well-known/oauth-authorization-server",
-                "https://auth.example.com/.well-known/openid-configuration",
-            ]
-        );
-        assert_eq!(
-            metadata_urls("https://auth.example.com/"),
-            metadata_urls("https://auth.example.com")
-        );
-        assert_eq!(
-            metadata_urls("https://auth.example.com/tenant1"),
-            [
-                "https://auth.example.com/.well-known/oauth-authorization-server/tenant1",
-                "https://auth.example.com/.well-known/openid-configuration/tenant1",
-                "https://auth.example.com/tenant1/.well-known/openid-configuration",
-            ]
-        );
-        assert_eq!(
-            metadata_urls("http://127.0.0.1:9000/a/b/"),
-            [
-                "http://127.0.0.1:9000/.well-known/oauth-authorization-server/a/b",
-                "http://127.0.0.1:9000/.well-known/openid-configuration/a/b",
-                "http://127.0.0.1:9000/a/b/.well-known/openid-configuration",
-            ]
-        );
-    }
 
     #[test]
     fn issuers() {

@@ -34,12 +34,14 @@ mod cache;
 mod challenge;
 mod discovery;
 mod error;
-pub(crate) mod fetch;
+// The HTTP(S) client, shared with the MCP client (feature `client`).
+use crate::net::fetch;
 mod introspection;
 mod jwt;
 mod keys;
 mod metadata;
 mod principal;
+mod server;
 
 #[cfg(test)]
 mod tests;
@@ -59,6 +61,7 @@ pub use metadata::{
     well_known_path, well_known_url,
 };
 pub use principal::Principal;
+pub use server::Authorization;
 
 /// The future a [`TokenVerifier`] returns.
 pub type VerifyFuture<'a> = Pin<Box<dyn Future<Output = Result<Principal, AuthError>> + Send + 'a>>;

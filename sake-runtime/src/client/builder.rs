@@ -9,8 +9,10 @@ use std::time::Duration;
 use ::http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::json;
 
+use super::auth::Auth;
 use super::core::{Core, Handlers};
 use super::http::Http;
+use super::limits::Limits;
 use super::negotiate::EraCache;
 use super::stdio::Stdio;
 use super::{Client, ClientError, Inner, State, Transport};
@@ -35,7 +37,11 @@ pub struct ClientBuilder {
     timeout: Option<Duration>,
     probe_timeout: Duration,
     max_rounds: usize,
+    limits: Limits,
     pin: Option<Revision>,
+    auth: Option<Arc<dyn Auth>>,
+    tasks: bool,
+    task_timeout: Option<Duration>,
 }
 
 impl Default for ClientBuilder {
@@ -50,24 +56,39 @@ impl std::fmt::Debug for ClientBuilder {
             .field("info", &self.info)
             .field("capabilities", &self.handlers.capabilities())
             .field("timeout", &self.timeout)
+            .field("limits", &self.limits)
+            .field("auth", &self.auth.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl ClientBuilder {
-    /// A client named `sake-client` with no handlers, the process-wide [`EraCache`], and no
-    /// request timeout.
+    /// A client named `sake-client` with no handlers, an [`EraCache`] of its own, no request
+    /// timeout, and the default limits (each limit's method says its default).
     pub fn new() -> Self {
         ClientBuilder {
             info: Implementation::new("sake-client", env!("CARGO_PKG_VERSION")),
             handlers: Handlers::default(),
-            cache: EraCache::global(),
+            cache: EraCache::new(),
             headers: HeaderMap::new(),
             timeout: None,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             max_rounds: DEFAULT_MAX_ROUNDS,
+            limits: Limits::default(),
             pin: None,
+            auth: None,
+            tasks: true,
+            task_timeout: None,
         }
+    }
+
+    /// Authorizes HTTP requests with `auth`: usually an [`OAuth`](super::auth::OAuth), which
+    /// signs in when the server answers `401` and re-authorizes with more scopes on `403`
+    /// `insufficient_scope`. Not used over stdio (a stdio server takes its credentials from
+    /// its environment).
+    pub fn auth(mut self, auth: impl Auth + 'static) -> Self {
+        self.auth = Some(Arc::new(auth));
+        self
     }
 
     /// Speaks only `revision`: 2026-07-28 without falling back to the handshake, or a
@@ -132,17 +153,21 @@ impl ClientBuilder {
     pub fn roots(self, roots: Vec<Root>) -> Self {
         self.on_roots(move || {
             let roots = roots.clone();
-            async move { Ok(ListRootsResult { roots }) }
+            async move { Ok(ListRootsResult::new(roots)) }
         })
     }
 
-    /// Where the client remembers what each server speaks (default: [`EraCache::global`]).
+    /// Where the client remembers what each server speaks (default: a memory of its own).
+    /// Give clients the same [`EraCache`] to let a connection skip the probe that another
+    /// one already made.
     pub fn cache(mut self, cache: EraCache) -> Self {
         self.cache = cache;
         self
     }
 
-    /// An HTTP header sent with every request (e.g. `Authorization`).
+    /// An HTTP header sent with every request. For a fixed token, prefer
+    /// [`BearerToken`](super::auth::BearerToken) with [`auth`](Self::auth): its value is
+    /// marked sensitive.
     pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.headers.append(name, value);
         self
@@ -161,16 +186,101 @@ impl ClientBuilder {
         self
     }
 
-    /// How many `input_required` rounds one request may take (16 by default).
+    /// How many `input_required` rounds one request may take (16 by default; at least 1).
+    /// One more is [`ClientError::TooManyRounds`].
     pub fn max_rounds(mut self, rounds: usize) -> Self {
         self.max_rounds = rounds.max(1);
         self
     }
 
-    /// Connects to a Streamable HTTP endpoint (`http://…`).
+    /// The largest message read from the server: an HTTP response body, a stdio line (16 MiB
+    /// by default). Also bounds the pages of one `list_*` call together. A larger one is
+    /// [`ClientError::BodyTooLarge`]; on stdio it also closes the connection (the line cannot
+    /// be told apart from the next).
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.limits.max_body = bytes;
+        self
+    }
+
+    /// The largest event of an event stream (16 MiB by default: an event may carry the
+    /// request's result). A larger one is [`ClientError::EventTooLarge`] for the request whose
+    /// stream carried it; on the session's GET stream it ends the stream, and the
+    /// notification streams with it.
+    pub fn max_event_bytes(mut self, bytes: usize) -> Self {
+        self.limits.max_event = bytes;
+        self
+    }
+
+    /// How many pages `list_tools` and the other `list_*` calls follow (100 by default; at
+    /// least 1). More is [`ClientError::TooManyPages`]; a cursor the server already gave is
+    /// [`ClientError::Protocol`] (its pagination loops).
+    pub fn max_pages(mut self, pages: usize) -> Self {
+        self.limits.max_pages = pages.max(1);
+        self
+    }
+
+    /// How many requests of the server (elicitation, sampling, roots, ping) the handlers
+    /// answer at once (16 by default; at least 1). On the handshake revisions, one more is
+    /// answered with a JSON-RPC error (-32603) at once; on 2026-07-28, an `input_required`
+    /// result with more input requests is [`ClientError::TooManyInputRequests`].
+    pub fn max_server_requests(mut self, requests: usize) -> Self {
+        self.limits.max_server_requests = requests.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
+        self
+    }
+
+    /// How many notifications a [`Notifications`](super::Notifications) stream holds for a
+    /// consumer that has not read them (1024 by default; at least 1). A consumer that falls
+    /// further behind gets what was held, then the end of the stream, with
+    /// [`ClientError::Lagged`]: the client never buffers more.
+    pub fn notification_buffer(mut self, notifications: usize) -> Self {
+        self.limits.notification_buffer = notifications.max(1);
+        self
+    }
+
+    /// The shortest and longest wait before reopening a dropped event stream (500 ms and 30 s
+    /// by default). The wait is the server's `retry` interval, at least `min`, doubled with
+    /// jitter after each failed reopening up to `max` (a server's longer `retry` is still
+    /// honoured).
+    pub fn reconnect_delay(mut self, min: Duration, max: Duration) -> Self {
+        self.limits.reconnect.floor = min;
+        self.limits.reconnect.cap = max.max(min);
+        self
+    }
+
+    /// How many reopenings of a dropped event stream may fail in a row before it is given up
+    /// with [`ClientError::StreamLost`] (8 by default). A reopening fails when no stream opens,
+    /// or when the stream ends within a second without a message.
+    pub fn max_reconnects(mut self, attempts: usize) -> Self {
+        self.limits.reconnect.max_failures = attempts;
+        self
+    }
+
+    /// Whether the client takes tasks (the tasks extension of 2026-07-28; on by default): it
+    /// then declares the extension on `tools/call` requests, and a server may answer a call
+    /// of a long-running tool with a task, which the client follows (see
+    /// [`Client::call_tool`]). Without it, such tools run within the call, or are refused.
+    pub fn tasks(mut self, enabled: bool) -> Self {
+        self.tasks = enabled;
+        self
+    }
+
+    /// The longest [`Client::call_tool`] follows a task before it cancels it and fails with
+    /// [`ClientError::Timeout`] (none by default: until the task ends or the server drops
+    /// it). Each request still has [`timeout`](Self::timeout).
+    pub fn task_timeout(mut self, timeout: Duration) -> Self {
+        self.task_timeout = Some(timeout);
+        self
+    }
+
+    /// Connects to a Streamable HTTP endpoint (`http://…` or `https://…`).
     pub async fn connect(self, url: &str) -> Result<Client, ClientError> {
         let core = self.core();
-        let http = Arc::new(Http::new(url, self.headers.clone(), Arc::clone(&core))?);
+        let http = Arc::new(Http::new(
+            url,
+            self.headers.clone(),
+            Arc::clone(&core),
+            self.auth.clone(),
+        )?);
         self.start(core, Transport::Http(http), url.to_owned())
             .await
     }
@@ -186,9 +296,9 @@ impl ClientBuilder {
         self.start(core, Transport::Stdio(stdio), key).await
     }
 
-    /// What the transports share, with these handlers.
+    /// What the transports share, with these handlers and limits.
     pub(super) fn core(&self) -> Arc<Core> {
-        Arc::new(Core::new(self.handlers.clone()))
+        Arc::new(Core::new(self.handlers.clone(), self.limits))
     }
 
     /// Negotiates over a transport built on `core`; `key` names the server in the memory.
@@ -220,6 +330,8 @@ impl ClientBuilder {
                 max_rounds: self.max_rounds,
                 pin: self.pin,
                 reinit: tokio::sync::Mutex::new(()),
+                tasks: self.tasks,
+                task_timeout: self.task_timeout,
             }),
         }
     }
@@ -232,6 +344,7 @@ mod tests {
 
     use super::*;
     use crate::client::fake::{Reply, builder, fake, modern};
+    use crate::client::limits::Reconnect;
     use crate::protocol::types::ElicitResult;
 
     /// The `clientCapabilities` a client built by `b` declares in `server/discover`.
@@ -273,6 +386,13 @@ mod tests {
             .header(AUTHORIZATION, HeaderValue::from_static("Bearer t"))
             .max_rounds(0)
             .probe_timeout(Duration::from_millis(5))
+            .max_body_bytes(1000)
+            .max_event_bytes(2000)
+            .max_pages(0)
+            .max_server_requests(0)
+            .notification_buffer(0)
+            .reconnect_delay(Duration::from_millis(7), Duration::from_millis(3))
+            .max_reconnects(2)
             .connect(&f.url)
             .await
             .unwrap();
@@ -293,7 +413,38 @@ mod tests {
         assert_eq!(client.inner.timeout, Some(Duration::from_secs(5)));
         assert_eq!(client.inner.probe_timeout, Duration::from_millis(5));
         assert_eq!(client.inner.pin, None);
+        // Counts are at least 1; the longest wait is at least the shortest.
+        assert_eq!(
+            client.inner.core.limits,
+            Limits {
+                max_body: 1000,
+                max_event: 2000,
+                max_pages: 1,
+                max_server_requests: 1,
+                notification_buffer: 1,
+                reconnect: Reconnect {
+                    floor: Duration::from_millis(7),
+                    cap: Duration::from_millis(7),
+                    max_failures: 2,
+                },
+            }
+        );
         let defaults = ClientBuilder::default();
+        assert_eq!(
+            defaults.limits,
+            Limits {
+                max_body: 16 << 20,
+                max_event: 16 << 20,
+                max_pages: 100,
+                max_server_requests: 16,
+                notification_buffer: 1024,
+                reconnect: Reconnect {
+                    floor: Duration::from_millis(500),
+                    cap: Duration::from_secs(30),
+                    max_failures: 8,
+                },
+            }
+        );
         assert_eq!(defaults.max_rounds, DEFAULT_MAX_ROUNDS);
         assert_eq!(defaults.probe_timeout, DEFAULT_PROBE_TIMEOUT);
         assert_eq!(defaults.timeout, None);
@@ -305,17 +456,10 @@ mod tests {
 
     #[tokio::test]
     async fn unusable_urls_and_commands_are_errors() {
-        let err = Client::connect("https://example.com/mcp")
-            .await
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "invalid server URL \"https://example.com/mcp\": https is not supported by this client; reach TLS servers through a local proxy"
-        );
         let err = Client::connect("ftp://example.com").await.unwrap_err();
         assert_eq!(
             err.to_string(),
-            "invalid server URL \"ftp://example.com\": the URL must start with http://"
+            "invalid server URL \"ftp://example.com\": the URL must start with http:// or https://"
         );
         let err = Client::spawn(tokio::process::Command::new(
             "/nonexistent/sake-test-server",
@@ -323,5 +467,31 @@ mod tests {
         .await
         .unwrap_err();
         assert!(matches!(err, ClientError::Spawn(_)), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn https_urls_speak_tls() {
+        // A plain-HTTP server behind an https URL: the TLS handshake fails, and says so.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            while let Ok((mut s, _)) = listener.accept().await {
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+            }
+        });
+        let err = builder()
+            .connect(&format!("https://127.0.0.1:{port}/mcp"))
+            .await
+            .unwrap_err();
+        match &err {
+            ClientError::Network { url, message } => {
+                assert_eq!(url, &format!("https://127.0.0.1:{port}/mcp"));
+                assert!(message.contains("corrupt message"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -7,16 +7,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::{Client, ClientError, Transport};
+use super::{Client, ClientError, Transport, core};
+use crate::protocol::headers::header_params;
 use crate::protocol::jsonrpc::{code, notification_bytes};
 use crate::protocol::types::{
     CallToolResult, Completion, CompletionReference, GetPromptResult, JsonObject, Prompt,
     ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
-use crate::registry::header_params;
-
-/// The most pages one list call reads.
-const MAX_PAGES: usize = 10_000;
 
 impl Client {
     /// Sends any request and returns its raw result (no `input_required` rounds).
@@ -35,16 +32,28 @@ impl Client {
         }
     }
 
+    /// Every item of a paginated list, following `nextCursor`: at most `max_pages` pages and
+    /// `max_body_bytes` of pages together; a cursor given twice is an error (the pagination
+    /// loops).
     async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, ClientError> {
+        let limits = self.inner.core.limits;
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen = HashSet::new();
-        for _ in 0..MAX_PAGES {
+        let mut bytes = 0usize;
+        for _ in 0..limits.max_pages {
             let mut params = Map::new();
             if let Some(c) = &cursor {
                 params.insert("cursor".into(), json!(c));
             }
             let raw = self.send(method, params).await?;
+            bytes = bytes.saturating_add(raw.get().len());
+            if bytes > limits.max_body {
+                return Err(ClientError::BodyTooLarge {
+                    what: format!("{method} (its pages together)"),
+                    limit: limits.max_body,
+                });
+            }
             let mut page: JsonObject = Self::decode(method, &raw)?;
             match page.remove(key) {
                 Some(Value::Array(items)) => out.extend(items),
@@ -55,11 +64,22 @@ impl Client {
                 }
             }
             match page.remove("nextCursor") {
-                Some(Value::String(next)) if seen.insert(next.clone()) => cursor = Some(next),
+                Some(Value::String(next)) => {
+                    if !seen.insert(next.clone()) {
+                        return Err(ClientError::Protocol(format!(
+                            "{method} gave the cursor {:?} a second time: its pagination loops",
+                            core::clip(&next)
+                        )));
+                    }
+                    cursor = Some(next);
+                }
                 _ => return Ok(out),
             }
         }
-        Ok(out)
+        Err(ClientError::TooManyPages {
+            method: method.to_owned(),
+            limit: limits.max_pages,
+        })
     }
 
     /// Every tool, all pages. Over HTTP on 2026-07-28, a tool whose `x-mcp-header`
@@ -127,11 +147,28 @@ impl Client {
     }
 
     /// Calls a tool and returns its result as sent (a failed tool is `is_error()`, not `Err`).
+    ///
+    /// A call the server runs as a task (the tasks extension) is followed to its end: polled
+    /// at the server's interval, its questions answered by the registered handlers, and
+    /// cancelled if this future is dropped or [`task_timeout`](super::ClientBuilder::task_timeout)
+    /// runs out. A task that fails is [`ClientError::Rpc`], as a call answered with an error.
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: impl Serialize,
     ) -> Result<CallToolResult, ClientError> {
+        match self.start_tool(name, arguments).await? {
+            super::ToolCall::Done(result) => Ok(result),
+            super::ToolCall::Task(task) => self.follow_task(task).await,
+        }
+    }
+
+    /// `tools/call` with its `input_required` rounds: the raw result or task.
+    pub(super) async fn call_tool_raw(
+        &self,
+        name: &str,
+        arguments: impl Serialize,
+    ) -> Result<Box<serde_json::value::RawValue>, ClientError> {
         let arguments = serde_json::to_value(arguments).map_err(|error| ClientError::Decode {
             method: "tools/call".into(),
             error,
@@ -162,7 +199,7 @@ impl Client {
             }
             other => other?,
         };
-        Self::decode("tools/call", &raw)
+        Ok(raw)
     }
 
     /// Calls a tool and decodes its output: the structured content when there is one, else the
@@ -248,7 +285,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::client::fake::{Reply, Seen, builder, fake, legacy, meta, modern};
+    use crate::client::fake::{Reply, Seen, builder, call_meta, fake, legacy, meta, modern};
 
     fn tools() -> Value {
         json!({"tools": [
@@ -268,15 +305,21 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn lists_follow_cursors_and_stop_at_one_already_seen() {
+    async fn lists_follow_cursors_and_a_cursor_given_twice_is_an_error() {
         let f = fake(modern(|s| {
-            let (items, next) = match s.params()["cursor"].as_str() {
-                None => (json!([{"name": "a"}]), json!("c1")),
-                Some("c1") => (json!([{"name": "b"}]), json!("c2")),
-                // Back to a cursor already followed: the list ends here.
-                _ => (json!([{"name": "c"}]), json!("c1")),
+            let (items, next) = match (s.method(), s.params()["cursor"].as_str()) {
+                ("prompts/list", None) => (json!([{"name": "a"}]), json!("c1")),
+                ("prompts/list", Some("c1")) => (json!([{"name": "b"}]), json!("c2")),
+                ("prompts/list", _) => (json!([{"name": "c"}]), Value::Null),
+                // The resources loop back to a cursor already followed.
+                (_, Some("r1")) => (json!([]), json!("r2")),
+                _ => (json!([]), json!("r1")),
             };
-            Reply::result(s, json!({"prompts": items, "nextCursor": next}))
+            let mut result = json!({"prompts": items, "resources": items});
+            if !next.is_null() {
+                result["nextCursor"] = next;
+            }
+            Reply::result(s, result)
         }))
         .await;
         let client = builder().connect(&f.url).await.unwrap();
@@ -297,6 +340,86 @@ mod tests {
                 json!({"cursor": "c2", "_meta": meta()}),
             ]
         );
+        let err = client.list_resources().await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "protocol error: resources/list gave the cursor \"r1\" a second time: its pagination loops"
+        );
+        // Pages: the first, r1, r2; r2 names r1 again.
+        assert_eq!(f.methods().len(), 1 + 3 + 3);
+    }
+
+    #[tokio::test]
+    async fn lists_stop_at_the_page_limit() {
+        // Every page names a new cursor: an endless list.
+        let f = fake(modern(|s| {
+            let n = s.params()["cursor"]
+                .as_str()
+                .and_then(|c| c.parse::<u64>().ok())
+                .unwrap_or(0);
+            Reply::result(
+                s,
+                json!({"tools": [{"name": format!("t{n}"), "inputSchema": {"type": "object"}}],
+                    "nextCursor": (n + 1).to_string()}),
+            )
+        }))
+        .await;
+        let client = builder().connect(&f.url).await.unwrap();
+        let err = client.list_tools().await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::TooManyPages { method, limit: 100 } if method == "tools/list"),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "tools/list has more than 100 pages, the client's limit; raise it with ClientBuilder::max_pages"
+        );
+        // Exactly the limit was asked for, not one page more.
+        assert_eq!(f.methods().len(), 1 + 100);
+        let client = builder().max_pages(3).connect(&f.url).await.unwrap();
+        let err = client.list_tools().await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::TooManyPages { limit: 3, .. }),
+            "{err:?}"
+        );
+        assert_eq!(f.methods().len(), 1 + 100 + 1 + 3);
+    }
+
+    #[tokio::test]
+    async fn the_pages_of_one_list_count_together_against_the_body_limit() {
+        // Pages of about 1 KiB, all of the same size; the list never ends.
+        fn page(n: u64) -> Value {
+            let items: Vec<Value> = (0..10)
+                .map(|i| json!({"name": format!("p{n}-{i}"), "description": "x".repeat(90)}))
+                .collect();
+            json!({"prompts": items, "nextCursor": (n + 1).to_string()})
+        }
+        let f = fake(modern(|s| {
+            let n = s.params()["cursor"]
+                .as_str()
+                .and_then(|c| c.parse::<u64>().ok())
+                .unwrap_or(0);
+            Reply::result(s, page(n))
+        }))
+        .await;
+        let client = builder()
+            .max_body_bytes(10_000)
+            .connect(&f.url)
+            .await
+            .unwrap();
+        let err = client.list_prompts().await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::BodyTooLarge { limit: 10_000, .. }),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "prompts/list (its pages together) is larger than 10000 bytes, the client's limit; raise it with ClientBuilder::max_body_bytes"
+        );
+        // The page that passes 10 000 bytes is the last asked for.
+        let size = page(0).to_string().len();
+        assert!(size > 1000 && size < 2000, "{size}");
+        assert_eq!(f.methods().len(), 1 + 10_000 / size + 1);
     }
 
     #[tokio::test]
@@ -340,7 +463,7 @@ mod tests {
         assert_eq!(call.header("mcp-name"), Some("good"));
         assert_eq!(
             call.params(),
-            json!({"name": "good", "arguments": {"region": "us west 1"}, "_meta": meta()})
+            json!({"name": "good", "arguments": {"region": "us west 1"}, "_meta": call_meta()})
         );
     }
 
@@ -425,7 +548,7 @@ mod tests {
         // `()` sends no arguments at all.
         assert_eq!(
             f.last("tools/call").params(),
-            json!({"name": "fails", "_meta": meta()})
+            json!({"name": "fails", "_meta": call_meta()})
         );
     }
 

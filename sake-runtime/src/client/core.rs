@@ -4,14 +4,17 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde::de::Deserializer;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+
+use super::error::ClientError;
+use super::limits::Limits;
 
 use crate::protocol::jsonrpc::{self, RequestId, RpcError, code};
 use crate::protocol::meta::SUBSCRIPTION_ID;
@@ -293,21 +296,91 @@ impl Handlers {
     }
 }
 
-/// Matches responses to requests and fans notifications out.
+/// Why a connection, or a stream of notifications, ended. Cloned to every stream it ends.
+#[derive(Clone, Debug)]
+pub(crate) enum Ended {
+    /// The connection was closed (the client's `close`, or the server's stdout).
+    Closed,
+    /// The server sent a line or body over the limit (stdio closes the connection).
+    TooLarge { what: &'static str, limit: usize },
+    /// An event over the limit.
+    EventTooLarge { limit: usize },
+    /// The standalone GET stream could not be reopened.
+    StreamLost { attempts: usize },
+}
+
+impl Ended {
+    pub(crate) fn error(&self) -> ClientError {
+        match self {
+            Ended::Closed => ClientError::Closed,
+            Ended::TooLarge { what, limit } => ClientError::BodyTooLarge {
+                what: (*what).to_owned(),
+                limit: *limit,
+            },
+            Ended::EventTooLarge { limit } => ClientError::EventTooLarge { limit: *limit },
+            Ended::StreamLost { attempts } => ClientError::StreamLost {
+                attempts: *attempts,
+            },
+        }
+    }
+}
+
+/// Where a stream of notifications learns why it ended: set before its sender is dropped.
+pub(crate) type EndSlot = Arc<Mutex<Option<ClientError>>>;
+
+type Keep = dyn Fn(&Notification) -> bool + Send + Sync;
+
+/// One consumer of notifications: a bounded channel and the notifications it wants.
+struct Subscriber {
+    id: u64,
+    keep: Box<Keep>,
+    tx: mpsc::Sender<Notification>,
+    end: EndSlot,
+}
+
+impl Subscriber {
+    /// Ends the stream: the consumer reads what is buffered, then the end (`None`: no error).
+    fn end(self, why: Option<ClientError>) {
+        if let Some(e) = why
+            && let Ok(mut slot) = self.end.lock()
+        {
+            *slot = Some(e);
+        }
+    }
+}
+
+/// A consumer's end of a subscription: its channel, its end slot, and its id (to end it).
+pub(crate) struct Subscribed {
+    pub(crate) id: u64,
+    pub(crate) rx: mpsc::Receiver<Notification>,
+    pub(crate) end: EndSlot,
+}
+
+/// Matches responses to requests, fans notifications out, and answers the server's requests.
 pub(crate) struct Core {
     pending: Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>,
     next_id: AtomicI64,
-    notifications: broadcast::Sender<Notification>,
+    subscribers: Mutex<Vec<Subscriber>>,
+    next_subscriber: AtomicU64,
+    /// Why the connection ended, once it has (what a waiting request is told).
+    closed: Mutex<Option<Ended>>,
+    /// Requests of the server being answered (at most `limits.max_server_requests`).
+    server_requests: Arc<Semaphore>,
     pub(crate) handlers: Handlers,
+    pub(crate) limits: Limits,
 }
 
 impl Core {
-    pub(crate) fn new(handlers: Handlers) -> Self {
+    pub(crate) fn new(handlers: Handlers, limits: Limits) -> Self {
         Core {
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
-            notifications: broadcast::channel(1024).0,
+            subscribers: Mutex::new(Vec::new()),
+            next_subscriber: AtomicU64::new(1),
+            closed: Mutex::new(None),
+            server_requests: Arc::new(Semaphore::new(limits.max_server_requests)),
             handlers,
+            limits,
         }
     }
 
@@ -350,22 +423,148 @@ impl Core {
         }
     }
 
-    /// Fails every waiting request (the connection is gone).
-    pub(crate) fn close_all(&self) {
+    /// The connection is gone: every waiting request fails (with the error of `why`), and
+    /// every notification stream ends with it.
+    pub(crate) fn close(&self, why: Ended) {
+        if let Ok(mut c) = self.closed.lock() {
+            c.get_or_insert(why.clone());
+        }
         if let Ok(mut p) = self.pending.lock() {
             p.clear();
         }
+        self.end_subscribers(&why);
     }
 
-    /// Publishes a notification.
+    /// What a request that lost its answer is told: why the connection ended.
+    pub(crate) fn closed_error(&self) -> ClientError {
+        self.closed
+            .lock()
+            .ok()
+            .and_then(|c| c.as_ref().map(Ended::error))
+            .unwrap_or(ClientError::Closed)
+    }
+
+    /// A stream of the notifications `keep` accepts, from now on; it holds at most
+    /// `limits.notification_buffer` of them, and ends with [`ClientError::Lagged`] when its
+    /// consumer falls further behind.
+    pub(crate) fn subscribe(
+        &self,
+        keep: impl Fn(&Notification) -> bool + Send + Sync + 'static,
+    ) -> Subscribed {
+        let (tx, rx) = mpsc::channel(self.limits.notification_buffer);
+        let end = EndSlot::default();
+        let id = self.next_subscriber.fetch_add(1, Ordering::Relaxed);
+        let closed = self.closed.lock().ok().and_then(|c| c.clone());
+        match closed {
+            // Already closed: a stream that ends at once, saying why.
+            Some(why) => Subscriber {
+                id,
+                keep: Box::new(keep),
+                tx,
+                end: Arc::clone(&end),
+            }
+            .end(Some(why.error())),
+            None => {
+                if let Ok(mut subs) = self.subscribers.lock() {
+                    subs.push(Subscriber {
+                        id,
+                        keep: Box::new(keep),
+                        tx,
+                        end: Arc::clone(&end),
+                    });
+                }
+            }
+        }
+        Subscribed { id, rx, end }
+    }
+
+    /// Ends one stream of notifications (`None`: it ended normally).
+    pub(crate) fn end_subscriber(&self, id: u64, why: Option<ClientError>) {
+        let sub = self.subscribers.lock().ok().and_then(|mut subs| {
+            let i = subs.iter().position(|s| s.id == id)?;
+            Some(subs.swap_remove(i))
+        });
+        if let Some(sub) = sub {
+            sub.end(why);
+        }
+    }
+
+    /// Ends every stream of notifications with the error of `why`.
+    pub(crate) fn end_subscribers(&self, why: &Ended) {
+        let subs = self
+            .subscribers
+            .lock()
+            .map(|mut subs| std::mem::take(&mut *subs))
+            .unwrap_or_default();
+        for sub in subs {
+            sub.end(Some(why.error()));
+        }
+    }
+
+    /// Publishes a notification to every stream that wants it. A stream whose buffer is full
+    /// is ended ([`ClientError::Lagged`]) rather than grown; one whose consumer is gone is
+    /// dropped.
     pub(crate) fn notify(&self, n: Notification) {
         tracing::debug!(method = %n.method, "notification from the server");
-        let _ = self.notifications.send(n);
+        let Ok(mut subs) = self.subscribers.lock() else {
+            return;
+        };
+        let mut i = 0;
+        while i < subs.len() {
+            let sub = &subs[i];
+            if !(sub.keep)(&n) {
+                i += 1;
+                continue;
+            }
+            match sub.tx.try_send(n.clone()) {
+                Ok(()) => i += 1,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    let limit = self.limits.notification_buffer;
+                    tracing::warn!(
+                        method = %n.method,
+                        "a notification stream fell {limit} notifications behind: closing it"
+                    );
+                    subs.swap_remove(i).end(Some(ClientError::Lagged { limit }));
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    subs.swap_remove(i);
+                }
+            }
+        }
     }
 
-    /// A receiver of every notification from now on.
-    pub(crate) fn listen(&self) -> broadcast::Receiver<Notification> {
-        self.notifications.subscribe()
+    /// A slot to answer one request of the server, when fewer than
+    /// `limits.max_server_requests` are being answered.
+    pub(crate) fn server_request_slot(&self) -> Option<OwnedSemaphorePermit> {
+        Arc::clone(&self.server_requests).try_acquire_owned().ok()
+    }
+
+    /// The error a request of the server gets when no slot is free.
+    pub(crate) fn busy(&self, method: &str) -> RpcError {
+        RpcError::new(
+            code::INTERNAL_ERROR,
+            format!(
+                "the client is already answering {} requests of the server, its limit (ClientBuilder::max_server_requests); {method} was not answered",
+                self.limits.max_server_requests
+            ),
+        )
+    }
+
+    /// Answers one request of the server with the handlers, in a free slot; the error to send
+    /// back otherwise.
+    pub(crate) async fn answer_server_request(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Value, RpcError> {
+        let Some(_slot) = self.server_request_slot() else {
+            tracing::warn!(%method, "too many requests of the server at once: refusing one");
+            return Err(self.busy(method));
+        };
+        self.handlers
+            .answer(method, params)
+            .await
+            .map_err(|f| f.to_rpc())
     }
 
     /// Routes one message: responses to their waiters, notifications to listeners. A request

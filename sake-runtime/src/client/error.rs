@@ -7,7 +7,7 @@ use crate::protocol::types::CallToolResult;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// The URL cannot be used (not `http://`, or malformed).
+    /// The URL cannot be used (not `http://` or `https://`, or malformed).
     #[error("invalid server URL {url:?}: {reason}")]
     InvalidUrl {
         /// The URL as given.
@@ -23,6 +23,20 @@ pub enum ClientError {
         /// The underlying error.
         message: String,
     },
+    /// The server requires authorization (HTTP 401) and the client has no [`Auth`] to get
+    /// it: give one to [`ClientBuilder::auth`](super::ClientBuilder::auth).
+    ///
+    /// [`Auth`]: super::auth::Auth
+    #[error("the server requires authorization (HTTP {status}{}); give the client credentials with ClientBuilder::auth", challenge.as_deref().map(|c| format!(", WWW-Authenticate: {c}")).unwrap_or_default())]
+    Unauthorized {
+        /// The HTTP status.
+        status: u16,
+        /// The `WWW-Authenticate` header, if any (challenges carry no secrets).
+        challenge: Option<String>,
+    },
+    /// Authorization failed: discovery, registration, the user step or the token endpoint.
+    #[error("authorization failed: {0}")]
+    Auth(#[from] super::auth::OAuthError),
     /// The server answered with an HTTP status that carries no JSON-RPC answer.
     #[error("HTTP {status} from the server{}", if body.is_empty() { String::new() } else { format!(": {body}") })]
     Http {
@@ -78,12 +92,74 @@ pub enum ClientError {
         error: Box<RpcError>,
     },
     /// The server kept asking for input (more rounds than allowed).
-    #[error("{method} still needs input after {rounds} rounds")]
+    #[error(
+        "{method} still needs input after {rounds} rounds, the client's limit; raise it with ClientBuilder::max_rounds"
+    )]
     TooManyRounds {
         /// The request's method.
         method: String,
         /// How many rounds were made.
         rounds: usize,
+    },
+    /// A message from the server is larger than the client reads: an HTTP response body or a
+    /// stdio line, or the pages of one `list_*` call together.
+    #[error(
+        "{what} is larger than {limit} bytes, the client's limit; raise it with ClientBuilder::max_body_bytes"
+    )]
+    BodyTooLarge {
+        /// What was too large: the response body (from a URL), a line from the server's
+        /// stdout, or a list (`tools/list (its pages together)`).
+        what: String,
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// An event of the server's event stream is larger than the client reads.
+    #[error(
+        "an event of the server's event stream is larger than {limit} bytes, the client's limit; raise it with ClientBuilder::max_event_bytes"
+    )]
+    EventTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// A `list_*` call met more pages than it follows.
+    #[error(
+        "{method} has more than {limit} pages, the client's limit; raise it with ClientBuilder::max_pages"
+    )]
+    TooManyPages {
+        /// The list method.
+        method: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// An `input_required` result asks more questions at once than the client answers.
+    #[error(
+        "the server answered {method} with {count} input requests at once; the client answers at most {limit}; raise the limit with ClientBuilder::max_server_requests"
+    )]
+    TooManyInputRequests {
+        /// The request's method.
+        method: String,
+        /// How many input requests the result carried.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A dropped event stream could not be reopened: as many reopenings in a row failed (no
+    /// stream, or one that ended at once without a message) as the client allows.
+    #[error(
+        "the server's event stream dropped and {attempts} attempts in a row to reopen it failed; giving up (the limit is ClientBuilder::max_reconnects)"
+    )]
+    StreamLost {
+        /// The failed reopenings.
+        attempts: usize,
+    },
+    /// A notification stream was closed because its consumer fell behind by more
+    /// notifications than it holds.
+    #[error(
+        "the notification stream was closed: its consumer fell {limit} notifications behind; read faster, or raise the limit with ClientBuilder::notification_buffer"
+    )]
+    Lagged {
+        /// The limit, in notifications.
+        limit: usize,
     },
     /// A method the negotiated revision does not have.
     #[error("{method} does not exist in revision {revision}")]
@@ -92,6 +168,12 @@ pub enum ClientError {
         method: String,
         /// The negotiated revision.
         revision: String,
+    },
+    /// The task a tool call became was cancelled before it ended.
+    #[error("the task {task_id} was cancelled")]
+    TaskCancelled {
+        /// The task's id.
+        task_id: String,
     },
     /// No answer in time.
     #[error("{method} timed out after {millis} ms")]

@@ -27,6 +27,15 @@ pub(crate) fn meta() -> Value {
     })
 }
 
+/// The `_meta` of a 2026-07-28 `tools/call` or task method: [`meta`] declaring the tasks
+/// extension too.
+pub(crate) fn call_meta() -> Value {
+    let mut m = meta();
+    m["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    m
+}
+
 /// A client named `t` 1, with a memory of its own and a 5 s limit per answer.
 pub(crate) fn builder() -> ClientBuilder {
     Client::builder()
@@ -75,6 +84,16 @@ pub(crate) enum Reply {
     Events(Vec<Step>),
     /// Another reply, with an `Mcp-Session-Id`.
     Session(&'static str, Box<Reply>),
+    /// 200 with this content type and a body of `total` bytes (`prefix`, then `x`s) sent in
+    /// 64 KiB chunks, each counted in `sent` as it is handed to the connection. With
+    /// `declared`, a `Content-Length` of that many bytes.
+    Flood {
+        content_type: &'static str,
+        prefix: String,
+        total: usize,
+        sent: Arc<AtomicUsize>,
+        declared: Option<u64>,
+    },
 }
 
 impl Reply {
@@ -107,6 +126,8 @@ impl Reply {
 pub(crate) enum Step {
     /// An event carrying this message.
     Message(Value),
+    /// These bytes as they are (fields, comments, an unfinished event).
+    Raw(String),
     /// Nothing until the gate is notified.
     Wait(Arc<Notify>),
 }
@@ -177,8 +198,31 @@ fn event_stream(steps: Vec<Step>) -> Body {
                     let chunk = Bytes::from(format!("data: {m}\n\n"));
                     return Some((Ok::<_, Infallible>(chunk), steps));
                 }
+                Step::Raw(text) => return Some((Ok(Bytes::from(text)), steps)),
                 Step::Wait(gate) => gate.notified().await,
             }
+        }
+    });
+    Body::from_stream(stream)
+}
+
+/// `prefix`, then `x`s up to `total` bytes, 64 KiB at a time, counting what was handed out.
+fn flood(prefix: String, total: usize, sent: Arc<AtomicUsize>) -> Body {
+    const CHUNK: usize = 64 << 10;
+    let filler = Bytes::from(vec![b'x'; CHUNK]);
+    let first = Some(Bytes::from(prefix));
+    let stream = futures_util::stream::unfold((first, 0usize), move |(first, done)| {
+        let filler = filler.clone();
+        let sent = Arc::clone(&sent);
+        async move {
+            let chunk = match first {
+                Some(p) => p,
+                None if done >= total => return None,
+                None => filler.slice(..CHUNK.min(total - done)),
+            };
+            let done = done + chunk.len();
+            sent.fetch_add(chunk.len(), Ordering::SeqCst);
+            Some((Ok::<_, Infallible>(chunk), (None, done)))
         }
     });
     Body::from_stream(stream)
@@ -212,6 +256,21 @@ async fn handle(State(shared): State<Shared>, req: Request) -> Response {
             .status(200)
             .header("content-type", "text/event-stream")
             .body(event_stream(steps)),
+        Reply::Flood {
+            content_type,
+            prefix,
+            total,
+            sent,
+            declared,
+        } => {
+            if let Some(len) = declared {
+                builder = builder.header("content-length", len);
+            }
+            builder
+                .status(200)
+                .header("content-type", content_type)
+                .body(flood(prefix, total, sent))
+        }
         Reply::Session(..) => builder.body(Body::empty()),
     };
     built.unwrap_or_default()
@@ -240,10 +299,10 @@ pub(crate) async fn fake(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'stati
     }
 }
 
-/// A 2026-07-28 `server/discover` result.
+/// A 2026-07-28 `server/discover` result, fresh for an hour (what the client remembers).
 pub(crate) fn discover_result() -> Value {
     json!({"resultType": "complete", "supportedVersions": ["2026-07-28", "2025-11-25"],
-        "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+        "capabilities": {"tools": {}}, "ttlMs": 3600000, "cacheScope": "private",
         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1"}}})
 }
 

@@ -1,40 +1,46 @@
-//! Streamable HTTP, both eras, on hyper's HTTP/1 client.
+//! Streamable HTTP, both eras, on hyper's HTTP/1 client (http, and https through rustls).
 //!
 //! Each request is one POST; its answer is a JSON body or an event stream carrying
 //! notifications (and, on the handshake revisions, the server's own requests) before the
 //! response. On the handshake revisions the client also keeps the session id, the
 //! `MCP-Protocol-Version` header, the standalone GET stream, and resumes a dropped stream with
-//! `Last-Event-ID` after the server's `retry` interval.
+//! `Last-Event-ID` after the server's `retry` interval (at least the client's floor, with
+//! backoff when reopenings fail: [`Backoff`]).
+//!
+//! With an [`Auth`], every request carries its credentials, and a `401` or `403` is handed to
+//! it; when it renews them, the request is sent again (a few times at most).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{ACCEPT, CONTENT_TYPE};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
+use http::header::{ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::oneshot;
 
-use super::core::{AbortOnDrop, Answer, Core, Msg, clip, parse_message, response_body};
+use super::auth::{Auth, AuthRequest, Refusal};
+use super::core::{AbortOnDrop, Answer, Core, Ended, Msg, clip, parse_message, response_body};
 use super::error::ClientError;
+use super::limits::Backoff;
 use super::negotiate::{Body, Exchange};
-use super::sse::Parser;
+use super::sse::{Parser, TooLarge};
 use crate::protocol::Revision;
 use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::jsonrpc::RequestId;
 
-/// The longest non-streamed body read.
-const MAX_BODY: usize = 64 << 20;
-/// The longest event-stream line.
-const MAX_LINE: usize = 64 << 20;
-/// How long to wait before resuming a stream whose server named no `retry` interval.
-const DEFAULT_RETRY: Duration = Duration::from_millis(1000);
-/// How often a dropped stream is resumed before the request is given up.
-const MAX_RESUMES: usize = 5;
+/// How often one request is sent again after its [`Auth`] renewed the credentials.
+const MAX_AUTH_RETRIES: usize = 4;
+/// The longest body of a refusal read (to free the connection).
+const MAX_REFUSAL_BODY: usize = 64 << 10;
+/// The longest body read of an error status, or of the answer to a notification or response.
+const MAX_ERROR_BODY: usize = 1 << 20;
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 
@@ -51,11 +57,41 @@ struct Session {
 pub(crate) struct Http {
     pub(crate) url: String,
     uri: http::Uri,
-    hyper: HyperClient<HttpConnector, Full<Bytes>>,
+    hyper: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
     headers: HeaderMap,
     session: Mutex<Session>,
     pub(crate) core: Arc<Core>,
     get_stream: Mutex<Option<AbortOnDrop>>,
+    auth: Option<Arc<dyn Auth>>,
+    /// The authorization flows running and when the last ended (a request's timeout waits
+    /// for them).
+    authorizing: Flows,
+}
+
+/// The authorization flows of a transport: how many run, and when the last one ended.
+#[derive(Default)]
+struct Flows {
+    running: AtomicUsize,
+    last_end: Mutex<Option<tokio::time::Instant>>,
+}
+
+/// Counts an authorization flow while it runs.
+struct Authorizing<'a>(&'a Flows);
+
+impl<'a> Authorizing<'a> {
+    fn start(flows: &'a Flows) -> Self {
+        flows.running.fetch_add(1, Ordering::SeqCst);
+        Authorizing(flows)
+    }
+}
+
+impl Drop for Authorizing<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut end) = self.0.last_end.lock() {
+            *end = Some(tokio::time::Instant::now());
+        }
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Checks a header value before it is sent: visible ASCII and spaces only (no control byte).
@@ -88,19 +124,40 @@ fn is_event_stream(headers: &HeaderMap) -> bool {
         })
 }
 
-async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, String> {
+/// Why a body or an event stream was not read to its end.
+#[derive(Debug)]
+enum ReadError {
+    /// Over the limit (a body, or one event).
+    TooLarge,
+    /// The connection broke.
+    Broken(String),
+}
+
+/// Reads a body of at most `limit` bytes: one with a longer `Content-Length` is refused
+/// before any of it is read, and reading stops as soon as the limit is passed.
+async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, ReadError> {
     let mut body = body;
+    if hyper::body::Body::size_hint(&body).lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
+        return Err(ReadError::TooLarge);
+    }
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| e.to_string())?;
+        let frame = frame.map_err(|e| ReadError::Broken(e.to_string()))?;
         if let Ok(data) = frame.into_data() {
-            if out.len() + data.len() > limit {
-                return Err(format!("the response body exceeds {limit} bytes"));
+            if out.len().saturating_add(data.len()) > limit {
+                return Err(ReadError::TooLarge);
             }
             out.extend_from_slice(&data);
         }
     }
     Ok(Bytes::from(out))
+}
+
+/// How one event stream ended.
+struct Pumped {
+    /// The JSON-RPC messages it delivered.
+    messages: usize,
+    end: Result<(), ReadError>,
 }
 
 /// The messages of a JSON body: one object, or an array of them (2025-03-26 batches).
@@ -118,26 +175,28 @@ fn json_messages(bytes: &[u8]) -> Vec<Vec<u8>> {
 }
 
 impl Http {
-    pub(crate) fn new(url: &str, headers: HeaderMap, core: Arc<Core>) -> Result<Self, ClientError> {
+    pub(crate) fn new(
+        url: &str,
+        headers: HeaderMap,
+        core: Arc<Core>,
+        auth: Option<Arc<dyn Auth>>,
+    ) -> Result<Self, ClientError> {
         let bad = |reason: String| ClientError::InvalidUrl {
             url: url.to_owned(),
             reason,
         };
         let uri: http::Uri = url.parse().map_err(|e| bad(format!("{e}")))?;
         match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(bad(
-                    "https is not supported by this client; reach TLS servers through a local proxy".into(),
-                ));
-            }
-            _ => return Err(bad("the URL must start with http://".into())),
+            Some("http" | "https") => {}
+            _ => return Err(bad("the URL must start with http:// or https://".into())),
         }
         if uri.host().is_none() {
             return Err(bad("the URL has no host".into()));
         }
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
+        let connector = crate::net::fetch::https_connector().map_err(|e| ClientError::Network {
+            url: url.to_owned(),
+            message: e,
+        })?;
         let hyper = HyperClient::builder(TokioExecutor::new()).build(connector);
         Ok(Http {
             url: url.to_owned(),
@@ -147,7 +206,110 @@ impl Http {
             session: Mutex::new(Session::default()),
             core,
             get_stream: Mutex::new(None),
+            auth,
+            authorizing: Flows::default(),
         })
+    }
+
+    /// A later deadline for a request whose `timeout` ran out while the transport was
+    /// authorizing (a user may be signing in): `timeout` from now while a flow runs, or from
+    /// the end of the last one; `None` when no flow delayed it.
+    pub(crate) fn extended_deadline(&self, timeout: Duration) -> Option<tokio::time::Instant> {
+        let now = tokio::time::Instant::now();
+        if self.authorizing.running.load(Ordering::SeqCst) > 0 {
+            return Some(now + timeout);
+        }
+        let end = (*self.authorizing.last_end.lock().ok()?)?;
+        Some(end + timeout).filter(|d| *d > now)
+    }
+
+    /// Sends one request with the [`Auth`]'s credentials; a `401` or `403` goes to the
+    /// [`Auth`], and the request is sent again when it renewed them. Without an [`Auth`], a
+    /// `401` is [`ClientError::Unauthorized`].
+    async fn send(
+        &self,
+        method: Method,
+        extra: HeaderMap,
+        body: Bytes,
+    ) -> Result<Response<Incoming>, ClientError> {
+        let mut retries = 0;
+        loop {
+            let mut req = self.request(method.clone(), extra.clone(), body.clone())?;
+            let sent = match &self.auth {
+                Some(auth) => {
+                    let credentials = auth
+                        .credentials(&AuthRequest {
+                            server: &self.url,
+                            method: &method,
+                        })
+                        .await?;
+                    for (k, v) in &credentials {
+                        req.headers_mut().insert(k, v.clone());
+                    }
+                    credentials
+                }
+                None => HeaderMap::new(),
+            };
+            let resp = self
+                .hyper
+                .request(req)
+                .await
+                .map_err(|e| self.network(crate::net::fetch::describe(&e)))?;
+            let status = resp.status();
+            if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+                return Ok(resp);
+            }
+            let Some(auth) = &self.auth else {
+                if status == StatusCode::UNAUTHORIZED {
+                    return Err(ClientError::Unauthorized {
+                        status: status.as_u16(),
+                        challenge: resp
+                            .headers()
+                            .get(WWW_AUTHENTICATE)
+                            .and_then(|v| v.to_str().ok())
+                            .map(clip),
+                    });
+                }
+                return Ok(resp);
+            };
+            if retries == MAX_AUTH_RETRIES {
+                return Ok(resp);
+            }
+            let (parts, body_in) = resp.into_parts();
+            // Read what is left so that the connection can be used again.
+            let refusal_body = read_body(body_in, MAX_REFUSAL_BODY)
+                .await
+                .unwrap_or_default();
+            let renewed = {
+                let _flow = Authorizing::start(&self.authorizing);
+                auth.refused(&Refusal {
+                    server: &self.url,
+                    status: status.as_u16(),
+                    headers: &parts.headers,
+                    sent: &sent,
+                    retries,
+                })
+                .await?
+            };
+            if !renewed {
+                return Err(if status == StatusCode::UNAUTHORIZED {
+                    ClientError::Unauthorized {
+                        status: status.as_u16(),
+                        challenge: parts
+                            .headers
+                            .get(WWW_AUTHENTICATE)
+                            .and_then(|v| v.to_str().ok())
+                            .map(clip),
+                    }
+                } else {
+                    ClientError::Http {
+                        status: status.as_u16(),
+                        body: clip(&String::from_utf8_lossy(&refusal_body)),
+                    }
+                });
+            }
+            retries += 1;
+        }
     }
 
     /// Sets the handshake revision (sent as `MCP-Protocol-Version` from now on).
@@ -263,8 +425,7 @@ impl Http {
     ) -> Result<Exchange, ClientError> {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
-        let req = self.request(Method::POST, headers, Bytes::from(body))?;
-        let resp = self.hyper.request(req).await.map_err(|e| self.network(e))?;
+        let resp = self.send(Method::POST, headers, Bytes::from(body)).await?;
         let status = resp.status().as_u16();
         if sessions {
             self.track_session(resp.headers())?;
@@ -272,7 +433,7 @@ impl Http {
         let stream = is_event_stream(resp.headers());
         let body = resp.into_body();
         if !(200..300).contains(&status) {
-            let bytes = read_body(body, 1 << 20).await.unwrap_or_default();
+            let bytes = read_body(body, MAX_ERROR_BODY).await.unwrap_or_default();
             return Ok(Exchange {
                 status,
                 body: match parse_message(&bytes) {
@@ -288,9 +449,14 @@ impl Http {
         if stream {
             return self.follow_stream(id, rx, status, body).await;
         }
-        let bytes = read_body(body, MAX_BODY)
-            .await
-            .map_err(|e| self.network(e))?;
+        let limit = self.core.limits.max_body;
+        let bytes = read_body(body, limit).await.map_err(|e| match e {
+            ReadError::TooLarge => ClientError::BodyTooLarge {
+                what: format!("the response body from {}", self.url),
+                limit,
+            },
+            ReadError::Broken(e) => self.network(e),
+        })?;
         if bytes.trim_ascii().is_empty() {
             return Ok(Exchange {
                 status,
@@ -309,7 +475,8 @@ impl Http {
         })
     }
 
-    /// Reads a request's event stream until its response, resuming it when it drops early.
+    /// Reads a request's event stream until its response, resuming it when it drops early
+    /// (handshake revisions: a stream with event ids).
     async fn follow_stream(
         self: &Arc<Self>,
         id: &RequestId,
@@ -317,25 +484,39 @@ impl Http {
         status: u16,
         body: Incoming,
     ) -> Result<Exchange, ClientError> {
-        let mut parser = Parser::new(MAX_LINE);
+        let limits = self.core.limits;
+        let mut parser = Parser::new(limits.max_event);
+        let mut backoff = Backoff::new(limits.reconnect);
         let mut body = Some(body);
-        let mut resumes = 0;
+        // Whether the stream being read is a reopening (counted by the backoff).
+        let mut reopened = false;
         loop {
             if let Some(b) = body.take() {
+                let opened = Instant::now();
                 let pump = self.pump(b, &mut parser, Some(id));
                 tokio::pin!(pump);
-                tokio::select! {
+                let pumped = tokio::select! {
                     answer = &mut rx => {
                         return match answer {
                             Ok(a) => Ok(Exchange { status, body: Body::Response(a) }),
-                            Err(_) => Err(ClientError::Closed),
+                            Err(_) => Err(self.core.closed_error()),
                         };
                     }
-                    end = &mut pump => {
-                        if let Err(e) = end {
-                            tracing::debug!("the event stream of request {id} broke: {e}");
-                        }
+                    pumped = &mut pump => pumped,
+                };
+                match pumped.end {
+                    Err(ReadError::TooLarge) => {
+                        return Err(ClientError::EventTooLarge {
+                            limit: limits.max_event,
+                        });
                     }
+                    Err(ReadError::Broken(e)) => {
+                        tracing::debug!("the event stream of request {id} broke: {e}");
+                    }
+                    Ok(()) => {}
+                }
+                if reopened {
+                    backoff.ended(opened.elapsed(), pumped.messages);
                 }
             }
             if let Ok(a) = rx.try_recv() {
@@ -351,25 +532,28 @@ impl Http {
                     "the event stream of request {id} ended before its response"
                 )));
             };
-            if resumes == MAX_RESUMES {
-                return Err(ClientError::Protocol(format!(
-                    "the event stream of request {id} dropped {MAX_RESUMES} times"
-                )));
+            if backoff.exhausted() {
+                return Err(ClientError::StreamLost {
+                    attempts: backoff.failures(),
+                });
             }
-            resumes += 1;
-            let wait = parser
-                .retry_ms
-                .map(Duration::from_millis)
-                .unwrap_or(DEFAULT_RETRY);
+            let wait = backoff.delay(parser.retry_ms);
             tracing::debug!(%id, last_event_id = %last, ?wait, "resuming a dropped event stream");
             tokio::time::sleep(wait).await;
-            match self.open_get(Some(&last)).await? {
-                Some(b) => body = Some(b),
-                None => {
+            reopened = true;
+            match self.open_get(Some(&last)).await {
+                Ok(Some(b)) => body = Some(b),
+                Ok(None) => {
                     return Err(ClientError::Protocol(format!(
                         "the event stream of request {id} dropped and the server refused to resume it"
                     )));
                 }
+                // Unreachable for now (a server restarting): try again later.
+                Err(ClientError::Network { message, .. }) => {
+                    tracing::debug!(%id, "could not resume the event stream: {message}");
+                    backoff.failed();
+                }
+                Err(e) => return Err(e),
             }
         }
     }
@@ -385,8 +569,7 @@ impl Http {
                 header_value("Last-Event-ID", last)?,
             );
         }
-        let req = self.request(Method::GET, headers, Bytes::new())?;
-        let resp = self.hyper.request(req).await.map_err(|e| self.network(e))?;
+        let resp = self.send(Method::GET, headers, Bytes::new()).await?;
         if resp.status() != StatusCode::OK || !is_event_stream(resp.headers()) {
             tracing::debug!(status = %resp.status(), "the server offers no GET event stream");
             return Ok(None);
@@ -394,7 +577,9 @@ impl Http {
         Ok(Some(resp.into_body()))
     }
 
-    /// Opens the standalone GET stream, when the server offers one, and keeps reading it.
+    /// Opens the standalone GET stream, when the server offers one, and keeps reading it:
+    /// a dropped stream is reopened (with backoff) until too many reopenings in a row fail;
+    /// then, or when an event is over the limit, the notification streams end with why.
     pub(crate) async fn start_get_stream(self: &Arc<Self>) {
         let body = match self.open_get(None).await {
             Ok(Some(body)) => body,
@@ -406,31 +591,49 @@ impl Http {
         };
         let this = Arc::clone(self);
         let task = tokio::spawn(async move {
-            let mut parser = Parser::new(MAX_LINE);
+            let limits = this.core.limits;
+            let mut parser = Parser::new(limits.max_event);
+            let mut backoff = Backoff::new(limits.reconnect);
             let mut body = Some(body);
-            let mut failures = 0;
+            let mut reopened = false;
             loop {
-                if let Some(b) = body.take()
-                    && let Err(e) = this.pump(b, &mut parser, None).await
-                {
-                    tracing::debug!("the standalone event stream broke: {e}");
-                }
-                let wait = parser
-                    .retry_ms
-                    .map(Duration::from_millis)
-                    .unwrap_or(DEFAULT_RETRY);
-                tokio::time::sleep(wait).await;
-                match this.open_get(parser.last_id.clone().as_deref()).await {
-                    Ok(Some(b)) => {
-                        failures = 0;
-                        body = Some(b);
-                    }
-                    _ => {
-                        failures += 1;
-                        if failures >= 3 {
-                            tracing::debug!("giving up on the standalone event stream");
-                            break;
+                if let Some(b) = body.take() {
+                    let opened = Instant::now();
+                    let pumped = this.pump(b, &mut parser, None).await;
+                    match pumped.end {
+                        Err(ReadError::TooLarge) => {
+                            let limit = limits.max_event;
+                            tracing::warn!(
+                                "the server sent an event over {limit} bytes on the standalone event stream: giving it up"
+                            );
+                            this.core.end_subscribers(&Ended::EventTooLarge { limit });
+                            return;
                         }
+                        Err(ReadError::Broken(e)) => {
+                            tracing::debug!("the standalone event stream broke: {e}");
+                        }
+                        Ok(()) => {}
+                    }
+                    if reopened {
+                        backoff.ended(opened.elapsed(), pumped.messages);
+                    }
+                }
+                if backoff.exhausted() {
+                    let attempts = backoff.failures();
+                    tracing::warn!(
+                        "giving up on the standalone event stream after {attempts} failed reopenings"
+                    );
+                    this.core.end_subscribers(&Ended::StreamLost { attempts });
+                    return;
+                }
+                tokio::time::sleep(backoff.delay(parser.retry_ms)).await;
+                reopened = true;
+                match this.open_get(parser.last_id.clone().as_deref()).await {
+                    Ok(Some(b)) => body = Some(b),
+                    Ok(None) => backoff.failed(),
+                    Err(e) => {
+                        tracing::debug!("could not reopen the standalone event stream: {e}");
+                        backoff.failed();
                     }
                 }
             }
@@ -447,33 +650,56 @@ impl Http {
         }
     }
 
-    /// Reads events until the stream ends, routing each message.
+    /// Reads events until the stream ends, routing each message; counts the messages.
     async fn pump(
         &self,
         mut body: Incoming,
         parser: &mut Parser,
         current: Option<&RequestId>,
-    ) -> Result<(), String> {
+    ) -> Pumped {
+        let mut messages = 0;
         while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| e.to_string())?;
-            let Ok(data) = frame.into_data() else {
-                continue;
+            let data = match frame {
+                Ok(frame) => match frame.into_data() {
+                    Ok(data) => data,
+                    Err(_) => continue,
+                },
+                Err(e) => {
+                    return Pumped {
+                        messages,
+                        end: Err(ReadError::Broken(e.to_string())),
+                    };
+                }
             };
-            for event in parser.feed(&data)? {
+            let events = match parser.feed(&data) {
+                Ok(events) => events,
+                Err(TooLarge) => {
+                    return Pumped {
+                        messages,
+                        end: Err(ReadError::TooLarge),
+                    };
+                }
+            };
+            for event in events {
                 if event.data.trim().is_empty() {
                     continue;
                 }
                 if !matches!(event.event.as_deref(), None | Some("message")) {
                     continue;
                 }
+                messages += 1;
                 self.handle(parse_message(event.data.as_bytes()), current)
                     .await;
             }
         }
-        Ok(())
+        Pumped {
+            messages,
+            end: Ok(()),
+        }
     }
 
-    /// Routes one message; answers a request of the server with the registered handlers.
+    /// Routes one message; answers a request of the server with the registered handlers
+    /// (at most `max_server_requests` at once; one more is answered with an error).
     async fn handle(&self, msg: Msg, current: Option<&RequestId>) {
         let Some((rid, method, params)) = self.core.route(msg, current) else {
             return;
@@ -481,10 +707,8 @@ impl Http {
         tracing::debug!(%rid, %method, "request from the server");
         let outcome = self
             .core
-            .handlers
-            .answer(&method, params.as_deref())
-            .await
-            .map_err(|f| f.to_rpc());
+            .answer_server_request(&method, params.as_deref())
+            .await;
         let body = response_body(&rid, &outcome);
         if let Err(e) = self.post_message(body).await {
             tracing::warn!(%method, "could not answer the server's request: {e}");
@@ -496,10 +720,9 @@ impl Http {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
-        let req = self.request(Method::POST, headers, Bytes::from(body))?;
-        let resp = self.hyper.request(req).await.map_err(|e| self.network(e))?;
+        let resp = self.send(Method::POST, headers, Bytes::from(body)).await?;
         let status = resp.status().as_u16();
-        let bytes = read_body(resp.into_body(), 1 << 20)
+        let bytes = read_body(resp.into_body(), MAX_ERROR_BODY)
             .await
             .unwrap_or_default();
         if !(200..300).contains(&status) {
@@ -518,11 +741,9 @@ impl Http {
         }
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, HeaderValue::from_static("*/*"));
-        if let Ok(req) = self.request(Method::DELETE, headers, Bytes::new()) {
-            match self.hyper.request(req).await {
-                Ok(resp) => tracing::debug!(status = %resp.status(), "session ended"),
-                Err(e) => tracing::debug!("DELETE failed: {e}"),
-            }
+        match self.send(Method::DELETE, headers, Bytes::new()).await {
+            Ok(resp) => tracing::debug!(status = %resp.status(), "session ended"),
+            Err(e) => tracing::debug!("DELETE failed: {e}"),
         }
     }
 }

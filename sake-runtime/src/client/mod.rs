@@ -24,7 +24,12 @@
 //   negotiate, the per-revision differences in the revision table, `protocol::version`);
 // - request: one request on the wire (`_meta`, routing headers, the answer's meaning);
 // - rounds: `input_required` rounds; calls: the typed calls; subscribe: notifications;
-// - core, http, sse, stdio: the transports; params: `Mcp-Param-*` values; error: `ClientError`.
+// - tasks: tool calls the server runs as tasks (the tasks extension), followed;
+// - core, http, sse, stdio: the transports; params: `Mcp-Param-*` values; error: `ClientError`;
+// - limits: what a server can make the client hold, do or wait for, and the reconnection
+//   backoff;
+// - auth: OAuth 2.1 (`sake::client::auth`), which the HTTP transport consults on 401 and 403.
+pub mod auth;
 mod builder;
 mod calls;
 mod connect;
@@ -33,6 +38,7 @@ mod error;
 #[cfg(test)]
 mod fake;
 mod http;
+mod limits;
 mod negotiate;
 mod params;
 mod request;
@@ -40,6 +46,7 @@ mod rounds;
 mod sse;
 mod stdio;
 mod subscribe;
+mod tasks;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -52,13 +59,14 @@ pub use self::core::Notification;
 pub use self::error::ClientError;
 pub use self::negotiate::{EraCache, Remembered};
 pub use self::subscribe::{Notifications, Subscription};
+pub use self::tasks::{TaskHandle, ToolCall};
 
 use self::core::Core;
 use self::http::Http;
 use self::stdio::Stdio;
 use crate::protocol::Revision;
+use crate::protocol::headers::HeaderParam;
 use crate::protocol::types::{Implementation, ServerCapabilities};
-use crate::registry::HeaderParam;
 
 /// The way to the server.
 enum Transport {
@@ -102,6 +110,10 @@ struct Inner {
     max_rounds: usize,
     pin: Option<Revision>,
     reinit: tokio::sync::Mutex<()>,
+    /// Declares the tasks extension on the requests that may lead to a task.
+    tasks: bool,
+    /// The longest a call waits for its task.
+    task_timeout: Option<Duration>,
 }
 
 impl Drop for Inner {

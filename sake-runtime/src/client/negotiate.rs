@@ -1,8 +1,9 @@
 //! Which era a server speaks: the `server/discover` verdict, the fallback rules, and the memory
 //! of what each server spoke.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -21,37 +22,144 @@ pub enum Remembered {
     Legacy(Revision),
 }
 
+/// How many servers an [`EraCache`] remembers by default.
+const DEFAULT_CACHE_ENTRIES: usize = 256;
+/// How long an [`EraCache`] remembers a server by default.
+const DEFAULT_CACHE_AGE: Duration = Duration::from_secs(60 * 60);
+/// The longest age counted (about a century).
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+/// The largest `server/discover` answer kept (a larger one is not remembered: the server is
+/// probed again next time).
+const MAX_REMEMBERED_BYTES: usize = 64 << 10;
+
 /// What the client remembers per server (URL, or command line for stdio): the era found by
 /// the last successful negotiation, so that the next connection skips the probe.
 ///
-/// Cheap to clone; clones share the memory. [`EraCache::global`] is the default.
-#[derive(Clone, Debug, Default)]
+/// Each client has one of its own unless it is given one with
+/// [`ClientBuilder::cache`](super::ClientBuilder::cache): share a cache between the clients
+/// that should learn from each other (clients with the same credentials: a `private`
+/// `server/discover` answer is reused by every client of the cache). A cache is bounded: it
+/// keeps at most 256 servers, each for at most an hour and, for a 2026-07-28 server, no
+/// longer than the `ttlMs` of its `server/discover` answer; the server whose entry expires
+/// first makes room for a new one. [`EraCache::with_limits`] sets other bounds.
+///
+/// Cheap to clone; clones share the memory.
+#[derive(Clone, Debug)]
 pub struct EraCache {
-    inner: Arc<Mutex<HashMap<String, Remembered>>>,
+    inner: Arc<Mutex<Memory>>,
+}
+
+impl Default for EraCache {
+    fn default() -> Self {
+        EraCache::new()
+    }
+}
+
+/// The entries, and an index by expiry (what expires first, in O(log n)).
+#[derive(Debug)]
+struct Memory {
+    capacity: usize,
+    max_age: Duration,
+    entries: HashMap<String, Entry>,
+    by_expiry: BTreeMap<(Instant, u64), String>,
+    next: u64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    what: Remembered,
+    key: (Instant, u64),
+}
+
+impl Memory {
+    fn remove(&mut self, server: &str) -> Option<Remembered> {
+        let entry = self.entries.remove(server)?;
+        self.by_expiry.remove(&entry.key);
+        Some(entry.what)
+    }
+
+    /// Forgets every entry that expired by `now`.
+    fn expire(&mut self, now: Instant) {
+        while let Some(entry) = self.by_expiry.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let server = entry.remove();
+            self.entries.remove(&server);
+        }
+    }
 }
 
 impl EraCache {
-    /// An empty memory of its own.
+    /// An empty memory: 256 servers, an hour each.
     pub fn new() -> Self {
-        EraCache::default()
+        EraCache::with_limits(DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_AGE)
     }
 
-    /// The process-wide memory every client uses unless given another.
-    pub fn global() -> Self {
-        static GLOBAL: OnceLock<EraCache> = OnceLock::new();
-        GLOBAL.get_or_init(EraCache::new).clone()
-    }
-
-    /// What is remembered of `server`.
-    pub fn get(&self, server: &str) -> Option<Remembered> {
-        self.inner.lock().ok()?.get(server).cloned()
-    }
-
-    /// Remembers what `server` speaks.
-    pub fn remember(&self, server: &str, what: Remembered) {
-        if let Ok(mut m) = self.inner.lock() {
-            m.insert(server.to_owned(), what);
+    /// An empty memory that keeps at most `entries` servers (at least one), each for at most
+    /// `max_age`.
+    pub fn with_limits(entries: usize, max_age: Duration) -> Self {
+        EraCache {
+            inner: Arc::new(Mutex::new(Memory {
+                capacity: entries.max(1),
+                max_age,
+                entries: HashMap::new(),
+                by_expiry: BTreeMap::new(),
+                next: 0,
+            })),
         }
+    }
+
+    /// What is remembered of `server` (nothing once it expired).
+    pub fn get(&self, server: &str) -> Option<Remembered> {
+        let mut m = self.inner.lock().ok()?;
+        m.expire(Instant::now());
+        m.entries.get(server).map(|e| e.what.clone())
+    }
+
+    /// Remembers what `server` speaks, for the cache's age (a 2026-07-28 server: at most the
+    /// `ttlMs` of its answer; `0` remembers nothing). An answer larger than 64 KiB is not
+    /// remembered.
+    pub fn remember(&self, server: &str, what: Remembered) {
+        let mut ttl = None;
+        if let Remembered::Modern(d) = &what {
+            ttl = d.ttl_ms.map(Duration::from_millis);
+            let size = serde_json::to_vec(d).map_or(usize::MAX, |v| v.len());
+            if size > MAX_REMEMBERED_BYTES {
+                tracing::debug!(
+                    server,
+                    size,
+                    "not remembering a large server/discover answer"
+                );
+                self.forget(server);
+                return;
+            }
+        }
+        let now = Instant::now();
+        let Ok(mut m) = self.inner.lock() else {
+            return;
+        };
+        m.remove(server);
+        let age = ttl.map_or(m.max_age, |t| t.min(m.max_age));
+        if age.is_zero() {
+            return;
+        }
+        // An age beyond what the clock can count is as long as it can.
+        let Some(expires) = now.checked_add(age.min(FOREVER)) else {
+            return;
+        };
+        m.expire(now);
+        while m.entries.len() >= m.capacity {
+            // Full: the entry that expires first makes room.
+            let Some((_, oldest)) = m.by_expiry.pop_first() else {
+                break;
+            };
+            m.entries.remove(&oldest);
+        }
+        let key = (expires, m.next);
+        m.next = m.next.wrapping_add(1);
+        m.by_expiry.insert(key, server.to_owned());
+        m.entries.insert(server.to_owned(), Entry { what, key });
     }
 
     /// Forgets `server`: the next connection probes again.
@@ -61,6 +169,19 @@ impl EraCache {
         {
             tracing::debug!(server, "forgetting what the server speaks");
         }
+    }
+
+    /// How many servers are remembered (expired ones not counted).
+    pub fn len(&self) -> usize {
+        self.inner.lock().map_or(0, |mut m| {
+            m.expire(Instant::now());
+            m.entries.len()
+        })
+    }
+
+    /// Whether no server is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -225,6 +346,7 @@ mod tests {
     use super::*;
     use serde_json::json;
     use serde_json::value::RawValue;
+    use std::time::Duration;
 
     fn ok(v: Value) -> Body {
         Body::Response(Ok(RawValue::from_string(v.to_string()).unwrap()))
@@ -318,6 +440,83 @@ mod tests {
             classify_discover(&ex, false),
             Verdict::Modern(Revision::V2026_07_28, _)
         ));
+    }
+
+    fn modern(ttl_ms: Option<u64>, instructions: &str) -> Remembered {
+        let mut d = json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {}, "cacheScope": "private", "instructions": instructions});
+        if let Some(t) = ttl_ms {
+            d["ttlMs"] = json!(t);
+        }
+        Remembered::Modern(Box::new(serde_json::from_value(d).unwrap()))
+    }
+
+    #[test]
+    fn a_cache_holds_at_most_its_entries_and_the_soonest_to_expire_makes_room() {
+        let cache = EraCache::with_limits(3, Duration::from_secs(60));
+        cache.remember("a", Remembered::Legacy(Revision::V2025_06_18));
+        // b expires first: its server said so.
+        cache.remember("b", modern(Some(10_000), ""));
+        cache.remember("c", Remembered::Legacy(Revision::V2025_11_25));
+        assert_eq!(cache.len(), 3);
+        cache.remember("d", Remembered::Legacy(Revision::V2025_03_26));
+        assert_eq!(cache.len(), 3);
+        assert_eq!(cache.get("b"), None);
+        // Then the oldest of equal ages.
+        cache.remember("e", Remembered::Legacy(Revision::V2025_03_26));
+        assert_eq!(cache.get("a"), None);
+        for k in ["c", "d", "e"] {
+            assert!(cache.get(k).is_some(), "{k}");
+        }
+        // Remembering a server again replaces its entry, and takes no room.
+        cache.remember("e", Remembered::Legacy(Revision::V2025_11_25));
+        assert_eq!(cache.len(), 3);
+        assert_eq!(
+            cache.get("e"),
+            Some(Remembered::Legacy(Revision::V2025_11_25))
+        );
+        cache.forget("e");
+        assert_eq!(cache.len(), 2);
+        // A thousand servers later, still three.
+        for n in 0..1000 {
+            cache.remember(&format!("s{n}"), Remembered::Legacy(Revision::V2025_11_25));
+        }
+        assert_eq!(cache.len(), 3);
+        assert!(cache.get("s999").is_some());
+    }
+
+    #[test]
+    fn entries_expire_with_the_cache_age_and_the_discover_ttl() {
+        let cache = EraCache::with_limits(16, Duration::from_millis(200));
+        cache.remember("legacy", Remembered::Legacy(Revision::V2025_11_25));
+        cache.remember("no-ttl", modern(None, ""));
+        cache.remember("short-ttl", modern(Some(20), ""));
+        cache.remember("long-ttl", modern(Some(3_600_000), ""));
+        // ttlMs 0: fresh for no time at all, so not remembered.
+        cache.remember("zero-ttl", modern(Some(0), ""));
+        assert_eq!(cache.get("zero-ttl"), None);
+        assert_eq!(cache.len(), 4);
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(cache.get("short-ttl"), None);
+        assert_eq!(cache.len(), 3);
+        std::thread::sleep(Duration::from_millis(200));
+        // The cache's own age bounds every entry, a long ttlMs included.
+        assert!(cache.is_empty());
+        for k in ["legacy", "no-ttl", "long-ttl"] {
+            assert_eq!(cache.get(k), None, "{k}");
+        }
+    }
+
+    #[test]
+    fn a_large_discover_answer_is_not_remembered() {
+        let cache = EraCache::new();
+        cache.remember("small", modern(None, &"i".repeat(1000)));
+        cache.remember("large", modern(None, &"i".repeat(MAX_REMEMBERED_BYTES)));
+        assert!(cache.get("small").is_some());
+        assert_eq!(cache.get("large"), None);
+        // And a large answer replaces what was remembered before.
+        cache.remember("small", modern(None, &"i".repeat(MAX_REMEMBERED_BYTES)));
+        assert!(cache.is_empty());
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! The values of `Mcp-Param-*` headers (2026-07-28): the arguments a tool's `x-mcp-header`
 //! annotations name. Which annotations are valid is the server's rule
-//! ([`crate::registry`]'s `header_params`), shared so that both sides agree.
+//! (`protocol::headers::header_params`), shared so that both sides agree.
 
 use serde_json::Value;
 
+use crate::protocol::headers::HeaderParam;
 use crate::protocol::headers::encode_value;
-use crate::registry::HeaderParam;
 
 /// The header value of `param` for these arguments: `None` when the value is absent or `null`
 /// (the header is then omitted). Strings use the Base64 sentinel when they are not safe as a
@@ -37,7 +37,7 @@ pub(crate) fn value(param: &HeaderParam, arguments: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::header_params;
+    use crate::protocol::headers::header_params;
     use serde_json::json;
 
     #[test]

@@ -20,6 +20,7 @@ use crate::protocol::headers::{self, METHOD, NAME, encode_value};
 use crate::protocol::jsonrpc::{RequestId, notification_bytes, request_bytes};
 use crate::protocol::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION};
 use crate::protocol::methods::Method;
+use crate::protocol::tasks;
 use crate::protocol::types::JsonObject;
 
 /// The `resultType` of a result (2026-07-28), absent before.
@@ -44,6 +45,37 @@ impl Client {
         meta.insert(CLIENT_CAPABILITIES.into(), self.inner.capabilities.clone());
         meta.insert(CLIENT_INFO.into(), json!(self.inner.info));
         params.insert("_meta".into(), Value::Object(meta));
+        params
+    }
+
+    /// [`with_meta`](Self::with_meta) for a request of `method`: a `tools/call` or a task
+    /// method also declares the tasks extension, where the revision has it and the client
+    /// takes tasks (the declaration is per request: only where the client can follow a
+    /// task).
+    pub(super) fn with_meta_for(
+        &self,
+        method: &str,
+        params: JsonObject,
+        rev: Revision,
+    ) -> JsonObject {
+        let mut params = self.with_meta(params, rev);
+        let follows = matches!(
+            Method::parse(method),
+            Some(Method::ToolsCall | Method::TasksGet | Method::TasksUpdate | Method::TasksCancel)
+        );
+        if follows
+            && self.inner.tasks
+            && rev.features().tasks
+            && let Some(Value::Object(meta)) = params.get_mut("_meta")
+            && let Some(Value::Object(caps)) = meta.get_mut(CLIENT_CAPABILITIES)
+        {
+            let extensions = caps
+                .entry("extensions")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(e) = extensions {
+                e.insert(tasks::EXTENSION.into(), json!({}));
+            }
+        }
         params
     }
 
@@ -94,14 +126,32 @@ impl Client {
         method: &str,
         fut: impl Future<Output = Result<T, ClientError>>,
     ) -> Result<T, ClientError> {
-        match self.inner.timeout {
-            None => fut.await,
-            Some(t) => tokio::time::timeout(t, fut).await.unwrap_or_else(|_| {
-                Err(ClientError::Timeout {
-                    method: method.to_owned(),
-                    millis: t.as_millis(),
-                })
-            }),
+        let Some(t) = self.inner.timeout else {
+            return fut.await;
+        };
+        // The time a user spends signing in (an authorization flow of the transport) does not
+        // count: the deadline moves while one runs.
+        let extended = || match &self.inner.transport {
+            Transport::Http(h) => h.extended_deadline(t),
+            Transport::Stdio(_) => None,
+        };
+        tokio::pin!(fut);
+        let sleep = tokio::time::sleep(t);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                out = &mut fut => return out,
+                () = &mut sleep => {
+                    if let Some(later) = extended() {
+                        sleep.as_mut().reset(later);
+                        continue;
+                    }
+                    return Err(ClientError::Timeout {
+                        method: method.to_owned(),
+                        millis: t.as_millis(),
+                    });
+                }
+            }
         }
     }
 
@@ -145,7 +195,7 @@ impl Client {
         loop {
             let rev = self.revision();
             let f = rev.features();
-            let params = self.with_meta(params.clone(), rev);
+            let params = self.with_meta_for(method, params.clone(), rev);
             let id = self.inner.core.next_id();
             let body = request_bytes(&id, method, &params);
             tracing::debug!(%id, method, revision = %rev, "request");
@@ -198,6 +248,8 @@ impl Client {
                 match shape.result_type {
                     None => Ok(raw),
                     Some(Value::String(t)) if t == "complete" || t == "input_required" => Ok(raw),
+                    // A task (the tasks extension) answers only `tools/call`.
+                    Some(Value::String(t)) if t == "task" && method == "tools/call" => Ok(raw),
                     Some(other) => {
                         self.forget();
                         Err(ClientError::Protocol(format!(

@@ -20,14 +20,55 @@ struct InputRequired {
     request_state: Option<Value>,
 }
 
+/// One question of the server (an `input_required` round's, or a task's).
 #[derive(serde::Deserialize)]
-struct InputRequest {
-    method: String,
+pub(super) struct InputRequest {
+    pub(super) method: String,
     #[serde(default)]
-    params: Option<Box<RawValue>>,
+    pub(super) params: Option<Box<RawValue>>,
 }
 
 impl Client {
+    /// Answers input requests (of an `input_required` round, or of a task) with the
+    /// registered handlers: each answer under its request's key.
+    pub(super) async fn answer_inputs(
+        &self,
+        method: &str,
+        requests: impl IntoIterator<Item = (String, InputRequest)>,
+    ) -> Result<JsonObject, ClientError> {
+        let requests: Vec<_> = requests.into_iter().collect();
+        let limit = self.inner.core.limits.max_server_requests;
+        if requests.len() > limit {
+            return Err(ClientError::TooManyInputRequests {
+                method: method.to_owned(),
+                count: requests.len(),
+                limit,
+            });
+        }
+        let mut responses = Map::new();
+        for (key, req) in requests {
+            tracing::debug!(method, input = %req.method, %key, "answering an input request");
+            let answer = self
+                .inner
+                .core
+                .handlers
+                .answer(&req.method, req.params.as_deref())
+                .await
+                .map_err(|f| match f {
+                    HandlerFailure::Missing(method) => ClientError::MissingHandler { method },
+                    HandlerFailure::BadParams(m, why) => {
+                        ClientError::Protocol(format!("malformed {m} input request: {why}"))
+                    }
+                    HandlerFailure::Failed(method, error) => ClientError::Handler {
+                        method,
+                        error: Box::new(error),
+                    },
+                })?;
+            responses.insert(key, answer);
+        }
+        Ok(responses)
+    }
+
     /// A request that may be answered `input_required` (2026-07-28): the handlers answer each
     /// input request and the request is retried with a new id, the `inputResponses` and the
     /// exact `requestState`, until it completes.
@@ -41,6 +82,7 @@ impl Client {
             let raw = self.send(method, params.clone()).await?;
             let shape: ResultShape =
                 serde_json::from_str(raw.get()).unwrap_or(ResultShape { result_type: None });
+            // A result, or a task (the caller follows it).
             if shape.result_type.as_ref().and_then(Value::as_str) != Some("input_required") {
                 return Ok(raw);
             }
@@ -58,27 +100,9 @@ impl Client {
                     "an input_required result of {method} with neither inputRequests nor requestState"
                 )));
             }
-            let mut responses = Map::new();
-            for (key, req) in ir.input_requests.unwrap_or_default() {
-                tracing::debug!(method, input = %req.method, %key, "answering an input request");
-                let answer = self
-                    .inner
-                    .core
-                    .handlers
-                    .answer(&req.method, req.params.as_deref())
-                    .await
-                    .map_err(|f| match f {
-                        HandlerFailure::Missing(method) => ClientError::MissingHandler { method },
-                        HandlerFailure::BadParams(m, why) => {
-                            ClientError::Protocol(format!("malformed {m} input request: {why}"))
-                        }
-                        HandlerFailure::Failed(method, error) => ClientError::Handler {
-                            method,
-                            error: Box::new(error),
-                        },
-                    })?;
-                responses.insert(key, answer);
-            }
+            let responses = self
+                .answer_inputs(method, ir.input_requests.unwrap_or_default())
+                .await?;
             params.remove("inputResponses");
             params.remove("requestState");
             if !responses.is_empty() {
@@ -97,6 +121,9 @@ impl Client {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use serde_json::json;
 
     use super::*;
@@ -156,7 +183,8 @@ mod tests {
             .collect();
         assert_eq!(calls.len(), 3);
         let mut meta = meta();
-        meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}}});
+        meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}});
         assert_eq!(
             calls[0].params(),
             json!({"name": "greet", "arguments": {"x": 1}, "_meta": meta})
@@ -194,9 +222,47 @@ mod tests {
             "{err:?}"
         );
         assert_eq!(
+            err.to_string(),
+            "resources/read still needs input after 2 rounds, the client's limit; raise it with ClientBuilder::max_rounds"
+        );
+        assert_eq!(
             f.methods(),
             ["server/discover", "resources/read", "resources/read"]
         );
+    }
+
+    #[tokio::test]
+    async fn more_questions_at_once_than_the_limit_end_the_call_unanswered() {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let f = fake(modern(|s| {
+            let questions: serde_json::Map<String, Value> = (0..3)
+                .map(|n| (format!("q{n}"), json!({"method": "roots/list"})))
+                .collect();
+            input_required(s, Some(Value::Object(questions)), Some("st"))
+        }))
+        .await;
+        let counter = Arc::clone(&asked);
+        let client = builder()
+            .max_server_requests(2)
+            .on_roots(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async { Ok(ListRootsResult { roots: vec![] }) }
+            })
+            .connect(&f.url)
+            .await
+            .unwrap();
+        let err = client.call_tool("t", json!({})).await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::TooManyInputRequests { method, count: 3, limit: 2 } if method == "tools/call"),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "the server answered tools/call with 3 input requests at once; the client answers at most 2; raise the limit with ClientBuilder::max_server_requests"
+        );
+        // Not one handler ran, and the call was not sent again.
+        assert_eq!(asked.load(Ordering::SeqCst), 0);
+        assert_eq!(f.methods(), ["server/discover", "tools/call"]);
     }
 
     #[tokio::test]

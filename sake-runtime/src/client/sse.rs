@@ -10,6 +10,10 @@ pub(crate) struct Event {
     pub event: Option<String>,
 }
 
+/// An event (the lines read of it so far) outgrew the parser's limit.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct TooLarge;
+
 /// Feeds bytes in, takes events out; remembers the last event id and retry interval.
 #[derive(Debug, Default)]
 pub(crate) struct Parser {
@@ -23,20 +27,27 @@ pub(crate) struct Parser {
     pub last_id: Option<String>,
     /// The last `retry` interval, in milliseconds.
     pub retry_ms: Option<u64>,
-    /// The largest line kept before giving up on a stream (guards memory).
-    max_line: usize,
+    /// The largest event (its data and the line being read) kept before giving up on a
+    /// stream: what the parser holds never exceeds it by more than one chunk.
+    max_event: usize,
 }
 
 impl Parser {
-    pub(crate) fn new(max_line: usize) -> Self {
+    pub(crate) fn new(max_event: usize) -> Self {
         Parser {
-            max_line,
+            max_event,
             ..Parser::default()
         }
     }
 
-    /// Adds bytes and returns the events they complete. `Err` when one line outgrows the limit.
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Event>, String> {
+    /// How many bytes the event being read holds so far.
+    fn pending(&self) -> usize {
+        self.data.as_ref().map_or(0, String::len)
+    }
+
+    /// Adds bytes and returns the events they complete. `Err` when an event outgrows the
+    /// limit.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Event>, TooLarge> {
         self.buf.extend_from_slice(bytes);
         let mut events = Vec::new();
         let mut start = 0;
@@ -57,6 +68,9 @@ impl Parser {
                 if let Some(e) = self.line(&line) {
                     events.push(e);
                 }
+                if self.pending() > self.max_event {
+                    return Err(TooLarge);
+                }
                 start = next;
                 i = next;
             } else {
@@ -66,13 +80,8 @@ impl Parser {
         // Scanning stopped at the end, or at a lone CR to look at again with the next bytes.
         self.buf.drain(..start);
         self.scanned = i - start;
-        if self.buf.len() > self.max_line
-            || self.data.as_ref().is_some_and(|d| d.len() > self.max_line)
-        {
-            return Err(format!(
-                "an event-stream line is longer than {} bytes",
-                self.max_line
-            ));
+        if self.buf.len().saturating_add(self.pending()) > self.max_event {
+            return Err(TooLarge);
         }
         Ok(events)
     }
@@ -174,16 +183,23 @@ mod tests {
 
     #[test]
     fn refuses_endless_lines_and_events() {
+        // One line without an end (its bytes count, field name included).
+        let mut p = Parser::new(16);
+        assert_eq!(p.feed(b"data: 0123"), Ok(vec![]));
+        assert_eq!(p.feed(b"4567890"), Err(TooLarge));
+        // Many lines of one event, each short.
         let mut p = Parser::new(8);
-        assert!(p.feed(b"data: 0123456789").is_err());
+        assert_eq!(p.feed(b"data: 0123\n"), Ok(vec![]));
+        assert_eq!(p.feed(b"data: 4567\n"), Err(TooLarge));
+        // The data so far and the line being read count together.
         let mut p = Parser::new(8);
-        assert!(
-            p.feed(
-                b"data: 0123
-data: 4567
-"
-            )
-            .is_err()
-        );
+        assert_eq!(p.feed(b"data: 01234\nda"), Ok(vec![]));
+        assert_eq!(p.feed(b"ta: 5"), Err(TooLarge));
+        // An event of exactly the limit is read; the limit applies to each event anew.
+        let mut p = Parser::new(8);
+        for _ in 0..3 {
+            let out = p.feed(b"data: 01234567\n\n").unwrap();
+            assert_eq!(out[0].data, "01234567");
+        }
     }
 }

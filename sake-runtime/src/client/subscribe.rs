@@ -3,16 +3,15 @@
 //! (`resources/subscribe`, the standalone GET stream).
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use ::http::HeaderMap;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::mpsc;
 
-use super::core::{AbortOnDrop, Notification};
+use super::core::{AbortOnDrop, Core, EndSlot, Notification, Subscribed};
 use super::negotiate::{Body, Exchange};
 use super::{Client, ClientError, Transport};
 use crate::protocol::jsonrpc::{notification_bytes, request_bytes};
@@ -84,25 +83,91 @@ impl Drop for OnDrop {
     }
 }
 
+/// Removes a stream's subscriber from the core when the stream is dropped.
+struct Unsubscribe {
+    core: Weak<Core>,
+    id: u64,
+}
+
+impl Drop for Unsubscribe {
+    fn drop(&mut self) {
+        if let Some(core) = self.core.upgrade() {
+            core.end_subscriber(self.id, None);
+        }
+    }
+}
+
+/// The guard that removes subscriber `id` from `core` when dropped.
+fn unsubscribe(core: &Arc<Core>, id: u64) -> Box<dyn Send + Sync> {
+    Box::new(Unsubscribe {
+        core: Arc::downgrade(core),
+        id,
+    })
+}
+
 /// A stream of notifications from the server: a `futures` `Stream`, or call [`recv`].
 /// Dropping it ends the subscription.
 ///
+/// It holds at most [`ClientBuilder::notification_buffer`] notifications that were not read
+/// yet; a consumer that falls further behind sees the buffered ones, then the end, and
+/// [`error`] is [`ClientError::Lagged`]. The stream also ends when the subscription does (the
+/// server ended a `subscriptions/listen` request), or the connection (`error` says why, for
+/// example [`ClientError::StreamLost`] when the session's GET stream could not be reopened).
+///
 /// [`recv`]: Notifications::recv
+/// [`error`]: Notifications::error
+/// [`ClientBuilder::notification_buffer`]: super::ClientBuilder::notification_buffer
 pub struct Notifications {
     rx: mpsc::Receiver<Notification>,
-    _guards: Vec<Box<dyn Send + Sync>>,
+    end: EndSlot,
+    error: Option<ClientError>,
+    guards: Vec<Box<dyn Send + Sync>>,
 }
 
 impl std::fmt::Debug for Notifications {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Notifications").finish_non_exhaustive()
+        f.debug_struct("Notifications")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
     }
 }
 
 impl Notifications {
-    /// The next notification; `None` once the subscription has ended.
+    /// A stream over `sub`; `guards` end the subscription when dropped (the first removes
+    /// `sub` from the core: [`unsubscribe`]).
+    fn new(sub: Subscribed, guards: Vec<Box<dyn Send + Sync>>) -> Self {
+        Notifications {
+            rx: sub.rx,
+            end: sub.end,
+            error: None,
+            guards,
+        }
+    }
+
+    /// The next notification; `None` once the stream has ended ([`error`](Self::error) then
+    /// says why, when it ended with an error).
     pub async fn recv(&mut self) -> Option<Notification> {
-        self.rx.recv().await
+        let next = self.rx.recv().await;
+        if next.is_none() {
+            self.finish();
+        }
+        next
+    }
+
+    /// Why the stream ended, once [`recv`](Self::recv) returned `None`: `None` while it runs
+    /// and when it ended without an error (the server completed the subscription).
+    pub fn error(&self) -> Option<&ClientError> {
+        self.error.as_ref()
+    }
+
+    /// The stream has ended: keep why, and end the subscription.
+    fn finish(&mut self) {
+        if self.error.is_none()
+            && let Ok(mut slot) = self.end.lock()
+        {
+            self.error = slot.take();
+        }
+        self.guards.clear();
     }
 }
 
@@ -110,43 +175,21 @@ impl futures_util::Stream for Notifications {
     type Item = Notification;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Notification>> {
-        self.rx.poll_recv(cx)
-    }
-}
-
-/// Forwards the notifications `keep` accepts from the broadcast into a channel.
-fn forward(
-    mut rx: broadcast::Receiver<Notification>,
-    keep: impl Fn(&Notification) -> bool + Send + 'static,
-) -> (mpsc::Receiver<Notification>, AbortOnDrop) {
-    let (tx, out) = mpsc::channel(256);
-    let task = tokio::spawn(async move {
-        loop {
-            match rx.recv().await {
-                Ok(n) if keep(&n) => {
-                    if tx.send(n).await.is_err() {
-                        break;
-                    }
-                }
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(k)) => {
-                    tracing::warn!("a subscriber fell behind and lost {k} notifications");
-                }
-                Err(broadcast::error::RecvError::Closed) => break,
-            }
+        let next = self.rx.poll_recv(cx);
+        if let Poll::Ready(None) = next {
+            self.finish();
         }
-    });
-    (out, AbortOnDrop(task))
+        next
+    }
 }
 
 impl Client {
     /// Every notification the server sends from now on, unfiltered.
     pub fn notifications(&self) -> Notifications {
-        let (rx, guard) = forward(self.inner.core.listen(), |_| true);
-        Notifications {
-            rx,
-            _guards: vec![Box::new(guard)],
-        }
+        let core = &self.inner.core;
+        let sub = core.subscribe(|_| true);
+        let guard = unsubscribe(core, sub.id);
+        Notifications::new(sub, vec![guard])
     }
 
     /// Subscribes to list changes and resource updates. On 2026-07-28 this opens a
@@ -164,9 +207,10 @@ impl Client {
             }
             let uris = what.resource_subscriptions.clone();
             let filter = what.clone();
-            let (rx, guard) = forward(self.inner.core.listen(), move |n| filter.wants(n));
+            let core = &self.inner.core;
+            let sub = core.subscribe(move |n| filter.wants(n));
             let client = self.clone();
-            let unsubscribe = OnDrop(Some(Box::new(move || {
+            let unsubscribe_uris = OnDrop(Some(Box::new(move || {
                 if uris.is_empty() {
                     return;
                 }
@@ -180,10 +224,11 @@ impl Client {
                     });
                 }
             })));
-            Ok(Notifications {
-                rx,
-                _guards: vec![Box::new(guard), Box::new(unsubscribe)],
-            })
+            let guard = unsubscribe(core, sub.id);
+            Ok(Notifications::new(
+                sub,
+                vec![guard, Box::new(unsubscribe_uris)],
+            ))
         }
     }
 
@@ -195,9 +240,12 @@ impl Client {
         let id = self.inner.core.next_id();
         let body = request_bytes(&id, "subscriptions/listen", &params);
         let sub_id = json!(id);
-        let mut events = self.inner.core.listen();
-        let (done_tx, mut done_rx) = oneshot::channel::<Result<Box<RawValue>, ClientError>>();
-        let mut guards: Vec<Box<dyn Send + Sync>> = Vec::new();
+        let core = Arc::clone(&self.inner.core);
+        // The acknowledgement and every notification of this subscription: the ones before
+        // the acknowledgement are dropped below.
+        let mut sub = core.subscribe(move |n| n.subscription_id() == Some(&sub_id));
+        let sub_key = sub.id;
+        let mut guards = vec![unsubscribe(&core, sub_key)];
         match &self.inner.transport {
             Transport::Http(h) => {
                 let headers = if rev.features().routing_headers {
@@ -209,19 +257,22 @@ impl Client {
                 let h = Arc::clone(h);
                 let client = self.clone();
                 let rid = id.clone();
+                let core = Arc::clone(&core);
                 let task = tokio::spawn(async move {
                     let out = match h.post_request(&rid, body, headers, sessions).await {
                         Ok(ex) => client.interpret("subscriptions/listen", ex),
                         Err(e) => Err(e),
                     };
-                    let _ = done_tx.send(out);
+                    // The request's end is the subscription's: the stream ends with it.
+                    core.end_subscriber(sub_key, out.err());
                 });
                 guards.push(Box::new(AbortOnDrop(task)));
             }
             Transport::Stdio(s) => {
-                let rx = self.inner.core.register(&id);
+                let rx = core.register(&id);
                 s.write(body).await?;
                 let client = self.clone();
+                let ended = Arc::clone(&core);
                 let task = tokio::spawn(async move {
                     let out = match rx.await {
                         Ok(answer) => client.interpret(
@@ -231,13 +282,13 @@ impl Client {
                                 body: Body::Response(answer),
                             },
                         ),
-                        Err(_) => Err(ClientError::Closed),
+                        Err(_) => Err(ended.closed_error()),
                     };
-                    let _ = done_tx.send(out);
+                    ended.end_subscriber(sub_key, out.err());
                 });
                 guards.push(Box::new(AbortOnDrop(task)));
                 let stdio = Arc::clone(s);
-                let core = Arc::clone(&self.inner.core);
+                let core = Arc::clone(&core);
                 let cancel_id = id.clone();
                 let meta = self.with_meta(Map::new(), rev);
                 guards.push(Box::new(OnDrop(Some(Box::new(move || {
@@ -257,19 +308,19 @@ impl Client {
         let wait = self.inner.timeout.unwrap_or(Duration::from_secs(30));
         let acked = tokio::time::timeout(wait, async {
             loop {
-                tokio::select! {
-                    n = events.recv() => match n {
-                        Ok(n) if n.method == "notifications/subscriptions/acknowledged"
-                            && n.subscription_id() == Some(&sub_id) => return Ok(()),
-                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                        Err(broadcast::error::RecvError::Closed) => return Err(ClientError::Closed),
-                    },
-                    done = &mut done_rx => return match done {
-                        Ok(Err(e)) => Err(e),
-                        _ => Err(ClientError::Protocol(
-                            "subscriptions/listen ended before it was acknowledged".into(),
-                        )),
-                    },
+                match sub.rx.recv().await {
+                    Some(n) if n.method == "notifications/subscriptions/acknowledged" => {
+                        return Ok(());
+                    }
+                    Some(_) => {}
+                    None => {
+                        let why = sub.end.lock().ok().and_then(|mut e| e.take());
+                        return Err(why.unwrap_or_else(|| {
+                            ClientError::Protocol(
+                                "subscriptions/listen ended before it was acknowledged".into(),
+                            )
+                        }));
+                    }
                 }
             }
         })
@@ -284,15 +335,7 @@ impl Client {
                 });
             }
         }
-        let (rx, guard) = forward(events, move |n| {
-            n.subscription_id() == Some(&sub_id)
-                && n.method != "notifications/subscriptions/acknowledged"
-        });
-        guards.push(Box::new(guard));
-        Ok(Notifications {
-            rx,
-            _guards: guards,
-        })
+        Ok(Notifications::new(sub, guards))
     }
 }
 
@@ -392,6 +435,50 @@ mod tests {
         assert_eq!(second.subscription_id(), Some(&id));
         drop(stream);
         open.notify_one();
+    }
+
+    #[tokio::test]
+    async fn a_listen_stream_ends_with_its_request() {
+        // The first subscription is completed by the server; the second breaks off.
+        let f = fake(modern(move |s: &Seen| {
+            let id = s.id();
+            let mut steps = vec![
+                Step::Message(for_sub("notifications/subscriptions/acknowledged", &id)),
+                Step::Message(for_sub("notifications/tools/list_changed", &id)),
+            ];
+            if s.params()["notifications"]
+                .get("toolsListChanged")
+                .is_some()
+            {
+                steps.push(Step::Message(json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"resultType": "complete"}})));
+            }
+            Reply::Events(steps)
+        }))
+        .await;
+        let client = builder().connect(&f.url).await.unwrap();
+        let tools = Subscription {
+            tools_list_changed: true,
+            ..Subscription::default()
+        };
+        let mut completed = client.subscribe(tools).await.unwrap();
+        let n = completed.recv().await.unwrap();
+        assert_eq!(n.method, "notifications/tools/list_changed");
+        assert_eq!(completed.recv().await, None);
+        assert!(completed.error().is_none(), "{:?}", completed.error());
+        let mut broken = client.subscribe(Subscription::default()).await.unwrap();
+        let id = f.last("subscriptions/listen").id();
+        assert_eq!(
+            broken.recv().await.map(|n| n.method),
+            Some("notifications/tools/list_changed".to_owned())
+        );
+        assert_eq!(broken.recv().await, None);
+        assert_eq!(
+            broken.error().map(ToString::to_string),
+            Some(format!(
+                "protocol error: the event stream of request {id} ended before its response"
+            ))
+        );
     }
 
     #[tokio::test]

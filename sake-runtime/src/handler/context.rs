@@ -2,7 +2,7 @@
 //! and what it can send back while it runs.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -18,7 +18,7 @@ use serde_json::json;
 use super::events::Notifier;
 use super::input::{self, Elicitation, InputChannel, InputError, Need};
 use crate::protocol::Revision;
-use crate::protocol::jsonrpc::{self, RequestId};
+use crate::protocol::jsonrpc::{self, RequestId, RpcError};
 use crate::protocol::meta::{ProgressToken, RequestMeta};
 use crate::protocol::types::{
     ClientCapabilities, CreateMessageRequest, CreateMessageResult, ElicitAction, ElicitResult,
@@ -61,6 +61,79 @@ struct Inner {
     input: InputChannel,
     notifier: Option<Notifier>,
     states: Option<Arc<super::state::StateMap>>,
+    call: Arc<CallState>,
+}
+
+/// What a running function reports besides its return value, read by the dispatcher: the
+/// protocol error it ends the call with, and the task the call became.
+#[derive(Debug, Default)]
+pub(crate) struct CallState {
+    failure: Mutex<Option<RpcError>>,
+    task: OnceLock<TaskLink>,
+    /// The last progress reported before the call became a task: the task's first status.
+    progress: Mutex<Option<String>>,
+}
+
+/// A call that runs as a task (the tasks extension): where its progress goes.
+#[derive(Debug)]
+pub(crate) struct TaskLink {
+    id: String,
+    status: Mutex<Option<String>>,
+    changed: tokio::sync::Notify,
+}
+
+impl CallState {
+    /// The protocol error recorded with [`Context::fail_with`], taken.
+    pub fn take_failure(&self) -> Option<RpcError> {
+        self.failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// From now on the call runs as the task `id`: progress becomes its status message, and
+    /// log messages are not sent (a task has no stream: the tasks extension does not carry
+    /// `notifications/progress` or `notifications/message`).
+    pub fn become_task(&self, id: &str) -> &TaskLink {
+        self.task.get_or_init(|| TaskLink {
+            id: id.to_owned(),
+            status: Mutex::new(None),
+            changed: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// The task the call runs as, if it became one.
+    pub fn task(&self) -> Option<&TaskLink> {
+        self.task.get()
+    }
+
+    /// The last progress the function reported before it became a task, as a status.
+    pub fn progress_so_far(&self) -> Option<String> {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl TaskLink {
+    fn report(&self, message: String) {
+        *self.status.lock().unwrap_or_else(PoisonError::into_inner) = Some(message);
+        self.changed.notify_one();
+    }
+
+    /// The status message reported since the last call, taken.
+    pub fn take_status(&self) -> Option<String> {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// Completes when a status message was reported since the last call.
+    pub async fn changed(&self) {
+        self.changed.notified().await;
+    }
 }
 
 impl std::fmt::Debug for Context {
@@ -84,6 +157,8 @@ pub(crate) struct RequestParts {
     /// A cancellation token the transport keeps (to cancel by id); a fresh one otherwise.
     pub cancel: Option<CancellationToken>,
     pub states: Option<Arc<super::state::StateMap>>,
+    /// Shared with the dispatcher, which reads it when the function ends.
+    pub call: Arc<CallState>,
 }
 
 impl RequestParts {
@@ -98,6 +173,7 @@ impl RequestParts {
             notifier: None,
             cancel: None,
             states: None,
+            call: Arc::default(),
         }
     }
 }
@@ -119,6 +195,7 @@ impl Context {
                 input: parts.input,
                 notifier: parts.notifier,
                 states: parts.states,
+                call: parts.call,
             }),
         };
         (ctx, cancel)
@@ -167,6 +244,38 @@ impl Context {
         &self.inner.extensions
     }
 
+    /// The caller, as the server's authorization verified them (feature `auth`): subject,
+    /// scopes, client and claims of their token. `None` for an anonymous caller (a server
+    /// without authorization, `Authorization::allow_anonymous`, or stdio without a token).
+    #[cfg(feature = "auth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
+    pub fn principal(&self) -> Option<&crate::auth::Principal> {
+        self.inner.extensions.get::<crate::auth::Principal>()
+    }
+
+    /// The id of the task this call runs as (the tasks extension), once it became one.
+    pub fn task_id(&self) -> Option<&str> {
+        self.inner.call.task().map(|t| t.id.as_str())
+    }
+
+    /// Ends the call with a JSON-RPC error (a protocol error) instead of the function's
+    /// result: whatever the function returns afterwards is discarded. A call that runs as a
+    /// task ends `failed` with this error.
+    ///
+    /// A tool that cannot do its job returns an error as its result instead (`Err(..)` or
+    /// [`CallToolResult::error`](crate::CallToolResult::error): `isError`, which the model
+    /// reads); a protocol error says the request itself could not be served. The first
+    /// error recorded wins.
+    pub fn fail_with(&self, error: RpcError) {
+        let mut slot = self
+            .inner
+            .call
+            .failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        slot.get_or_insert(error);
+    }
+
     /// The name of the tool or prompt, or the URI of the resource, being served.
     pub fn name(&self) -> Option<&str> {
         self.inner.name.as_deref()
@@ -174,6 +283,9 @@ impl Context {
 
     /// Reports progress, when the client asked for it (`_meta.progressToken`); otherwise does
     /// nothing. `progress` should grow with each call; `total` is the value at completion.
+    ///
+    /// In a call that runs as a task, progress becomes the task's `statusMessage` (the
+    /// message, or `progress/total`), which the client reads with `tasks/get`.
     pub async fn progress(&self, progress: f64, total: Option<f64>) {
         self.send_progress(progress, total, None).await;
     }
@@ -190,6 +302,23 @@ impl Context {
     }
 
     async fn send_progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let status = || {
+            message.clone().unwrap_or_else(|| match total {
+                Some(total) => format!("{progress}/{total}"),
+                None => format!("{progress}"),
+            })
+        };
+        if let Some(task) = self.inner.call.task() {
+            // A task's progress is its status message, read with `tasks/get`.
+            task.report(status());
+            return;
+        }
+        *self
+            .inner
+            .call
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(status());
         let Some(token) = &self.inner.meta.progress_token else {
             return;
         };
@@ -218,11 +347,19 @@ impl Context {
     /// Sends a log message (`notifications/message`) to the client, if it asked for messages
     /// of this level: on 2026-07-28 through this request's `_meta` log level (no level, no
     /// messages); on older revisions through `logging/setLevel` (all levels until then).
+    ///
+    /// A call that runs as a task sends none: a task has no stream to carry them.
     pub async fn log(&self, level: LoggingLevel, data: impl Serialize) {
-        let threshold = match self.inner.meta.log_level {
-            Some(l) => l,
-            None if self.inner.revision.is_modern() => return,
-            None => LoggingLevel::Debug,
+        if self.inner.call.task().is_some() {
+            return;
+        }
+        let Some(threshold) = self.inner.meta.log_level.or(self
+            .inner
+            .revision
+            .features()
+            .default_log_level)
+        else {
+            return;
         };
         if level < threshold {
             return;
@@ -281,7 +418,9 @@ impl Context {
     /// `T` must be a flat struct of strings, numbers, booleans and string enums (the form the
     /// spec allows). `key` names the question: on 2026-07-28 the call ends with
     /// `input_required`, the client retries with the answer under `key`, and the function
-    /// runs again from the start — so code before this call may run more than once.
+    /// runs again from the start — so code before this call may run more than once. In a
+    /// call that runs as a task, the question is the task's (`input_required`, answered with
+    /// `tasks/update`), and the function runs again likewise.
     pub async fn elicit<T: DeserializeOwned + JsonSchema>(
         &self,
         key: &str,
@@ -372,7 +511,7 @@ impl Context {
 
     /// An answer of the right kind that does not fit the question. On 2026-07-28 the client
     /// sent it in the retry's `inputResponses`, so the call ends with -32602: a malformed
-    /// answer never becomes a result (digest A9).
+    /// answer never becomes a result (2026-07-28 Multi Round-Trip Requests).
     fn misfit(&self, key: &str, e: InputError) -> InputError {
         if let (InputChannel::Mrtr(round), InputError::InvalidResponse(why)) =
             (&self.inner.input, &e)

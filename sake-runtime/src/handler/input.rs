@@ -261,9 +261,13 @@ struct StateClaims {
     a: Map<String, Value>,
     /// Expiry (Unix milliseconds).
     e: u64,
-    /// The caller it was issued to, when the server names callers.
+    /// The caller it was issued to (a digest keyed with the server's key), when the server
+    /// names callers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     p: Option<String>,
+    /// The keys of the questions asked with it: the only ones the retry may answer.
+    #[serde(default)]
+    q: Vec<String>,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -331,8 +335,19 @@ pub(crate) struct RoundKey {
     /// The arguments' JSON text as sent; digested only when a state is issued or checked.
     /// Shared with the request's bytes where the transport keeps them.
     pub arguments: Option<bytes::Bytes>,
-    /// The authenticated caller, when the server names callers.
+    /// The authenticated caller's name (issuer and subject), when the server names callers;
+    /// `requestState` carries only its keyed digest.
     pub principal: Option<String>,
+}
+
+/// Whether a stored caller digest and a caller's name are the same caller: both anonymous,
+/// or the digest is the name's under one of the server's keys.
+pub(crate) fn same_caller(signer: &Signer, stored: Option<&str>, name: Option<&str>) -> bool {
+    match (stored, name) {
+        (None, None) => true,
+        (Some(digest), Some(name)) => signer.is_digest_of(Domain::Principal, digest, name),
+        _ => false,
+    }
 }
 
 impl RoundKey {
@@ -358,6 +373,18 @@ struct Round {
     requests: Vec<(String, Value)>,
     invalid: Option<String>,
     refused: Option<Value>,
+}
+
+/// Checks that an answer has the shape of the result of `method` (an `ElicitResult`, a
+/// `CreateMessageResult` or a `ListRootsResult`).
+pub(crate) fn check_answer(method: &str, answer: &Value) -> Result<(), serde_json::Error> {
+    match method {
+        "elicitation/create" => serde_json::from_value::<ElicitResult>(answer.clone()).map(|_| ()),
+        "sampling/createMessage" => {
+            serde_json::from_value::<CreateMessageResult>(answer.clone()).map(|_| ())
+        }
+        _ => serde_json::from_value::<ListRootsResult>(answer.clone()).map(|_| ()),
+    }
 }
 
 /// How a round ended, when it did not complete.
@@ -387,6 +414,8 @@ impl Mrtr {
         now: u64,
     ) -> Result<Mrtr, RpcError> {
         let mut answers = Map::new();
+        // The questions the last round asked, when its `requestState` came back.
+        let mut asked: Option<Vec<String>> = None;
         if let Some(raw) = request_state {
             let bad = || {
                 RpcError::invalid_params(
@@ -401,16 +430,32 @@ impl Mrtr {
             if claims.m != key.method
                 || claims.n != key.name
                 || claims.e <= now
-                || claims.p != key.principal
+                || !same_caller(signer, claims.p.as_deref(), key.principal.as_deref())
                 || claims.d != key.digest()
             {
                 return Err(bad());
             }
             answers = claims.a;
+            asked = Some(claims.q);
         }
         if let Some(raw) = input_responses {
             match serde_json::from_str::<Value>(raw.get()) {
-                Ok(Value::Object(m)) => answers.extend(m),
+                // With a `requestState`, only answers to the questions its round asked count:
+                // an answer to a question never asked is ignored, and one signed into the
+                // state earlier is never replaced. (Without one there is nothing signed to
+                // protect; the function reads only the keys it asks for.)
+                Ok(Value::Object(m)) => {
+                    for (k, v) in m {
+                        let fits = asked
+                            .as_ref()
+                            .is_none_or(|q| q.contains(&k) && !answers.contains_key(&k));
+                        if fits {
+                            answers.insert(k, v);
+                        } else {
+                            tracing::debug!(key = %k, "an answer to a question not asked was ignored");
+                        }
+                    }
+                }
                 Ok(Value::Null) | Ok(_) | Err(_) => {
                     return Err(RpcError::invalid_params(
                         "Invalid params: `inputResponses` must be an object mapping each input request's key to the client's result",
@@ -425,17 +470,24 @@ impl Mrtr {
         })
     }
 
+    /// A round that already has `answers` (a task's, run again): no state to read.
+    pub fn with_answers(key: RoundKey, answers: Map<String, Value>) -> Mrtr {
+        Mrtr {
+            key,
+            answers,
+            round: Mutex::new(Round::default()),
+        }
+    }
+
+    /// Every answer this round has (from its state and its `inputResponses`).
+    pub fn answers(&self) -> &Map<String, Value> {
+        &self.answers
+    }
+
     /// The answer to `key`, checked against the result type of `method`.
     pub fn answer(&self, key: &str, method: &str) -> Option<Result<Value, InputError>> {
         let v = self.answers.get(key)?;
-        let check = match method {
-            "elicitation/create" => serde_json::from_value::<ElicitResult>(v.clone()).map(|_| ()),
-            "sampling/createMessage" => {
-                serde_json::from_value::<CreateMessageResult>(v.clone()).map(|_| ())
-            }
-            _ => serde_json::from_value::<ListRootsResult>(v.clone()).map(|_| ()),
-        };
-        Some(match check {
+        Some(match check_answer(method, v) {
             Ok(()) => Ok(v.clone()),
             Err(e) => {
                 let msg = format!("inputResponses[{key:?}] is not a valid {method} result: {e}");
@@ -510,7 +562,16 @@ impl Mrtr {
             d: self.key.digest(),
             a: self.answers.clone(),
             e: now.saturating_add(lifetime),
-            p: self.key.principal.clone(),
+            p: self
+                .key
+                .principal
+                .as_deref()
+                .map(|name| signer.digest(Domain::Principal, name)),
+            q: self
+                .round
+                .lock()
+                .map(|r| r.requests.iter().map(|(k, _)| k.clone()).collect())
+                .unwrap_or_default(),
         };
         signer.sign(
             Domain::RequestState,
@@ -554,7 +615,7 @@ pub(crate) fn form_schema<T: schemars::JsonSchema>() -> Result<Value, InputError
     checked.map_err(InputError::InvalidSchema)
 }
 
-/// Digest A9: a form is an object whose properties are strings (optionally formatted or
+/// 2026-07-28 Multi Round-Trip Requests: a form is an object whose properties are strings (optionally formatted or
 /// enumerated), numbers, integers, booleans, or arrays of enumerated strings.
 pub(crate) fn check_form(schema: &Value) -> Result<(), String> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
@@ -708,6 +769,58 @@ mod tests {
             .next_state(&signer, Duration::from_secs(60));
         let raw = serde_json::value::to_raw_value(&anonymous).unwrap();
         assert!(Mrtr::start(&signer, key(Some("alice")), Some(&raw), None).is_err());
+    }
+
+    /// A retry answers the questions its round asked, and nothing more: an answer to a question
+    /// never asked is ignored, and an answer signed into `requestState` is not replaced.
+    #[test]
+    fn only_asked_questions_are_answered_and_signed_answers_stay() {
+        let signer = Signer::new(b"k".repeat(32).as_slice()).unwrap();
+        let key = RoundKey {
+            method: "tools/call",
+            name: "t".into(),
+            arguments: None,
+            principal: None,
+        };
+        let raw = |s: &str| serde_json::value::RawValue::from_string(s.into()).unwrap();
+        // Round 1 asks `a`.
+        let round1 = Mrtr::start(&signer, key.clone(), None, None).unwrap();
+        round1.ask("a", "roots/list", json!({}));
+        let state1 =
+            serde_json::value::to_raw_value(&round1.next_state(&signer, Duration::from_secs(60)))
+                .unwrap();
+        // Round 2 answers `a`, and also `b`, which nobody asked.
+        let round2 = Mrtr::start(
+            &signer,
+            key.clone(),
+            Some(&state1),
+            Some(&raw(
+                r#"{"a":{"roots":[]},"b":{"roots":[{"uri":"file:///x"}]}}"#,
+            )),
+        )
+        .unwrap();
+        assert!(round2.answer("a", "roots/list").is_some());
+        assert!(round2.answer("b", "roots/list").is_none(), "never asked");
+        // Round 2 asks `c`; round 3 tries to replace the signed answer to `a`.
+        round2.ask("c", "roots/list", json!({}));
+        let state2 =
+            serde_json::value::to_raw_value(&round2.next_state(&signer, Duration::from_secs(60)))
+                .unwrap();
+        let round3 = Mrtr::start(
+            &signer,
+            key,
+            Some(&state2),
+            Some(&raw(
+                r#"{"a":{"roots":[{"uri":"file:///evil"}]},"c":{"roots":[]}}"#,
+            )),
+        )
+        .unwrap();
+        assert_eq!(
+            round3.answer("a", "roots/list").unwrap().unwrap(),
+            json!({"roots": []}),
+            "the signed answer stays"
+        );
+        assert!(round3.answer("c", "roots/list").is_some());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 pub mod context;
 pub mod events;
 pub mod input;
+pub mod segment;
 pub mod state;
 
 use std::fmt::Display;
@@ -79,22 +80,25 @@ pub struct ToolHints {
 /// The future of one tool call.
 pub type ToolFuture = BoxFuture<CallToolResult>;
 
-/// Whether a tool may run as a task (`#[tool(task = "...")]`): the tool's
-/// `execution.taskSupport` (MCP 2025-11-25 "Tasks", tool-level negotiation; the tasks
-/// extension `io.modelcontextprotocol/tasks` of 2026-07-28).
+/// Whether a call of a tool may become a task (`#[tool(task = "...")]`; the tasks extension
+/// `io.modelcontextprotocol/tasks` of 2026-07-28, see docs/tasks.md). The server's policy: it
+/// is not on the wire.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TaskSupport {
-    /// It never runs as a task (`"forbidden"`, the default).
+    /// Never a task (`"forbidden"`, the default).
     #[default]
     Forbidden,
-    /// A client may run it as a task, or call it directly (`"optional"`).
+    /// A task when the request declares the extension and the function waits; otherwise
+    /// served within the call (`"optional"`).
     Optional,
-    /// It runs only as a task (`"required"`).
+    /// Only a task (`"required"`): a request that does not declare the extension gets
+    /// -32021, and revisions without the extension neither list nor serve the tool.
     Required,
 }
 
 /// A tool, as `#[tool]` registers it.
+#[derive(Debug)]
 pub struct ToolDef {
     /// The tool's name.
     pub name: &'static str,
@@ -121,6 +125,9 @@ pub struct ToolDef {
     /// The OAuth scopes a caller needs (`scopes("files:read")`), to be checked before the
     /// function runs; empty: none.
     pub scopes: &'static [&'static str],
+    /// Whether it takes the caller's `Principal` (feature `auth`): it then runs only for a
+    /// signed-in caller, and an anonymous one gets the `401` challenge.
+    pub principal: bool,
     /// Whether it may run as a task (`task = "optional"`).
     pub task_support: TaskSupport,
     /// Where it is defined.
@@ -156,6 +163,7 @@ where
 }
 
 /// A prompt, as `#[prompt]` registers it.
+#[derive(Debug)]
 pub struct PromptDef {
     /// The prompt's name.
     pub name: &'static str,
@@ -174,6 +182,9 @@ pub struct PromptDef {
     /// The OAuth scopes a caller needs (`scopes("files:read")`), to be checked before the
     /// function runs; empty: none.
     pub scopes: &'static [&'static str],
+    /// Whether it takes the caller's `Principal` (feature `auth`): it then runs only for a
+    /// signed-in caller, and an anonymous one gets the `401` challenge.
+    pub principal: bool,
     /// The `State<T>` types it takes.
     pub states: fn() -> Vec<StateNeed>,
     /// Where it is defined.
@@ -204,6 +215,7 @@ impl ResourceRequest {
 }
 
 /// A resource or resource template, as `#[resource]` registers it.
+#[derive(Debug)]
 pub struct ResourceDef {
     /// The URI, or the RFC 6570 level-1 template.
     pub uri: &'static str,
@@ -224,6 +236,9 @@ pub struct ResourceDef {
     /// The OAuth scopes a caller needs (`scopes("files:read")`), to be checked before the
     /// function runs; empty: none.
     pub scopes: &'static [&'static str],
+    /// Whether it takes the caller's `Principal` (feature `auth`): it then runs only for a
+    /// signed-in caller, and an anonymous one gets the `401` challenge.
+    pub principal: bool,
     /// The `State<T>` types it takes.
     pub states: fn() -> Vec<StateNeed>,
     /// Where it is defined.
@@ -261,7 +276,7 @@ pub trait PromptArgumentType: DeserializeOwned + JsonSchema {}
 impl PromptArgumentType for String {}
 impl PromptArgumentType for Option<String> {}
 
-/// What an argument mirrored in an `Mcp-Param-*` header may be (digest A7.7).
+/// What an argument mirrored in an `Mcp-Param-*` header may be (2026-07-28 tools, `x-mcp-header`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be mirrored in a header: `#[arg(header)]` takes strings, integers and booleans",
     label = "use String, an integer type or bool (or an Option of one)"
@@ -288,6 +303,7 @@ pub fn assert_header_argument<T: HeaderArgument>() {}
 ///
 /// Generated code builds it once, in a `const` generic over the argument types: that is the
 /// one place where the argument types must qualify.
+#[allow(missing_debug_implementations)] // Compile-time glue, never printed.
 pub struct ArgsGlue<A, E> {
     /// Builds the schema of `A`.
     pub schema: fn() -> Value,
@@ -350,6 +366,40 @@ pub fn missing_state(type_name: &str) -> RpcError {
     RpcError::internal(format!(
         "no state of type {type_name} is registered on this server"
     ))
+}
+
+/// The type of a parameter that takes the caller: `sake::auth::Principal` (the function runs
+/// only for a signed-in caller) or `Option<Principal>`. Not a public API.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not `sake::auth::Principal`",
+    label = "a parameter named by the type `Principal` takes the caller",
+    note = "the caller's principal needs sake's `auth` feature; to take an argument of a type of your own named `Principal`, mark the parameter with #[arg]"
+)]
+pub trait PrincipalParam: Sized {
+    /// The value, from the request's context; `None` for a required principal an anonymous
+    /// caller cannot give.
+    fn from_context(ctx: &Context) -> Option<Self>;
+}
+
+#[cfg(feature = "auth")]
+impl PrincipalParam for crate::auth::Principal {
+    fn from_context(ctx: &Context) -> Option<Self> {
+        ctx.principal().cloned()
+    }
+}
+
+#[cfg(feature = "auth")]
+impl PrincipalParam for Option<crate::auth::Principal> {
+    fn from_context(ctx: &Context) -> Option<Self> {
+        Some(ctx.principal().cloned())
+    }
+}
+
+/// The error of a function that takes a `Principal` run without one (the dispatcher refuses
+/// anonymous callers before; this is the fallback).
+pub fn missing_principal() -> RpcError {
+    RpcError::internal("this function needs a signed-in caller, and the request has none")
 }
 
 /// A future that resolves at once to an internal error as a tool result.
@@ -509,6 +559,7 @@ impl<T: IntoCallToolResult, E: Display> IntoCallToolResult for Result<T, E> {
 }
 
 /// Probes a return type for its conversion (see the module comment).
+#[allow(missing_debug_implementations)] // Compile-time glue, never printed.
 pub struct Probe<T: ?Sized>(PhantomData<T>);
 
 // Level 0 takes the probe by value through three dereferences: it must be `Copy`.
@@ -525,10 +576,13 @@ impl<T: ?Sized> Probe<T> {
 }
 
 /// The conversion of content return types.
+#[allow(missing_debug_implementations)] // Compile-time glue, never printed.
 pub struct ContentKind<T>(PhantomData<T>);
 /// The conversion of `Result<T: Serialize + JsonSchema, E: Display>`.
+#[allow(missing_debug_implementations)] // Compile-time glue, never printed.
 pub struct ResultStructuredKind<T, E>(PhantomData<(T, E)>);
 /// The conversion of `T: Serialize + JsonSchema`.
+#[allow(missing_debug_implementations)] // Compile-time glue, never printed.
 pub struct StructuredKind<T>(PhantomData<T>);
 
 /// Level 3.
@@ -569,6 +623,7 @@ pub trait ViaNothing<T>: Sized {
 impl<T> ViaNothing<T> for Probe<T> {}
 
 /// The conversion of a type a tool cannot return (a compile error where it is used).
+#[allow(missing_debug_implementations)] // Compile-time glue, never printed.
 pub struct NoKind<T>(PhantomData<T>);
 
 impl<T> NoKind<T> {
@@ -649,11 +704,7 @@ impl IntoGetPromptResult for GetPromptResult {
 
 impl IntoGetPromptResult for Vec<PromptMessage> {
     fn into_get_prompt_result(self) -> Result<GetPromptResult, RpcError> {
-        Ok(GetPromptResult {
-            description: None,
-            messages: self,
-            meta: None,
-        })
+        Ok(GetPromptResult::new(self))
     }
 }
 
@@ -730,10 +781,7 @@ impl IntoReadResourceResult for Vec<ResourceContents> {
         _: &str,
         _: Option<&str>,
     ) -> Result<ReadResourceResult, RpcError> {
-        Ok(ReadResourceResult {
-            contents: self,
-            meta: None,
-        })
+        Ok(ReadResourceResult::new(self))
     }
 }
 

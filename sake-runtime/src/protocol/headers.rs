@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 
 use base64::Engine as _;
+use serde_json::Value;
 
 use crate::protocol::jsonrpc::RpcError;
 
@@ -68,6 +69,7 @@ pub fn decode_sentinel<'v>(header: &str, value: &'v str) -> Result<Cow<'v, str>,
 
 /// Encodes a header value as the spec requires: plain when it is visible ASCII with interior
 /// spaces only and does not itself look like a sentinel, otherwise `=?base64?…?=`.
+#[cfg_attr(not(any(feature = "client", feature = "internals")), allow(dead_code))]
 pub fn encode_value(value: &str) -> String {
     let visible = value
         .bytes()
@@ -97,6 +99,154 @@ pub fn display_name(lower: &str) -> String {
             None => other.to_owned(),
         },
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// `x-mcp-header`: tool arguments mirrored in `Mcp-Param-*` headers
+
+/// The JSON type of an argument mirrored in a header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HeaderKind {
+    String,
+    Integer,
+    Boolean,
+}
+
+/// An argument mirrored in a header: where it sits in `arguments`, and the header's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HeaderParam {
+    /// Property names from the root of `arguments`.
+    pub path: Vec<String>,
+    /// `Name` of `Mcp-Param-Name`, as declared.
+    pub name: String,
+    /// `mcp-param-name`, for lookups.
+    pub header: http::HeaderName,
+    /// `Mcp-Param-Name`, as declared, for messages.
+    pub display: String,
+    pub kind: HeaderKind,
+}
+
+/// Finds and checks the `x-mcp-header` annotations of an input schema (2026-07-28 tools, `x-mcp-header`): only on
+/// string, integer or boolean properties reachable from the root through `properties` alone,
+/// token characters, unique regardless of case. An annotation anywhere else in the schema
+/// (under `items`, `anyOf`, `$defs`, …) is refused rather than ignored: clients drop such a
+/// tool from their lists.
+pub(crate) fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, String> {
+    /// Keywords whose value is one subschema.
+    const ONE: &[&str] = &[
+        "items",
+        "additionalItems",
+        "additionalProperties",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "contains",
+        "propertyNames",
+        "not",
+        "if",
+        "then",
+        "else",
+    ];
+    /// Keywords whose value is an array of subschemas.
+    const MANY: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+    /// Keywords whose value maps names to subschemas (besides `properties`).
+    const MAP: &[&str] = &[
+        "patternProperties",
+        "dependentSchemas",
+        "$defs",
+        "definitions",
+    ];
+
+    /// `reachable`: the path from the root is made of `properties` hops only.
+    fn walk(
+        schema: &Value,
+        path: &mut Vec<String>,
+        reachable: bool,
+        out: &mut Vec<HeaderParam>,
+    ) -> Result<(), String> {
+        let Some(obj) = schema.as_object() else {
+            return Ok(());
+        };
+        if let Some(h) = obj.get("x-mcp-header") {
+            let at = if path.is_empty() {
+                "the schema's root".to_owned()
+            } else {
+                format!("`{}`", path.join("."))
+            };
+            let h = h
+                .as_str()
+                .ok_or_else(|| format!("`x-mcp-header` of {at} is not a string"))?;
+            sake_rules::header::check_param_name(h).map_err(|e| format!("`x-mcp-header` {e}"))?;
+            if !reachable || path.is_empty() {
+                return Err(format!(
+                    "`x-mcp-header` {h:?} is on {at}, which is not a property reached from the root through `properties` alone"
+                ));
+            }
+            let kind = match obj.get("type").and_then(Value::as_str) {
+                Some("string") => HeaderKind::String,
+                Some("integer") => HeaderKind::Integer,
+                Some("boolean") => HeaderKind::Boolean,
+                _ => {
+                    return Err(format!(
+                        "`x-mcp-header` {h:?} is on {at}, which is not a string, integer or boolean"
+                    ));
+                }
+            };
+            let header = http::HeaderName::try_from(format!("mcp-param-{h}"))
+                .map_err(|_| format!("`x-mcp-header` {}", sake_rules::header::InvalidName(h)))?;
+            if out
+                .iter()
+                .any(|p| sake_rules::header::same_name(&p.name, h))
+            {
+                return Err(format!(
+                    "`x-mcp-header` {h:?} is used twice {}",
+                    sake_rules::header::CASE_NOTE
+                ));
+            }
+            out.push(HeaderParam {
+                path: path.clone(),
+                name: h.to_owned(),
+                header,
+                display: format!("{}{h}", sake_rules::header::PARAM_PREFIX),
+                kind,
+            });
+        }
+        if let Some(props) = obj.get("properties").and_then(Value::as_object) {
+            for (name, prop) in props {
+                path.push(name.clone());
+                walk(prop, path, reachable, out)?;
+                path.pop();
+            }
+        }
+        let mut below = |key: &str, sub: &Value, path: &mut Vec<String>| {
+            path.push(key.to_owned());
+            let r = walk(sub, path, false, out);
+            path.pop();
+            r
+        };
+        for key in ONE {
+            if let Some(sub) = obj.get(*key).filter(|v| v.is_object()) {
+                below(key, sub, path)?;
+            }
+        }
+        for key in MANY {
+            if let Some(subs) = obj.get(*key).and_then(Value::as_array) {
+                for (i, sub) in subs.iter().enumerate() {
+                    below(&format!("{key}[{i}]"), sub, path)?;
+                }
+            }
+        }
+        for key in MAP {
+            if let Some(subs) = obj.get(*key).and_then(Value::as_object) {
+                for (name, sub) in subs {
+                    below(&format!("{key}.{name}"), sub, path)?;
+                }
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(schema, &mut Vec::new(), true, &mut out)?;
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -112,6 +112,9 @@ pub struct RpcError {
     /// Structured detail.
     pub data: Option<Value>,
     status: Option<u16>,
+    /// The `WWW-Authenticate` challenge an HTTP transport sends with an authorization
+    /// refusal (401 or 403).
+    challenge: Option<Box<str>>,
 }
 
 impl RpcError {
@@ -122,6 +125,7 @@ impl RpcError {
             message: message.into(),
             data: None,
             status: None,
+            challenge: None,
         }
     }
 
@@ -135,6 +139,29 @@ impl RpcError {
     pub fn with_status(mut self, status: u16) -> Self {
         self.status = Some(status);
         self
+    }
+
+    /// -32000 with HTTP 401 and a `WWW-Authenticate` challenge: the request needs a caller
+    /// with a valid token.
+    #[cfg_attr(not(feature = "auth"), allow(dead_code))]
+    pub(crate) fn unauthorized(message: impl Into<String>, challenge: String) -> Self {
+        let mut e = RpcError::new(code::TRANSPORT_REFUSED, message).with_status(401);
+        e.challenge = Some(challenge.into());
+        e
+    }
+
+    /// -32000 with HTTP 403 and a `WWW-Authenticate` challenge: the caller's token does not
+    /// allow the request.
+    #[cfg_attr(not(feature = "auth"), allow(dead_code))]
+    pub(crate) fn forbidden(message: impl Into<String>, challenge: String) -> Self {
+        let mut e = RpcError::new(code::TRANSPORT_REFUSED, message).with_status(403);
+        e.challenge = Some(challenge.into());
+        e
+    }
+
+    /// The `WWW-Authenticate` challenge of an authorization refusal.
+    pub(crate) fn challenge(&self) -> Option<&str> {
+        self.challenge.as_deref()
     }
 
     /// -32700: the body is not JSON.
@@ -297,7 +324,7 @@ pub struct DecodeError {
 }
 
 /// Reads a JSON string, borrowing when it has no escapes; `None` for any other JSON value.
-pub(crate) fn raw_string(raw: &RawValue) -> Option<Cow<'_, str>> {
+pub fn raw_string(raw: &RawValue) -> Option<Cow<'_, str>> {
     if let Ok(s) = serde_json::from_str::<&str>(raw.get()) {
         return Some(Cow::Borrowed(s));
     }

@@ -96,6 +96,9 @@ pub struct Params<'a, M = &'a RawValue> {
     /// `requestId` (notifications/cancelled).
     #[serde(rename = "requestId", borrow, default)]
     pub request_id: Option<&'a RawValue>,
+    /// `taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`: the tasks extension).
+    #[serde(rename = "taskId", borrow, default)]
+    pub task_id: Option<&'a RawValue>,
 }
 
 impl<M> Default for Params<'_, M> {
@@ -117,6 +120,7 @@ impl<M> Default for Params<'_, M> {
             client_info: None,
             notifications: None,
             request_id: None,
+            task_id: None,
         }
     }
 }
@@ -141,6 +145,7 @@ impl<'a, M> Params<'a, M> {
             client_info,
             notifications,
             request_id,
+            task_id,
         } = self;
         let rest = Params {
             meta: None,
@@ -159,6 +164,7 @@ impl<'a, M> Params<'a, M> {
             client_info,
             notifications,
             request_id,
+            task_id,
         };
         (meta, rest)
     }
@@ -179,33 +185,6 @@ impl<'a> Params<'a> {
                     "Invalid params: `params` must be a JSON object: {e}"
                 ))
             }),
-        }
-    }
-
-    /// A required string field.
-    pub fn required_str(field: Option<&'a RawValue>, name: &str) -> Result<String, RpcError> {
-        match field {
-            None => Err(RpcError::invalid_params(format!(
-                "missing required parameter `{name}`"
-            ))),
-            Some(raw) => serde_json::from_str::<String>(raw.get()).map_err(|_| {
-                RpcError::invalid_params(format!(
-                    "parameter `{name}` must be a string, not {}",
-                    clip(raw.get())
-                ))
-            }),
-        }
-    }
-
-    /// An optional string field.
-    pub fn optional_str(
-        field: Option<&'a RawValue>,
-        name: &str,
-    ) -> Result<Option<String>, RpcError> {
-        match field {
-            None => Ok(None),
-            Some(raw) if raw.get() == "null" => Ok(None),
-            some => Self::required_str(some, name).map(Some),
         }
     }
 }
@@ -297,7 +276,19 @@ fn meta_of_message(message: &[u8]) -> Option<Box<RawValue>> {
     message.params?.meta.map(ToOwned::to_owned)
 }
 
-/// The modern `_meta` of a request, read and checked (digest A2).
+/// Whether a request's `_meta` names a protocol version: what makes a request stateless
+/// (2026-07-28) on every transport, whatever else it carries.
+pub(crate) fn names_version(meta: Option<&RawValue>) -> bool {
+    #[derive(Deserialize)]
+    struct VersionOnly<'a> {
+        #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+        version: Option<&'a RawValue>,
+    }
+    meta.and_then(|m| serde_json::from_str::<VersionOnly<'_>>(m.get()).ok())
+        .is_some_and(|v| v.version.is_some())
+}
+
+/// The modern `_meta` of a request, read and checked (2026-07-28 Base Protocol, `_meta` "Per-request protocol fields").
 #[derive(Debug)]
 pub struct ModernMeta<'a> {
     /// The `protocolVersion` as sent.
@@ -330,7 +321,7 @@ pub fn parse_modern_meta(raw: Option<&RawValue>) -> Result<ModernMeta<'_>, RpcEr
     check_modern_meta(fields, RawMeta::new(Some(raw.to_owned())))
 }
 
-/// Checks `_meta`'s fields (digest A2); `raw` is the object they came from.
+/// Checks `_meta`'s fields (2026-07-28 Base Protocol, `_meta` "Per-request protocol fields"); `raw` is the object they came from.
 fn check_modern_meta<'a>(fields: MetaFields<'a>, raw: RawMeta) -> Result<ModernMeta<'a>, RpcError> {
     let protocol_version = match fields.protocol_version {
         None => {

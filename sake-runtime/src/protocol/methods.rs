@@ -1,6 +1,6 @@
 //! The request methods sake serves, and in which era each exists.
 
-use super::version::Era;
+use super::version::{Era, Revision};
 
 /// A client-to-server request method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -35,6 +35,12 @@ pub enum Method {
     Complete,
     /// `subscriptions/listen` (2026-07-28).
     Listen,
+    /// `tasks/get` (the tasks extension).
+    TasksGet,
+    /// `tasks/update` (the tasks extension).
+    TasksUpdate,
+    /// `tasks/cancel` (the tasks extension).
+    TasksCancel,
 }
 
 /// Which server capability a method needs.
@@ -52,6 +58,8 @@ pub enum Needs {
     Completions,
     /// `logging`.
     Logging,
+    /// The tasks extension (advertised when a tool may run as a task).
+    Tasks,
 }
 
 impl Method {
@@ -73,6 +81,9 @@ impl Method {
             "resources/unsubscribe" => Method::ResourcesUnsubscribe,
             "completion/complete" => Method::Complete,
             "subscriptions/listen" => Method::Listen,
+            "tasks/get" => Method::TasksGet,
+            "tasks/update" => Method::TasksUpdate,
+            "tasks/cancel" => Method::TasksCancel,
             _ => return None,
         })
     }
@@ -83,9 +94,13 @@ impl Method {
     }
 
     /// Whether the method exists in an era. 2026-07-28 removed the handshake, `ping`,
-    /// `logging/setLevel` and resource subscriptions; it added discovery and listening.
+    /// `logging/setLevel` and resource subscriptions; it added discovery and listening. The
+    /// methods of the tasks extension exist where the revision table has the extension.
     pub fn exists_in(self, era: Era) -> bool {
         match self {
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => Revision::ALL
+                .iter()
+                .any(|r| r.era() == era && r.features().tasks),
             Method::Discover | Method::Listen => era == Era::Modern,
             Method::Initialize
             | Method::Ping
@@ -108,25 +123,21 @@ impl Method {
             | Method::ResourcesUnsubscribe => Needs::Resources,
             Method::Complete => Needs::Completions,
             Method::SetLevel => Needs::Logging,
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => Needs::Tasks,
             Method::Discover | Method::Initialize | Method::Ping | Method::Listen => Needs::Nothing,
         }
     }
 
-    /// Whether the method is named by `Mcp-Name` on 2026-07-28 HTTP, and by which param.
+    /// Whether the method is named by `Mcp-Name` on 2026-07-28 HTTP, and by which param
+    /// (the tasks extension: "the client MUST set the `Mcp-Name` header to the value of
+    /// `params.taskId`").
     pub fn name_param(self) -> Option<&'static str> {
         match self {
             Method::ToolsCall | Method::PromptsGet => Some("name"),
             Method::ResourcesRead => Some("uri"),
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => Some("taskId"),
             _ => None,
         }
-    }
-
-    /// Whether a 2026-07-28 answer may be `input_required`.
-    pub fn allows_input_required(self) -> bool {
-        matches!(
-            self,
-            Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
-        )
     }
 }
 
@@ -148,5 +159,21 @@ mod tests {
         }
         assert_eq!(Method::parse_in("server/discover", Era::Legacy), None);
         assert_eq!(Method::parse_in("unknown/method", Era::Modern), None);
+    }
+
+    #[test]
+    fn task_methods_exist_where_the_table_has_the_extension() {
+        for m in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            assert!(Method::parse_in(m, Era::Modern).is_some(), "{m}");
+            assert_eq!(Method::parse_in(m, Era::Legacy), None, "{m}");
+            assert_eq!(
+                Method::parse(m).and_then(Method::name_param),
+                Some("taskId")
+            );
+        }
+        // Removed by SEP-2663: unknown in every era.
+        for m in ["tasks/result", "tasks/list"] {
+            assert_eq!(Method::parse(m), None, "{m}");
+        }
     }
 }

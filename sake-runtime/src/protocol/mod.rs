@@ -7,7 +7,8 @@ pub mod jsonrpc;
 pub mod meta;
 pub mod methods;
 pub mod render;
+pub mod tasks;
 pub mod types;
 pub mod version;
 
-pub use version::{Era, Features, Revision};
+pub use version::{Era, Revision};

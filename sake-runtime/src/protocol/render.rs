@@ -360,6 +360,21 @@ pub fn error(rev: Revision, mut err: RpcError) -> RpcError {
     err
 }
 
+/// A `CreateTaskResult` (the tasks extension): the task, flat, with `resultType: "task"`
+/// ("Servers MUST NOT set `resultType` to `\"task\"` on result types other than
+/// `CreateTaskResult`") and the server's `serverInfo`.
+pub fn task_created(env: &ResultEnv, task: &super::tasks::Task) -> Vec<u8> {
+    let mut body = Map::new();
+    body.insert("resultType".into(), "task".into());
+    if let Ok(Value::Object(fields)) = serde_json::to_value(task) {
+        body.extend(fields);
+    }
+    let mut meta = Map::new();
+    meta.insert(super::meta::SERVER_INFO.into(), env.server_info.clone());
+    body.insert("_meta".into(), Value::Object(meta));
+    serde_json::to_vec(&body).unwrap_or_else(|_| b"{}".to_vec())
+}
+
 /// An `input_required` result (2026-07-28): the questions and the signed state.
 pub fn input_required(
     env: &ResultEnv,
@@ -530,19 +545,11 @@ mod tests {
 
     #[test]
     fn titles_move_into_annotations_on_2025_03_26() {
-        let t = Tool {
-            name: "t".into(),
-            title: Some("T".into()),
-            description: Some("d".into()),
-            icons: None,
-            input_schema: json!({"type": "object", "properties": {}}),
-            output_schema: Some(json!({"type": "object"})),
-            annotations: Some(ToolAnnotations {
-                read_only_hint: Some(true),
-                ..Default::default()
-            }),
-            meta: None,
-        };
+        let t = Tool::new("t", json!({"type": "object", "properties": {}}))
+            .with_title("T")
+            .with_description("d")
+            .with_output_schema(json!({"type": "object"}))
+            .with_annotations(ToolAnnotations::default().with_read_only_hint(true));
         assert_eq!(
             tool(&t, Revision::V2025_03_26),
             json!({"name": "t", "description": "d", "inputSchema": {"type": "object", "properties": {}},

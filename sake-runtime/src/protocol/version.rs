@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use super::types::LoggingLevel;
+
 /// A revision of the Model Context Protocol that sake serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Revision {
@@ -45,6 +47,10 @@ pub enum ElicitationModes {
 pub struct Features {
     /// Handshake or stateless.
     pub era: Era,
+    /// The lowest level of `notifications/message` sent when the client asked for none:
+    /// nothing at all on 2026-07-28 (log messages are asked for per request, in `_meta`);
+    /// everything on the handshake revisions until the session's `logging/setLevel`.
+    pub default_log_level: Option<LoggingLevel>,
     /// Results carry `resultType`.
     pub result_type: bool,
     /// List and read results carry `ttlMs` and `cacheScope`.
@@ -83,6 +89,12 @@ pub struct Features {
     /// The code for "the request needs a client capability it did not declare": -32021 in
     /// 2026-07-28; before, invalid params.
     pub missing_capability_code: i32,
+    /// The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) exists: a `tools/call`
+    /// may be answered with a task, `tasks/get`, `tasks/update` and `tasks/cancel` exist, and
+    /// `server/discover` advertises it. Defined for 2026-07-28 only (SEP-2663: servers MUST NOT
+    /// treat it as enabling tasks under 2025-11-25, whose experimental tasks are another,
+    /// incompatible feature that sake does not serve).
+    pub tasks: bool,
 
     // What a client does differently
     /// A client reaches the revision with `server/discover` (a `DiscoverResult` that lists it);
@@ -106,6 +118,7 @@ pub struct Features {
 
 const MODERN: Features = Features {
     era: Era::Modern,
+    default_log_level: None,
     result_type: true,
     cache_hints: true,
     server_info_meta: true,
@@ -124,6 +137,7 @@ const MODERN: Features = Features {
     sse_polling: false,
     input_required: true,
     missing_capability_code: -32021,
+    tasks: true,
     discover: true,
     request_meta: true,
     routing_headers: true,
@@ -133,6 +147,7 @@ const MODERN: Features = Features {
 
 const V2025_11_25: Features = Features {
     era: Era::Legacy,
+    default_log_level: Some(LoggingLevel::Debug),
     result_type: false,
     cache_hints: false,
     server_info_meta: false,
@@ -151,6 +166,7 @@ const V2025_11_25: Features = Features {
     sse_polling: true,
     input_required: false,
     missing_capability_code: -32602,
+    tasks: false,
     discover: false,
     request_meta: false,
     routing_headers: false,
@@ -178,8 +194,10 @@ const V2025_03_26: Features = Features {
 };
 
 impl Revision {
+    /// How many revisions sake serves.
+    pub const COUNT: usize = 4;
     /// Every served revision, newest first.
-    pub const ALL: [Revision; 4] = [
+    pub const ALL: [Revision; Self::COUNT] = [
         Revision::V2026_07_28,
         Revision::V2025_11_25,
         Revision::V2025_06_18,
@@ -252,11 +270,6 @@ impl Revision {
     pub const fn index(self) -> usize {
         self as usize
     }
-
-    /// Whether this is the stateless 2026-07-28 revision.
-    pub const fn is_modern(self) -> bool {
-        matches!(self.era(), Era::Modern)
-    }
 }
 
 impl fmt::Display for Revision {
@@ -290,6 +303,8 @@ mod tests {
         let f = Revision::V2026_07_28.features();
         assert!(f.result_type && f.cache_hints && !f.object_only_schemas);
         assert_eq!(f.resource_not_found_code, -32602);
+        assert!(f.tasks);
+        assert!(Revision::LEGACY.iter().all(|r| !r.features().tasks));
         assert_eq!(
             Revision::V2025_11_25.features().resource_not_found_code,
             -32002

@@ -19,13 +19,14 @@ use std::task::Poll;
 use super::{Pages, Shared, decode_cursor};
 use crate::handler::context::{Context, RequestParts};
 use crate::handler::input::{InputChannel, Mrtr, RoundKey, RoundOutcome, merge_capabilities};
-use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest};
+use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport};
 use crate::protocol::Revision;
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::jsonrpc::clip;
 use crate::protocol::meta::Params;
 use crate::protocol::methods::{Method, Needs};
 use crate::protocol::render::{self, Cache, Shape};
+use crate::protocol::tasks::{self, EXTENSION as TASKS};
 use crate::protocol::types::{CallToolResult, Completion};
 
 /// How a round of a user function ended.
@@ -165,6 +166,7 @@ impl Shared {
             Needs::Resources => c.resources.is_some(),
             Needs::Completions => c.completions.is_some(),
             Needs::Logging => c.logging.is_some(),
+            Needs::Tasks => self.tasks.is_some(),
         }
     }
 
@@ -193,10 +195,26 @@ impl Shared {
         };
         match method {
             Method::Discover => Dispatched::Ready(Ok(self.discover.clone())),
-            Method::ToolsList => page(&self.lists(rev).tools, "tools"),
-            Method::PromptsList => page(&self.lists(rev).prompts, "prompts"),
-            Method::ResourcesList => page(&self.lists(rev).resources, "resources"),
-            Method::ResourceTemplatesList => page(&self.lists(rev).templates, "templates"),
+            Method::ToolsList
+            | Method::PromptsList
+            | Method::ResourcesList
+            | Method::ResourceTemplatesList => {
+                #[cfg(feature = "auth")]
+                let filtered = self.caller_lists(&parts.extensions);
+                #[cfg(feature = "auth")]
+                let lists = match &filtered {
+                    Some(all) => &all[rev.index()],
+                    None => self.lists(rev),
+                };
+                #[cfg(not(feature = "auth"))]
+                let lists = self.lists(rev);
+                match method {
+                    Method::ToolsList => page(&lists.tools, "tools"),
+                    Method::PromptsList => page(&lists.prompts, "prompts"),
+                    Method::ResourcesList => page(&lists.resources, "resources"),
+                    _ => page(&lists.templates, "templates"),
+                }
+            }
             Method::ToolsCall => self
                 .call_tool(parts, params)
                 .unwrap_or_else(|e| Dispatched::err(rev, e)),
@@ -208,6 +226,9 @@ impl Shared {
                 .unwrap_or_else(|e| Dispatched::err(rev, e)),
             Method::Complete => self
                 .complete(rev, params)
+                .unwrap_or_else(|e| Dispatched::err(rev, e)),
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => self
+                .task_method(parts, method, params)
                 .unwrap_or_else(|e| Dispatched::err(rev, e)),
             Method::Initialize
             | Method::Ping
@@ -237,7 +258,7 @@ impl Shared {
         let name = key.name.clone();
         let round = if rev.features().input_required {
             let mut key = key;
-            key.principal = self.principal_of(&parts.extensions);
+            key.principal = self.caller_name(&parts.extensions);
             let round = Arc::new(Mrtr::start(
                 self.sessions.signer(),
                 key,
@@ -251,6 +272,7 @@ impl Shared {
         };
         parts.notifier = Some(self.notifier.clone());
         parts.states = Some(self.states.clone());
+        let call = parts.call.clone();
         let (ctx, cancel) = Context::new(parts, Some(name.clone()));
         // User code runs from here on: argument decoding, then the function. A panic in it
         // fails this request only.
@@ -294,6 +316,9 @@ impl Shared {
                             RpcError::invalid_params(format!("Invalid params: {msg}")),
                         ));
                     }
+                    if let Some(e) = call.take_failure() {
+                        return Err(render::error(rev, e));
+                    }
                     finish(&shared, rev, v, round.as_deref()).map_err(|e| render::error(rev, e))
                 }
                 (Step::Interrupted(_), None) => {
@@ -322,6 +347,17 @@ impl Shared {
             )));
         }
         let def = entry.def;
+        self.authorize(
+            &parts.extensions,
+            &format!("tool `{name}`"),
+            def.scopes,
+            def.principal,
+        )?;
+        if def.task_support == TaskSupport::Required && !rev.features().tasks {
+            return Err(RpcError::invalid_params(format!(
+                "Tool `{name}` runs only as a task (the tasks extension, {TASKS}), which revision {rev} does not have. It is served on 2026-07-28."
+            )));
+        }
         let mut missing: Option<serde_json::Value> = None;
         for need in &entry.requires {
             if !need.satisfied_by(&parts.meta.client_capabilities) {
@@ -341,6 +377,16 @@ impl Shared {
             arguments: arguments_text(&parts, arguments),
             principal: None,
         };
+        // The tasks extension: the server decides, per request, and only for a request that
+        // declared it. A tool that runs only as a task is refused to one that did not.
+        if def.task_support != TaskSupport::Forbidden && rev.features().tasks {
+            if tasks::declared(&parts.meta.client_capabilities) {
+                return self.call_tool_as_task(parts, def, arguments, params, key);
+            }
+            if def.task_support == TaskSupport::Required {
+                return Err(tasks::missing_extension());
+            }
+        }
         self.run(
             parts,
             key,
@@ -373,6 +419,12 @@ impl Shared {
             RpcError::invalid_params(format!("Unknown prompt: {name}"))
                 .with_data(json!({ "name": name }))
         })?;
+        self.authorize(
+            &parts.extensions,
+            &format!("prompt `{name}`"),
+            def.scopes,
+            def.principal,
+        )?;
         let arguments = object_or_absent(params.arguments, "arguments")?;
         let key = RoundKey {
             method: "prompts/get",
@@ -413,6 +465,12 @@ impl Shared {
                 .find_map(|t| t.template.matches(&uri).map(|vars| (t.def, vars)))
                 .ok_or_else(|| RpcError::resource_not_found(&uri))?,
         };
+        self.authorize(
+            &parts.extensions,
+            &format!("resource `{uri}`"),
+            def.scopes,
+            def.principal,
+        )?;
         let key = RoundKey {
             method: "resources/read",
             name: Cow::Owned(uri.clone()),

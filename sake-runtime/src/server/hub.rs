@@ -7,77 +7,87 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
+use super::records::Records;
+use super::session::Session;
 use crate::protocol::types::LoggingLevel;
 
 /// Why a subscription was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SubscribeRefused {
-    /// The server tracks subscriptions of as many sessions as it may.
-    TooManySessions,
     /// The session holds this many subscriptions already.
     TooManyForSession(usize),
 }
 
-/// A session's `logging/setLevel`, kept until its session could no longer be used.
-#[derive(Clone, Copy, Debug)]
-struct LevelRecord {
-    level: LoggingLevel,
-    set: Instant,
-    expires: Instant,
-}
-
-/// The handshake sessions' records kept in this process.
-#[derive(Debug)]
+/// The handshake sessions' records kept in this process: each expires with its session and
+/// counts against the client that made it (see `records`).
 pub(crate) struct Hub {
-    /// `resources/subscribe` of legacy sessions, by session id.
-    subscriptions: Mutex<HashMap<String, HashSet<String>>>,
-    /// `logging/setLevel` of legacy sessions, by session id, for clients that keep sending
+    /// `resources/subscribe` of handshake sessions, by session id.
+    subscriptions: Mutex<Records<String, HashSet<Box<str>>>>,
+    /// `logging/setLevel` of handshake sessions, by session id, for clients that keep sending
     /// the session id of `initialize` rather than the re-minted one that carries the level.
-    log_levels: Mutex<HashMap<String, LevelRecord>>,
-    max_sessions: usize,
+    log_levels: Mutex<Records<String, LoggingLevel>>,
     max_per_session: usize,
-    /// Each legacy session's standalone GET stream: its generation and the token that ends
-    /// it. A newer stream replaces (ends) an older one; DELETE ends it.
+    /// Each handshake session's standalone GET stream: its generation and the token that ends
+    /// it. A newer stream replaces (ends) an older one; DELETE ends it. Bounded by the open
+    /// streams (`max_streams`).
     get_streams: Mutex<HashMap<String, (u64, CancellationToken)>>,
     next_generation: std::sync::atomic::AtomicU64,
 }
 
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("max_per_session", &self.max_per_session)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Hub {
-    pub fn new(max_sessions: usize, max_per_session: usize) -> Arc<Hub> {
+    /// Records of at most `max_sessions` sessions, `max_per_client` of them by one client,
+    /// each with at most `max_per_session` subscriptions.
+    pub fn new(max_sessions: usize, max_per_client: usize, max_per_session: usize) -> Arc<Hub> {
         Arc::new(Hub {
-            subscriptions: Mutex::new(HashMap::new()),
-            log_levels: Mutex::new(HashMap::new()),
-            max_sessions,
+            subscriptions: Mutex::new(Records::new(max_sessions, max_per_client)),
+            log_levels: Mutex::new(Records::new(max_sessions, max_per_client)),
             max_per_session,
             get_streams: Mutex::new(HashMap::new()),
             next_generation: std::sync::atomic::AtomicU64::new(1),
         })
     }
 
-    /// Records a legacy session's subscription; refused when too many sessions subscribe,
-    /// or this session holds too many subscriptions already.
-    pub fn subscribe(&self, sid: &str, uri: &str) -> Result<(), SubscribeRefused> {
+    /// Records a session's subscription to `uri` (a resource the server serves: the front
+    /// checks). Refused when the session holds as many as it may. When the table is full, a
+    /// record of the same client makes room (see `records`).
+    pub fn subscribe(&self, session: &Session, uri: &str) -> Result<(), SubscribeRefused> {
         let Ok(mut subs) = self.subscriptions.lock() else {
-            return Err(SubscribeRefused::TooManySessions);
+            return Ok(());
         };
-        if !subs.contains_key(sid) && subs.len() >= self.max_sessions {
-            return Err(SubscribeRefused::TooManySessions);
+        let now = Instant::now();
+        if let Some(set) = subs.get_mut(&session.sid, now) {
+            if !set.contains(uri) && set.len() >= self.max_per_session {
+                return Err(SubscribeRefused::TooManyForSession(self.max_per_session));
+            }
+            set.insert(uri.into());
+            return Ok(());
         }
-        let set = subs.entry(sid.to_owned()).or_default();
-        if !set.contains(uri) && set.len() >= self.max_per_session {
-            return Err(SubscribeRefused::TooManyForSession(self.max_per_session));
-        }
-        set.insert(uri.to_owned());
+        let set = HashSet::from([Box::<str>::from(uri)]);
+        subs.insert(
+            session.sid.clone(),
+            set,
+            session.expires_at(),
+            &session.owner,
+            now,
+        );
         Ok(())
     }
 
     pub fn unsubscribe(&self, sid: &str, uri: &str) {
         if let Ok(mut subs) = self.subscriptions.lock()
-            && let Some(set) = subs.get_mut(sid)
+            && let Some(set) = subs.get_mut(&sid.to_owned(), Instant::now())
         {
             set.remove(uri);
             if set.is_empty() {
-                subs.remove(sid);
+                subs.remove(&sid.to_owned());
             }
         }
     }
@@ -85,56 +95,45 @@ impl Hub {
     pub fn is_subscribed(&self, sid: &str, uri: &str) -> bool {
         self.subscriptions
             .lock()
-            .map(|s| s.get(sid).is_some_and(|set| set.contains(uri)))
+            .map(|s| {
+                s.get(&sid.to_owned(), Instant::now())
+                    .is_some_and(|set| set.contains(uri))
+            })
             .unwrap_or(false)
     }
 
-    /// Records a legacy session's log level until `expires` (when its session id can no
-    /// longer be used). At most `max_sessions` are kept: when full, expired records go
-    /// first, then the least recently set one (its client still has the level in the
-    /// re-minted session id; only a client that keeps its first id loses it).
-    pub fn set_log_level(&self, sid: &str, level: LoggingLevel, expires: Instant) {
-        let Ok(mut levels) = self.log_levels.lock() else {
-            return;
-        };
-        let now = Instant::now();
-        if !levels.contains_key(sid) && levels.len() >= self.max_sessions {
-            levels.retain(|_, r| r.expires > now);
-            if levels.len() >= self.max_sessions
-                && let Some(oldest) = levels
-                    .iter()
-                    .min_by_key(|(_, r)| r.set)
-                    .map(|(k, _)| k.clone())
-            {
-                levels.remove(&oldest);
+    /// Records a session's log level until the session ends.
+    pub fn set_log_level(&self, session: &Session, level: LoggingLevel) {
+        if let Ok(mut levels) = self.log_levels.lock() {
+            let now = Instant::now();
+            match levels.get_mut(&session.sid, now) {
+                Some(l) => *l = level,
+                None => {
+                    levels.insert(
+                        session.sid.clone(),
+                        level,
+                        session.expires_at(),
+                        &session.owner,
+                        now,
+                    );
+                }
             }
-        }
-        if self.max_sessions > 0 {
-            levels.insert(
-                sid.to_owned(),
-                LevelRecord {
-                    level,
-                    set: now,
-                    expires,
-                },
-            );
         }
     }
 
-    /// The log level a legacy session set in this process, if any and not expired.
+    /// The log level a session set in this process, if any.
     pub fn log_level(&self, sid: &str) -> Option<LoggingLevel> {
         let levels = self.log_levels.lock().ok()?;
-        let r = levels.get(sid)?;
-        (r.expires > Instant::now()).then_some(r.level)
+        levels.get(&sid.to_owned(), Instant::now()).copied()
     }
 
     /// Forgets a session (DELETE) and ends its GET stream.
     pub fn end_session(&self, sid: &str) {
         if let Ok(mut s) = self.subscriptions.lock() {
-            s.remove(sid);
+            s.remove(&sid.to_owned());
         }
         if let Ok(mut l) = self.log_levels.lock() {
-            l.remove(sid);
+            l.remove(&sid.to_owned());
         }
         if let Ok(mut g) = self.get_streams.lock()
             && let Some((_, token)) = g.remove(sid)
@@ -171,49 +170,55 @@ impl Hub {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Revision;
+    use crate::protocol::types::ClientCapabilities;
 
-    #[test]
-    fn log_levels_are_kept_per_session_bounded_and_forgotten() {
-        let hub = Hub::new(2, 8);
-        let later = Instant::now() + std::time::Duration::from_secs(3600);
-        hub.set_log_level("a", LoggingLevel::Warning, later);
-        hub.set_log_level("b", LoggingLevel::Error, later);
-        hub.set_log_level("a", LoggingLevel::Debug, later);
-        assert_eq!(hub.log_level("a"), Some(LoggingLevel::Debug));
-        // Full: a new session's level still counts; the least recently set one goes.
-        hub.set_log_level("c", LoggingLevel::Info, later);
-        assert_eq!(hub.log_level("c"), Some(LoggingLevel::Info));
-        assert_eq!(hub.log_level("b"), None);
-        assert_eq!(hub.log_level("a"), Some(LoggingLevel::Debug));
-        hub.end_session("a");
-        assert_eq!(hub.log_level("a"), None);
+    fn session(owner: &str) -> Session {
+        let mut s =
+            Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+        s.owner = owner.into();
+        s.expires = crate::server::session::now_secs() + 3600;
+        s
     }
 
     #[test]
-    fn expired_log_levels_are_not_used_and_leave_first() {
-        let hub = Hub::new(2, 8);
-        let later = Instant::now() + std::time::Duration::from_secs(3600);
-        hub.set_log_level("old", LoggingLevel::Error, Instant::now());
-        assert_eq!(
-            hub.log_level("old"),
-            None,
-            "its session can no longer be used"
-        );
-        hub.set_log_level("a", LoggingLevel::Warning, later);
-        // Full: the expired record leaves, not the live one set after it.
-        hub.set_log_level("b", LoggingLevel::Info, later);
-        assert_eq!(hub.log_level("a"), Some(LoggingLevel::Warning));
-        assert_eq!(hub.log_level("b"), Some(LoggingLevel::Info));
-        assert_eq!(hub.log_levels.lock().unwrap().len(), 2);
-        // With no room at all, nothing is kept.
-        let none = Hub::new(0, 8);
-        none.set_log_level("a", LoggingLevel::Info, later);
-        assert_eq!(none.log_level("a"), None);
+    fn log_levels_are_kept_per_session_and_forgotten() {
+        let hub = Hub::new(8, 8, 8);
+        let (a, b) = (session("x"), session("y"));
+        hub.set_log_level(&a, LoggingLevel::Warning);
+        hub.set_log_level(&b, LoggingLevel::Error);
+        hub.set_log_level(&a, LoggingLevel::Debug);
+        assert_eq!(hub.log_level(&a.sid), Some(LoggingLevel::Debug));
+        assert_eq!(hub.log_level(&b.sid), Some(LoggingLevel::Error));
+        hub.end_session(&a.sid);
+        assert_eq!(hub.log_level(&a.sid), None);
+        // A session past its end keeps no level.
+        let mut old = session("x");
+        old.expires = crate::server::session::now_secs();
+        hub.set_log_level(&old, LoggingLevel::Error);
+        assert_eq!(hub.log_level(&old.sid), None);
+    }
+
+    /// One client with sessions without end only pushes out its own records.
+    #[test]
+    fn one_client_pushes_out_only_its_own_records() {
+        let hub = Hub::new(100, 10, 8);
+        let victim = session("victim");
+        hub.set_log_level(&victim, LoggingLevel::Error);
+        hub.subscribe(&victim, "test://a").unwrap();
+        for _ in 0..1000 {
+            let s = session("attacker");
+            hub.set_log_level(&s, LoggingLevel::Debug);
+            hub.subscribe(&s, "test://a").unwrap();
+        }
+        assert_eq!(hub.log_level(&victim.sid), Some(LoggingLevel::Error));
+        assert!(hub.is_subscribed(&victim.sid, "test://a"));
+        assert_eq!(hub.subscriptions.lock().unwrap().len(), 11);
     }
 
     #[test]
     fn a_get_stream_ends_when_replaced_or_its_session_ends() {
-        let hub = Hub::new(8, 8);
+        let hub = Hub::new(8, 8, 8);
         let (first, t1) = hub.claim_get_stream("s");
         let (second, t2) = hub.claim_get_stream("s");
         assert!(t1.is_cancelled() && !t2.is_cancelled());
@@ -229,20 +234,16 @@ mod tests {
 
     #[test]
     fn subscriptions_are_bounded_per_session() {
-        let hub = Hub::new(2, 2);
-        assert_eq!(hub.subscribe("s", "a://1"), Ok(()));
-        assert_eq!(hub.subscribe("s", "a://2"), Ok(()));
-        assert_eq!(hub.subscribe("s", "a://2"), Ok(()));
+        let hub = Hub::new(4, 4, 2);
+        let s = session("x");
+        assert_eq!(hub.subscribe(&s, "a://1"), Ok(()));
+        assert_eq!(hub.subscribe(&s, "a://2"), Ok(()));
+        assert_eq!(hub.subscribe(&s, "a://2"), Ok(()));
         assert_eq!(
-            hub.subscribe("s", "a://3"),
+            hub.subscribe(&s, "a://3"),
             Err(SubscribeRefused::TooManyForSession(2))
         );
-        hub.unsubscribe("s", "a://1");
-        assert_eq!(hub.subscribe("s", "a://3"), Ok(()));
-        assert_eq!(hub.subscribe("t", "a://1"), Ok(()));
-        assert_eq!(
-            hub.subscribe("u", "a://1"),
-            Err(SubscribeRefused::TooManySessions)
-        );
+        hub.unsubscribe(&s.sid, "a://1");
+        assert_eq!(hub.subscribe(&s, "a://3"), Ok(()));
     }
 }

@@ -1,11 +1,18 @@
-//! The server: the builder users configure, and what it builds at start-up.
+//! The engine: everything built at start-up and shared by every request, whatever the
+//! transport — the registry's lists per revision, the signing key and sessions, the event
+//! bus, the records of handshake sessions — and the front that serves requests with it.
+//!
+//! The public builder ([`Server`](crate::Server)) and the built [`Service`](crate::Service)
+//! live above the transports, in `service.rs`.
 
 pub(crate) mod dispatch;
 pub(crate) mod front;
 pub(crate) mod hub;
 pub(crate) mod inflight;
+pub(crate) mod records;
 pub(crate) mod session;
 pub(crate) mod subscriptions;
+pub(crate) mod tasks;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -25,61 +32,50 @@ use crate::protocol::types::{
 use crate::protocol::{Revision, jsonrpc::RpcError};
 use crate::registry::Registry;
 use crate::signing::Signer;
-use crate::transport::http::admission::HostPolicy;
 use hub::Hub;
 use session::Sessions;
 
-/// An MCP server, configured with a builder and served over HTTP.
-///
-/// ```no_run
-/// # async fn run() -> Result<(), sake::Error> {
-/// sake::Server::from_registry()
-///     .name("demo")
-///     .version("1.0.0")
-///     .serve_http("127.0.0.1:3000")
-///     .await
-/// # }
-/// ```
-#[must_use = "a Server does nothing until it is served"]
-pub struct Server {
-    registry: Option<Result<Registry, Error>>,
-    pub(crate) config: Config,
-    states: crate::handler::state::StateMap,
-    principal: Option<PrincipalFn>,
-}
+/// The longest URI a client may make the server remember (a subscription, a listen filter's
+/// entry).
+pub(crate) const MAX_URI_BYTES: usize = 4096;
+
+/// The network address a request came from (HTTP): its records count against it when the
+/// caller is anonymous.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Peer(pub std::net::IpAddr);
 
 /// Names the authenticated caller of a request.
 pub(crate) type PrincipalFn = Arc<dyn Fn(&http::Extensions) -> Option<String> + Send + Sync>;
 
-/// The builder's settings.
+/// The settings of the engine, whatever the transport (the HTTP ones are
+/// `transport::http::HttpConfig`).
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
     pub info: Implementation,
     pub instructions: Option<String>,
-    pub path: String,
-    pub hosts: HostPolicy,
-    pub origins: Vec<String>,
     pub max_body_bytes: usize,
     pub page_size: Option<usize>,
     pub cache: CacheHints,
     pub stream_buffer: usize,
     pub session_key: Option<Vec<u8>>,
+    pub previous_session_keys: Vec<Vec<u8>>,
+    pub require_session_key: bool,
     pub session_lifetime: Duration,
     pub session_refresh_after: Duration,
     pub request_state_lifetime: Duration,
     pub input_timeout: Duration,
-    pub sse_retry: Duration,
     pub keep_alive: Duration,
     pub max_batch: usize,
     pub max_pending_inputs: usize,
     pub event_buffer: usize,
     pub max_tracked_sessions: usize,
+    pub max_records_per_client: usize,
     pub max_subscriptions_per_session: usize,
     pub request_timeout: Duration,
-    pub body_timeout: Duration,
-    pub header_timeout: Duration,
     pub max_concurrent_requests: usize,
     pub max_streams: usize,
+    pub task_ttl: Duration,
+    pub task_poll_interval: Duration,
 }
 
 impl Default for Config {
@@ -91,9 +87,6 @@ impl Default for Config {
         Config {
             info: Implementation::new(name, "0.0.0"),
             instructions: None,
-            path: "/mcp".to_owned(),
-            hosts: HostPolicy::Loopback,
-            origins: Vec::new(),
             max_body_bytes: 4 * 1024 * 1024,
             page_size: None,
             cache: CacheHints {
@@ -102,469 +95,31 @@ impl Default for Config {
             },
             stream_buffer: 64,
             session_key: None,
+            previous_session_keys: Vec::new(),
+            require_session_key: false,
             session_lifetime: Duration::from_secs(24 * 3600),
             session_refresh_after: Duration::from_secs(3600),
             request_state_lifetime: Duration::from_secs(600),
             input_timeout: Duration::from_secs(300),
-            sse_retry: Duration::from_millis(1000),
             keep_alive: Duration::from_secs(15),
             max_batch: 1000,
             max_pending_inputs: 10_000,
             event_buffer: 1024,
             max_tracked_sessions: 100_000,
+            max_records_per_client: 10_000,
             max_subscriptions_per_session: 1024,
             request_timeout: Duration::from_secs(600),
-            body_timeout: Duration::from_secs(30),
-            header_timeout: Duration::from_secs(30),
             max_concurrent_requests: 4096,
             max_streams: 16_384,
+            task_ttl: Duration::from_secs(300),
+            task_poll_interval: Duration::from_secs(1),
         }
     }
 }
 
-impl Server {
-    /// A server of everything annotated with `#[tool]`, `#[prompt]` and `#[resource]` in
-    /// this binary.
-    pub fn from_registry() -> Server {
-        Server {
-            registry: None,
-            config: Config::default(),
-            states: crate::handler::state::StateMap::default(),
-            principal: None,
-        }
-    }
-
-    /// A server of an explicit registry (see [`Registry::from_defs`]).
-    pub fn with_registry(registry: Registry) -> Server {
-        Server {
-            registry: Some(Ok(registry)),
-            config: Config::default(),
-            states: crate::handler::state::StateMap::default(),
-            principal: None,
-        }
-    }
-
-    /// Registers application state: functions receive it through a `State<T>` parameter. One
-    /// value per type; a function that asks for a type never registered stops start-up.
-    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
-        self.states.insert(value);
-        self
-    }
-
-    /// The name clients see (`serverInfo.name`). Defaults to the executable's name.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.config.info.name = name.into();
-        self
-    }
-
-    /// The version clients see (`serverInfo.version`); pass `env!("CARGO_PKG_VERSION")`.
-    pub fn version(mut self, version: impl Into<String>) -> Self {
-        self.config.info.version = version.into();
-        self
-    }
-
-    /// A display name (2025-06-18 and later).
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.config.info.title = Some(title.into());
-        self
-    }
-
-    /// A description of the server (2025-11-25 and later).
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.config.info.description = Some(description.into());
-        self
-    }
-
-    /// The server's home page (2025-11-25 and later).
-    pub fn website_url(mut self, url: impl Into<String>) -> Self {
-        self.config.info.website_url = Some(url.into());
-        self
-    }
-
-    /// Instructions for the model on how to use the server.
-    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.config.instructions = Some(instructions.into());
-        self
-    }
-
-    /// The HTTP path of the MCP endpoint. Defaults to `/mcp`.
-    pub fn path(mut self, path: impl Into<String>) -> Self {
-        self.config.path = path.into();
-        self
-    }
-
-    /// The host names (without port) the server answers to, as DNS-rebinding protection.
-    ///
-    /// By default only loopback names (`localhost`, `127.0.0.1`, `[::1]`) are accepted in
-    /// `Host` and `Origin`; anything else gets 403. Set this when serving under a real name.
-    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.config.hosts = HostPolicy::Names(
-            hosts
-                .into_iter()
-                .map(|h| h.into().to_ascii_lowercase())
-                .collect(),
-        );
-        self
-    }
-
-    /// Turns off the `Host` and `Origin` checks (behind a proxy that already does them).
-    pub fn allow_any_host(mut self) -> Self {
-        self.config.hosts = HostPolicy::Any;
-        self
-    }
-
-    /// Browser origins (`https://app.example.com`) allowed besides the allowed hosts.
-    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.config.origins = origins
-            .into_iter()
-            .map(|o| o.into().to_ascii_lowercase())
-            .collect();
-        self
-    }
-
-    /// The largest request body accepted; larger ones get 413. Defaults to 4 MiB.
-    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
-        self.config.max_body_bytes = bytes;
-        self
-    }
-
-    /// Splits lists into pages of this many items (`nextCursor`). Defaults to one page.
-    pub fn page_size(mut self, items: usize) -> Self {
-        self.config.page_size = Some(items.max(1));
-        self
-    }
-
-    /// How long clients may cache lists and reads (`ttlMs`, 2026-07-28). Defaults to 60 s.
-    pub fn cache_ttl(mut self, ttl: Duration) -> Self {
-        self.config.cache.ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        self
-    }
-
-    /// Whether cached lists and reads may be shared between users (`cacheScope`).
-    pub fn cache_scope(mut self, scope: CacheScope) -> Self {
-        self.config.cache.scope = scope;
-        self
-    }
-
-    /// How many notifications may wait on one response stream before the sender waits.
-    pub fn stream_buffer(mut self, messages: usize) -> Self {
-        self.config.stream_buffer = messages.max(1);
-        self
-    }
-
-    /// The key that signs session ids and `requestState` (at least 32 bytes). Replicas that
-    /// share it serve each other's sessions. Without it, `SAKE_SESSION_KEY` is used; without
-    /// that, a random key per process (sessions then end with the process).
-    pub fn session_key(mut self, key: impl AsRef<[u8]>) -> Self {
-        self.config.session_key = Some(key.as_ref().to_vec());
-        self
-    }
-
-    /// How long a session id is accepted after it was issued; then requests with it get 404
-    /// and the client starts a new session. Defaults to 24 hours.
-    ///
-    /// A client that adopts the fresh ids responses carry (see
-    /// [`session_refresh_after`](Self::session_refresh_after)) keeps an active session alive
-    /// indefinitely. The TypeScript SDK and rmcp keep the id of `initialize`: for them this is
-    /// the session's whole lifetime.
-    pub fn session_lifetime(mut self, lifetime: Duration) -> Self {
-        self.config.session_lifetime = lifetime;
-        self
-    }
-
-    /// How old a session id may be before a response carries a fresh one (a new
-    /// `Mcp-Session-Id` header for the same session). Defaults to 1 hour.
-    pub fn session_refresh_after(mut self, age: Duration) -> Self {
-        self.config.session_refresh_after = age;
-        self
-    }
-
-    /// How long a 2026-07-28 `requestState` stays valid. Defaults to 10 minutes.
-    pub fn request_state_lifetime(mut self, lifetime: Duration) -> Self {
-        self.config.request_state_lifetime = lifetime;
-        self
-    }
-
-    /// How long a handshake session's client has to answer an elicitation, sampling or roots
-    /// request. Defaults to 5 minutes.
-    pub fn input_timeout(mut self, timeout: Duration) -> Self {
-        self.config.input_timeout = timeout;
-        self
-    }
-
-    /// The `retry` hint of SSE streams of 2025-11-25 sessions. Defaults to 1 second.
-    pub fn sse_retry(mut self, retry: Duration) -> Self {
-        self.config.sse_retry = retry;
-        self
-    }
-
-    /// How often long-lived streams send a keep-alive comment. Defaults to 15 seconds.
-    pub fn keep_alive(mut self, interval: Duration) -> Self {
-        self.config.keep_alive = interval;
-        self
-    }
-
-    /// How long one request may run before it is cancelled and answered with an error.
-    /// Defaults to 10 minutes.
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.config.request_timeout = timeout;
-        self
-    }
-
-    /// How long a client may take to send a request body (408 after). Defaults to 30 s.
-    pub fn body_timeout(mut self, timeout: Duration) -> Self {
-        self.config.body_timeout = timeout;
-        self
-    }
-
-    /// How long a connection may take to send a request's head (the request line and the
-    /// headers), counted from its first byte or from the end of the previous response; the
-    /// connection is closed after it (slow-header attacks, idle keep-alive connections).
-    /// Applies to [`Service::serve`] and the `serve_http*` methods, not to a router you serve
-    /// yourself. Defaults to 30 s.
-    pub fn header_timeout(mut self, timeout: Duration) -> Self {
-        self.config.header_timeout = timeout.max(Duration::from_millis(1));
-        self
-    }
-
-    /// The most requests served at once; more get 503 with `Retry-After`. Defaults to 4096.
-    pub fn max_concurrent_requests(mut self, requests: usize) -> Self {
-        self.config.max_concurrent_requests = requests.max(1);
-        self
-    }
-
-    /// The most long-lived streams (`subscriptions/listen`, legacy GET streams) open at once;
-    /// more get 503. Defaults to 16384.
-    pub fn max_streams(mut self, streams: usize) -> Self {
-        self.config.max_streams = streams.max(1);
-        self
-    }
-
-    /// How an authenticated caller is named, from the HTTP request's extensions (where an
-    /// auth layer put it). Sessions and `requestState` are then bound to the caller: another
-    /// caller presenting them gets 404 / -32602.
-    pub fn principal<F>(mut self, f: F) -> Self
-    where
-        F: Fn(&http::Extensions) -> Option<String> + Send + Sync + 'static,
-    {
-        self.principal = Some(Arc::new(f));
-        self
-    }
-
-    /// The most server-to-client requests (elicitation, sampling, roots of handshake
-    /// sessions) waiting for answers at once, over all sessions. A function asking beyond it
-    /// gets [`InputError::Unavailable`](crate::InputError::Unavailable). Defaults to 10000.
-    pub fn max_pending_inputs(mut self, requests: usize) -> Self {
-        self.config.max_pending_inputs = requests.max(1);
-        self
-    }
-
-    /// How many notifications (list changes, resource updates) may wait for the slowest
-    /// listening stream. A `subscriptions/listen` stream that falls further behind ends with
-    /// its closing result, a legacy GET stream just ends; their clients reconnect. Defaults
-    /// to 1024.
-    pub fn event_buffer(mut self, events: usize) -> Self {
-        self.config.event_buffer = events.max(1);
-        self
-    }
-
-    /// How many handshake sessions the server keeps records for at once: ended sessions
-    /// (refused until their ids expire), sessions holding resource subscriptions, and
-    /// resumable response streams. Defaults to 100000.
-    pub fn max_tracked_sessions(mut self, sessions: usize) -> Self {
-        self.config.max_tracked_sessions = sessions.max(1);
-        self
-    }
-
-    /// The most resources one handshake session may subscribe to (`resources/subscribe`);
-    /// beyond it the request fails with -32603 until the session unsubscribes from one.
-    /// Defaults to 1024.
-    pub fn max_subscriptions_per_session(mut self, uris: usize) -> Self {
-        self.config.max_subscriptions_per_session = uris.max(1);
-        self
-    }
-
-    /// The most messages a 2025-03-26 batch may hold. Defaults to 1000.
-    pub fn max_batch_size(mut self, messages: usize) -> Self {
-        self.config.max_batch = messages.max(1);
-        self
-    }
-
-    /// Collects and validates everything, and builds each revision's lists: what serving
-    /// does first. Fails on duplicate names and invalid definitions.
-    pub fn build(self) -> Result<Service, Error> {
-        let registry = match self.registry {
-            Some(r) => r?,
-            None => Registry::collect()?,
-        };
-        registry.check_states(&self.states)?;
-        let mut shared = Shared::new(registry, self.config)?;
-        shared.states = Arc::new(self.states);
-        shared.principal = self.principal;
-        Ok(Service {
-            shared: Arc::new(shared),
-        })
-    }
-
-    /// An axum `Router` serving the endpoint at the configured path, to merge into an
-    /// application (`app.merge(router)`) and wrap in tower layers.
-    pub fn into_router(self) -> Result<axum::Router, Error> {
-        Ok(self.build()?.router())
-    }
-
-    /// Serves newline-delimited JSON-RPC on stdin and stdout until stdin closes. Logs must go
-    /// to stderr (stdout carries only MCP messages).
-    pub async fn serve_stdio(self) -> Result<(), Error> {
-        self.build()?.serve_stdio().await
-    }
-
-    /// Serves Streamable HTTP on `addr` until the process ends.
-    pub async fn serve_http(
-        self,
-        addr: impl tokio::net::ToSocketAddrs + std::fmt::Display,
-    ) -> Result<(), Error> {
-        self.serve_http_with_shutdown(addr, std::future::pending())
-            .await
-    }
-
-    /// Serves Streamable HTTP on `addr` until `signal` completes; in-flight requests finish.
-    pub async fn serve_http_with_shutdown(
-        self,
-        addr: impl tokio::net::ToSocketAddrs + std::fmt::Display,
-        signal: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> Result<(), Error> {
-        let service = self.build()?;
-        let listener = tokio::net::TcpListener::bind(&addr)
-            .await
-            .map_err(|source| Error::Bind {
-                addr: addr.to_string(),
-                source,
-            })?;
-        service.serve(listener, signal).await
-    }
-}
-
-/// A built server: cheap to clone, ready to serve.
-#[derive(Clone)]
-pub struct Service {
-    pub(crate) shared: Arc<Shared>,
-}
-
-impl std::fmt::Debug for Service {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Service")
-            .field("name", &self.shared.config.info.name)
-            .field("registry", &self.shared.registry)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Service {
-    /// The registry being served.
-    pub fn registry(&self) -> &Registry {
-        &self.shared.registry
-    }
-
-    /// Publishes list changes and resource updates to connected clients.
-    pub fn notifier(&self) -> Notifier {
-        self.shared.notifier.clone()
-    }
-
-    /// An axum `Router` serving the endpoint at the configured path.
-    pub fn router(&self) -> axum::Router {
-        crate::transport::http::router(self.shared.clone())
-    }
-
-    /// Begins a graceful shutdown: `subscriptions/listen` streams end with their closing
-    /// result, handshake sessions' GET streams end, and `serve_io`/`serve_stdio` loops stop
-    /// reading. Requests in flight are not interrupted.
-    ///
-    /// [`serve`](Service::serve) calls it when its signal completes. An application that
-    /// serves [`router`](Service::router) itself calls it from its own graceful-shutdown
-    /// future; otherwise those streams keep the server open.
-    ///
-    /// ```no_run
-    /// # async fn shutdown_signal() {}
-    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    /// let service = sake::Server::from_registry().build()?;
-    /// let app = axum::Router::new().merge(service.router());
-    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-    /// axum::serve(listener, app)
-    ///     .with_graceful_shutdown(async move {
-    ///         shutdown_signal().await; // Ctrl-C, SIGTERM, …
-    ///         service.shutdown();
-    ///     })
-    ///     .await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn shutdown(&self) {
-        self.shared.shutdown.cancel();
-    }
-
-    /// Serves on a bound listener until `signal` completes; then shuts down gracefully (see
-    /// [`shutdown`](Service::shutdown)) and returns once the last response has ended.
-    ///
-    /// Each connection speaks HTTP/1.1 and must send each request head within
-    /// [`Server::header_timeout`].
-    pub async fn serve(
-        self,
-        listener: tokio::net::TcpListener,
-        signal: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> Result<(), Error> {
-        use hyper_util::rt::{TokioIo, TokioTimer};
-        use hyper_util::service::TowerToHyperService;
-        let local = listener.local_addr()?;
-        tracing::info!(
-            "serving MCP on http://{local}{} (revisions 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)",
-            self.shared.config.path
-        );
-        let router = self.router();
-        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let mut builder = hyper::server::conn::http1::Builder::new();
-        builder
-            .timer(TokioTimer::new())
-            .header_read_timeout(self.shared.config.header_timeout);
-        let mut signal = std::pin::pin!(signal);
-        loop {
-            let (tcp, _) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(conn) => conn,
-                    Err(e) => {
-                        // Out of descriptors, most likely: wait rather than spin.
-                        tracing::warn!(error = %e, "accepting a connection failed");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                },
-                () = &mut signal => break,
-            };
-            // Nagle's algorithm stalls small streamed responses by tens of milliseconds.
-            let _ = tcp.set_nodelay(true);
-            let service = TowerToHyperService::new(router.clone());
-            let conn = builder.serve_connection(TokioIo::new(tcp), service);
-            let conn = graceful.watch(conn);
-            tokio::spawn(async move {
-                if let Err(e) = conn.await {
-                    tracing::debug!(error = %e, "connection ended with an error");
-                }
-            });
-        }
-        tracing::info!("shutting down: finishing in-flight requests and closing streams");
-        self.shutdown();
-        drop(listener);
-        graceful.shutdown().await;
-        Ok(())
-    }
-}
+/// How many filtered views of the lists `caller_lists` keeps (each is every revision's lists).
+#[cfg(feature = "auth")]
+const MAX_VIEWS: usize = 64;
 
 /// Pages of a list, each a rendered result object.
 #[derive(Debug, Default)]
@@ -585,7 +140,7 @@ pub(crate) struct Shared {
     pub config: Config,
     pub env: ResultEnv,
     pub capabilities: ServerCapabilities,
-    pub lists: [RevisionLists; 4],
+    pub lists: [RevisionLists; Revision::COUNT],
     pub discover: Bytes,
     pub sessions: Sessions,
     pub pending: Arc<Pending>,
@@ -593,25 +148,53 @@ pub(crate) struct Shared {
     /// The events published through [`Notifier`]s, fanned out to listening streams.
     pub bus: Arc<Bus>,
     pub notifier: Notifier,
-    pub streams: crate::transport::http::resume::Streams,
     pub inflight: Arc<crate::server::inflight::Inflight>,
     /// Fired when the server shuts down: long-lived streams end with their final messages.
     pub shutdown: tokio_util::sync::CancellationToken,
     pub states: Arc<crate::handler::state::StateMap>,
     pub principal: Option<PrincipalFn>,
+    /// How callers prove who they are (feature `auth`).
+    #[cfg(feature = "auth")]
+    pub auth: Option<Arc<crate::auth::Authorization>>,
+    /// The distinct scope sets functions name, for `caller_lists`.
+    #[cfg(feature = "auth")]
+    scope_sets: Vec<&'static [&'static str]>,
+    /// Filtered lists by view (which of `scope_sets` the caller holds).
+    #[cfg(feature = "auth")]
+    views: std::sync::Mutex<
+        std::collections::HashMap<Vec<bool>, Arc<[RevisionLists; Revision::COUNT]>>,
+    >,
     /// Requests being served (HTTP): bounded by `max_concurrent_requests`.
     pub requests: Arc<tokio::sync::Semaphore>,
     /// Long-lived streams: bounded by `max_streams`.
     pub streams_open: Arc<tokio::sync::Semaphore>,
+    /// The tasks extension, when a tool may run as a task.
+    pub tasks: Option<Arc<tasks::Tasks>>,
 }
 
 impl Shared {
-    fn new(registry: Registry, config: Config) -> Result<Shared, Error> {
-        if !config.path.starts_with('/') {
+    /// Builds everything: the lists of every revision, the discovery result, the signing key.
+    pub(crate) fn new(
+        registry: Registry,
+        config: Config,
+        states: crate::handler::state::StateMap,
+        principal: Option<PrincipalFn>,
+        #[cfg(feature = "auth")] auth: Option<Arc<crate::auth::Authorization>>,
+        task_store: Option<Arc<dyn crate::tasks::TaskStore>>,
+    ) -> Result<Shared, Error> {
+        registry.check_states(&states)?;
+        #[cfg(feature = "auth")]
+        let checks_tokens = auth.is_some();
+        #[cfg(not(feature = "auth"))]
+        let checks_tokens = false;
+        if !checks_tokens && let Some((kind, name)) = registry.first_scoped() {
             return Err(Error::Config(format!(
-                "the endpoint path must start with '/': {:?}",
-                config.path
+                "{kind} `{name}` names scopes or takes the caller's Principal, but the server checks no tokens: configure Server::authorization (feature `auth`)"
             )));
+        }
+        #[cfg(feature = "auth")]
+        if let Some(a) = &auth {
+            a.check().map_err(Error::Config)?;
         }
         let env = ResultEnv::new(&config.info, config.cache);
         let list_changed = || ListChangedCapability {
@@ -636,31 +219,39 @@ impl Shared {
             config.session_lifetime,
             config.session_refresh_after,
             config.max_tracked_sessions,
+            config.max_records_per_client,
         );
         let bus = Bus::new(config.event_buffer);
         let hub = Hub::new(
             config.max_tracked_sessions,
+            config.max_records_per_client,
             config.max_subscriptions_per_session,
         );
-        let mut lists: [RevisionLists; 4] = Default::default();
-        for rev in Revision::ALL {
-            let page = |kind: &str, key: &str, items: Vec<Value>| {
-                paginate(rev, &env, &config, kind, key, items)
-            };
-            lists[rev.index()] = RevisionLists {
-                tools: page("tools", "tools", registry.tools_for(rev)),
-                prompts: page("prompts", "prompts", registry.prompts_for(rev)),
-                resources: page("resources", "resources", registry.resources_for(rev)),
-                templates: page(
-                    "templates",
-                    "resourceTemplates",
-                    registry.templates_for(rev),
-                ),
-            };
+        let lists = build_lists(&registry, &env, &config, &|_| true);
+        // The tasks extension, when a tool may run as a task; advertised only by discovery
+        // (the handshake revisions have no such extension).
+        let tasks = registry
+            .tools
+            .iter()
+            .any(|t| t.def.task_support != crate::handler::TaskSupport::Forbidden)
+            .then(|| {
+                let store =
+                    task_store.unwrap_or_else(|| Arc::new(crate::tasks::MemoryTaskStore::new()));
+                Arc::new(tasks::Tasks::new(
+                    store,
+                    config.task_ttl,
+                    config.task_poll_interval,
+                ))
+            });
+        let mut discovered = capabilities.clone();
+        if tasks.is_some() && Revision::LATEST.features().tasks {
+            let mut ext = serde_json::Map::new();
+            ext.insert(crate::protocol::tasks::EXTENSION.into(), json!({}));
+            discovered.extensions = Some(ext);
         }
         let mut discover = json!({
             "supportedVersions": Revision::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
-            "capabilities": capabilities,
+            "capabilities": discovered,
         });
         if let Some(i) = &config.instructions {
             discover["instructions"] = Value::String(i.clone());
@@ -677,13 +268,19 @@ impl Shared {
             bus,
             hub,
             sessions,
-            streams: crate::transport::http::resume::Streams::new(config.max_tracked_sessions),
             inflight: Arc::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),
-            states: Arc::default(),
-            principal: None,
+            states: Arc::new(states),
+            principal,
+            #[cfg(feature = "auth")]
+            auth,
+            #[cfg(feature = "auth")]
+            scope_sets: registry.scope_sets(),
+            #[cfg(feature = "auth")]
+            views: Default::default(),
             requests: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_requests)),
             streams_open: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
+            tasks,
             registry,
             config,
             env,
@@ -693,50 +290,234 @@ impl Shared {
         })
     }
 
-    /// The caller of a request, as a short digest (never the name itself: it travels in
-    /// tokens).
+    /// The caller of a request, as a digest keyed with the server's key (never the name
+    /// itself: it travels in tokens): the verified principal's issuer and subject (feature
+    /// `auth`), or the name `Server::principal` gives. `None` for an anonymous caller.
     pub(crate) fn principal_of(&self, extensions: &http::Extensions) -> Option<String> {
-        use sha2::Digest as _;
-        let name = (self.principal.as_ref()?)(extensions)?;
-        let hash = sha2::Sha256::digest(name.as_bytes());
-        Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&hash[..12]))
+        let name = self.caller_name(extensions)?;
+        Some(
+            self.sessions
+                .signer()
+                .digest(crate::signing::Domain::Principal, &name),
+        )
+    }
+
+    /// Whether `uri` names something the server serves (a static resource, or a match of a
+    /// template) and is no longer than [`MAX_URI_BYTES`]: the URIs a client may make the
+    /// server remember (subscriptions).
+    pub(crate) fn servable_uri(&self, uri: &str) -> Result<(), RpcError> {
+        if uri.len() > MAX_URI_BYTES {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: the URI has {} bytes; this server serves none longer than {MAX_URI_BYTES}",
+                uri.len()
+            )));
+        }
+        let served = self.registry.static_resource(uri).is_some()
+            || self
+                .registry
+                .templates
+                .iter()
+                .any(|t| t.template.matches(uri).is_some());
+        if served {
+            Ok(())
+        } else {
+            Err(RpcError::resource_not_found(uri))
+        }
+    }
+
+    /// Who a request's records count against ([`records`]): the caller's digest, else the
+    /// network peer's (keyed too: no address travels in a token), else everyone anonymous
+    /// together.
+    pub(crate) fn owner_of(&self, extensions: &http::Extensions) -> String {
+        if let Some(p) = self.principal_of(extensions) {
+            return p;
+        }
+        match extensions.get::<Peer>() {
+            Some(Peer(ip)) => self
+                .sessions
+                .signer()
+                .digest(crate::signing::Domain::Principal, &format!("peer {ip}")),
+            None => "anonymous".to_owned(),
+        }
+    }
+
+    /// Whether a caller digest stored in a token is this request's caller (strictly: an
+    /// anonymous record is not a named caller's, nor the reverse; a digest made under a key
+    /// rotated out since still matches while that key verifies).
+    pub(crate) fn same_caller(&self, stored: Option<&str>, extensions: &http::Extensions) -> bool {
+        crate::handler::input::same_caller(
+            self.sessions.signer(),
+            stored,
+            self.caller_name(extensions).as_deref(),
+        )
+    }
+
+    pub(crate) fn caller_name(&self, extensions: &http::Extensions) -> Option<String> {
+        #[cfg(feature = "auth")]
+        if let Some(p) = extensions.get::<crate::auth::Principal>() {
+            return Some(format!(
+                "{}\n{}",
+                p.issuer().unwrap_or_default(),
+                p.subject()
+            ));
+        }
+        (self.principal.as_ref()?)(extensions)
+    }
+
+    /// Whether the caller may run something that needs `scopes` (`what` names it in the
+    /// refusal): an anonymous caller gets 401, a token without all of them 403 naming every
+    /// scope needed (2026-07-28 Authorization, "Insufficient Scope": all at once).
+    pub(crate) fn authorize(
+        &self,
+        extensions: &http::Extensions,
+        what: &str,
+        scopes: &[&str],
+        principal: bool,
+    ) -> Result<(), RpcError> {
+        if scopes.is_empty() && !principal {
+            return Ok(());
+        }
+        #[cfg(feature = "auth")]
+        if let Some(auth) = &self.auth {
+            return match extensions.get::<crate::auth::Principal>() {
+                None => Err(auth.unauthenticated(what, scopes)),
+                Some(p) if auth.missing(p, scopes).is_empty() => Ok(()),
+                Some(_) => Err(auth.insufficient_scope(what, scopes)),
+            };
+        }
+        let _ = extensions;
+        // Start-up refuses scoped functions on a server without authorization.
+        Err(RpcError::internal(format!(
+            "{what} needs a signed-in caller, but this server checks no tokens"
+        )))
     }
 
     pub(crate) fn lists(&self, rev: Revision) -> &RevisionLists {
         &self.lists[rev.index()]
     }
+
+    /// The lists a caller sees when `Authorization::hide_unauthorized` is on: only what their
+    /// scopes allow. Built once per distinct view (which scope sets the caller holds) and
+    /// kept, at most [`MAX_VIEWS`] of them. `None`: everyone sees the same lists.
+    #[cfg(feature = "auth")]
+    pub(crate) fn caller_lists(
+        &self,
+        extensions: &http::Extensions,
+    ) -> Option<Arc<[RevisionLists; Revision::COUNT]>> {
+        let auth = self.auth.as_ref().filter(|a| a.hide_unauthorized)?;
+        if self.scope_sets.is_empty() {
+            return None;
+        }
+        let principal = extensions.get::<crate::auth::Principal>();
+        let view: Vec<bool> = self
+            .scope_sets
+            .iter()
+            .map(|set| principal.is_some_and(|p| auth.missing(p, set).is_empty()))
+            .collect();
+        if let Some(lists) = self.views.lock().ok()?.get(&view) {
+            return Some(lists.clone());
+        }
+        let sets = &self.scope_sets;
+        let shown = |scopes: &[&str]| {
+            scopes.is_empty()
+                || sets
+                    .iter()
+                    .position(|s| *s == scopes)
+                    .is_some_and(|i| view[i])
+        };
+        let lists = Arc::new(build_lists(&self.registry, &self.env, &self.config, &shown));
+        if let Ok(mut views) = self.views.lock() {
+            if views.len() >= MAX_VIEWS {
+                views.clear();
+            }
+            views.insert(view, lists.clone());
+        }
+        Some(lists)
+    }
 }
 
-/// The signing key: the builder's, else `SAKE_SESSION_KEY`, else a random one.
+/// The keys: the builder's, else `SAKE_SESSION_KEY` (and `SAKE_PREVIOUS_SESSION_KEYS`,
+/// comma-separated), else a random one — with a warning, or a start-up error when the server
+/// requires a configured key. The server's name is bound into every signature.
 fn signer(config: &Config) -> Result<Signer, Error> {
     const MIN: usize = 32;
-    let configured = config
-        .session_key
-        .clone()
-        .map(|k| (k, "Server::session_key"))
-        .or_else(|| {
-            std::env::var("SAKE_SESSION_KEY")
-                .ok()
-                .map(|k| (k.into_bytes(), "SAKE_SESSION_KEY"))
-        });
-    match configured {
-        Some((key, source)) => {
-            if key.len() < MIN {
-                return Err(Error::Config(format!(
-                    "the session key from {source} has {} bytes; use at least {MIN} random bytes",
-                    key.len()
-                )));
+    let env_key = |name: &str| std::env::var_os(name).map(|v| v.into_encoded_bytes());
+    let (current, previous, source) = match &config.session_key {
+        Some(k) => (
+            Some(k.clone()),
+            config.previous_session_keys.clone(),
+            "Server::session_key",
+        ),
+        None => (
+            env_key("SAKE_SESSION_KEY"),
+            env_key("SAKE_PREVIOUS_SESSION_KEYS")
+                .map(|v| {
+                    v.split(|b| *b == b',')
+                        .map(<[u8]>::trim_ascii)
+                        .filter(|k| !k.is_empty())
+                        .map(<[u8]>::to_vec)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            "SAKE_SESSION_KEY",
+        ),
+    };
+    let audience = config.info.name.as_str();
+    match current {
+        Some(key) => {
+            for (which, k) in std::iter::once(("the session key", &key))
+                .chain(previous.iter().map(|k| ("a previous session key", k)))
+            {
+                if k.len() < MIN {
+                    return Err(Error::Config(format!(
+                        "{which} from {source} has {} bytes; use at least {MIN} random bytes",
+                        k.len()
+                    )));
+                }
             }
-            Signer::new(&key).ok_or_else(|| Error::Config("the session key is unusable".into()))
+            Signer::with_keys(&key, &previous, audience)
+                .ok_or_else(|| Error::Config("the session key is unusable".into()))
         }
+        None if config.require_session_key => Err(Error::Config(
+            "no session key: set Server::session_key or SAKE_SESSION_KEY (at least 32 random bytes, the same on every replica), or drop Server::require_session_key".into(),
+        )),
         None => {
-            tracing::info!(
-                "no session key configured (Server::session_key or SAKE_SESSION_KEY): using a random key, so legacy sessions end when this process does, and replicas do not share them"
+            tracing::warn!(
+                "NO SESSION KEY configured (Server::session_key or SAKE_SESSION_KEY): a random key is used, so handshake sessions and requestState end when this process does, and REPLICAS DO NOT SHARE THEM; set a key shared by every replica, or Server::require_session_key(true) to make this a start-up error"
             );
-            Signer::random()
+            Signer::random(audience)
                 .ok_or_else(|| Error::Config("no randomness available for a session key".into()))
         }
     }
+}
+
+/// Every revision's lists of what `visible` shows, paged and rendered.
+fn build_lists(
+    registry: &Registry,
+    env: &ResultEnv,
+    config: &Config,
+    visible: crate::registry::Visible<'_>,
+) -> [RevisionLists; Revision::COUNT] {
+    let mut lists: [RevisionLists; Revision::COUNT] = Default::default();
+    for rev in Revision::ALL {
+        let page =
+            |kind: &str, key: &str, items: Vec<Value>| paginate(rev, env, config, kind, key, items);
+        lists[rev.index()] = RevisionLists {
+            tools: page("tools", "tools", registry.tools_visible(rev, visible)),
+            prompts: page("prompts", "prompts", registry.prompts_visible(rev, visible)),
+            resources: page(
+                "resources",
+                "resources",
+                registry.resources_visible(rev, visible),
+            ),
+            templates: page(
+                "templates",
+                "resourceTemplates",
+                registry.templates_visible(rev, visible),
+            ),
+        };
+    }
+    lists
 }
 
 fn paginate(

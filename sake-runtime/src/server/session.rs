@@ -4,11 +4,12 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+use super::records::Records;
 use crate::protocol::Revision;
 use crate::protocol::types::{ClientCapabilities, Implementation, LoggingLevel};
 use crate::signing::{Domain, Signer};
@@ -42,6 +43,14 @@ pub(crate) struct Session {
     /// A digest of the authenticated caller who opened it, when the server names callers.
     #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// When the session ends, whatever happens (Unix seconds): fixed when it opens, kept by
+    /// every re-minted id. 0 until the first id is minted.
+    #[serde(rename = "e", default)]
+    pub expires: u64,
+    /// Who opened it, for the bounds on what the server keeps per client: the caller's
+    /// digest, else the network peer's.
+    #[serde(rename = "o", default)]
+    pub owner: String,
 }
 
 mod revision_str {
@@ -76,7 +85,19 @@ impl Session {
             log_level: None,
             issued_at: now_secs(),
             principal: None,
+            expires: 0,
+            owner: String::new(),
         })
+    }
+
+    /// When the session ends, as an `Instant` of this process (a century away for a session
+    /// that never expires: stdio's).
+    pub fn expires_at(&self) -> Instant {
+        let now = Instant::now();
+        let left = Duration::from_secs(self.expires.saturating_sub(now_secs()));
+        now.checked_add(left)
+            .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+            .unwrap_or(now)
     }
 
     /// The client's name and version, as an `Implementation`.
@@ -109,8 +130,9 @@ pub(crate) struct Sessions {
     pub lifetime: Duration,
     /// A token older than this is replaced by a fresh one on the next response.
     pub refresh_after: Duration,
-    ended: Mutex<HashMap<String, u64>>,
-    max_ended: usize,
+    /// Sessions ended with DELETE, until they would have expired; bounded per owner and in
+    /// all (see `records`).
+    ended: Mutex<Records<String, ()>>,
     /// Tokens whose signature was checked, and what they say. A client sends the same id on
     /// every request of its session, and checking the signature and decoding the payload is
     /// most of what serving a session costs sake. Bounded by [`VERIFIED_CACHE`] entries (when
@@ -129,13 +151,13 @@ impl Sessions {
         lifetime: Duration,
         refresh_after: Duration,
         max_ended: usize,
+        max_ended_per_owner: usize,
     ) -> Self {
         Sessions {
             signer,
             lifetime,
             refresh_after,
-            ended: Mutex::new(HashMap::new()),
-            max_ended,
+            ended: Mutex::new(Records::new(max_ended, max_ended_per_owner)),
             verified: Mutex::new(HashMap::new()),
         }
     }
@@ -144,10 +166,14 @@ impl Sessions {
         &self.signer
     }
 
-    /// The token for a session, stamped now.
+    /// The token for a session, stamped now. The first one fixes when the session ends
+    /// (`session_lifetime` from now); later ones keep it.
     pub fn mint(&self, session: &Session) -> String {
         let mut s = session.clone();
         s.issued_at = now_secs();
+        if s.expires == 0 {
+            s.expires = s.issued_at.saturating_add(self.lifetime.as_secs());
+        }
         let payload = serde_json::to_vec(&s).unwrap_or_default();
         self.signer.sign(Domain::Session, &payload)
     }
@@ -183,12 +209,12 @@ impl Sessions {
                 session
             }
         };
-        let age = now_secs().saturating_sub(session.issued_at);
-        if age > self.lifetime.as_secs() {
+        let now = now_secs();
+        if session.expires == 0 || now >= session.expires {
             return Err(Refused::Expired);
         }
         let ended = self.ended.lock().map_err(|_| Refused::Invalid)?;
-        if ended.contains_key(&session.sid) {
+        if ended.contains(&session.sid, Instant::now()) {
             return Err(Refused::Ended);
         }
         Ok(session)
@@ -199,26 +225,24 @@ impl Sessions {
         now_secs().saturating_sub(session.issued_at) >= self.refresh_after.as_secs()
     }
 
-    /// Ends a session: its tokens are refused from now on (in this process).
+    /// Ends a session: its tokens are refused from now on (in this process), until it would
+    /// have expired. O(log n); a client that ends sessions without end pushes out only its own
+    /// records.
     pub fn end(&self, session: &Session) {
-        let now = now_secs();
-        let Ok(mut ended) = self.ended.lock() else {
-            return;
+        let until = if session.expires == 0 {
+            Instant::now() + self.lifetime
+        } else {
+            session.expires_at()
         };
-        if ended.len() >= self.max_ended {
-            ended.retain(|_, until| *until > now);
+        if let Ok(mut ended) = self.ended.lock() {
+            ended.insert(
+                session.sid.clone(),
+                (),
+                until,
+                &session.owner,
+                Instant::now(),
+            );
         }
-        if ended.len() >= self.max_ended {
-            // Still full of live records: forget the one closest to expiry.
-            if let Some(oldest) = ended
-                .iter()
-                .min_by_key(|(_, until)| **until)
-                .map(|(k, _)| k.clone())
-            {
-                ended.remove(&oldest);
-            }
-        }
-        ended.insert(session.sid.clone(), now + self.lifetime.as_secs() + 1);
     }
 }
 
@@ -231,6 +255,7 @@ mod tests {
             Signer::new(b"test key test key test key test k").unwrap(),
             Duration::from_secs(lifetime),
             Duration::from_secs(60),
+            4,
             4,
         )
     }
@@ -322,6 +347,54 @@ mod tests {
             s.verify(&s.mint(&other)).unwrap();
         }
         assert!(s.verified.lock().unwrap().len() <= VERIFIED_CACHE);
+    }
+
+    /// Re-minting a session's id (a changed log level, a refresh) never extends it: a client
+    /// that keeps using its session still sees it end when its lifetime has passed.
+    #[test]
+    fn a_session_ends_at_its_lifetime_however_often_it_is_re_minted() {
+        let s = sessions(10);
+        let mut session =
+            Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+        let first: Session = {
+            let token = s.mint(&session);
+            s.verify(&token).unwrap()
+        };
+        assert_eq!(first.expires, first.issued_at + 10);
+        // Re-minted an hour later (as if): the same end.
+        session = first.clone();
+        session.issued_at = now_secs() + 3600;
+        session.log_level = Some(LoggingLevel::Error);
+        let again = s.verify(&s.mint(&session)).unwrap();
+        assert_eq!(again.expires, first.expires);
+        // Past its end: refused, whatever its issue time says.
+        let mut late = first;
+        late.expires = now_secs() - 1;
+        let token = s
+            .signer()
+            .sign(Domain::Session, &serde_json::to_vec(&late).unwrap());
+        assert_eq!(s.verify(&token), Err(Refused::Expired));
+    }
+
+    /// One client that opens and ends sessions without end does not push another client's
+    /// ended session out of the record (which would make its id work again).
+    #[test]
+    fn ending_sessions_without_end_pushes_out_only_ones_own_records() {
+        let s = sessions(3600);
+        let mut victim =
+            Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+        victim.owner = "victim".into();
+        let token = s.mint(&victim);
+        s.end(&s.verify(&token).unwrap());
+        for _ in 0..1000 {
+            let mut throwaway =
+                Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+            throwaway.owner = "attacker".into();
+            let t = s.mint(&throwaway);
+            s.end(&s.verify(&t).unwrap());
+        }
+        assert_eq!(s.verify(&token), Err(Refused::Ended));
+        assert!(s.ended.lock().unwrap().len() <= 4);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `subscriptions/listen` (2026-07-28): a long-lived stream of the notifications a client
 //! asked for, each tagged with the listen request's id.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -11,10 +12,13 @@ use tokio::sync::broadcast;
 
 use super::Shared;
 use super::front::{Frame, event_notification};
+use super::tasks::Tasks;
 use crate::handler::events::Event;
 use crate::protocol::jsonrpc::clip;
 use crate::protocol::jsonrpc::{self, RequestId, RpcError};
-use crate::protocol::meta::{Params, SERVER_INFO, SUBSCRIPTION_ID};
+use crate::protocol::meta::{Params, RequestMeta, SERVER_INFO, SUBSCRIPTION_ID};
+use crate::protocol::tasks::{declared, missing_extension};
+use crate::tasks::TaskRecord;
 
 /// `params.notifications` of `subscriptions/listen`.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -27,7 +31,59 @@ struct Filter {
     #[serde(default)]
     resources_list_changed: bool,
     #[serde(default)]
-    resource_subscriptions: Option<Vec<String>>,
+    resource_subscriptions: Option<Uris>,
+    /// The tasks extension: `notifications/tasks` for these tasks.
+    #[serde(default)]
+    task_ids: Option<Vec<String>>,
+}
+
+/// The most resource URIs one `subscriptions/listen` filter may name.
+pub(crate) const MAX_LISTEN_URIS: usize = 1024;
+
+/// A filter's resource URIs: at most [`MAX_LISTEN_URIS`], each at most
+/// [`MAX_URI_BYTES`](super::MAX_URI_BYTES) — refused while reading, so a huge filter never
+/// becomes a huge allocation — kept in order (for the acknowledgement) and as a set (to match
+/// each update in O(1)).
+#[derive(Clone, Debug, Default)]
+struct Uris {
+    listed: Vec<Box<str>>,
+    set: std::collections::HashSet<Box<str>>,
+}
+
+impl<'de> Deserialize<'de> for Uris {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Uris;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of resource URIs")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Uris, A::Error> {
+                use serde::de::Error as _;
+                let mut uris = Uris::default();
+                while let Some(uri) = seq.next_element::<std::borrow::Cow<'de, str>>()? {
+                    if uris.listed.len() == MAX_LISTEN_URIS {
+                        return Err(A::Error::custom(format!(
+                            "`resourceSubscriptions` names more than {MAX_LISTEN_URIS} resources; listen on several streams"
+                        )));
+                    }
+                    if uri.len() > super::MAX_URI_BYTES {
+                        return Err(A::Error::custom(format!(
+                            "a resource URI of {} bytes; this server serves none longer than {}",
+                            uri.len(),
+                            super::MAX_URI_BYTES
+                        )));
+                    }
+                    let uri: Box<str> = uri.into();
+                    if uris.set.insert(uri.clone()) {
+                        uris.listed.push(uri);
+                    }
+                }
+                Ok(uris)
+            }
+        }
+        d.deserialize_seq(Visit)
+    }
 }
 
 impl Filter {
@@ -41,6 +97,9 @@ impl Filter {
         self.resources_list_changed &= listed(resources.and_then(|r| r.list_changed));
         if !listed(resources.and_then(|r| r.subscribe)) {
             self.resource_subscriptions = None;
+        }
+        if shared.tasks.is_none() {
+            self.task_ids = None;
         }
         self
     }
@@ -57,7 +116,10 @@ impl Filter {
             m.insert("resourcesListChanged".into(), true.into());
         }
         if let Some(uris) = &self.resource_subscriptions {
-            m.insert("resourceSubscriptions".into(), json!(uris));
+            m.insert("resourceSubscriptions".into(), json!(uris.listed));
+        }
+        if let Some(ids) = &self.task_ids {
+            m.insert("taskIds".into(), json!(ids));
         }
         Value::Object(m)
     }
@@ -70,7 +132,7 @@ impl Filter {
             Event::ResourceUpdated(uri) => self
                 .resource_subscriptions
                 .as_ref()
-                .is_some_and(|u| u.iter().any(|s| s == &**uri)),
+                .is_some_and(|u| u.set.contains(&**uri)),
         }
     }
 }
@@ -81,6 +143,8 @@ pub(crate) fn listen(
     shared: &Arc<Shared>,
     id: RequestId,
     params: &Params<'_>,
+    meta: &RequestMeta,
+    principal: Option<String>,
 ) -> Result<impl Stream<Item = Frame> + Send + 'static, RpcError> {
     let raw = params.notifications.ok_or_else(|| {
         RpcError::invalid_params("Invalid params: `subscriptions/listen` needs `notifications` (a SubscriptionFilter object)")
@@ -98,12 +162,37 @@ pub(crate) fn listen(
             crate::handler::strip_position(&e)
         ))
     })?;
+    if let Some(ids) = filter.task_ids.as_ref().filter(|_| shared.tasks.is_some()) {
+        // The tasks extension: "-32021 … if a subscriptions/listen request includes taskIds"
+        // from a request that did not declare it. (A server without the extension does not
+        // know the member, and leaves it out of the acknowledgement.)
+        if !declared(&meta.client_capabilities) {
+            return Err(missing_extension());
+        }
+        let max = shared.config.max_subscriptions_per_session;
+        if ids.len() > max {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: `notifications.taskIds` names {} tasks; this server follows at most {max} per stream",
+                ids.len()
+            )));
+        }
+    }
     let filter = filter.honoured(shared);
-    let tag = json!({ SUBSCRIPTION_ID: id });
-    let ack = jsonrpc::notification_bytes(
-        "notifications/subscriptions/acknowledged",
-        &json!({ "notifications": filter.to_json(), "_meta": tag }),
-    );
+    let tasks = match (&shared.tasks, &filter.task_ids) {
+        (Some(tasks), Some(ids)) => {
+            let mut poll = tokio::time::interval(tasks.poll_interval);
+            poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            Some(TaskWatch {
+                tasks: tasks.clone(),
+                changes: tasks.subscribe(),
+                principal,
+                requested: ids.clone(),
+                watched: HashMap::new(),
+                poll,
+            })
+        }
+        _ => None,
+    };
     let events = shared.bus.subscribe();
     let mut tick = tokio::time::interval(shared.config.keep_alive);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -113,8 +202,10 @@ pub(crate) fn listen(
         filter,
         events,
         tick,
-        ack: Some(Bytes::from(ack)),
+        acked: false,
         closed: false,
+        tasks,
+        outbox: VecDeque::new(),
     };
     Ok(futures_util::stream::unfold(state, next))
 }
@@ -125,8 +216,98 @@ struct State {
     filter: Filter,
     events: broadcast::Receiver<Event>,
     tick: tokio::time::Interval,
-    ack: Option<Bytes>,
+    acked: bool,
     closed: bool,
+    tasks: Option<TaskWatch>,
+    /// Frames decided and not yet sent.
+    outbox: VecDeque<Bytes>,
+}
+
+/// The tasks a stream reports on (`notifications/tasks`).
+struct TaskWatch {
+    tasks: Arc<Tasks>,
+    /// Tasks that changed in this process.
+    changes: broadcast::Receiver<Arc<str>>,
+    principal: Option<String>,
+    requested: Vec<String>,
+    /// Each unfinished task followed, with the version last reported.
+    watched: HashMap<String, u64>,
+    /// Changes made by other replicas are read at the polling interval.
+    poll: tokio::time::Interval,
+}
+
+impl TaskWatch {
+    /// The tasks of the filter that exist and belong to the caller: the ones the server
+    /// agrees to report on. Each one's current state is queued, so that a task that changed
+    /// before the stream opened is not missed.
+    async fn agree(&mut self, id: &RequestId, out: &mut VecDeque<Bytes>) -> Vec<String> {
+        let mut agreed = Vec::new();
+        for task in std::mem::take(&mut self.requested) {
+            if agreed.contains(&task) {
+                continue;
+            }
+            if let Ok(record) = self.tasks.find(&task, self.principal.as_deref()).await {
+                out.push_back(task_notification(&record, id));
+                if !record.status.is_terminal() {
+                    self.watched.insert(task.clone(), record.version);
+                }
+                agreed.push(task);
+            }
+        }
+        agreed
+    }
+
+    /// Queues a notification for each followed task in `which` that changed since it was
+    /// last reported; a task that ended (or is gone) is followed no more.
+    async fn check(&mut self, which: Option<&str>, id: &RequestId, out: &mut VecDeque<Bytes>) {
+        let ids: Vec<String> = match which {
+            Some(one) if self.watched.contains_key(one) => vec![one.to_owned()],
+            Some(_) => return,
+            None => self.watched.keys().cloned().collect(),
+        };
+        for task in ids {
+            match self.tasks.find(&task, self.principal.as_deref()).await {
+                Ok(record) => {
+                    if self.watched.get(&task) != Some(&record.version) {
+                        out.push_back(task_notification(&record, id));
+                    }
+                    if record.status.is_terminal() {
+                        self.watched.remove(&task);
+                    } else {
+                        self.watched.insert(task, record.version);
+                    }
+                }
+                Err(_) => {
+                    self.watched.remove(&task);
+                }
+            }
+        }
+    }
+}
+
+/// `notifications/tasks`: the task as `tasks/get` shows it, tagged with the stream.
+fn task_notification(record: &TaskRecord, id: &RequestId) -> Bytes {
+    let mut params = serde_json::to_value(record.detailed()).unwrap_or_default();
+    if let Value::Object(p) = &mut params {
+        p.insert("_meta".into(), json!({ SUBSCRIPTION_ID: id }));
+    }
+    Bytes::from(jsonrpc::notification_bytes("notifications/tasks", &params))
+}
+
+/// What a stream waits for besides the bus.
+enum TaskWake {
+    Changed(Option<Arc<str>>),
+    Poll,
+}
+
+async fn task_wake(watch: &mut Option<TaskWatch>) -> TaskWake {
+    match watch {
+        Some(w) if !w.watched.is_empty() => tokio::select! {
+            changed = w.changes.recv() => TaskWake::Changed(changed.ok()),
+            _ = w.poll.tick() => TaskWake::Poll,
+        },
+        _ => std::future::pending().await,
+    }
 }
 
 /// The graceful end: a result for the listen request, then the stream ends.
@@ -143,16 +324,45 @@ fn closing(state: &State) -> Bytes {
 }
 
 async fn next(mut state: State) -> Option<(Frame, State)> {
-    if let Some(ack) = state.ack.take() {
+    if !state.acked {
+        state.acked = true;
+        let mut filter = state.filter.clone();
+        let mut snapshots = VecDeque::new();
+        if let Some(watch) = &mut state.tasks {
+            filter.task_ids = Some(watch.agree(&state.id, &mut snapshots).await);
+            // The first tick of an interval is immediate.
+            watch.poll.tick().await;
+        }
+        let ack = jsonrpc::notification_bytes(
+            "notifications/subscriptions/acknowledged",
+            &json!({ "notifications": filter.to_json(), "_meta": { SUBSCRIPTION_ID: &state.id } }),
+        );
+        state.outbox = snapshots;
         // The first tick of an interval is immediate; consume it so keep-alives start later.
         state.tick.tick().await;
-        return Some((Frame::Message(ack), state));
+        return Some((Frame::Message(Bytes::from(ack)), state));
+    }
+    if let Some(frame) = state.outbox.pop_front() {
+        return Some((Frame::Message(frame), state));
     }
     if state.closed {
         return None;
     }
     loop {
         tokio::select! {
+            wake = task_wake(&mut state.tasks) => {
+                let which = match wake {
+                    TaskWake::Changed(Some(id)) => Some(id),
+                    // Lagged behind this process's changes, or the polling tick: look at all.
+                    TaskWake::Changed(None) | TaskWake::Poll => None,
+                };
+                if let Some(watch) = &mut state.tasks {
+                    watch.check(which.as_deref(), &state.id, &mut state.outbox).await;
+                }
+                if let Some(frame) = state.outbox.pop_front() {
+                    return Some((Frame::Message(frame), state));
+                }
+            }
             ev = state.events.recv() => match ev {
                 Ok(ev) if !state.filter.wants(&ev) => continue,
                 Ok(ev) => {
@@ -180,17 +390,24 @@ async fn next(mut state: State) -> Option<(Frame, State)> {
 mod tests {
     use super::*;
     use crate::Registry;
-    use crate::server::Server;
+    use crate::service::Server;
     use serde_json::value::RawValue;
 
     fn refusal(params: &str) -> String {
         let shared = Server::with_registry(Registry::from_defs([], [], []).unwrap())
             .build()
             .unwrap()
-            .shared;
+            .shared
+            .clone();
         let raw = RawValue::from_string(params.to_owned()).unwrap();
         let params = Params::parse(Some(&raw)).unwrap();
-        match listen(&shared, RequestId::Number(1), &params) {
+        match listen(
+            &shared,
+            RequestId::Number(1),
+            &params,
+            &RequestMeta::default(),
+            None,
+        ) {
             Ok(_) => panic!("accepted {params:?}"),
             Err(e) => e.message,
         }

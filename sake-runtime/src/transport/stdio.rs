@@ -23,11 +23,11 @@ use crate::protocol::framing::{Line, read_line};
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
 use crate::protocol::meta::{self, Params};
 use crate::protocol::methods::Method;
+use crate::server::Shared;
 use crate::server::front::legacy::{Started, batch_without_session};
 use crate::server::front::modern::Answer;
 use crate::server::front::{Frame, Inbound, OnLag, response};
 use crate::server::session::Session;
-use crate::server::{Service, Shared};
 
 /// A fresh scope for one connection: its session id, and the key under which its in-flight
 /// requests, pending questions and resource subscriptions are kept. One `Service` may serve
@@ -46,6 +46,9 @@ struct Conn {
     session: Mutex<Option<Session>>,
     /// Everything running, cancelled together at EOF.
     all: CancellationToken,
+    /// What every request of the connection carries: the caller, when the environment named
+    /// one (feature `auth`).
+    extensions: http::Extensions,
 }
 
 impl Conn {
@@ -58,20 +61,14 @@ impl Conn {
     }
 }
 
-impl Service {
-    /// Serves stdio on this process's stdin and stdout until stdin closes.
-    pub async fn serve_stdio(self) -> Result<(), Error> {
-        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
-    }
-
-    /// Serves newline-delimited JSON-RPC on any reader and writer (a pipe, a socket, a test's
-    /// in-memory duplex) until the reader ends.
-    pub async fn serve_io<R, W>(self, reader: R, writer: W) -> Result<(), Error>
-    where
-        R: AsyncRead + Unpin + Send,
-        W: AsyncWrite + Unpin + Send + 'static,
+/// Serves newline-delimited JSON-RPC on `reader` and `writer` until the reader ends: one
+/// connection, with its own handshake session, cancellations and subscriptions.
+pub(crate) async fn serve_io<R, W>(shared: Arc<Shared>, reader: R, writer: W) -> Result<(), Error>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     {
-        let shared = self.shared.clone();
         let (out, out_rx) = mpsc::channel::<Bytes>(1024);
         let stop_writing = CancellationToken::new();
         let writer_task = tokio::spawn(write_lines(writer, out_rx, stop_writing.clone()));
@@ -81,6 +78,7 @@ impl Service {
             out,
             session: Mutex::new(None),
             all: CancellationToken::new(),
+            extensions: caller(&shared).await?,
         });
         let mut tasks = JoinSet::new();
         let mut reader = BufReader::new(reader);
@@ -143,6 +141,30 @@ impl Service {
     }
 }
 
+/// The caller of a stdio connection: with authorization configured and a token in the
+/// environment variable it names (`Authorization::stdio_token_env`), the verified principal;
+/// otherwise anonymous. A token that is refused stops the server: it would run as someone
+/// else than the operator meant.
+async fn caller(shared: &Shared) -> Result<http::Extensions, Error> {
+    #[allow(unused_mut)]
+    let mut extensions = http::Extensions::new();
+    #[cfg(feature = "auth")]
+    if let Some(auth) = &shared.auth
+        && let Some((token, source)) = auth.stdio_token.as_ref().and_then(|t| t.read())
+    {
+        let principal = auth.verifier.verify(&token).await.map_err(|e| {
+            Error::Config(format!(
+                "the bearer token of {source} was not accepted: {e}"
+            ))
+        })?;
+        tracing::info!(subject = principal.subject(), "stdio caller from {source}");
+        extensions.insert(principal);
+    }
+    #[cfg(not(feature = "auth"))]
+    let _ = shared;
+    Ok(extensions)
+}
+
 /// Writes each message as one line. Once `stop` fires it writes what is already queued and
 /// returns, whoever still holds a sender.
 async fn write_lines<W: AsyncWrite + Unpin>(
@@ -201,20 +223,6 @@ async fn handle(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
     }
 }
 
-/// Whether a request's `_meta` names a protocol version: then it is a stateless request,
-/// whether or not the connection opened a handshake session.
-fn is_modern(params: &Params<'_>) -> bool {
-    #[derive(serde::Deserialize)]
-    struct VersionOnly<'a> {
-        #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
-        version: Option<&'a RawValue>,
-    }
-    params
-        .meta
-        .and_then(|m| serde_json::from_str::<VersionOnly<'_>>(m.get()).ok())
-        .is_some_and(|v| v.version.is_some())
-}
-
 async fn request(
     conn: &Arc<Conn>,
     id: RequestId,
@@ -235,13 +243,19 @@ async fn request(
     };
     let stateless_only =
         Method::parse_in(method, Era::Modern).is_some_and(|m| !m.exists_in(Era::Legacy));
-    if is_modern(&params) || (stateless_only && conn.session().is_none()) {
+    if meta::names_version(params.meta) || (stateless_only && conn.session().is_none()) {
         return stateless(conn, id, method, &params, tasks, permit).await;
     }
     if method == "initialize" {
-        let msg = match shared.initialize(&params, None) {
+        let msg = match shared.initialize(
+            &params,
+            shared.principal_of(&conn.extensions),
+            conn.scope.clone(),
+        ) {
             Ok((result, mut session)) => {
                 session.sid = conn.scope.clone();
+                // The connection's session lasts as long as the connection.
+                session.expires = u64::MAX;
                 let first = conn
                     .session
                     .lock()
@@ -271,6 +285,7 @@ async fn request(
     };
     let inbound = Inbound {
         sink: Some(conn.out.clone()),
+        extensions: conn.extensions.clone(),
         ..Inbound::default()
     };
     match shared.session_request(&session, &conn.scope, id, method, Ok(params), inbound) {
@@ -331,6 +346,7 @@ async fn stateless(
     let inbound = Inbound {
         sink: Some(conn.out.clone()),
         cancel: Some(cancel.clone()),
+        extensions: conn.extensions.clone(),
         ..Inbound::default()
     };
     let fut: BoxFuture<Option<Vec<u8>>> =
@@ -386,6 +402,7 @@ async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
     };
     let inbound = Inbound {
         sink: Some(conn.out.clone()),
+        extensions: conn.extensions.clone(),
         ..Inbound::default()
     };
     let batch = match conn.shared.batch(&session, text, &conn.scope, inbound) {

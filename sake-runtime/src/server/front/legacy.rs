@@ -80,9 +80,8 @@ impl Shared {
                     Some(level) => {
                         // The re-minted id carries the level to every replica; clients that
                         // keep the id of `initialize` (the TypeScript SDK, rmcp) find it in
-                        // this process, for no longer than that first id could be used.
-                        let expires = std::time::Instant::now() + self.config.session_lifetime;
-                        self.hub.set_log_level(&session.sid, level, expires);
+                        // this process, until the session ends.
+                        self.hub.set_log_level(session, level);
                         let mut s = session.clone();
                         s.log_level = Some(level);
                         Started::Done(response(&id, &empty()), Some(Box::new(s)))
@@ -97,11 +96,19 @@ impl Shared {
                 };
                 if method == Method::ResourcesUnsubscribe {
                     self.hub.unsubscribe(&session.sid, &uri);
-                } else if let Err(why) = self.hub.subscribe(&session.sid, &uri) {
-                    return done(Err(RpcError::internal(match why {
-                        SubscribeRefused::TooManySessions => "Too many sessions hold resource subscriptions on this server; try again later".to_owned(),
-                        SubscribeRefused::TooManyForSession(n) => format!("This session holds {n} resource subscriptions, the most it may; unsubscribe from one first"),
-                    })));
+                } else {
+                    // Only to what the server serves: a subscription to anything else is
+                    // memory held for nothing.
+                    if let Err(e) = self.servable_uri(&uri) {
+                        return done(Err(render::error(rev, e)));
+                    }
+                    if let Err(SubscribeRefused::TooManyForSession(n)) =
+                        self.hub.subscribe(session, &uri)
+                    {
+                        return done(Err(RpcError::internal(format!(
+                            "This session holds {n} resource subscriptions, the most it may; unsubscribe from one first"
+                        ))));
+                    }
                 }
                 done(empty())
             }
@@ -209,6 +216,7 @@ impl Shared {
         &self,
         params: &Params<'_>,
         principal: Option<String>,
+        owner: String,
     ) -> Result<(Vec<u8>, Session), RpcError> {
         let requested = params.protocol_version.and_then(raw_str).ok_or_else(|| {
             RpcError::invalid_params(
@@ -249,6 +257,7 @@ impl Shared {
         let mut session = Session::new(revision, capabilities, client.as_ref())
             .ok_or_else(|| RpcError::internal("no randomness available for a session id"))?;
         session.principal = principal;
+        session.owner = owner;
         let mut result = json!({
             "protocolVersion": revision.as_str(),
             "capabilities": self.capabilities,

@@ -44,7 +44,14 @@ impl Shared {
         inbound: Inbound,
     ) -> Answer {
         if method == Method::Listen {
-            return match super::super::subscriptions::listen(self, id.clone(), params) {
+            let principal = self.principal_of(&inbound.extensions);
+            return match super::super::subscriptions::listen(
+                self,
+                id.clone(),
+                params,
+                &meta,
+                principal,
+            ) {
                 Ok(frames) => Answer::Listen(Box::new(Box::pin(frames))),
                 Err(e) => Answer::Ready(Err(e)),
             };

@@ -2,10 +2,13 @@
 //! visible ASCII, is refused (2026-07-28, Streamable HTTP, "Server Validation").
 //!
 //! The header names and the Base64 sentinel encoding live in the protocol layer, shared with the
-//! client; they are re-exported here, where they have always been public.
+//! client.
 
 use http::{HeaderMap, HeaderName};
 
+// Public only with the `internals` feature (fuzz targets, benches); the server names some of
+// them only in tests.
+#[allow(unused_imports)]
 pub use crate::protocol::headers::{
     METHOD, NAME, PARAM_PREFIX, PROTOCOL_VERSION, SESSION_ID, decode_sentinel, display_name,
     encode_value, name,

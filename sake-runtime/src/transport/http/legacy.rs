@@ -11,6 +11,7 @@ use futures_util::StreamExt;
 use http::{HeaderMap, HeaderValue};
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
+use super::Endpoint;
 use super::headers::{self, SESSION_ID};
 use super::sse;
 use crate::handler::BoxFuture;
@@ -46,8 +47,9 @@ pub(crate) fn session(
     };
     let token = raw.to_str().unwrap_or("").trim();
     let verified = shared.sessions.verify(token).and_then(|s| {
-        // A session opened by one caller is nobody else's.
-        if s.principal.is_some() && s.principal != shared.principal_of(extensions) {
+        // A session opened by one caller is nobody else's: not another caller's, and not an
+        // anonymous caller's either (nor the reverse).
+        if !shared.same_caller(s.principal.as_deref(), extensions) {
             Err(Refused::Foreign)
         } else {
             Ok(s)
@@ -97,7 +99,11 @@ pub(crate) fn initialize(
     params: &Params<'_>,
     extensions: &http::Extensions,
 ) -> Response {
-    match shared.initialize(params, shared.principal_of(extensions)) {
+    match shared.initialize(
+        params,
+        shared.principal_of(extensions),
+        shared.owner_of(extensions),
+    ) {
         Ok((result, session)) => with_session(
             sse::json(200, jsonrpc::result_bytes(id, &result)),
             Some(&shared.sessions.mint(&session)),
@@ -109,7 +115,7 @@ pub(crate) fn initialize(
 /// Serves a POST inside a session: one request (its params read when it was classified),
 /// notification or response.
 pub(crate) async fn serve(
-    shared: Arc<Shared>,
+    ep: &Arc<Endpoint>,
     session: Session,
     headers: &HeaderMap,
     extensions: http::Extensions,
@@ -117,6 +123,7 @@ pub(crate) async fn serve(
     params: Option<Params<'_>>,
     permit: OwnedSemaphorePermit,
 ) -> Response {
+    let shared = &ep.shared;
     if let Err(e) = check_version_header(session.revision, headers) {
         return legacy_error(message.request_id(), &e);
     }
@@ -158,7 +165,7 @@ pub(crate) async fn serve(
                 ),
                 other => (other, refreshed),
             };
-            respond(&shared, &session, started, rx, token, permit).await
+            respond(ep, &session, started, rx, token, permit).await
         }
     }
 }
@@ -168,7 +175,7 @@ pub(crate) async fn serve(
 /// that disconnects does not cancel it, before or after its first message (legacy clients
 /// cancel with `notifications/cancelled`).
 async fn respond(
-    shared: &Arc<Shared>,
+    ep: &Arc<Endpoint>,
     session: &Session,
     started: Started,
     mut rx: mpsc::Receiver<Bytes>,
@@ -185,7 +192,7 @@ async fn respond(
         std::future::poll_fn(|cx| std::task::Poll::Ready(running.as_mut().poll(cx))).await;
     if let std::task::Poll::Ready(out) = first_poll {
         drop(permit);
-        return finished(shared, session, out, &mut rx, token.as_deref());
+        return finished(ep, session, out, &mut rx, token.as_deref());
     }
     let running = tokio::spawn(async move {
         let _permit = permit;
@@ -195,9 +202,9 @@ async fn respond(
     let first = tokio::select! {
         biased;
         Some(msg) = rx.recv() => msg,
-        out = &mut fut => return finished(shared, session, out, &mut rx, token.as_deref()),
+        out = &mut fut => return finished(ep, session, out, &mut rx, token.as_deref()),
     };
-    let stream = open_stream(shared, session);
+    let stream = open_stream(ep, session);
     push(&stream, &first);
     let writer = stream.clone();
     // The request goes on even if the client disconnects; its messages stay resumable.
@@ -229,7 +236,7 @@ async fn respond(
 /// sent nothing, otherwise an SSE stream of what it queued, then its result. `None` is a
 /// cancelled request: an empty stream, no response.
 fn finished(
-    shared: &Shared,
+    ep: &Endpoint,
     session: &Session,
     out: Option<Vec<u8>>,
     rx: &mut mpsc::Receiver<Bytes>,
@@ -248,7 +255,7 @@ fn finished(
             token,
         );
     }
-    let stream = open_stream(shared, session);
+    let stream = open_stream(ep, session);
     for msg in queued {
         push(&stream, &msg);
     }
@@ -262,11 +269,11 @@ fn finished(
     )
 }
 
-fn open_stream(shared: &Shared, session: &Session) -> Arc<super::resume::RespStream> {
+fn open_stream(ep: &Endpoint, session: &Session) -> Arc<super::resume::RespStream> {
     let polling = session.revision.features().sse_polling;
-    let stream = shared.streams.open(&session.sid, polling);
+    let stream = ep.streams.open(session, polling);
     if polling {
-        stream.push_priming(shared.config.sse_retry);
+        stream.push_priming(ep.http.sse_retry);
     }
     stream
 }
@@ -282,13 +289,14 @@ fn push(stream: &super::resume::RespStream, msg: &[u8]) {
 
 /// A 2025-03-26 batch: its requests run concurrently; the answer is one array.
 pub(crate) async fn batch(
-    shared: Arc<Shared>,
+    ep: &Arc<Endpoint>,
     session: Session,
     headers: &HeaderMap,
     extensions: http::Extensions,
     body: &[u8],
     permit: OwnedSemaphorePermit,
 ) -> Response {
+    let shared = &ep.shared;
     if let Err(e) = check_version_header(session.revision, headers) {
         return legacy_error(None, &e);
     }
@@ -305,18 +313,19 @@ pub(crate) async fn batch(
     let token = batch.changed.map(|s| shared.sessions.mint(&s));
     match batch.answer {
         None => with_session(sse::accepted(), token.as_deref()),
-        Some(all) => respond(&shared, &session, Started::Running(all), rx, token, permit).await,
+        Some(all) => respond(ep, &session, Started::Running(all), rx, token, permit).await,
     }
 }
 
 /// GET: a session's standalone stream of notifications, or the resumption of a dropped
 /// response stream (`Last-Event-ID`). Without a session: 405.
 pub(crate) async fn get(
-    shared: Arc<Shared>,
+    ep: &Arc<Endpoint>,
     headers: &HeaderMap,
     extensions: &http::Extensions,
 ) -> Option<Response> {
-    let session = match session(&shared, headers, extensions) {
+    let shared = &ep.shared;
+    let session = match session(shared, headers, extensions) {
         Ok(Some(s)) => s,
         Ok(None) => return None,
         Err(e) => return Some(legacy_error(None, &e)),
@@ -332,18 +341,21 @@ pub(crate) async fn get(
             .with_status(400),
         ));
     }
-    if let Some(last) = headers.get("last-event-id").and_then(|v| v.to_str().ok())
-        && let Some((stream, from)) = shared.streams.resume(&session.sid, last)
-    {
-        return Some(sse::sse_response(Body::from_stream(
-            stream.reader(from, false),
-        )));
-    }
+    // A resumed stream and the standalone stream alike count against `max_streams`.
     let permit = match shared.stream_slot() {
         Ok(p) => p,
         Err(e) => return Some(super::busy(&e)),
     };
-    Some(standalone(shared, session, permit))
+    if let Some(last) = headers.get("last-event-id").and_then(|v| v.to_str().ok())
+        && let Some((stream, from)) = ep.streams.resume(&session.sid, last)
+    {
+        let frames = stream.reader(from, false).map(move |f| {
+            let _held = &permit;
+            f
+        });
+        return Some(sse::sse_response(Body::from_stream(frames)));
+    }
+    Some(standalone(shared.clone(), session, permit))
 }
 
 /// The session's standalone stream: notifications as SSE events, keep-alives as comments.
@@ -397,11 +409,11 @@ mod tests {
     use super::*;
     use crate::Registry;
     use crate::protocol::types::ClientCapabilities;
-    use crate::server::Server;
+    use crate::service::Server;
 
-    fn shared() -> Arc<Shared> {
+    fn endpoint() -> Arc<Endpoint> {
         let registry = Registry::from_defs([], [], []).unwrap();
-        Server::with_registry(registry).build().unwrap().shared
+        Server::with_registry(registry).build().unwrap().endpoint
     }
 
     fn session_headers(shared: &Shared) -> (Session, HeaderMap) {
@@ -414,10 +426,8 @@ mod tests {
     }
 
     /// Opens the session's GET stream and reads its opening comment.
-    async fn open_get(shared: &Arc<Shared>, headers: &HeaderMap) -> axum::body::BodyDataStream {
-        let resp = get(shared.clone(), headers, &http::Extensions::new())
-            .await
-            .unwrap();
+    async fn open_get(ep: &Arc<Endpoint>, headers: &HeaderMap) -> axum::body::BodyDataStream {
+        let resp = get(ep, headers, &http::Extensions::new()).await.unwrap();
         let mut body = resp.into_body().into_data_stream();
         let first = body.next().await.unwrap().unwrap();
         assert_eq!(&first[..], b": stream open\n\n");
@@ -434,24 +444,26 @@ mod tests {
 
     #[tokio::test]
     async fn get_streams_end_when_replaced_or_deleted() {
-        let shared = shared();
-        let (_, headers) = session_headers(&shared);
-        let mut first = open_get(&shared, &headers).await;
-        let mut second = open_get(&shared, &headers).await;
+        let ep = endpoint();
+        let shared = &ep.shared;
+        let (_, headers) = session_headers(shared);
+        let mut first = open_get(&ep, &headers).await;
+        let mut second = open_get(&ep, &headers).await;
         assert!(
             ends(&mut first).await,
             "the newer stream replaces the older"
         );
         assert!(!ends(&mut second).await);
-        assert!(delete(&shared, &headers, &http::Extensions::new()).is_some());
+        assert!(delete(shared, &headers, &http::Extensions::new()).is_some());
         assert!(ends(&mut second).await, "DELETE ends it");
     }
 
     #[tokio::test]
     async fn get_streams_end_when_the_server_shuts_down() {
-        let shared = shared();
-        let (_, headers) = session_headers(&shared);
-        let mut body = open_get(&shared, &headers).await;
+        let ep = endpoint();
+        let shared = &ep.shared;
+        let (_, headers) = session_headers(shared);
+        let mut body = open_get(&ep, &headers).await;
         assert!(!ends(&mut body).await, "the stream stays open");
         shared.shutdown.cancel();
         assert!(ends(&mut body).await, "shutdown ends it");

@@ -1,17 +1,24 @@
 //! Streamable HTTP: one endpoint for every revision.
 //!
 //! Each POST is admitted (`Host`/`Origin`, media type, size), decoded once, and classified as
-//! digest C7 says: a modern-shaped request (2026-07-28 `_meta`, or a non-legacy
+//! 2026-07-28 "Backward Compatibility" of the versioning page says: a modern-shaped request (2026-07-28 `_meta`, or a non-legacy
 //! `MCP-Protocol-Version`) is served statelessly; everything else belongs to the handshake era.
 
 pub(crate) mod admission;
+#[cfg(feature = "auth")]
+mod auth;
 pub mod headers;
 pub(crate) mod legacy;
 pub(crate) mod modern;
 pub(crate) mod resume;
+mod serve;
 pub(crate) mod sse;
 
+use admission::HostPolicy;
+pub(crate) use serve::serve;
+
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -21,43 +28,150 @@ use axum::routing::MethodRouter;
 use bytes::Bytes;
 use http::header::ALLOW;
 use http::{HeaderMap, HeaderValue, StatusCode};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 
+use crate::error::Error;
 use crate::protocol::jsonrpc::{self, Incoming, RpcError};
 use crate::protocol::meta::{self, Params};
 use crate::protocol::{Era, Revision};
-use crate::server::Shared;
 use crate::server::front::legacy::batch_without_session;
+use crate::server::{Peer, Shared};
+
+/// The settings of the HTTP transport.
+#[derive(Clone, Debug)]
+pub(crate) struct HttpConfig {
+    pub path: String,
+    pub hosts: HostPolicy,
+    pub origins: Vec<String>,
+    pub sse_retry: Duration,
+    pub body_timeout: Duration,
+    pub header_timeout: Duration,
+    /// A header a trusted proxy sets with the client's address (`X-Forwarded-For`): its
+    /// rightmost address is the peer.
+    pub client_ip_header: Option<http::HeaderName>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            path: "/mcp".to_owned(),
+            hosts: HostPolicy::Loopback,
+            origins: Vec::new(),
+            sse_retry: Duration::from_millis(1000),
+            body_timeout: Duration::from_secs(30),
+            header_timeout: Duration::from_secs(30),
+            client_ip_header: None,
+        }
+    }
+}
+
+/// The HTTP endpoint: the engine, the transport's settings, and what only HTTP keeps (the
+/// resumable response streams of handshake sessions).
+pub(crate) struct Endpoint {
+    pub shared: Arc<Shared>,
+    pub http: HttpConfig,
+    pub streams: resume::Streams,
+}
+
+impl Endpoint {
+    pub(crate) fn new(shared: Arc<Shared>, http: HttpConfig) -> Result<Endpoint, Error> {
+        if !http.path.starts_with('/') {
+            return Err(Error::Config(format!(
+                "the endpoint path must start with '/': {:?}",
+                http.path
+            )));
+        }
+        let streams = resume::Streams::new(
+            shared.config.max_tracked_sessions,
+            shared.config.max_records_per_client,
+        );
+        Ok(Endpoint {
+            shared,
+            http,
+            streams,
+        })
+    }
+}
+
+/// Where a request came from: the rightmost address of the trusted proxy's header when one is
+/// configured, else the connection's peer (`ConnectInfo`, set by `Service::serve` and by
+/// `axum::serve(.., router.into_make_service_with_connect_info::<SocketAddr>())`).
+fn peer(http: &HttpConfig, parts: &http::request::Parts) -> Option<Peer> {
+    if let Some(name) = &http.client_ip_header {
+        return parts
+            .headers
+            .get_all(name)
+            .iter()
+            .next_back()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.rsplit(',').next())
+            .and_then(|ip| ip.trim().parse().ok())
+            .map(Peer);
+    }
+    parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| Peer(c.0.ip()))
+}
+
+/// Records the request's peer in its extensions.
+fn note_peer(http: &HttpConfig, parts: &mut http::request::Parts) {
+    if let Some(p) = peer(http, parts) {
+        parts.extensions.insert(p);
+    }
+}
 
 /// The endpoint's router.
-pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    let path = shared.config.path.clone();
+pub(crate) fn router(ep: Arc<Endpoint>) -> Router {
+    let path = ep.http.path.clone();
     let endpoint = MethodRouter::new()
         .post(post)
         .get(get)
         .delete(delete)
         .fallback(not_allowed);
-    Router::new().route(&path, endpoint).with_state(shared)
+    let router = Router::new().route(&path, endpoint);
+    #[cfg(feature = "auth")]
+    let router = match &ep.shared.auth {
+        Some(a) => router.merge(auth::metadata_routes(a)),
+        None => router,
+    };
+    router.with_state(ep)
 }
 
-async fn get(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    let cfg = &shared.config;
+async fn get(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
+    let cfg = &ep.http;
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
         return sse::error(Era::Legacy, None, &e);
     }
-    match legacy::get(shared.clone(), request.headers(), request.extensions()).await {
+    let (mut parts, body) = request.into_parts();
+    note_peer(cfg, &mut parts);
+    #[cfg(feature = "auth")]
+    if let Err(resp) =
+        auth::authenticate(&ep, Era::Legacy, &parts.headers, &mut parts.extensions).await
+    {
+        return resp;
+    }
+    let request = Request::from_parts(parts, body);
+    match legacy::get(&ep, request.headers(), request.extensions()).await {
         Some(resp) => resp,
         None => not_allowed().await,
     }
 }
 
-async fn delete(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    let cfg = &shared.config;
+async fn delete(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
+    let cfg = &ep.http;
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
         return sse::error(Era::Legacy, None, &e);
     }
-    match legacy::delete(&shared, request.headers(), request.extensions()) {
+    let (mut parts, body) = request.into_parts();
+    note_peer(cfg, &mut parts);
+    #[cfg(feature = "auth")]
+    if let Err(resp) =
+        auth::authenticate(&ep, Era::Legacy, &parts.headers, &mut parts.extensions).await
+    {
+        return resp;
+    }
+    let request = Request::from_parts(parts, body);
+    match legacy::delete(&ep.shared, request.headers(), request.extensions()) {
         Some(resp) => resp,
         None => not_allowed().await,
     }
@@ -88,7 +202,7 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, RpcError> {
 
 /// Every POST runs in a `mcp` span; one `info` line per request says what it was and how it
 /// ended.
-async fn post(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+async fn post(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
     use tracing::Instrument as _;
     use tracing::field::Empty;
     let span = tracing::info_span!(
@@ -102,7 +216,7 @@ async fn post(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let started = tracing::enabled!(tracing::Level::INFO).then(std::time::Instant::now);
     // Boxed: the request's future is large (every path's state), and axum and tower move
     // the handler's future several times before polling it; a box moves as a pointer.
-    let resp = Box::pin(serve_post(shared, request))
+    let resp = Box::pin(serve_post(ep, request))
         .instrument(span.clone())
         .await;
     let Some(started) = started else {
@@ -166,15 +280,18 @@ pub(crate) fn accepts_sse(headers: &HeaderMap) -> bool {
     !any
 }
 
-async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
+async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
+    let shared = &ep.shared;
     // Held until the request's work ends, also when that outlives this handler (an SSE
     // body, a handshake session's request that goes on after a disconnect).
     let permit = match shared.request_slot() {
         Ok(p) => p,
         Err(e) => return busy(&e),
     };
-    let (parts, body) = request.into_parts();
-    let cfg = &shared.config;
+    let (mut parts, body) = request.into_parts();
+    let cfg = &ep.http;
+    note_peer(cfg, &mut parts);
+    let max_body = shared.config.max_body_bytes;
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, &parts.headers) {
         return sse::error(Era::Modern, None, &e);
     }
@@ -186,32 +303,44 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
-        && len > cfg.max_body_bytes as u64
+        && len > max_body as u64
     {
-        return sse::error(Era::Modern, None, &admission::too_large(cfg.max_body_bytes));
+        return sse::error(Era::Modern, None, &admission::too_large(max_body));
     }
-    let body =
-        match tokio::time::timeout(cfg.body_timeout, read_body(body, cfg.max_body_bytes)).await {
-            Ok(Ok(b)) => b,
-            Ok(Err(e)) => return sse::error(Era::Modern, None, &e),
-            Err(_) => {
-                let e = RpcError::new(
-                    jsonrpc::code::TRANSPORT_REFUSED,
-                    format!(
-                        "Request Timeout: the body did not arrive within {} s",
-                        cfg.body_timeout.as_secs_f64()
-                    ),
-                )
-                .with_status(408);
-                return sse::error(Era::Modern, None, &e);
-            }
-        };
+    // Who is calling, before the body is read: a request without a usable token costs
+    // nothing more.
+    #[cfg(feature = "auth")]
+    if let Err(resp) = auth::authenticate(
+        &ep,
+        header_era(&parts.headers),
+        &parts.headers,
+        &mut parts.extensions,
+    )
+    .await
+    {
+        return resp;
+    }
+    let body = match tokio::time::timeout(cfg.body_timeout, read_body(body, max_body)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => return sse::error(Era::Modern, None, &e),
+        Err(_) => {
+            let e = RpcError::new(
+                jsonrpc::code::TRANSPORT_REFUSED,
+                format!(
+                    "Request Timeout: the body did not arrive within {} s",
+                    cfg.body_timeout.as_secs_f64()
+                ),
+            )
+            .with_status(408);
+            return sse::error(Era::Modern, None, &e);
+        }
+    };
     let era_hint = header_era(&parts.headers);
     if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-        return match legacy::session(&shared, &parts.headers, &parts.extensions) {
+        return match legacy::session(shared, &parts.headers, &parts.extensions) {
             Ok(Some(session)) => {
                 legacy::batch(
-                    shared.clone(),
+                    &ep,
                     session,
                     &parts.headers,
                     parts.extensions,
@@ -265,7 +394,7 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
             }
         };
         record_request(method, &parsed);
-        if is_modern(&parts.headers, &parsed) {
+        if is_stateless(&parts.headers, &parsed) {
             // The first check of a 2026-07-28 request: `_meta`.
             let meta = match meta::parse_modern_meta(parsed.meta) {
                 Ok(meta) => meta,
@@ -289,14 +418,14 @@ async fn serve_post(shared: Arc<Shared>, request: Request) -> Response {
         }
         // Inside a session, `initialize` is refused like any request of that session.
         if method == "initialize" && !parts.headers.contains_key(headers::name::SESSION_ID) {
-            return legacy::initialize(&shared, id, &parsed, &parts.extensions);
+            return legacy::initialize(shared, id, &parsed, &parts.extensions);
         }
         params = Some(parsed);
     }
-    match legacy::session(&shared, &parts.headers, &parts.extensions) {
+    match legacy::session(shared, &parts.headers, &parts.extensions) {
         Ok(Some(session)) => {
             legacy::serve(
-                shared.clone(),
+                &ep,
                 session,
                 &parts.headers,
                 parts.extensions,
@@ -343,38 +472,28 @@ fn header_era(headers: &HeaderMap) -> Era {
     }
 }
 
-#[derive(Deserialize)]
-struct VersionOnly<'a> {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
-    version: Option<&'a RawValue>,
-}
-
-/// Digest C7: modern when `_meta` names a protocol version, or when the version header names
-/// something other than a handshake revision.
-pub(crate) fn is_modern(headers: &HeaderMap, params: &Params<'_>) -> bool {
-    if header_era(headers) == Era::Modern && headers.contains_key(headers::name::PROTOCOL_VERSION) {
-        return true;
-    }
-    params
-        .meta
-        .and_then(|m| serde_json::from_str::<VersionOnly<'_>>(m.get()).ok())
-        .is_some_and(|v| v.version.is_some())
+/// Whether a POST is stateless (2026-07-28): its `_meta` names a protocol version, or its
+/// version header names something other than a handshake revision. Everything else belongs
+/// to a handshake session (the 2026-07-28 transport's "Backwards compatibility").
+pub(crate) fn is_stateless(headers: &HeaderMap, params: &Params<'_>) -> bool {
+    (header_era(headers) == Era::Modern && headers.contains_key(headers::name::PROTOCOL_VERSION))
+        || meta::names_version(params.meta)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::Registry;
-    use crate::server::Server;
+    use crate::service::Server;
     use serde_json::{Value, json};
 
-    fn shared() -> Arc<Shared> {
+    fn shared() -> Arc<Endpoint> {
         let registry = Registry::from_defs([], [], []).unwrap();
-        Server::with_registry(registry).build().unwrap().shared
+        Server::with_registry(registry).build().unwrap().endpoint
     }
 
     async fn send(
-        shared: &Arc<Shared>,
+        shared: &Arc<Endpoint>,
         headers: &[(&str, &str)],
         body: Value,
     ) -> (u16, HeaderMap, Value) {
@@ -400,7 +519,7 @@ mod tests {
         )
     }
 
-    async fn open_session(shared: &Arc<Shared>, version: &str) -> String {
+    async fn open_session(shared: &Arc<Endpoint>, version: &str) -> String {
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
         let (status, headers, _) = send(shared, &[], init).await;

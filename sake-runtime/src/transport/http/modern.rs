@@ -1,4 +1,4 @@
-//! 2026-07-28 over Streamable HTTP: stateless requests, checked in the order of digest A7.12.
+//! 2026-07-28 over Streamable HTTP: stateless requests, checked in the order of 2026-07-28 Streamable HTTP transport, request validation.
 
 use std::sync::Arc;
 
@@ -12,11 +12,11 @@ use serde_json::value::RawValue;
 
 use super::headers;
 use super::sse;
+use crate::protocol::headers::{HeaderKind, HeaderParam};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::meta::{ModernMeta, ModernRequest, Params};
 use crate::protocol::methods::Method;
 use crate::protocol::{Era, Revision};
-use crate::registry::{HeaderKind, HeaderParam};
 use crate::server::Shared;
 use crate::server::dispatch::raw_str;
 use crate::server::front::modern::{Answer, wants_stream};
@@ -138,10 +138,12 @@ fn check<'a>(
     // step 11, after `Mcp-Name`.
     let method = Method::parse_in(method_name, Era::Modern)
         .ok_or_else(|| RpcError::method_not_found(method_name))?;
-    // 10. `Mcp-Name` equals `params.name` or `params.uri`.
+    // 10. `Mcp-Name` equals `params.name`, `params.uri`, or (the tasks extension)
+    // `params.taskId`.
     if let Some(field) = method.name_param() {
         let body = match field {
             "uri" => params.uri,
+            "taskId" => params.task_id,
             _ => params.name,
         }
         .and_then(raw_str);
@@ -235,10 +237,7 @@ fn check_param_headers(
             HeaderKind::Boolean => {
                 body.as_bool().map(|b| if b { "true" } else { "false" }) == Some(&*decoded)
             }
-            HeaderKind::Integer => match (decoded.parse::<f64>(), body.as_f64()) {
-                (Ok(h), Some(b)) => h == b,
-                _ => false,
-            },
+            HeaderKind::Integer => integer_eq(&decoded, body),
         };
         if !equal {
             return Err(RpcError::header_mismatch(format!(
@@ -249,18 +248,61 @@ fn check_param_headers(
     Ok(())
 }
 
+/// Whether an integer header names exactly the body's integer: compared as integers (never
+/// through `f64`, which would take 2^53 + 1 for 2^53). A body number with a fraction part of
+/// zero counts when it is exact.
+fn integer_eq(header: &str, body: &Value) -> bool {
+    let Ok(h) = header.parse::<i128>() else {
+        return false;
+    };
+    if let Some(b) = body.as_i64() {
+        return h == i128::from(b);
+    }
+    if let Some(b) = body.as_u64() {
+        return h == i128::from(b);
+    }
+    match body.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 => {
+            // Exact below 2^53 (checked above), so the conversion loses nothing.
+            h == f as i128
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn integer_headers_are_compared_exactly() {
+        use serde_json::json;
+        assert!(super::integer_eq("5", &json!(5)));
+        assert!(super::integer_eq("-5", &json!(-5)));
+        assert!(super::integer_eq("18446744073709551615", &json!(u64::MAX)));
+        assert!(super::integer_eq("5", &json!(5.0)));
+        // 2^53 + 1 is not 2^53, which f64 would say it is.
+        assert!(!super::integer_eq(
+            "9007199254740993",
+            &json!(9_007_199_254_740_992_u64)
+        ));
+        assert!(!super::integer_eq("5.5", &json!(5.5)));
+        assert!(!super::integer_eq("five", &json!(5)));
+        assert!(!super::integer_eq(&"9".repeat(60), &json!(5)));
+    }
+
     use super::*;
     use crate::Registry;
-    use crate::server::Server;
+    use crate::service::Server;
     use http::HeaderValue;
     use serde_json::value::RawValue;
 
     /// A server that offers nothing but discovery.
     fn empty() -> Arc<Shared> {
         let registry = Registry::from_defs([], [], []).unwrap();
-        Server::with_registry(registry).build().unwrap().shared
+        Server::with_registry(registry)
+            .build()
+            .unwrap()
+            .shared
+            .clone()
     }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {

@@ -2,18 +2,21 @@
 //! dropped stream with `Last-Event-ID` (2025-11-25 SSE polling, SEP-1699).
 //!
 //! A stream is written by the task that runs the request and read by the POST that started
-//! it, then by any GET that resumes it. Process-local, bounded, and forgotten a minute after
-//! the request ends.
+//! it, then by any GET that resumes it. Process-local, bounded in bytes per stream and in all,
+//! bounded in number per client, and forgotten a minute after the request ends (by expiry, in
+//! O(log n): see `server::records`).
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::server::records::Records;
+use crate::server::session::Session;
 use futures_util::Stream;
 use tokio::sync::Notify;
 
@@ -21,6 +24,13 @@ use tokio::sync::Notify;
 const LINGER: Duration = Duration::from_secs(60);
 /// The most items one stream keeps; older ones are dropped (a resume then starts later).
 const MAX_ITEMS: usize = 4096;
+/// The most bytes one stream keeps.
+pub(crate) const MAX_STREAM_BYTES: usize = 1 << 20;
+/// The most bytes all streams keep together; beyond it, each stream keeps only its last
+/// [`SQUEEZED_BYTES`].
+pub(crate) const MAX_TOTAL_BYTES: usize = 256 << 20;
+/// What a stream keeps when all streams together are over [`MAX_TOTAL_BYTES`].
+const SQUEEZED_BYTES: usize = 64 << 10;
 
 #[derive(Clone, Debug)]
 enum Item {
@@ -29,13 +39,23 @@ enum Item {
     Close,
 }
 
+impl Item {
+    fn len(&self) -> usize {
+        match self {
+            Item::Frame(b) => b.len(),
+            Item::Close => 0,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     /// Items from `offset` on.
-    items: Vec<Item>,
+    items: std::collections::VecDeque<Item>,
     offset: usize,
+    /// The bytes of `items`.
+    bytes: usize,
     done: bool,
-    finished_at: Option<Instant>,
 }
 
 /// One response stream.
@@ -47,6 +67,9 @@ pub(crate) struct RespStream {
     pub with_ids: bool,
     state: Mutex<State>,
     notify: Notify,
+    /// The registry it is kept in (to be forgotten a minute after it ends) and the bytes all
+    /// streams hold.
+    registry: Weak<Inner>,
 }
 
 impl RespStream {
@@ -67,9 +90,34 @@ impl RespStream {
         b.put_slice(b"data: ");
         b.put_slice(message);
         b.put_slice(b"\n\n");
-        push(&mut st, Item::Frame(b.freeze()));
+        self.push(&mut st, Item::Frame(b.freeze()));
         drop(st);
         self.notify.notify_waiters();
+    }
+
+    /// Appends an item, then drops the oldest while the stream is over its bounds.
+    fn push(&self, st: &mut State, item: Item) {
+        let total = self.registry.upgrade();
+        let grown = item.len();
+        st.bytes += grown;
+        st.items.push_back(item);
+        if let Some(t) = &total {
+            t.bytes.fetch_add(grown, Ordering::Relaxed);
+        }
+        let limit = match &total {
+            Some(t) if t.bytes.load(Ordering::Relaxed) > MAX_TOTAL_BYTES => SQUEEZED_BYTES,
+            _ => MAX_STREAM_BYTES,
+        };
+        while st.items.len() > 1 && (st.items.len() > MAX_ITEMS || st.bytes > limit) {
+            let Some(old) = st.items.pop_front() else {
+                break;
+            };
+            st.offset += 1;
+            st.bytes -= old.len();
+            if let Some(t) = &total {
+                t.bytes.fetch_sub(old.len(), Ordering::Relaxed);
+            }
+        }
     }
 
     /// Appends the priming event: an id, the retry hint, and empty data.
@@ -83,7 +131,7 @@ impl RespStream {
             self.id,
             retry.as_millis()
         );
-        push(&mut st, Item::Frame(Bytes::from(frame)));
+        self.push(&mut st, Item::Frame(Bytes::from(frame)));
         drop(st);
         self.notify.notify_waiters();
     }
@@ -91,18 +139,21 @@ impl RespStream {
     /// Ends the current HTTP response; the stream goes on for resuming readers.
     pub fn push_close(&self) {
         if let Ok(mut st) = self.state.lock() {
-            push(&mut st, Item::Close);
+            self.push(&mut st, Item::Close);
         }
         self.notify.notify_waiters();
     }
 
-    /// The request ended: readers stop after the last item.
+    /// The request ended: readers stop after the last item, and the stream is forgotten a
+    /// minute later.
     pub fn finish(&self) {
         if let Ok(mut st) = self.state.lock() {
             st.done = true;
-            st.finished_at = Some(Instant::now());
         }
         self.notify.notify_waiters();
+        if let Some(reg) = self.registry.upgrade() {
+            reg.expire(self.id, Instant::now() + LINGER);
+        }
     }
 
     /// A reader from item `from` on. The POST's reader stops at a close marker; a resuming
@@ -114,15 +165,6 @@ impl RespStream {
             stop_at_close,
             waiting: None,
         }
-    }
-}
-
-fn push(st: &mut State, item: Item) {
-    st.items.push(item);
-    if st.items.len() > MAX_ITEMS {
-        let drop_n = st.items.len() - MAX_ITEMS;
-        st.items.drain(..drop_n);
-        st.offset += drop_n;
     }
 }
 
@@ -172,68 +214,79 @@ impl Stream for Reader {
     }
 }
 
+impl Drop for RespStream {
+    fn drop(&mut self) {
+        if let (Some(reg), Ok(st)) = (self.registry.upgrade(), self.state.lock()) {
+            reg.bytes.fetch_sub(st.bytes, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Every resumable stream of this process.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Streams {
-    map: Mutex<Registry>,
-    next: AtomicU64,
-    max: usize,
+    inner: Arc<Inner>,
 }
 
 #[derive(Debug)]
-struct Registry {
-    streams: HashMap<u64, Arc<RespStream>>,
-    /// When streams that ended more than `LINGER` ago were last dropped.
-    swept: Instant,
+struct Inner {
+    /// Running streams (expiring a session's lifetime away, as a bound) and ended ones (a
+    /// minute after they end), per client.
+    map: Mutex<Records<u64, Arc<RespStream>>>,
+    next: AtomicU64,
+    /// The bytes all streams hold.
+    bytes: AtomicUsize,
 }
 
-impl Registry {
-    /// Drops the streams that ended more than `LINGER` ago.
-    fn sweep(&mut self) {
-        self.streams.retain(|_, s| {
-            s.state
-                .lock()
-                .map(|st| st.finished_at.is_none_or(|t| t.elapsed() < LINGER))
-                .unwrap_or(false)
-        });
-        self.swept = Instant::now();
+impl Inner {
+    /// Moves a stream's expiry (it ended).
+    fn expire(&self, id: u64, at: Instant) {
+        if let Ok(mut map) = self.map.lock() {
+            let now = Instant::now();
+            if let Some(owner) = map.owner(&id).map(str::to_owned)
+                && let Some(stream) = map.remove(&id)
+            {
+                map.insert(id, stream, at, &owner, now);
+            }
+        }
     }
 }
 
 impl Streams {
-    pub fn new(max: usize) -> Self {
+    /// Streams of at most `max` sessions' requests, `max_per_client` of them by one client.
+    pub fn new(max: usize, max_per_client: usize) -> Self {
         // Start from a random point so that ids of different processes rarely collide.
         let mut seed = [0u8; 4];
         let _ = getrandom::fill(&mut seed);
         Streams {
-            map: Mutex::new(Registry {
-                streams: HashMap::new(),
-                swept: Instant::now(),
+            inner: Arc::new(Inner {
+                map: Mutex::new(Records::new(max, max_per_client)),
+                next: AtomicU64::new(u64::from(u32::from_le_bytes(seed)) << 16),
+                bytes: AtomicUsize::new(0),
             }),
-            next: AtomicU64::new(u64::from(u32::from_le_bytes(seed)) << 16),
-            max,
         }
     }
 
-    /// A new stream of a session.
-    pub fn open(&self, sid: &str, with_ids: bool) -> Arc<RespStream> {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
+    /// A new stream of a session: resumable (kept, with SSE ids) when `with_ids`, until the
+    /// session ends at the latest.
+    pub fn open(&self, session: &Session, with_ids: bool) -> Arc<RespStream> {
+        let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let stream = Arc::new(RespStream {
             id,
-            sid: sid.to_owned(),
+            sid: session.sid.clone(),
             with_ids,
             state: Mutex::new(State::default()),
             notify: Notify::new(),
+            registry: Arc::downgrade(&self.inner),
         });
-        if let Ok(mut reg) = self.map.lock() {
-            // Ended streams go a minute after they end (checked every quarter of that), or
-            // at once when the registry is half full.
-            if reg.swept.elapsed() >= LINGER / 4 || reg.streams.len() >= self.max / 2 {
-                reg.sweep();
-            }
-            if reg.streams.len() < self.max && with_ids {
-                reg.streams.insert(id, stream.clone());
-            }
+        if with_ids && let Ok(mut map) = self.inner.map.lock() {
+            map.insert(
+                id,
+                stream.clone(),
+                session.expires_at(),
+                &session.owner,
+                Instant::now(),
+            );
         }
         stream
     }
@@ -242,21 +295,45 @@ impl Streams {
     pub fn resume(&self, sid: &str, last_event_id: &str) -> Option<(Arc<RespStream>, usize)> {
         let (stream, seq) = last_event_id.trim().split_once('.')?;
         let stream: u64 = stream.parse().ok()?;
-        let seq: usize = seq.parse().ok()?;
-        let s = self.map.lock().ok()?.streams.get(&stream).cloned()?;
-        (s.sid == sid).then_some((s, seq + 1))
+        // A client's number: checked, never trusted to be small.
+        let from = seq.parse::<usize>().ok()?.checked_add(1)?;
+        let s = self
+            .inner
+            .map
+            .lock()
+            .ok()?
+            .get(&stream, Instant::now())
+            .cloned()?;
+        (s.sid == sid).then_some((s, from))
+    }
+
+    /// The bytes all streams hold.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.inner.bytes.load(Ordering::Relaxed)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Revision;
+    use crate::protocol::types::ClientCapabilities;
     use futures_util::StreamExt;
+
+    fn session(sid: &str, owner: &str) -> Session {
+        let mut s =
+            Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+        s.sid = sid.into();
+        s.owner = owner.into();
+        s.expires = crate::server::session::now_secs() + 3600;
+        s
+    }
 
     #[tokio::test]
     async fn a_closed_post_stream_resumes_where_it_stopped() {
-        let streams = Streams::new(100);
-        let s = streams.open("sess", true);
+        let streams = Streams::new(100, 100);
+        let s = streams.open(&session("sess", "x"), true);
         s.push_priming(Duration::from_millis(500));
         s.push_close();
         let post: Vec<_> = s.reader(0, true).map(|f| f.unwrap()).collect().await;
@@ -288,32 +365,70 @@ mod tests {
                 .is_none()
         );
         assert!(streams.resume("sess", "garbage").is_none());
+        // A sequence number at the top of the range is no overflow: just not resumable.
+        assert!(
+            streams
+                .resume("sess", &format!("{}.{}", s.id, usize::MAX))
+                .is_none()
+        );
     }
 
     #[test]
-    fn ended_streams_are_forgotten_after_a_minute() {
-        let streams = Streams::new(1_000_000);
-        let old = streams.open("sess", true);
+    fn ended_streams_are_forgotten_a_minute_after_they_end() {
+        let streams = Streams::new(100, 100);
+        let old = streams.open(&session("sess", "x"), true);
+        let running = streams.open(&session("sess", "x"), true);
         old.finish();
-        let running = streams.open("sess", true);
-        if let Ok(mut st) = old.state.lock() {
-            st.finished_at = Instant::now().checked_sub(LINGER + Duration::from_secs(1));
+        streams.inner.expire(old.id, Instant::now());
+        assert!(streams.resume("sess", &format!("{}.0", old.id)).is_none());
+        assert!(
+            streams
+                .resume("sess", &format!("{}.0", running.id))
+                .is_some()
+        );
+    }
+
+    /// A stream keeps at most a megabyte, all streams together at most their budget; what
+    /// goes is the oldest, and the counts come back down when streams are forgotten.
+    #[test]
+    fn streams_are_bounded_in_bytes() {
+        let streams = Streams::new(10, 10);
+        let s = streams.open(&session("sess", "x"), true);
+        let message = vec![b'x'; 100 << 10];
+        for _ in 0..100 {
+            s.push_message(&message);
         }
-        // Not yet time to sweep: both stay.
-        streams.open("sess", true);
-        assert_eq!(streams.map.lock().unwrap().streams.len(), 3);
-        streams.map.lock().unwrap().swept = Instant::now() - LINGER;
-        streams.open("sess", true);
-        let reg = streams.map.lock().unwrap();
-        assert_eq!(reg.streams.len(), 3);
-        assert!(!reg.streams.contains_key(&old.id));
-        assert!(reg.streams.contains_key(&running.id));
+        let st = s.state.lock().unwrap();
+        assert!(st.bytes <= MAX_STREAM_BYTES, "{}", st.bytes);
+        assert!(st.offset > 0, "the oldest went");
+        drop(st);
+        assert!(streams.bytes() <= MAX_STREAM_BYTES);
+        let kept = streams.bytes();
+        drop(s);
+        streams
+            .inner
+            .map
+            .lock()
+            .unwrap()
+            .purge(Instant::now() + Duration::from_secs(7200));
+        assert!(streams.bytes() < kept);
+    }
+
+    /// One client's streams do not push out another's.
+    #[test]
+    fn streams_are_bounded_per_client() {
+        let streams = Streams::new(100, 5);
+        let victim = streams.open(&session("v", "victim"), true);
+        for i in 0..50 {
+            streams.open(&session(&format!("a{i}"), "attacker"), true);
+        }
+        assert!(streams.resume("v", &format!("{}.0", victim.id)).is_some());
     }
 
     #[tokio::test]
     async fn readers_wait_for_frames() {
-        let streams = Streams::new(100);
-        let s = streams.open("sess", false);
+        let streams = Streams::new(100, 100);
+        let s = streams.open(&session("sess", "x"), false);
         let mut r = s.reader(0, true);
         let writer = s.clone();
         tokio::spawn(async move {

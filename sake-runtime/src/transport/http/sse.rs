@@ -31,7 +31,12 @@ pub(crate) fn json(status: u16, body: Vec<u8>) -> Response {
 /// An error as a response, with the status its era gives it.
 pub(crate) fn error(era: Era, id: Option<&RequestId>, err: &RpcError) -> Response {
     tracing::Span::current().record("error", err.code);
-    json(err.http_status(era), jsonrpc::error_bytes(id, err))
+    let mut resp = json(err.http_status(era), jsonrpc::error_bytes(id, err));
+    if let Some(challenge) = err.challenge().and_then(|c| HeaderValue::from_str(c).ok()) {
+        resp.headers_mut()
+            .insert(http::header::WWW_AUTHENTICATE, challenge);
+    }
+    resp
 }
 
 /// The JSON response to a finished request.

@@ -40,11 +40,9 @@ fn hello() -> String {
 /// A fallible prompt.
 #[prompt]
 fn fallible(name: Option<String>) -> Result<GetPromptResult, std::fmt::Error> {
-    Ok(GetPromptResult {
-        description: name,
-        messages: vec![PromptMessage::user("hi")],
-        meta: None,
-    })
+    let mut result = GetPromptResult::new(vec![PromptMessage::user("hi")]);
+    result.description = name;
+    Ok(result)
 }
 
 fn main() {

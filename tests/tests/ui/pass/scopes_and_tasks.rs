@@ -1,6 +1,6 @@
 //! `scopes(...)` and `task = "..."`: carried in the descriptors, not shown in the listings.
 
-use sake::handler::{PromptDef, ResourceDef, TaskSupport, ToolDef};
+use sake::registry::{PromptDef, ResourceDef, TaskSupport, ToolDef};
 use sake::prelude::*;
 
 /// Reads a file.

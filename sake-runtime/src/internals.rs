@@ -1,5 +1,7 @@
-//! Entry points for the fuzz targets in `fuzz/`: the private checks they exercise, callable
-//! from outside the crate. Compiled only with the `fuzzing` feature; not an API.
+//! What sake's own fuzz targets (`fuzz/`) and micro-benchmarks (`benches/micro`) reach inside
+//! the runtime. Compiled only with the `internals` feature; not an API: it changes without
+//! notice. With the feature on, the `protocol`, `transport` and `uri_template` modules are
+//! public too.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -16,9 +18,9 @@ use crate::server::session::{Session, Sessions};
 use crate::signing::Signer;
 
 /// Whether the endpoint serves a request with these headers and params statelessly
-/// (2026-07-28) rather than as part of a handshake session (digest C7).
-pub fn is_modern(headers: &HeaderMap, params: &Params<'_>) -> bool {
-    crate::transport::http::is_modern(headers, params)
+/// (2026-07-28) rather than as part of a handshake session (2026-07-28 "Backward Compatibility" of the versioning page).
+pub fn is_stateless(headers: &HeaderMap, params: &Params<'_>) -> bool {
+    crate::transport::http::is_stateless(headers, params)
 }
 
 /// Session ids and `requestState` under one key, as a server holding that key mints and
@@ -44,6 +46,7 @@ impl Keys {
             Signer::new(key)?,
             Duration::from_secs(3600),
             Duration::from_secs(600),
+            16,
             16,
         );
         Some(Keys { sessions })

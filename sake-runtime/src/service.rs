@@ -1,0 +1,604 @@
+//! What a user configures and serves: the [`Server`] builder, and the built [`Service`] that
+//! the transports serve — over HTTP ([`Service::router`], [`Service::serve`]), on stdio
+//! ([`Service::serve_stdio`]) or on any pair of byte streams ([`Service::serve_io`]).
+//!
+//! This is the top of the house: it assembles the engine (`server/`) and the transports
+//! (`transport/`), and nothing below imports it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::compat;
+use crate::error::Error;
+use crate::handler::events::Notifier;
+use crate::handler::state::StateMap;
+use crate::protocol::render::CacheScope;
+use crate::registry::Registry;
+use crate::server::{Config, PrincipalFn, Shared};
+use crate::tasks::TaskStore;
+use crate::transport::http::admission::HostPolicy;
+use crate::transport::http::{Endpoint, HttpConfig};
+
+/// An MCP server, configured with a builder and served over HTTP.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), sake::Error> {
+/// sake::Server::from_registry()
+///     .name("demo")
+///     .version("1.0.0")
+///     .serve_http("127.0.0.1:3000")
+///     .await
+/// # }
+/// ```
+#[must_use = "a Server does nothing until it is served"]
+pub struct Server {
+    registry: Option<Result<Registry, Error>>,
+    pub(crate) config: Config,
+    pub(crate) http: HttpConfig,
+    states: StateMap,
+    schema_compat: compat::Startup,
+    client_ip_header: Option<String>,
+    principal: Option<PrincipalFn>,
+    #[cfg(feature = "auth")]
+    authorization: Option<Arc<crate::auth::Authorization>>,
+    task_store: Option<Arc<dyn TaskStore>>,
+}
+
+impl Server {
+    /// A server of everything annotated with `#[tool]`, `#[prompt]` and `#[resource]` in
+    /// this binary.
+    pub fn from_registry() -> Server {
+        Server {
+            registry: None,
+            config: Config::default(),
+            http: HttpConfig::default(),
+            states: StateMap::default(),
+            schema_compat: compat::Startup::default(),
+            client_ip_header: None,
+            principal: None,
+            #[cfg(feature = "auth")]
+            authorization: None,
+            task_store: None,
+        }
+    }
+
+    /// A server of an explicit registry (see [`Registry::from_defs`]).
+    pub fn with_registry(registry: Registry) -> Server {
+        Server {
+            registry: Some(Ok(registry)),
+            config: Config::default(),
+            http: HttpConfig::default(),
+            states: StateMap::default(),
+            schema_compat: compat::Startup::default(),
+            client_ip_header: None,
+            principal: None,
+            #[cfg(feature = "auth")]
+            authorization: None,
+            task_store: None,
+        }
+    }
+
+    /// Registers application state: functions receive it through a `State<T>` parameter. One
+    /// value per type; a function that asks for a type never registered stops start-up.
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.states.insert(value);
+        self
+    }
+
+    /// The name clients see (`serverInfo.name`). Defaults to the executable's name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.config.info.name = name.into();
+        self
+    }
+
+    /// The version clients see (`serverInfo.version`); pass `env!("CARGO_PKG_VERSION")`.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.config.info.version = version.into();
+        self
+    }
+
+    /// A display name (2025-06-18 and later).
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.config.info.title = Some(title.into());
+        self
+    }
+
+    /// A description of the server (2025-11-25 and later).
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.config.info.description = Some(description.into());
+        self
+    }
+
+    /// The server's home page (2025-11-25 and later).
+    pub fn website_url(mut self, url: impl Into<String>) -> Self {
+        self.config.info.website_url = Some(url.into());
+        self
+    }
+
+    /// Instructions for the model on how to use the server.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.config.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The HTTP path of the MCP endpoint. Defaults to `/mcp`.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.http.path = path.into();
+        self
+    }
+
+    /// The host names (without port) the server answers to, as DNS-rebinding protection.
+    ///
+    /// By default only loopback names (`localhost`, `127.0.0.1`, `[::1]`) are accepted in
+    /// `Host` and `Origin`; anything else gets 403. Set this when serving under a real name.
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.http.hosts = HostPolicy::Names(
+            hosts
+                .into_iter()
+                .map(|h| h.into().to_ascii_lowercase())
+                .collect(),
+        );
+        self
+    }
+
+    /// Behind a reverse proxy, the header in which it passes the client's address (for
+    /// example `x-forwarded-for`): the rightmost address in it is taken as the client's, for
+    /// the per-client bounds ([`max_records_per_client`](Self::max_records_per_client) and
+    /// the like). Set it only when the proxy sets or overwrites that header: a client could
+    /// otherwise name any address. Without it, the connection's peer address counts.
+    pub fn client_ip_header(mut self, name: impl Into<String>) -> Self {
+        self.client_ip_header = Some(name.into());
+        self
+    }
+
+    /// Turns off the `Host` and `Origin` checks (behind a proxy that already does them).
+    pub fn allow_any_host(mut self) -> Self {
+        self.http.hosts = HostPolicy::Any;
+        self
+    }
+
+    /// Browser origins (`https://app.example.com`) allowed besides the allowed hosts.
+    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.http.origins = origins
+            .into_iter()
+            .map(|o| o.into().to_ascii_lowercase())
+            .collect();
+        self
+    }
+
+    /// The largest request body accepted; larger ones get 413. Defaults to 4 MiB.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_body_bytes = bytes;
+        self
+    }
+
+    /// Splits lists into pages of this many items (`nextCursor`). Defaults to one page.
+    pub fn page_size(mut self, items: usize) -> Self {
+        self.config.page_size = Some(items.max(1));
+        self
+    }
+
+    /// How long clients may cache lists and reads (`ttlMs`, 2026-07-28). Defaults to 60 s.
+    pub fn cache_ttl(mut self, ttl: Duration) -> Self {
+        self.config.cache.ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self
+    }
+
+    /// Whether cached lists and reads may be shared between users (`cacheScope`).
+    pub fn cache_scope(mut self, scope: CacheScope) -> Self {
+        self.config.cache.scope = scope;
+        self
+    }
+
+    /// How many notifications may wait on one response stream before the sender waits.
+    pub fn stream_buffer(mut self, messages: usize) -> Self {
+        self.config.stream_buffer = messages.max(1);
+        self
+    }
+
+    /// The key that signs session ids and `requestState` (at least 32 random bytes).
+    /// Replicas that share it serve each other's sessions. Without it, `SAKE_SESSION_KEY` is
+    /// used (its bytes as they are); without that, a random key per process (sessions then
+    /// end with the process, and a warning says so). The server's name (`Server::name`) is
+    /// part of every signature: two services that share a key do not accept each other's
+    /// tokens.
+    pub fn session_key(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.config.session_key = Some(key.as_ref().to_vec());
+        self
+    }
+
+    /// Keys that signed earlier and still verify: rotate a key without ending every session
+    /// by signing with the new one ([`session_key`](Self::session_key)) and listing the old
+    /// one here until its sessions have expired (`session_lifetime`); then drop it. From the
+    /// environment: `SAKE_PREVIOUS_SESSION_KEYS`, comma-separated, beside `SAKE_SESSION_KEY`.
+    pub fn previous_session_keys<I, K>(mut self, keys: I) -> Self
+    where
+        I: IntoIterator<Item = K>,
+        K: AsRef<[u8]>,
+    {
+        self.config.previous_session_keys = keys.into_iter().map(|k| k.as_ref().to_vec()).collect();
+        self
+    }
+
+    /// Refuses to start without a configured session key (a deployment of several replicas,
+    /// which must share one), instead of warning and using a random one.
+    pub fn require_session_key(mut self, require: bool) -> Self {
+        self.config.require_session_key = require;
+        self
+    }
+
+    /// How long a session id is accepted after it was issued; then requests with it get 404
+    /// and the client starts a new session. Defaults to 24 hours.
+    ///
+    /// A client that adopts the fresh ids responses carry (see
+    /// [`session_refresh_after`](Self::session_refresh_after)) keeps an active session alive
+    /// indefinitely. The TypeScript SDK and rmcp keep the id of `initialize`: for them this is
+    /// the session's whole lifetime.
+    pub fn session_lifetime(mut self, lifetime: Duration) -> Self {
+        self.config.session_lifetime = lifetime;
+        self
+    }
+
+    /// How old a session id may be before a response carries a fresh one (a new
+    /// `Mcp-Session-Id` header for the same session). Defaults to 1 hour.
+    pub fn session_refresh_after(mut self, age: Duration) -> Self {
+        self.config.session_refresh_after = age;
+        self
+    }
+
+    /// How long a 2026-07-28 `requestState` stays valid. Defaults to 10 minutes.
+    pub fn request_state_lifetime(mut self, lifetime: Duration) -> Self {
+        self.config.request_state_lifetime = lifetime;
+        self
+    }
+
+    /// How long a handshake session's client has to answer an elicitation, sampling or roots
+    /// request. Defaults to 5 minutes.
+    pub fn input_timeout(mut self, timeout: Duration) -> Self {
+        self.config.input_timeout = timeout;
+        self
+    }
+
+    /// The `retry` hint of SSE streams of 2025-11-25 sessions. Defaults to 1 second.
+    pub fn sse_retry(mut self, retry: Duration) -> Self {
+        self.http.sse_retry = retry;
+        self
+    }
+
+    /// How often long-lived streams send a keep-alive comment. Defaults to 15 seconds.
+    pub fn keep_alive(mut self, interval: Duration) -> Self {
+        self.config.keep_alive = interval;
+        self
+    }
+
+    /// How long one request may run before it is cancelled and answered with an error.
+    /// Defaults to 10 minutes.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.config.request_timeout = timeout;
+        self
+    }
+
+    /// How long a client may take to send a request body (408 after). Defaults to 30 s.
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.http.body_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may take to send a request's head (the request line and the
+    /// headers), counted from its first byte or from the end of the previous response; the
+    /// connection is closed after it (slow-header attacks, idle keep-alive connections).
+    /// Applies to [`Service::serve`] and the `serve_http*` methods, not to a router you serve
+    /// yourself. Defaults to 30 s.
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.http.header_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The most requests served at once; more get 503 with `Retry-After`. Defaults to 4096.
+    pub fn max_concurrent_requests(mut self, requests: usize) -> Self {
+        self.config.max_concurrent_requests = requests.max(1);
+        self
+    }
+
+    /// The most long-lived streams (`subscriptions/listen`, legacy GET streams) open at once;
+    /// more get 503. Defaults to 16384.
+    pub fn max_streams(mut self, streams: usize) -> Self {
+        self.config.max_streams = streams.max(1);
+        self
+    }
+
+    /// How an authenticated caller is named, from the HTTP request's extensions (where an
+    /// auth layer put it). Sessions and `requestState` are then bound to the caller: another
+    /// caller presenting them gets 404 / -32602.
+    pub fn principal<F>(mut self, f: F) -> Self
+    where
+        F: Fn(&http::Extensions) -> Option<String> + Send + Sync + 'static,
+    {
+        self.principal = Some(Arc::new(f));
+        self
+    }
+
+    /// Makes the server an OAuth 2.1 resource server (feature `auth`): every HTTP request needs
+    /// a bearer token the [`Authorization`](crate::auth::Authorization) accepts, the protected
+    /// resource metadata is served at its well-known URIs, and functions run only for tokens
+    /// with the scopes they name. The verified [`Principal`](crate::auth::Principal) reaches
+    /// them (`Context::principal`), and sessions, `requestState` and tasks are bound to it.
+    #[cfg(feature = "auth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
+    pub fn authorization(mut self, authorization: crate::auth::Authorization) -> Self {
+        self.authorization = Some(Arc::new(authorization));
+        self
+    }
+
+    /// Where tasks are kept (the tasks extension: tools declared `#[tool(task = "optional")]`
+    /// or `"required"`). Defaults to a [`MemoryTaskStore`](crate::tasks::MemoryTaskStore)
+    /// with its default bounds; pass one with other bounds, or a store shared by replicas.
+    pub fn task_store(mut self, store: impl TaskStore) -> Self {
+        self.task_store = Some(Arc::new(store));
+        self
+    }
+
+    /// How long a task lives from its creation (`ttlMs`): a task still running then is
+    /// stopped and fails; a finished one is deleted (see docs/tasks.md). Defaults to
+    /// 5 minutes.
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.config.task_ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How often clients should poll a task (`pollIntervalMs`). Defaults to 1 second.
+    pub fn task_poll_interval(mut self, interval: Duration) -> Self {
+        self.config.task_poll_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The most server-to-client requests (elicitation, sampling, roots of handshake
+    /// sessions) waiting for answers at once, over all sessions. A function asking beyond it
+    /// gets [`InputError::Unavailable`](crate::InputError::Unavailable). Defaults to 10000.
+    pub fn max_pending_inputs(mut self, requests: usize) -> Self {
+        self.config.max_pending_inputs = requests.max(1);
+        self
+    }
+
+    /// How many notifications (list changes, resource updates) may wait for the slowest
+    /// listening stream. A `subscriptions/listen` stream that falls further behind ends with
+    /// its closing result, a legacy GET stream just ends; their clients reconnect. Defaults
+    /// to 1024.
+    pub fn event_buffer(mut self, events: usize) -> Self {
+        self.config.event_buffer = events.max(1);
+        self
+    }
+
+    /// How many handshake sessions the server keeps records for at once: ended sessions
+    /// (refused until their ids expire), sessions holding resource subscriptions, and
+    /// resumable response streams. Defaults to 100000.
+    pub fn max_tracked_sessions(mut self, sessions: usize) -> Self {
+        self.config.max_tracked_sessions = sessions.max(1);
+        self
+    }
+
+    /// How many records one client may make the server keep in each table (ended sessions,
+    /// resource subscriptions, log levels): when a client reaches it, its own record that
+    /// expires soonest makes room, never another client's. A client is the authenticated
+    /// caller, else the network peer (behind a proxy, see
+    /// [`client_ip_header`](Self::client_ip_header)). Defaults to 10000.
+    pub fn max_records_per_client(mut self, records: usize) -> Self {
+        self.config.max_records_per_client = records.max(1);
+        self
+    }
+
+    /// The most resources one handshake session may subscribe to (`resources/subscribe`);
+    /// beyond it the request fails with -32603 until the session unsubscribes from one.
+    /// Defaults to 1024.
+    pub fn max_subscriptions_per_session(mut self, uris: usize) -> Self {
+        self.config.max_subscriptions_per_session = uris.max(1);
+        self
+    }
+
+    /// The most messages a 2025-03-26 batch may hold. Defaults to 1000.
+    pub fn max_batch_size(mut self, messages: usize) -> Self {
+        self.config.max_batch = messages.max(1);
+        self
+    }
+
+    /// Checks every tool's schemas at start-up against client profiles (see
+    /// [`compat`](crate::compat)): each finding is logged with `tracing::warn!`; with
+    /// [`Severity::Deny`](compat::Severity::Deny), a finding of level error stops start-up
+    /// with [`Error::IncompatibleSchemas`]. Off by default. What is checked is what is served
+    /// (after [`Server::normalize_schemas`], if set).
+    pub fn check_schemas(
+        mut self,
+        profiles: impl IntoIterator<Item = compat::Profile>,
+        severity: compat::Severity,
+    ) -> Self {
+        self.schema_compat.check = profiles.into_iter().collect();
+        self.schema_compat.severity = severity;
+        self
+    }
+
+    /// Serves tool schemas normalised for these profiles, in order (see
+    /// [`compat::normalize`]): every revision's `tools/list` shows the normalised copies
+    /// instead of the schemas as written. Off by default, and meant for a server whose clients
+    /// all read through one provider: the normalised schemas can be less precise (dropped
+    /// keywords, `null` allowed for optional properties), and what one profile needs another
+    /// may refuse.
+    pub fn normalize_schemas(
+        mut self,
+        profiles: impl IntoIterator<Item = compat::Profile>,
+    ) -> Self {
+        self.schema_compat.normalize = profiles.into_iter().collect();
+        self
+    }
+
+    /// Collects and validates everything, and builds each revision's lists: what serving
+    /// does first. Fails on duplicate names and invalid definitions.
+    pub fn build(self) -> Result<Service, Error> {
+        let mut registry = match self.registry {
+            Some(r) => r?,
+            None => Registry::collect()?,
+        };
+        compat::at_startup(&mut registry, &self.schema_compat)?;
+        let shared = Arc::new(Shared::new(
+            registry,
+            self.config,
+            self.states,
+            self.principal,
+            #[cfg(feature = "auth")]
+            self.authorization,
+            self.task_store,
+        )?);
+        let mut http = self.http;
+        if let Some(name) = &self.client_ip_header {
+            http.client_ip_header =
+                Some(http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                    Error::Config(format!(
+                        "Server::client_ip_header: {name:?} is not a header name"
+                    ))
+                })?);
+        }
+        let endpoint = Arc::new(Endpoint::new(shared.clone(), http)?);
+        Ok(Service { shared, endpoint })
+    }
+
+    /// An axum `Router` serving the endpoint at the configured path, to merge into an
+    /// application (`app.merge(router)`) and wrap in tower layers.
+    pub fn into_router(self) -> Result<axum::Router, Error> {
+        Ok(self.build()?.router())
+    }
+
+    /// Serves newline-delimited JSON-RPC on stdin and stdout until stdin closes. Logs must go
+    /// to stderr (stdout carries only MCP messages).
+    pub async fn serve_stdio(self) -> Result<(), Error> {
+        self.build()?.serve_stdio().await
+    }
+
+    /// Serves Streamable HTTP on `addr` until the process ends.
+    pub async fn serve_http(
+        self,
+        addr: impl tokio::net::ToSocketAddrs + std::fmt::Display,
+    ) -> Result<(), Error> {
+        self.serve_http_with_shutdown(addr, std::future::pending())
+            .await
+    }
+
+    /// Serves Streamable HTTP on `addr` until `signal` completes; in-flight requests finish.
+    pub async fn serve_http_with_shutdown(
+        self,
+        addr: impl tokio::net::ToSocketAddrs + std::fmt::Display,
+        signal: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), Error> {
+        let service = self.build()?;
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: addr.to_string(),
+                source,
+            })?;
+        service.serve(listener, signal).await
+    }
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.config.info.name)
+            .field("path", &self.http.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A built server: cheap to clone, ready to serve.
+#[derive(Clone)]
+pub struct Service {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) endpoint: Arc<Endpoint>,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("name", &self.shared.config.info.name)
+            .field("registry", &self.shared.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Service {
+    /// The registry being served.
+    pub fn registry(&self) -> &Registry {
+        &self.shared.registry
+    }
+
+    /// Publishes list changes and resource updates to connected clients.
+    pub fn notifier(&self) -> Notifier {
+        self.shared.notifier.clone()
+    }
+
+    /// An axum `Router` serving the endpoint at the configured path.
+    pub fn router(&self) -> axum::Router {
+        crate::transport::http::router(self.endpoint.clone())
+    }
+
+    /// Begins a graceful shutdown: `subscriptions/listen` streams end with their closing
+    /// result, handshake sessions' GET streams end, and `serve_io`/`serve_stdio` loops stop
+    /// reading. Requests in flight are not interrupted.
+    ///
+    /// [`serve`](Service::serve) calls it when its signal completes. An application that
+    /// serves [`router`](Service::router) itself calls it from its own graceful-shutdown
+    /// future; otherwise those streams keep the server open.
+    ///
+    /// ```no_run
+    /// # async fn shutdown_signal() {}
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let service = sake::Server::from_registry().build()?;
+    /// let app = axum::Router::new().merge(service.router());
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+    /// axum::serve(listener, app)
+    ///     .with_graceful_shutdown(async move {
+    ///         shutdown_signal().await; // Ctrl-C, SIGTERM, …
+    ///         service.shutdown();
+    ///     })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn shutdown(&self) {
+        self.shared.shutdown.cancel();
+    }
+
+    /// Serves on a bound listener until `signal` completes; then shuts down gracefully (see
+    /// [`shutdown`](Service::shutdown)) and returns once the last response has ended.
+    ///
+    /// Each connection speaks HTTP/1.1 and must send each request head within
+    /// [`Server::header_timeout`].
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        signal: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), Error> {
+        crate::transport::http::serve(self.endpoint, listener, signal).await
+    }
+
+    /// Serves stdio on this process's stdin and stdout until stdin closes.
+    pub async fn serve_stdio(self) -> Result<(), Error> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves newline-delimited JSON-RPC on any reader and writer (a pipe, a socket, a test's
+    /// in-memory duplex) until the reader ends.
+    pub async fn serve_io<R, W>(self, reader: R, writer: W) -> Result<(), Error>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        crate::transport::stdio::serve_io(self.shared, reader, writer).await
+    }
+}

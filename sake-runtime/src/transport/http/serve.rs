@@ -1,0 +1,72 @@
+//! The accept loop: HTTP/1.1 connections on a bound listener, with a header timeout,
+//! `TCP_NODELAY`, and a graceful shutdown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+
+use super::Endpoint;
+use crate::error::Error;
+use crate::protocol::Revision;
+
+/// Serves the endpoint on `listener` until `signal` completes; then ends the long-lived
+/// streams, lets requests in flight finish, and returns once the last response has ended.
+pub(crate) async fn serve(
+    ep: Arc<Endpoint>,
+    listener: tokio::net::TcpListener,
+    signal: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), Error> {
+    let local = listener.local_addr()?;
+    let revisions: Vec<&str> = Revision::ALL.iter().map(|r| r.as_str()).collect();
+    tracing::info!(
+        "serving MCP on http://{local}{} (revisions {})",
+        ep.http.path,
+        revisions.join(", ")
+    );
+    let router = super::router(ep.clone());
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(ep.http.header_timeout);
+    let mut signal = std::pin::pin!(signal);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // Out of descriptors, most likely: wait rather than spin.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut signal => break,
+        };
+        // Nagle's algorithm stalls small streamed responses by tens of milliseconds.
+        let _ = tcp.set_nodelay(true);
+        // Each request learns where it came from, as `axum::serve` with connect info tells it.
+        let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+            router.clone(),
+            move |mut req: http::Request<_>| {
+                req.extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+                req
+            },
+        ));
+        let conn = builder.serve_connection(TokioIo::new(tcp), service);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    tracing::info!("shutting down: finishing in-flight requests and closing streams");
+    ep.shared.shutdown.cancel();
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}

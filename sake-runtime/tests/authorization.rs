@@ -1,0 +1,610 @@
+//! sake as an OAuth 2.1 resource server, on the wire: every refusal is the status, challenge
+//! and body the MCP Authorization pages (2025-06-18 and later) and RFC 6750 / RFC 9728 name;
+//! the principal reaches functions; sessions and `requestState` belong to their caller.
+//!
+//! Tokens are checked by a verifier of fixed tokens here (the verifiers themselves are tested
+//! against a real authorization server in auth_oidc.rs, and the whole flow in
+//! client_oauth.rs). Needs `--features auth`.
+
+use std::time::Duration;
+
+use http::StatusCode;
+use http::header::WWW_AUTHENTICATE;
+use sake::prelude::*;
+use sake_runtime::auth::{AuthError, Authorization, Principal, TokenVerifier, VerifyFuture};
+use serde_json::{Value, json};
+
+/// Says who the caller is.
+#[tool]
+fn whoami(principal: Principal) -> String {
+    principal.subject().to_owned()
+}
+
+/// Who the caller is, if anyone.
+#[tool]
+fn maybe_who(principal: Option<Principal>) -> String {
+    principal.map_or_else(|| "anonymous".to_owned(), |p| p.subject().to_owned())
+}
+
+/// The caller's scopes, through the context.
+#[tool]
+fn scopes_seen(ctx: Context) -> String {
+    ctx.principal()
+        .map(|p| p.scopes().iter().cloned().collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Needs the `admin` scope.
+#[tool(scopes("admin"))]
+fn admin_report() -> String {
+    "all well".to_owned()
+}
+
+/// Needs two scopes.
+#[tool(scopes("files:read", "files:write"))]
+fn rewrite() -> String {
+    "rewritten".to_owned()
+}
+
+/// Open to any caller.
+#[tool]
+fn public_echo(text: String) -> String {
+    text
+}
+
+/// Asks a question (2026-07-28: an `input_required` round with a `requestState`).
+#[tool]
+async fn ask(ctx: Context) -> Result<String, String> {
+    let roots = ctx.roots("roots").await.map_err(|e| e.to_string())?;
+    Ok(format!("{} roots", roots.len()))
+}
+
+const ISSUER: &str = "https://as.example.com";
+
+/// Fixed tokens: `alice` (mcp:tools), `root` (mcp:tools admin), `files` (files), `down` (the
+/// authorization server is unreachable); anything else is refused.
+struct Tokens;
+
+impl TokenVerifier for Tokens {
+    fn verify<'a>(&'a self, token: &'a str) -> VerifyFuture<'a> {
+        Box::pin(async move {
+            let p = |sub: &str, scopes: &[&str]| {
+                Ok(Principal::new(sub)
+                    .with_issuer(ISSUER)
+                    .with_scopes(scopes.iter().copied()))
+            };
+            match token {
+                "alice" => p("alice", &["mcp:tools"]),
+                "bob" => p("bob", &["mcp:tools"]),
+                "root" => p("root", &["mcp:tools", "admin"]),
+                "files" => p("carol", &["mcp:tools", "files"]),
+                "down" => Err(AuthError::Unavailable {
+                    reason: "the issuer's keys could not be fetched".into(),
+                }),
+                _ => Err(AuthError::InvalidToken {
+                    reason: "unknown token".into(),
+                }),
+            }
+        })
+    }
+}
+
+struct Served {
+    url: String,
+    base: String,
+}
+
+async fn serve(auth: impl FnOnce(Authorization) -> Authorization) -> Served {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let url = format!("{base}/mcp");
+    let authorization = auth(
+        Authorization::new(&url, ISSUER, Tokens)
+            .scopes_supported(["mcp:tools", "admin", "offline_access"])
+            .challenge_scopes(["mcp:tools"])
+            .resource_name("test server"),
+    );
+    let service = Server::from_registry()
+        .name("auth-test")
+        .version("1.0.0")
+        .authorization(authorization)
+        .build()
+        .unwrap();
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    Served { url, base }
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: http::HeaderMap,
+    body: Value,
+}
+
+impl Reply {
+    fn challenge(&self) -> &str {
+        self.headers
+            .get(WWW_AUTHENTICATE)
+            .map(|v| v.to_str().unwrap())
+            .unwrap_or("")
+    }
+}
+
+async fn send(method: &str, url: &str, headers: &[(&str, &str)], body: Option<Value>) -> Reply {
+    use http_body_util::{BodyExt as _, Full};
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Full<bytes::Bytes>>();
+    let mut req = http::Request::builder()
+        .method(method)
+        .uri(url)
+        .header("host", url.split('/').nth(2).unwrap_or_default());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let body = match body {
+        Some(body) => {
+            req = req
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream");
+            Full::new(bytes::Bytes::from(body.to_string()))
+        }
+        None => Full::new(bytes::Bytes::new()),
+    };
+    let resp = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.request(req.body(body).unwrap()),
+    )
+    .await
+    .expect("answered in time")
+    .unwrap();
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Reply {
+        status,
+        headers,
+        body: serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    }
+}
+
+/// A 2026-07-28 `tools/call` with the routing headers, and a token if given.
+async fn call(s: &Served, token: Option<&str>, tool: &str, args: Value) -> Reply {
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", tool),
+    ];
+    if let Some(b) = &bearer {
+        headers.push(("authorization", b));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": tool, "arguments": args,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {"roots": {}}}}});
+    send("POST", &s.url, &headers, Some(body)).await
+}
+
+fn text(reply: &Reply) -> &str {
+    reply.body["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text result: {}", reply.body))
+}
+
+#[tokio::test]
+async fn a_request_without_a_token_gets_the_challenge_naming_the_metadata() {
+    let s = serve(|a| a).await;
+    let r = call(&s, None, "public_echo", json!({"text": "hi"})).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        r.challenge(),
+        format!(
+            r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools""#,
+            s.base
+        )
+    );
+    assert_eq!(
+        r.body,
+        json!({"jsonrpc": "2.0", "error": {"code": -32000,
+            "message": "Unauthorized: this server needs a bearer token from the authorization server the protected resource metadata names"}})
+    );
+    // Another scheme is no bearer token either.
+    let r = send(
+        "POST",
+        &s.url,
+        &[("authorization", "Basic YWxpY2U6c2VjcmV0")],
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    // GET and DELETE too (a handshake session's streams).
+    for method in ["GET", "DELETE"] {
+        let r = send(method, &s.url, &[("mcp-session-id", "s1.x.y")], None).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{method}");
+        assert!(r.challenge().starts_with("Bearer resource_metadata="));
+    }
+}
+
+#[tokio::test]
+async fn the_metadata_is_served_at_both_well_known_uris() {
+    let s = serve(|a| a).await;
+    let expected = json!({
+        "resource": s.url,
+        "authorization_servers": [ISSUER],
+        "scopes_supported": ["mcp:tools", "admin"],
+        "bearer_methods_supported": ["header"],
+        "resource_name": "test server",
+    });
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let r = send("GET", &format!("{}{path}", s.base), &[], None).await;
+        assert_eq!(r.status, StatusCode::OK, "{path}");
+        assert_eq!(r.body, expected, "{path}");
+        assert_eq!(r.headers["content-type"], "application/json");
+        assert_eq!(r.headers["access-control-allow-origin"], "*");
+    }
+}
+
+#[tokio::test]
+async fn refused_tokens_get_invalid_token_and_unchecked_ones_503() {
+    let s = serve(|a| a).await;
+    let r = call(&s, Some("forged"), "public_echo", json!({"text": "hi"})).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        r.challenge(),
+        format!(
+            r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools", error="invalid_token", error_description="invalid token: unknown token""#,
+            s.base
+        )
+    );
+    assert_eq!(r.body["error"]["code"], -32000);
+    assert_eq!(
+        r.body["error"]["message"],
+        "Unauthorized: the bearer token was refused: invalid token: unknown token"
+    );
+    // The authorization server cannot be reached: not the token's fault.
+    let r = call(&s, Some("down"), "public_echo", json!({"text": "hi"})).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.headers["retry-after"], "1");
+    assert!(r.headers.get(WWW_AUTHENTICATE).is_none());
+    // A malformed header.
+    for bad in ["Bearer", "Bearer a b"] {
+        let r = send(
+            "POST",
+            &s.url,
+            &[("authorization", bad)],
+            Some(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad}");
+        assert_eq!(r.body["error"]["code"], -32000);
+    }
+}
+
+#[tokio::test]
+async fn the_principal_reaches_functions() {
+    let s = serve(|a| a).await;
+    assert_eq!(
+        text(&call(&s, Some("alice"), "whoami", json!({})).await),
+        "alice"
+    );
+    assert_eq!(
+        text(&call(&s, Some("root"), "maybe_who", json!({})).await),
+        "root"
+    );
+    assert_eq!(
+        text(&call(&s, Some("root"), "scopes_seen", json!({})).await),
+        "admin mcp:tools"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_scope_is_a_403_naming_every_scope_the_call_needs() {
+    let s = serve(|a| a).await;
+    let r = call(&s, Some("alice"), "admin_report", json!({})).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        r.challenge(),
+        format!(
+            r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp", scope="admin", error="insufficient_scope", error_description="tool `admin_report` needs the scopes admin""#,
+            s.base
+        )
+    );
+    assert_eq!(
+        r.body,
+        json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32000,
+            "message": "Forbidden: tool `admin_report` needs the scopes admin; sign in again with them"}})
+    );
+    assert_eq!(
+        text(&call(&s, Some("root"), "admin_report", json!({})).await),
+        "all well"
+    );
+    // Two scopes: both are named even though the token holds neither; then a hierarchy
+    // (`files` implies `files:*`) grants both.
+    let r = call(&s, Some("files"), "rewrite", json!({})).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert!(
+        r.challenge().contains(r#"scope="files:read files:write""#),
+        "{}",
+        r.challenge()
+    );
+    let s = serve(|a| {
+        a.scope_implies(|granted, needed| {
+            needed
+                .strip_prefix(granted)
+                .is_some_and(|rest| rest.starts_with(':'))
+        })
+    })
+    .await;
+    assert_eq!(
+        text(&call(&s, Some("files"), "rewrite", json!({})).await),
+        "rewritten"
+    );
+}
+
+#[tokio::test]
+async fn anonymous_callers_when_allowed_run_only_what_needs_no_caller() {
+    let s = serve(|a| a.allow_anonymous(true)).await;
+    assert_eq!(
+        text(&call(&s, None, "public_echo", json!({"text": "hi"})).await),
+        "hi"
+    );
+    assert_eq!(
+        text(&call(&s, None, "maybe_who", json!({})).await),
+        "anonymous"
+    );
+    // A function that takes a Principal, or names scopes: the challenge, asking for them.
+    let r = call(&s, None, "whoami", json!({})).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert!(
+        r.challenge().ends_with(r#"scope="mcp:tools""#),
+        "{}",
+        r.challenge()
+    );
+    assert_eq!(r.body["id"], 7);
+    let r = call(&s, None, "admin_report", json!({})).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert!(
+        r.challenge().ends_with(r#"scope="admin""#),
+        "{}",
+        r.challenge()
+    );
+}
+
+#[tokio::test]
+async fn lists_can_hide_what_the_caller_may_not_use() {
+    async fn names(s: &Served, token: &str) -> Vec<String> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}});
+        let bearer = format!("Bearer {token}");
+        let r = send(
+            "POST",
+            &s.url,
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/list"),
+                ("authorization", &bearer),
+            ],
+            Some(body),
+        )
+        .await;
+        r.body["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+    let everyone = serve(|a| a).await;
+    assert!(
+        names(&everyone, "alice")
+            .await
+            .contains(&"admin_report".to_owned())
+    );
+    let hiding = serve(|a| a.hide_unauthorized(true)).await;
+    let alice = names(&hiding, "alice").await;
+    assert!(!alice.contains(&"admin_report".to_owned()), "{alice:?}");
+    assert!(!alice.contains(&"rewrite".to_owned()), "{alice:?}");
+    assert!(alice.contains(&"whoami".to_owned()), "{alice:?}");
+    let root = names(&hiding, "root").await;
+    assert!(root.contains(&"admin_report".to_owned()), "{root:?}");
+    assert!(!root.contains(&"rewrite".to_owned()), "{root:?}");
+}
+
+/// Opens a handshake session for `token`; its id.
+async fn open_session(s: &Served, token: &str) -> String {
+    let bearer = format!("Bearer {token}");
+    let r = send(
+        "POST",
+        &s.url,
+        &[("authorization", &bearer)],
+        Some(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.headers["mcp-session-id"].to_str().unwrap().to_owned()
+}
+
+async fn ping_in(s: &Served, sid: &str, token: Option<&str>) -> Reply {
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![
+        ("mcp-session-id", sid),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    if let Some(b) = &bearer {
+        headers.push(("authorization", b));
+    }
+    send(
+        "POST",
+        &s.url,
+        &headers,
+        Some(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"})),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_session_belongs_to_the_caller_who_opened_it() {
+    let s = serve(|a| a.allow_anonymous(true)).await;
+    let alices = open_session(&s, "alice").await;
+    assert_eq!(ping_in(&s, &alices, Some("alice")).await.status, 200);
+    // Another caller, and an anonymous one, are told the session does not exist.
+    for token in [Some("bob"), None] {
+        let r = ping_in(&s, &alices, token).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{token:?}");
+        assert_eq!(r.body["error"]["code"], -32001);
+        assert_eq!(
+            r.body["error"]["message"],
+            "Session not found: the Mcp-Session-Id belongs to another caller; start a new session with `initialize`"
+        );
+    }
+    // And the reverse: an anonymous session is not a named caller's.
+    let anonymous = send(
+        "POST",
+        &s.url,
+        &[],
+        Some(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        ),
+    )
+    .await;
+    let sid = anonymous.headers["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(ping_in(&s, &sid, None).await.status, 200);
+    assert_eq!(
+        ping_in(&s, &sid, Some("alice")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    // The caller's name is not readable in the id.
+    use base64::Engine as _;
+    let payload = alices.split('.').nth(1).unwrap();
+    let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    let text = String::from_utf8_lossy(&decoded);
+    assert!(!text.contains("alice"), "{text}");
+}
+
+#[tokio::test]
+async fn request_state_belongs_to_the_caller_it_was_issued_to() {
+    let s = serve(|a| a).await;
+    let first = call(&s, Some("alice"), "ask", json!({})).await;
+    assert_eq!(
+        first.body["result"]["resultType"], "input_required",
+        "{}",
+        first.body
+    );
+    let state = first.body["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let retry = |token: &'static str| {
+        let state = state.clone();
+        let s = &s;
+        async move {
+            let bearer = format!("Bearer {token}");
+            let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+                "name": "ask", "arguments": {}, "requestState": state,
+                "inputResponses": {"roots": {"roots": []}},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {"roots": {}}}}});
+            send(
+                "POST",
+                &s.url,
+                &[
+                    ("mcp-protocol-version", "2026-07-28"),
+                    ("mcp-method", "tools/call"),
+                    ("mcp-name", "ask"),
+                    ("authorization", &bearer),
+                ],
+                Some(body),
+            )
+            .await
+        }
+    };
+    let bobs = retry("bob").await;
+    assert_eq!(bobs.body["error"]["code"], -32602, "{}", bobs.body);
+    let alices = retry("alice").await;
+    assert_eq!(text(&alices), "0 roots");
+}
+
+#[test]
+fn a_scoped_function_needs_a_server_that_checks_tokens() {
+    let err = Server::from_registry().build().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid configuration: tool `admin_report` names scopes or takes the caller's Principal, but the server checks no tokens: configure Server::authorization (feature `auth`)"
+    );
+}
+
+#[tokio::test]
+async fn stdio_takes_its_caller_from_its_token() {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+    async fn run(token: Option<&str>) -> Vec<Value> {
+        let mut auth = Authorization::new("https://mcp.example.com/mcp", ISSUER, Tokens)
+            // Absent from the environment: an anonymous caller.
+            .stdio_token_env("SAKE_TEST_NO_SUCH_VARIABLE");
+        if let Some(token) = token {
+            auth = auth.stdio_token(token);
+        }
+        let service = Server::from_registry().authorization(auth).build().unwrap();
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let (server_read, server_write) = tokio::io::split(server);
+        let serving = tokio::spawn(service.serve_io(server_read, server_write));
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}});
+        for (id, tool) in [(1, "maybe_who"), (2, "whoami"), (3, "admin_report")] {
+            let line = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": tool, "arguments": {}, "_meta": meta}});
+            client_write
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .unwrap();
+        }
+        let mut lines = BufReader::new(client_read).lines();
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            out.push(serde_json::from_str::<Value>(&line).unwrap());
+        }
+        // End of input: the server stops.
+        client_write.shutdown().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), serving)
+            .await
+            .expect("the stdio server stops at the end of its input")
+            .unwrap()
+            .unwrap();
+        out.sort_by_key(|v| v["id"].as_i64());
+        out
+    }
+    let as_alice = run(Some("alice")).await;
+    assert_eq!(as_alice[0]["result"]["content"][0]["text"], "alice");
+    assert_eq!(as_alice[1]["result"]["content"][0]["text"], "alice");
+    assert_eq!(
+        as_alice[2]["error"]["message"],
+        "Forbidden: tool `admin_report` needs the scopes admin; sign in again with them"
+    );
+    let anonymous = run(None).await;
+    assert_eq!(anonymous[0]["result"]["content"][0]["text"], "anonymous");
+    assert_eq!(anonymous[1]["error"]["code"], -32000);
+    assert_eq!(
+        anonymous[1]["error"]["message"],
+        "Unauthorized: tool `whoami` needs a bearer token from the authorization server the protected resource metadata names"
+    );
+}
