@@ -1,18 +1,16 @@
 //! Each discovery, fallback, memory, session and calling rule of the client, against small fake
 //! servers that produce exactly the answer the rule is about.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use sake::Revision;
 use sake::client::{Client, ClientBuilder, ClientError, EraCache, Remembered, Subscription};
 use sake::{CreateMessageResult, ElicitResult, Role, Root};
-use serde_json::{Map, Value, json};
-use support::{
+use sake_tests::fake::{
     Reply, Seen, discover_result, event, fake, fake_with_session, initialize_result, legacy,
     modern, plain_meta,
 };
+use serde_json::{Map, Value, json};
 
 fn builder(cache: &EraCache) -> ClientBuilder {
     Client::builder()
