@@ -282,7 +282,7 @@ async fn handshake(addr: SocketAddr, from: IpAddr) -> String {
         .to_owned()
 }
 
-fn in_session<'a>(sid: &'a str) -> [(&'a str, &'a str); 2] {
+fn in_session(sid: &str) -> [(&str, &str); 2] {
     [("mcp-session-id", sid), ("mcp-protocol-version", LEGACY)]
 }
 
