@@ -25,9 +25,9 @@ type Implies = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
 ///
 /// ```no_run
 /// # fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use sake::auth::Authorization;
+/// use sake_runtime::auth::Authorization; // `sake::auth::Authorization` with sake's `auth`
 ///
-/// let server = sake::Server::from_registry().authorization(
+/// let server = sake_runtime::Server::from_registry().authorization(
 ///     Authorization::jwt("https://mcp.example.com/mcp", "https://auth.example.com")?
 ///         .scopes_supported(["mcp:tools", "admin"]),
 /// );
