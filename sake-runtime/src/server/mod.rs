@@ -177,8 +177,11 @@ pub(crate) struct Shared {
     >,
     /// Requests being served (HTTP): bounded by `max_concurrent_requests`.
     pub requests: Arc<tokio::sync::Semaphore>,
-    /// Each session's and caller's share of the request and stream slots.
-    pub quotas: Arc<quota::Quotas>,
+    /// Each session's and caller's share of the request slots, each caller's of the stream
+    /// slots, and the keys they are counted under.
+    pub requests_by: Arc<quota::Quotas>,
+    pub streams_by: Arc<quota::Quotas>,
+    pub quota_keys: quota::Keys,
     /// Long-lived streams: bounded by `max_streams`.
     pub streams_open: Arc<tokio::sync::Semaphore>,
     /// The tasks extension, when a tool may run as a task.
@@ -295,7 +298,9 @@ impl Shared {
             #[cfg(feature = "auth")]
             views: Default::default(),
             requests: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_requests)),
-            quotas: Arc::default(),
+            requests_by: Arc::default(),
+            streams_by: Arc::default(),
+            quota_keys: quota::Keys::default(),
             streams_open: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
             tasks,
             registry,
@@ -360,13 +365,13 @@ impl Shared {
 
     /// Whose share of the request, stream and body budgets a request takes: the principal
     /// when there is one, else the network address (kept in memory only, never in a token).
-    pub(crate) fn caller_key(&self, extensions: &http::Extensions) -> String {
+    pub(crate) fn caller_key(&self, extensions: &http::Extensions) -> quota::Key {
         if let Some(p) = self.principal_of(extensions) {
-            return format!("p {p}");
+            return self.quota_keys.of(("p", p));
         }
         match extensions.get::<Peer>() {
-            Some(Peer(ip)) => format!("a {ip}"),
-            None => "local".to_owned(),
+            Some(Peer(ip)) => self.quota_keys.of(("a", ip)),
+            None => self.quota_keys.of("local"),
         }
     }
 

@@ -1,47 +1,70 @@
-//! Shares of a limited resource (request slots, bodies being read) held per key: a session, a
-//! caller (principal, or network address when anonymous). A share is a guard; dropping it gives
-//! the units back. The map holds only keys with units out, so it is bounded by the global
-//! limit it sits under.
+//! Shares of a limited resource (request slots, streams, bodies being read) held per key: a
+//! session, a caller (principal, or network address when anonymous). A share is a guard;
+//! dropping it gives the units back. The map holds only keys with units out, so it is bounded
+//! by the global limit it sits under.
+//!
+//! Keys are 64-bit hashes under the process's random hash key: taking a share allocates
+//! nothing, and no client can choose names that collide.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, RandomState};
 use std::sync::{Arc, Mutex, PoisonError};
+
+/// Whose share: a hash made by [`Keys`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Key(u64);
+
+/// Makes [`Key`]s, under a hash key of its own.
+#[derive(Debug, Default)]
+pub(crate) struct Keys(RandomState);
+
+impl Keys {
+    /// The key of `what` (a tag and a name, so that kinds of names never meet).
+    pub fn of(&self, what: impl Hash) -> Key {
+        Key(self.0.hash_one(what))
+    }
+}
 
 /// Units out per key.
 #[derive(Debug, Default)]
 pub(crate) struct Quotas {
-    out: Mutex<HashMap<Box<str>, usize>>,
+    out: Mutex<HashMap<Key, usize>>,
 }
 
 /// `n` units of one key; given back on drop.
 #[derive(Debug)]
 pub(crate) struct Share {
     quotas: Arc<Quotas>,
-    key: Box<str>,
+    key: Key,
     n: usize,
 }
 
 impl Quotas {
     /// `n` more units for `key`, unless that would put it over `limit`; `Err` carries how many
     /// it holds.
-    pub fn take(self: &Arc<Self>, key: &str, n: usize, limit: usize) -> Result<Share, usize> {
+    pub fn take(self: &Arc<Self>, key: Key, n: usize, limit: usize) -> Result<Share, usize> {
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        let held = out.get(key).copied().unwrap_or(0);
+        let held = out.entry(key).or_insert(0);
         if held.saturating_add(n) > limit {
-            return Err(held);
+            let was = *held;
+            if was == 0 {
+                out.remove(&key);
+            }
+            return Err(was);
         }
-        out.insert(key.into(), held + n);
+        *held += n;
         Ok(Share {
             quotas: self.clone(),
-            key: key.into(),
+            key,
             n,
         })
     }
 
     /// The units `key` holds.
     #[cfg(test)]
-    pub fn held(&self, key: &str) -> usize {
+    pub fn held(&self, key: Key) -> usize {
         let out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        out.get(key).copied().unwrap_or(0)
+        out.get(&key).copied().unwrap_or(0)
     }
 
     /// How many keys hold units.
@@ -61,10 +84,10 @@ impl Drop for Share {
             .out
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(held) = out.get_mut(&*self.key) {
+        if let Some(held) = out.get_mut(&self.key) {
             *held = held.saturating_sub(self.n);
             if *held == 0 {
-                out.remove(&*self.key);
+                out.remove(&self.key);
             }
         }
     }
@@ -76,20 +99,24 @@ mod tests {
 
     #[test]
     fn shares_are_bounded_per_key_and_given_back() {
+        let keys = Keys::default();
+        let (ka, kb) = (keys.of(("c", "a")), keys.of(("c", "b")));
+        assert_ne!(ka, keys.of(("s", "a")), "tags keep kinds of names apart");
         let q = Arc::new(Quotas::default());
-        let a = q.take("a", 2, 3).unwrap();
-        assert_eq!(q.take("a", 2, 3).unwrap_err(), 2);
-        let b = q.take("b", 3, 3).unwrap();
-        let a2 = q.take("a", 1, 3).unwrap();
-        assert_eq!((q.held("a"), q.held("b"), q.keys()), (3, 3, 2));
+        let a = q.take(ka, 2, 3).unwrap();
+        assert_eq!(q.take(ka, 2, 3).unwrap_err(), 2);
+        let b = q.take(kb, 3, 3).unwrap();
+        let a2 = q.take(ka, 1, 3).unwrap();
+        assert_eq!((q.held(ka), q.held(kb), q.keys()), (3, 3, 2));
         drop(a);
-        assert_eq!(q.held("a"), 1);
+        assert_eq!(q.held(ka), 1);
         drop((a2, b));
         assert_eq!(q.keys(), 0, "a key with nothing out is forgotten");
         assert_eq!(
-            q.take("a", 4, 3).unwrap_err(),
+            q.take(ka, 4, 3).unwrap_err(),
             0,
             "more than the limit at once"
         );
+        assert_eq!(q.keys(), 0, "a refused key leaves nothing behind");
     }
 }

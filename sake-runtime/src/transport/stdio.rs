@@ -27,6 +27,7 @@ use crate::server::Shared;
 use crate::server::front::legacy::{Started, batch_without_session};
 use crate::server::front::modern::Answer;
 use crate::server::front::{Frame, Inbound, OnLag, Slot, response};
+use crate::server::quota::Key;
 use crate::server::session::Session;
 
 /// A fresh scope for one connection: its session id, and the key under which its in-flight
@@ -49,6 +50,8 @@ struct Conn {
     /// What every request of the connection carries: the caller, when the environment named
     /// one (feature `auth`).
     extensions: http::Extensions,
+    /// The share of the request and stream budgets its requests take.
+    caller: Key,
 }
 
 impl Conn {
@@ -72,13 +75,15 @@ where
         let (out, out_rx) = mpsc::channel::<Bytes>(1024);
         let stop_writing = CancellationToken::new();
         let writer_task = tokio::spawn(write_lines(writer, out_rx, stop_writing.clone()));
+        let extensions = caller(&shared).await?;
         let conn = Arc::new(Conn {
             shared: shared.clone(),
             scope: new_scope(),
             out,
             session: Mutex::new(None),
             all: CancellationToken::new(),
-            extensions: caller(&shared).await?,
+            caller: shared.caller_key(&extensions),
+            extensions,
         });
         let mut tasks = JoinSet::new();
         let mut reader = BufReader::new(reader);
@@ -234,11 +239,10 @@ async fn request(
     let shared = &conn.shared;
     // Held by the request's task until it ends: at most `max_requests_per_session` run
     // (the connection is the session).
-    let permit =
-        match shared.request_slots(1, Some(&conn.scope), &shared.caller_key(&conn.extensions)) {
-            Ok(p) => p,
-            Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
-        };
+    let permit = match shared.request_slots(1, Some(&conn.scope), conn.caller) {
+        Ok(p) => p,
+        Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
+    };
     let params = match Params::parse(raw) {
         Ok(p) => p,
         Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
@@ -337,7 +341,7 @@ async fn stateless(
     // A subscription counts against `max_streams`, not `max_concurrent_requests`.
     let permit = if method == Method::Listen {
         drop(permit);
-        match shared.stream_slot(&shared.caller_key(&conn.extensions)) {
+        match shared.stream_slot(conn.caller) {
             Ok(p) => p,
             Err(e) => return conn.write(jsonrpc::error_bytes(Some(&id), &e)).await,
         }
@@ -399,8 +403,7 @@ async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
             .await;
     };
     let n = crate::server::front::batch_len(text, conn.shared.config.max_batch);
-    let caller = conn.shared.caller_key(&conn.extensions);
-    let permit = match conn.shared.request_slots(n, Some(&conn.scope), &caller) {
+    let permit = match conn.shared.request_slots(n, Some(&conn.scope), conn.caller) {
         Ok(p) => p,
         Err(e) => return conn.write(jsonrpc::error_bytes(None, &e)).await,
     };

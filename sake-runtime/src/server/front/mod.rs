@@ -25,6 +25,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
+use super::quota::Key;
 use super::session::Session;
 use crate::handler::BoxFuture;
 use crate::handler::context::Sink;
@@ -93,40 +94,38 @@ impl Shared {
 
     /// Slots for `n` requests (a batch takes one per message) among `max_concurrent_requests`,
     /// `max_requests_per_session` of `session` and `max_requests_per_client` of `caller`
-    /// ([`owner_of`](Shared::owner_of)), held until the requests' work ends. A full global
+    /// ([`caller_key`](Shared::caller_key)), held until the requests' work ends. A full global
     /// budget is 503; a session or caller over its share is 429, so one client cannot take
     /// the slots of all.
     pub(crate) fn request_slots(
         &self,
         n: usize,
         session: Option<&str>,
-        caller: &str,
+        caller: Key,
     ) -> Result<Slot, RpcError> {
         let n = n.max(1);
-        let session = match session {
-            Some(sid) => Some(
-                self.quotas
-                    .take(&format!("s {sid}"), n, self.config.max_requests_per_session)
-                    .map_err(|held| {
-                        too_many(&format!(
-                            "this session has {held} requests running and may have {} (Server::max_requests_per_session){}",
-                            self.config.max_requests_per_session,
-                            if n > 1 { format!("; the batch counts {n}") } else { String::new() }
-                        ))
-                    })?,
-            ),
-            None => None,
+        let batch = if n > 1 {
+            format!("; the batch counts {n}")
+        } else {
+            String::new()
         };
-        let client = self
-            .quotas
-            .take(&format!("c {caller}"), n, self.config.max_requests_per_client)
-            .map_err(|held| {
-                too_many(&format!(
-                    "this client has {held} requests running and may have {} (Server::max_requests_per_client){}",
-                    self.config.max_requests_per_client,
-                    if n > 1 { format!("; the batch counts {n}") } else { String::new() }
-                ))
-            })?;
+        let limit = self.config.max_requests_per_session;
+        let session = session
+            .map(|sid| {
+                let key = self.quota_keys.of(("s", sid));
+                self.requests_by.take(key, n, limit).map_err(|held| {
+                    too_many(&format!(
+                        "this session has {held} requests running and may have {limit} (Server::max_requests_per_session){batch}"
+                    ))
+                })
+            })
+            .transpose()?;
+        let limit = self.config.max_requests_per_client;
+        let client = self.requests_by.take(caller, n, limit).map_err(|held| {
+            too_many(&format!(
+                "this client has {held} requests running and may have {limit} (Server::max_requests_per_client){batch}"
+            ))
+        })?;
         let permits = u32::try_from(n).unwrap_or(u32::MAX);
         let permit = self
             .requests
@@ -146,16 +145,13 @@ impl Shared {
 
     /// A slot among `max_streams` and the `max_streams_per_client` of `caller`, held by a
     /// long-lived stream until it ends.
-    pub(crate) fn stream_slot(&self, caller: &str) -> Result<Slot, RpcError> {
-        let share = self
-            .quotas
-            .take(&format!("t {caller}"), 1, self.config.max_streams_per_client)
-            .map_err(|held| {
-                too_many(&format!(
-                    "this client has {held} streams open and may have {} (Server::max_streams_per_client)",
-                    self.config.max_streams_per_client
-                ))
-            })?;
+    pub(crate) fn stream_slot(&self, caller: Key) -> Result<Slot, RpcError> {
+        let limit = self.config.max_streams_per_client;
+        let share = self.streams_by.take(caller, 1, limit).map_err(|held| {
+            too_many(&format!(
+                "this client has {held} streams open and may have {limit} (Server::max_streams_per_client)"
+            ))
+        })?;
         let permit = self
             .streams_open
             .clone()

@@ -366,7 +366,7 @@ pub(crate) async fn get(
         ));
     }
     // A resumed stream and the standalone stream alike count against `max_streams`.
-    let permit = match shared.stream_slot(&shared.caller_key(extensions)) {
+    let permit = match shared.stream_slot(shared.caller_key(extensions)) {
         Ok(p) => p,
         Err(e) => return Some(super::busy(Era::Modern, None, &e)),
     };

@@ -92,7 +92,7 @@ impl Endpoint {
     /// `max_bodies_per_client`.
     fn reading_slot(
         &self,
-        caller: &str,
+        caller: crate::server::quota::Key,
     ) -> Result<
         (
             tokio::sync::OwnedSemaphorePermit,
@@ -418,7 +418,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     // A body being read holds a reading slot, never a request slot: a client that sends
     // half a body holds its own share of the reading budget, for seconds.
     let body = {
-        let _reading = match ep.reading_slot(&caller) {
+        let _reading = match ep.reading_slot(caller) {
             Ok(slot) => slot,
             Err(e) => return busy(Era::Modern, None, &e),
         };
@@ -433,7 +433,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
             Ok(Some(session)) => {
                 // Each message of a batch counts as a request.
                 let n = crate::server::front::batch_len(&body, shared.config.max_batch);
-                let permit = match shared.request_slots(n, Some(&session.sid), &caller) {
+                let permit = match shared.request_slots(n, Some(&session.sid), caller) {
                     Ok(p) => p,
                     Err(e) => return busy(Era::Modern, None, &e),
                 };
@@ -458,7 +458,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     {
         record_request(req.method, &req.params);
         tracing::Span::current().record("revision", req.meta.protocol_version.as_ref());
-        let permit = match shared.request_slots(1, None, &caller) {
+        let permit = match shared.request_slots(1, None, caller) {
             Ok(p) => p,
             Err(e) => return busy(Era::Modern, Some(&req.id), &e),
         };
@@ -503,7 +503,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
                 Err(e) => return sse::error(Era::Modern, Some(id), &e),
             };
             tracing::Span::current().record("revision", meta.protocol_version.as_ref());
-            let permit = match shared.request_slots(1, None, &caller) {
+            let permit = match shared.request_slots(1, None, caller) {
                 Ok(p) => p,
                 Err(e) => return busy(Era::Modern, Some(id), &e),
             };
@@ -534,7 +534,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
             // responses are handled at once.
             let permit = match &message {
                 Incoming::Request { id, .. } => {
-                    match shared.request_slots(1, Some(&session.sid), &caller) {
+                    match shared.request_slots(1, Some(&session.sid), caller) {
                         Ok(p) => Some(p),
                         Err(e) => return busy(Era::Legacy, Some(id), &e),
                     }

@@ -44,7 +44,7 @@ pub(crate) async fn serve(
     // A subscription counts against `max_streams`, not `max_concurrent_requests`.
     let permit = if method == Method::Listen {
         drop(permit);
-        match shared.stream_slot(&shared.caller_key(&extensions)) {
+        match shared.stream_slot(shared.caller_key(&extensions)) {
             Ok(p) => p,
             Err(e) => return super::busy(Era::Modern, Some(&id), &e),
         }
