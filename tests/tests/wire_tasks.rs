@@ -980,6 +980,13 @@ async fn listen_streams_report_the_tasks_they_name() {
     w.send(listen(1, json!(["x"]), json!({})))
         .await
         .assert_json(400, missing_extension(1));
+    // A stream holds its ids while open: none longer than a task id can be.
+    w.send(listen(2, json!(["x".repeat(257)]), caps()))
+        .await
+        .assert_json(
+            200,
+            json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32602, "message": "Invalid params: a task id of 257 bytes in `notifications.taskIds`; this server's task ids have at most 256"}}),
+        );
     let id = create(&w, "held", json!({"gate_name": "listen"})).await;
     let mut s = w.open(listen(7, json!([id, "nope", id]), caps())).await;
     s.assert_sse();

@@ -37,6 +37,10 @@ struct Filter {
     task_ids: Option<Vec<String>>,
 }
 
+/// The longest task id a `subscriptions/listen` filter may name (sake's are 32 bytes; a
+/// [`TaskStore`](crate::tasks::TaskStore) of one's own may make longer ones, up to this).
+pub(crate) const MAX_TASK_ID_BYTES: usize = 256;
+
 /// The most resource URIs one `subscriptions/listen` filter may name.
 pub(crate) const MAX_LISTEN_URIS: usize = 1024;
 
@@ -174,6 +178,13 @@ pub(crate) fn listen(
             return Err(RpcError::invalid_params(format!(
                 "Invalid params: `notifications.taskIds` names {} tasks; this server follows at most {max} per stream",
                 ids.len()
+            )));
+        }
+        // A stream holds its ids while it is open: no id longer than any task id can be.
+        if let Some(long) = ids.iter().find(|id| id.len() > MAX_TASK_ID_BYTES) {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: a task id of {} bytes in `notifications.taskIds`; this server's task ids have at most {MAX_TASK_ID_BYTES}",
+                long.len()
             )));
         }
     }
