@@ -777,6 +777,7 @@ async fn batch_messages_count_as_requests() {
     let batch = |n: u64| Value::Array((1..=n).map(|i| call(i, "quick", json!({}))).collect());
     let reply = post(addr, ATTACKER, &headers, &batch(11)).await;
     assert_eq!(reply.status, 429);
+    assert_eq!(reply.header("retry-after"), Some("1"));
     assert_eq!(
         reply.json(),
         too_many(

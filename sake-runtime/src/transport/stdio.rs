@@ -402,17 +402,15 @@ async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
             .write(jsonrpc::error_bytes(None, &batch_without_session()))
             .await;
     };
-    let n = crate::server::front::batch_len(text, conn.shared.config.max_batch);
-    let permit = match conn.shared.request_slots(n, Some(&conn.scope), conn.caller) {
-        Ok(p) => p,
-        Err(e) => return conn.write(jsonrpc::error_bytes(None, &e)).await,
-    };
     let inbound = Inbound {
         sink: Some(conn.out.clone()),
         extensions: conn.extensions.clone(),
         ..Inbound::default()
     };
-    let batch = match conn.shared.batch(&session, text, &conn.scope, inbound) {
+    let batch = match conn
+        .shared
+        .batch(&session, text, &conn.scope, conn.caller, inbound)
+    {
         Ok(b) => b,
         Err(e) => return conn.write(jsonrpc::error_bytes(None, &e)).await,
     };
@@ -423,8 +421,8 @@ async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
     }
     let Some(answer) = batch.answer else { return };
     let conn = conn.clone();
+    // The answer holds the batch's request slots.
     tasks.spawn(async move {
-        let _permit = permit;
         if let Some(out) = answer.await {
             conn.write(out).await;
         }

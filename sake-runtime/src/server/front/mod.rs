@@ -172,16 +172,6 @@ pub(crate) struct Slot {
     _shares: [Option<super::quota::Share>; 2],
 }
 
-/// How many request slots a batch body takes: one per message, read without keeping them;
-/// 1 when it is not an array or holds more than `max` (the batch's own checks then say what
-/// is wrong).
-pub(crate) fn batch_len(body: &[u8], max: usize) -> usize {
-    match serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(body) {
-        Ok(v) if (1..=max).contains(&v.len()) => v.len(),
-        _ => 1,
-    }
-}
-
 /// -32000 with HTTP 429: a client is over its share of concurrent work.
 pub(crate) fn too_many(what: &str) -> RpcError {
     RpcError::new(
@@ -212,12 +202,14 @@ pub(crate) struct Batch {
 
 impl Shared {
     /// Starts a batch of a handshake session: refused unless the session's revision takes
-    /// batches and the batch holds 1 to `max_batch_size` messages.
+    /// batches and the batch holds 1 to `max_batch_size` messages. Each message takes a
+    /// request slot of the session (`scope`) and of `caller`; the answer holds them.
     pub(crate) fn batch(
         self: &Arc<Self>,
         session: &Session,
         body: &[u8],
         scope: &str,
+        caller: Key,
         inbound: Inbound,
     ) -> Result<Batch, RpcError> {
         let rev = session.revision;
@@ -239,6 +231,7 @@ impl Shared {
             ))
             .with_status(400));
         }
+        let slot = self.request_slots(items.len(), Some(scope), caller)?;
         let mut runs: Vec<BoxFuture<Option<Vec<u8>>>> = Vec::new();
         let mut changed = None;
         for raw in items {
@@ -283,6 +276,7 @@ impl Shared {
             });
         }
         let answer: BoxFuture<Option<Vec<u8>>> = Box::pin(async move {
+            let _slot = slot;
             let bodies: Vec<Vec<u8>> = futures_util::future::join_all(runs)
                 .await
                 .into_iter()

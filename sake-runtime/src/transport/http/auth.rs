@@ -91,7 +91,7 @@ pub(crate) async fn authenticate(
 /// reach); the caller may retry. Logged: the deployment needs attention.
 fn unavailable(e: &AuthError) -> Response {
     tracing::warn!(error = %e, "a bearer token could not be checked");
-    super::busy(
+    super::sse::error(
         crate::protocol::Era::Modern,
         None,
         &RpcError::new(

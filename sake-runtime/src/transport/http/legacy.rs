@@ -318,7 +318,7 @@ pub(crate) async fn batch(
     headers: &HeaderMap,
     extensions: http::Extensions,
     body: &[u8],
-    permit: Slot,
+    caller: crate::server::quota::Key,
 ) -> Response {
     let shared = &ep.shared;
     if let Err(e) = check_version_header(session.revision, headers) {
@@ -330,14 +330,15 @@ pub(crate) async fn batch(
         extensions,
         ..Inbound::default()
     };
-    let batch = match shared.batch(&session, body, &session.sid, inbound) {
+    let batch = match shared.batch(&session, body, &session.sid, caller, inbound) {
         Ok(b) => b,
         Err(e) => return legacy_error(None, &e),
     };
     let token = batch.changed.map(|s| shared.sessions.mint(&s));
     match batch.answer {
         None => with_session(sse::accepted(), token.as_deref()),
-        Some(all) => respond(ep, &session, Started::Running(all), rx, token, Some(permit)).await,
+        // The batch's answer holds its request slots.
+        Some(all) => respond(ep, &session, Started::Running(all), rx, token, None).await,
     }
 }
 
@@ -368,7 +369,7 @@ pub(crate) async fn get(
     // A resumed stream and the standalone stream alike count against `max_streams`.
     let permit = match shared.stream_slot(shared.caller_key(extensions)) {
         Ok(p) => p,
-        Err(e) => return Some(super::busy(Era::Modern, None, &e)),
+        Err(e) => return Some(sse::error(Era::Modern, None, &e)),
     };
     if let Some(last) = headers.get("last-event-id").and_then(|v| v.to_str().ok())
         && let Some((stream, from)) = ep.streams.resume(&session.sid, last)

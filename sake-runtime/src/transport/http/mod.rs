@@ -351,16 +351,6 @@ pub(crate) fn record_request(method: &str, params: &Params<'_>) {
     }
 }
 
-/// A limit of concurrent work is reached: 503 with `Retry-After`.
-/// A refusal for lack of a slot (503 when the server is full, 429 when the client has its
-/// share), with `Retry-After`.
-pub(crate) fn busy(era: Era, id: Option<&jsonrpc::RequestId>, e: &RpcError) -> Response {
-    let mut resp = sse::error(era, id, e);
-    resp.headers_mut()
-        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-    resp
-}
-
 /// Whether the client accepts an SSE response. A missing `Accept` accepts everything.
 pub(crate) fn accepts_sse(headers: &HeaderMap) -> bool {
     let mut any = false;
@@ -420,7 +410,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     let body = {
         let _reading = match ep.reading_slot(caller) {
             Ok(slot) => slot,
-            Err(e) => return busy(Era::Modern, None, &e),
+            Err(e) => return sse::error(Era::Modern, None, &e),
         };
         match read_body(cfg, body, max_body).await {
             Ok(b) => b,
@@ -431,19 +421,13 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
         return match legacy::session(shared, &parts.headers, &parts.extensions) {
             Ok(Some(session)) => {
-                // Each message of a batch counts as a request.
-                let n = crate::server::front::batch_len(&body, shared.config.max_batch);
-                let permit = match shared.request_slots(n, Some(&session.sid), caller) {
-                    Ok(p) => p,
-                    Err(e) => return busy(Era::Modern, None, &e),
-                };
                 legacy::batch(
                     &ep,
                     session,
                     &parts.headers,
                     parts.extensions,
                     &body,
-                    permit,
+                    caller,
                 )
                 .await
             }
@@ -460,7 +444,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
         tracing::Span::current().record("revision", req.meta.protocol_version.as_ref());
         let permit = match shared.request_slots(1, None, caller) {
             Ok(p) => p,
-            Err(e) => return busy(Era::Modern, Some(&req.id), &e),
+            Err(e) => return sse::error(Era::Modern, Some(&req.id), &e),
         };
         return modern::serve(
             shared.clone(),
@@ -505,7 +489,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
             tracing::Span::current().record("revision", meta.protocol_version.as_ref());
             let permit = match shared.request_slots(1, None, caller) {
                 Ok(p) => p,
-                Err(e) => return busy(Era::Modern, Some(id), &e),
+                Err(e) => return sse::error(Era::Modern, Some(id), &e),
             };
             let req = meta::ModernRequest {
                 id: id.clone(),
@@ -536,7 +520,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
                 Incoming::Request { id, .. } => {
                     match shared.request_slots(1, Some(&session.sid), caller) {
                         Ok(p) => Some(p),
-                        Err(e) => return busy(Era::Legacy, Some(id), &e),
+                        Err(e) => return sse::error(Era::Legacy, Some(id), &e),
                     }
                 }
                 _ => None,

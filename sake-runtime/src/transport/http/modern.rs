@@ -46,7 +46,7 @@ pub(crate) async fn serve(
         drop(permit);
         match shared.stream_slot(shared.caller_key(&extensions)) {
             Ok(p) => p,
-            Err(e) => return super::busy(Era::Modern, Some(&id), &e),
+            Err(e) => return sse::error(Era::Modern, Some(&id), &e),
         }
     } else {
         permit

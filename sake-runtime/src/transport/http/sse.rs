@@ -31,7 +31,14 @@ pub(crate) fn json(status: u16, body: Vec<u8>) -> Response {
 /// An error as a response, with the status its era gives it.
 pub(crate) fn error(era: Era, id: Option<&RequestId>, err: &RpcError) -> Response {
     tracing::Span::current().record("error", err.code);
-    let mut resp = json(err.http_status(era), jsonrpc::error_bytes(id, err));
+    let status = err.http_status(era);
+    let mut resp = json(status, jsonrpc::error_bytes(id, err));
+    // A refusal for load (the server's limit, or the client's share of it) says when to
+    // come back.
+    if status == 429 || status == 503 {
+        resp.headers_mut()
+            .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
     if let Some(challenge) = err.challenge().and_then(|c| HeaderValue::from_str(c).ok()) {
         resp.headers_mut()
             .insert(http::header::WWW_AUTHENTICATE, challenge);
