@@ -9,6 +9,7 @@
 //!            [--only call,session,list,progress,startup,memory,build] [--out FILE]
 //! ```
 
+mod auth;
 mod buildcost;
 mod http;
 mod stats;
@@ -23,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use stats::{Table, median, micros, ratio, thousands};
 
-pub const WORKLOADS: [&str; 7] = [
-    "call", "session", "list", "progress", "startup", "memory", "build",
+pub const WORKLOADS: [&str; 8] = [
+    "call", "session", "list", "progress", "auth", "startup", "memory", "build",
 ];
 
 #[derive(Clone, Debug)]
@@ -157,6 +158,8 @@ fn rss_kib(pid: u32) -> Option<f64> {
 enum Kind {
     Axum,
     Sake,
+    /// sake with a configured authorization (the "auth" workload).
+    SakeAuth,
     Rmcp,
 }
 
@@ -186,6 +189,14 @@ fn axum() -> Spec {
 }
 fn sake() -> Spec {
     Spec::new("sake", Kind::Sake, "sake-server", &[])
+}
+/// The same binary as [`sake`], requiring a bearer token (HS256 JWT, checked on every
+/// request).
+fn sake_auth() -> Spec {
+    let mut s = Spec::new("sake, bearer JWT", Kind::SakeAuth, "sake-server", &[]);
+    s.env
+        .push(("SAKE_BENCH_AUTH_SECRET".into(), auth::SECRET.into()));
+    s
 }
 fn sake_1k() -> Spec {
     Spec::new("sake", Kind::Sake, "sake-server-1k", &[])
@@ -365,6 +376,15 @@ fn check(workload: &str, spec: &Spec, addr: SocketAddr, sid: Option<&str>) {
                 r,
             )
         }
+        "auth" => {
+            let mut headers = http::modern_headers("tools/call", Some("add"));
+            headers.push(("authorization", format!("Bearer {}", auth::bearer(addr))));
+            let r = http::probe(addr, http::MODERN_CALL, &headers);
+            (
+                matches!(&r, Some((200, b)) if contains(b, br#""text":"5""#)),
+                r,
+            )
+        }
         "list" => {
             let r = http::probe(
                 addr,
@@ -443,6 +463,10 @@ fn throughput(o: &Opts, rep: &mut Report, workload: &str, title: &str, specs: &[
                     .unwrap_or_else(|e| panic!("{}: cannot open a session: {e}", spec.label));
                 env.push(("MCP_SESSION_ID".to_owned(), s.clone()));
                 sid = Some(s);
+            }
+            if workload == "auth" {
+                // Both servers get it: one without authorization ignores it.
+                env.push(("SAKE_BENCH_TOKEN".to_owned(), auth::bearer(server.addr)));
             }
             check(workload, spec, server.addr, sid.as_deref());
             let _ = wrk(o, &script, server.addr, o.warmup, &env);
@@ -530,6 +554,19 @@ fn throughput(o: &Opts, rep: &mut Report, workload: &str, title: &str, specs: &[
         Some((median(v.clone()), v))
     };
     let mut lines = String::new();
+    if let (Some(a), Some(s)) = (find(Kind::SakeAuth), find(Kind::Sake)) {
+        let v: Vec<f64> = (0..samples[a].rps.len())
+            .map(|r| samples[a].rps[r] / samples[s].rps[r])
+            .collect();
+        let each: Vec<String> = v.iter().map(|x| format!("{x:.2}")).collect();
+        writeln!(
+            lines,
+            "- authenticated req/s ÷ anonymous, per round: {} (median {:.2}×)",
+            each.join(", "),
+            median(v)
+        )
+        .unwrap();
+    }
     for (name, j) in [("bare axum", ax), ("rmcp", rm)] {
         if let Some((m, v)) = per_round(j) {
             let each: Vec<String> = v.iter().map(|x| format!("{x:.2}")).collect();
@@ -567,6 +604,12 @@ fn throughput(o: &Opts, rep: &mut Report, workload: &str, title: &str, specs: &[
         "list" => rep.target(
             "tools/list of 1,000 tools ≥ 0.8× bare axum (same bytes)",
             vs(ax),
+            Some(0.8),
+            None,
+        ),
+        "auth" => rep.target(
+            "an authenticated tools/call ≥ 0.8× an anonymous one",
+            find(Kind::SakeAuth).map_or(f64::NAN, |a| med(&samples[a].rps) / sake_rps),
             Some(0.8),
             None,
         ),
@@ -918,6 +961,13 @@ fn main() {
                 w,
                 "4. tools/call streaming 10 progress notifications over SSE (2026-07-28)",
                 &[axum(), sake(), rmcp_stateless()],
+            ),
+            "auth" => throughput(
+                &o,
+                &mut rep,
+                w,
+                "5. tools/call on 2026-07-28 with a bearer token (HS256 JWT, verified per request) against none",
+                &[sake(), sake_auth()],
             ),
             "startup" => startup(&o, &mut rep),
             "memory" => memory(&o, &mut rep),

@@ -1,4 +1,5 @@
-//! What both sake bench servers share: `add`, `progress`, and `main`.
+//! What both sake bench servers share: `add`, `progress`, and `main` (with authorization
+//! when `SAKE_BENCH_AUTH_SECRET` is set).
 
 use sake::prelude::*;
 
@@ -36,16 +37,36 @@ pub fn main(name: &str) {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let served = runtime.block_on(
-        Server::from_registry()
-            .name(name)
-            .version("0.1.0")
-            // Legacy sessions are signed tokens: a fixed key lets the load tools reuse them.
-            .session_key("sake-bench session key: 32 bytes or more, fixed for reruns")
-            .serve_http(format!("127.0.0.1:{port}")),
-    );
+    let mut server = Server::from_registry()
+        .name(name)
+        .version("0.1.0")
+        // Legacy sessions are signed tokens: a fixed key lets the load tools reuse them.
+        .session_key("sake-bench session key: 32 bytes or more, fixed for reruns");
+    // The "auth" workload: every request needs a bearer token, an HS256 JWT of this secret
+    // (`sake-bench` mints it).
+    if let Ok(secret) = std::env::var("SAKE_BENCH_AUTH_SECRET") {
+        server = server.authorization(authorization(&port, &secret));
+    }
+    let served = runtime.block_on(server.serve_http(format!("127.0.0.1:{port}")));
     if let Err(e) = served {
         eprintln!("{e}");
         std::process::exit(1);
     }
+}
+
+/// What the "auth" workload's server checks: tokens of `ISSUER` for this endpoint, HS256 with
+/// `secret`.
+fn authorization(port: &str, secret: &str) -> sake::auth::Authorization {
+    use sake::auth::{Algorithm, Authorization, JwtVerifier};
+    const ISSUER: &str = "https://issuer.sake-bench.invalid";
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let verifier = JwtVerifier::builder(ISSUER, resource.clone())
+        .algorithms([Algorithm::HS256])
+        .hmac_secret(secret.as_bytes().to_vec())
+        .build()
+        .unwrap_or_else(|e| {
+            eprintln!("the bench verifier: {e}");
+            std::process::exit(1);
+        });
+    Authorization::new(resource, ISSUER, verifier)
 }
