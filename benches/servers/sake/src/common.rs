@@ -43,9 +43,11 @@ pub fn main(name: &str) {
         // Legacy sessions are signed tokens: a fixed key lets the load tools reuse them.
         .session_key("sake-bench session key: 32 bytes or more, fixed for reruns");
     // The "auth" workload: every request needs a bearer token, an HS256 JWT of this secret
-    // (`sake-bench` mints it).
+    // (`sake-bench` mints it), remembered once verified when SAKE_BENCH_AUTH_CACHE=1 (as
+    // `Authorization::jwt` does), else verified on every request.
     if let Ok(secret) = std::env::var("SAKE_BENCH_AUTH_SECRET") {
-        server = server.authorization(authorization(&port, &secret));
+        let cached = std::env::var("SAKE_BENCH_AUTH_CACHE").is_ok_and(|v| v == "1");
+        server = server.authorization(authorization(&port, &secret, cached));
     }
     let served = runtime.block_on(server.serve_http(format!("127.0.0.1:{port}")));
     if let Err(e) = served {
@@ -56,8 +58,8 @@ pub fn main(name: &str) {
 
 /// What the "auth" workload's server checks: tokens of `ISSUER` for this endpoint, HS256 with
 /// `secret`.
-fn authorization(port: &str, secret: &str) -> sake::auth::Authorization {
-    use sake::auth::{Algorithm, Authorization, JwtVerifier};
+fn authorization(port: &str, secret: &str, cached: bool) -> sake::auth::Authorization {
+    use sake::auth::{Algorithm, Authorization, CachedVerifier, JwtVerifier};
     const ISSUER: &str = "https://issuer.sake-bench.invalid";
     let resource = format!("http://127.0.0.1:{port}/mcp");
     let verifier = JwtVerifier::builder(ISSUER, resource.clone())
@@ -68,5 +70,9 @@ fn authorization(port: &str, secret: &str) -> sake::auth::Authorization {
             eprintln!("the bench verifier: {e}");
             std::process::exit(1);
         });
-    Authorization::new(resource, ISSUER, verifier)
+    if cached {
+        Authorization::new(resource, ISSUER, CachedVerifier::new(verifier))
+    } else {
+        Authorization::new(resource, ISSUER, verifier)
+    }
 }
