@@ -133,6 +133,20 @@ fn test_trigger_tool_change(ctx: Context) -> &'static str {
     "Mutation triggered"
 }
 
+/// Publishes a resources/updated notification for `uri` (to the sessions subscribed to it,
+/// on every replica sharing the event bus).
+#[tool]
+fn test_trigger_resource_update(
+    /// The resource that changed.
+    uri: String,
+    ctx: Context,
+) -> &'static str {
+    if let Some(n) = ctx.notifier() {
+        n.notify_resource_updated(uri);
+    }
+    "Update published"
+}
+
 /// Publishes a prompts/list_changed notification.
 #[tool]
 fn test_trigger_prompt_change(ctx: Context) -> &'static str {

