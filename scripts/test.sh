@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of sake on a fresh machine: installs the pinned test peers (Node 22, the
-# official MCP conformance suite, the TypeScript SDK client, oidc-provider) into .tools/, then
+# official MCP conformance suite, the TypeScript SDK client, the MCP Inspector, whose CLI
+# drives the examples in tests/tests/interop_inspector.rs, oidc-provider) into .tools/, then
 # runs the Rust tests (unit, integration, wire, interop, UI, doc, and those of feature `auth`),
 # the conformance suite, and the suite through three replicas behind nginx (deploy/replicas.sh).
 set -euo pipefail
