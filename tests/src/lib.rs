@@ -49,7 +49,9 @@ pub use http::{
 pub use schema::validate;
 pub use session::{Handshake, LEGACY, Session, initialize_params, served};
 pub use sse::{SseEvent, parse_sse};
-pub use stdio::{Peer, Spawned, Stdio, example_binary, modern_meta, spawn_example};
+pub use stdio::{
+    Peer, Spawned, Stdio, example_binary, modern_meta, package_binary, spawn, spawn_example,
+};
 
 /// How long any one step may take before the test fails instead of hanging CI.
 pub const STEP: Duration = Duration::from_secs(20);
