@@ -10,8 +10,10 @@
 //! - [`rpc`]: expected JSON-RPC payloads, written whole.
 //! - [`stream`]: long-lived responses read as they arrive, and servers on a real socket
 //!   ([`stream::Live`]).
-//! - [`stdio`]: the example binaries, a line-oriented JSON-RPC [`Peer`], an in-memory [`Stdio`].
-//! - [`node`]: the pinned Node and the scripts that drive the TypeScript SDK client.
+//! - [`stdio`]: the example and package binaries, a line-oriented JSON-RPC [`Peer`], an in-memory
+//!   [`Stdio`].
+//! - [`node`]: the pinned Node, the scripts that drive the TypeScript SDK client, and the MCP
+//!   Inspector's CLI.
 //! - [`fake`]: small fake MCP servers for the client's tests.
 //! - [`fixtures`]: types and completion functions the fixtures share.
 //!

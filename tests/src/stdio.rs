@@ -1,5 +1,6 @@
-//! stdio: the example binaries, built once per test binary and spawned with piped stdin,
-//! stdout and stderr ([`spawn_example`]); a line-oriented JSON-RPC [`Peer`] over any reader and
+//! stdio: the example binaries and `sake-demo` (`examples/installable/`), built once per test
+//! binary and spawned with piped stdin, stdout and stderr ([`spawn_example`], [`spawn`]); a
+//! line-oriented JSON-RPC [`Peer`] over any reader and
 //! writer (an in-memory duplex, or a child process's pipes), which checks that every line the
 //! server writes is one JSON-RPC 2.0 object; and [`Stdio`], a service served on an in-memory
 //! pipe whose every line is validated against the schema.
