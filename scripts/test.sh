@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of sake on a fresh machine: installs the pinned test peers (Node 22, the
-# official MCP conformance suite, the TypeScript SDK client, oidc-provider) into .tools/, and
+# official MCP conformance suite, the TypeScript SDK client, the MCP Inspector, whose CLI
+# drives the examples in tests/tests/interop_inspector.rs, oidc-provider) into .tools/, and
 # Debian's redis-server and nginx, then runs the Rust tests (unit, integration, wire, interop,
 # UI, doc, those of feature `auth`, and those against a real Redis), the conformance suite,
 # and three replicas behind nginx sharing one Redis (deploy/replicas.sh).

@@ -5,7 +5,10 @@
 //! internals is docs/architecture.md.
 
 #![warn(missing_docs)]
+// docs.rs (`--cfg docsrs`, nightly): label each item with the feature it needs. `internals` is
+// not an API; it only switches which modules are public, so it is never a label.
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![cfg_attr(docsrs, doc(auto_cfg(hide(feature = "internals"))))]
 
 #[cfg(feature = "auth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "auth")))]

@@ -10,8 +10,10 @@
 //! - [`rpc`]: expected JSON-RPC payloads, written whole.
 //! - [`stream`]: long-lived responses read as they arrive, and servers on a real socket
 //!   ([`stream::Live`]).
-//! - [`stdio`]: the example binaries, a line-oriented JSON-RPC [`Peer`], an in-memory [`Stdio`].
-//! - [`node`]: the pinned Node and the scripts that drive the TypeScript SDK client.
+//! - [`stdio`]: the example and package binaries, a line-oriented JSON-RPC [`Peer`], an in-memory
+//!   [`Stdio`].
+//! - [`node`]: the pinned Node, the scripts that drive the TypeScript SDK client, and the MCP
+//!   Inspector's CLI.
 //! - [`fake`]: small fake MCP servers for the client's tests.
 //! - [`redis`]: a real `redis-server` on a free port, for the replicas' tests.
 //! - [`fixtures`]: types and completion functions the fixtures share.
@@ -51,7 +53,9 @@ pub use http::{
 pub use schema::validate;
 pub use session::{Handshake, LEGACY, Session, initialize_params, served};
 pub use sse::{SseEvent, parse_sse};
-pub use stdio::{Peer, Spawned, Stdio, example_binary, modern_meta, spawn_example};
+pub use stdio::{
+    Peer, Spawned, Stdio, example_binary, modern_meta, package_binary, spawn, spawn_example,
+};
 
 /// How long any one step may take before the test fails instead of hanging CI.
 pub const STEP: Duration = Duration::from_secs(20);

