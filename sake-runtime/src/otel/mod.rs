@@ -36,9 +36,7 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use opentelemetry::metrics::Histogram;
-use opentelemetry::propagation::{
-    Extractor, Injector, TextMapCompositePropagator,
-};
+use opentelemetry::propagation::{Extractor, Injector, TextMapCompositePropagator};
 use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
 use opentelemetry::{Context, InstrumentationScope, global};
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};

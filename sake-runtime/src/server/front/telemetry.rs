@@ -33,6 +33,7 @@ pub(crate) struct Call<'a> {
     pub session: Option<&'a str>,
     pub params: Option<&'a Params<'a>>,
     /// `_meta` as kept by the 2026-07-28 path (cut out of `params`), when it was.
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
     pub raw_meta: Option<&'a RawMeta>,
     /// `network.transport`: `tcp` for HTTP, `pipe` for stdio; `None` in memory.
     pub transport: Option<&'static str>,
@@ -101,14 +102,24 @@ impl Shared {
             match call.known {
                 Some(Method::ToolsCall) => span.record("gen_ai.tool.name", name.as_deref()),
                 Some(Method::PromptsGet) => span.record("gen_ai.prompt.name", name.as_deref()),
-                Some(Method::ResourcesRead | Method::ResourcesSubscribe | Method::ResourcesUnsubscribe) => {
+                Some(
+                    Method::ResourcesRead
+                    | Method::ResourcesSubscribe
+                    | Method::ResourcesUnsubscribe,
+                ) => {
                     let uri = call.params.and_then(|p| p.uri).and_then(raw_string);
                     span.record("mcp.resource.uri", uri.as_deref())
                 }
                 _ => &span,
             };
             span.record("gen_ai.operation.name", operation);
-            span.record("jsonrpc.request.id", tracing::field::display(call.id));
+            // A string, without JSON's quotes ("A string representation of the `id`").
+            match call.id {
+                RequestId::Number(n) => {
+                    span.record("jsonrpc.request.id", tracing::field::display(n))
+                }
+                RequestId::String(s) => span.record("jsonrpc.request.id", &**s),
+            };
             span.record("mcp.protocol.version", call.rev.as_str());
             span.record("mcp.session.id", call.session);
             span.record("network.transport", call.transport);
@@ -205,13 +216,17 @@ impl Telemetry {
             && !self.span.is_disabled()
         {
             self.span.record("error.type", &**kind);
-            if let Some(message) = message {
+            if message.is_some() {
                 self.span.record("rpc.response.status_code", &**kind);
-                #[cfg(feature = "otel")]
-                self.span.record("otel.status_description", *message);
             }
+            // The status is an error, described by the JSON-RPC error's message.
             #[cfg(feature = "otel")]
-            self.span.record("otel.status_code", "error");
+            {
+                self.span.record("otel.status_code", "error");
+                if let Some(message) = message {
+                    self.span.record("otel.status_description", *message);
+                }
+            }
         }
         #[cfg(feature = "otel")]
         {
