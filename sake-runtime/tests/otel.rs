@@ -483,47 +483,48 @@ async fn the_duration_metric_follows_the_conventions() {
     let mut seen = (false, false);
     for _ in 0..100 {
         setup.otel.force_flush().unwrap();
-        let got = setup.received.lock().unwrap();
-        for m in got
-            .metrics
-            .iter()
-            .filter(|m| m.name == "mcp.server.operation.duration")
         {
-            assert_eq!(m.unit, "s");
-            let Some(metric::Data::Histogram(h)) = &m.data else {
-                panic!("a histogram: {m:?}");
-            };
-            for p in &h.data_points {
-                assert_eq!(
-                    p.explicit_bounds,
-                    [
-                        0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0,
-                        300.0
-                    ]
-                );
-                let attrs = strings(&p.attributes);
-                let base = [
-                    ("gen_ai.operation.name", "execute_tool"),
-                    ("mcp.method.name", "tools/call"),
-                    ("mcp.protocol.version", "2026-07-28"),
-                    ("network.transport", "tcp"),
-                ];
-                let mut ok = base.to_vec();
-                ok.push(("gen_ai.tool.name", "add"));
-                let mut failed = base.to_vec();
-                failed.push(("gen_ai.tool.name", "fails"));
-                failed.push(("error.type", "tool_error"));
-                if attrs == pairs(&ok) {
-                    assert!(p.count >= 1);
-                    seen.0 = true;
-                }
-                if attrs == pairs(&failed) {
-                    assert!(p.count >= 1);
-                    seen.1 = true;
+            let got = setup.received.lock().unwrap();
+            for m in got
+                .metrics
+                .iter()
+                .filter(|m| m.name == "mcp.server.operation.duration")
+            {
+                assert_eq!(m.unit, "s");
+                let Some(metric::Data::Histogram(h)) = &m.data else {
+                    panic!("a histogram: {m:?}");
+                };
+                for p in &h.data_points {
+                    assert_eq!(
+                        p.explicit_bounds,
+                        [
+                            0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0,
+                            120.0, 300.0
+                        ]
+                    );
+                    let attrs = strings(&p.attributes);
+                    let base = [
+                        ("gen_ai.operation.name", "execute_tool"),
+                        ("mcp.method.name", "tools/call"),
+                        ("mcp.protocol.version", "2026-07-28"),
+                        ("network.transport", "tcp"),
+                    ];
+                    let mut ok = base.to_vec();
+                    ok.push(("gen_ai.tool.name", "add"));
+                    let mut failed = base.to_vec();
+                    failed.push(("gen_ai.tool.name", "fails"));
+                    failed.push(("error.type", "tool_error"));
+                    if attrs == pairs(&ok) {
+                        assert!(p.count >= 1);
+                        seen.0 = true;
+                    }
+                    if attrs == pairs(&failed) {
+                        assert!(p.count >= 1);
+                        seen.1 = true;
+                    }
                 }
             }
         }
-        drop(got);
         if seen == (true, true) {
             return;
         }
