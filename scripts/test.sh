@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of sake on a fresh machine: installs the pinned test peers (Node 22, the
 # official MCP conformance suite, the TypeScript SDK client, oidc-provider) into .tools/, then
-# runs the Rust tests (unit, integration, wire, interop, UI, doc, and those of feature `auth`),
+# runs the Rust tests (unit, integration, wire, interop, UI, doc, and those of features `auth`
+# and `otel`),
 # the conformance suite, and the suite through three replicas behind nginx (deploy/replicas.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,7 @@ cargo test -p sake-runtime --features auth --lib --test auth_oidc --test authori
 # against a protected sake server and oidc-provider.
 cargo test -p sake-runtime --features client,auth --lib --test client_oauth
 cargo test -p sake-runtime --features auth --doc
+cargo test -p sake-runtime --features otel,client --test otel
 
 # --- the official conformance suite against the fixture --------------------------------------
 if [ -x scripts/conformance.sh ]; then
