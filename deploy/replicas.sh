@@ -44,7 +44,7 @@ fi
 NGINX=$(command -v nginx)
 
 echo "==> building the fixture and the load client"
-cargo build --quiet --example everything
+cargo build --quiet --features redis --example everything
 cargo build --quiet --manifest-path tools/Cargo.toml
 FIXTURE=$ROOT/target/debug/examples/everything
 LOAD=$ROOT/tools/target/debug/mcp-load

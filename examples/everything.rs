@@ -688,7 +688,7 @@ fn template_data(id: String) -> String {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), sake::Error> {
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
@@ -696,12 +696,25 @@ async fn main() -> Result<(), sake::Error> {
         .with_writer(std::io::stderr)
         .init();
     let port = std::env::var("PORT").unwrap_or_else(|_| "3000".to_owned());
-    Server::from_registry()
+    shared_through_redis(Server::from_registry())?
         .name("sake-everything")
         .version(env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance fixture.")
         .serve_http_with_shutdown(format!("127.0.0.1:{port}"), async {
             let _ = tokio::signal::ctrl_c().await;
         })
-        .await
+        .await?;
+    Ok(())
+}
+
+/// With `REDIS_URL` set, replicas of this fixture share events, ended sessions and tasks
+/// through that Redis (deploy/replicas.sh runs three of them); alone, it keeps them in memory.
+fn shared_through_redis(server: Server) -> Result<Server, Box<dyn std::error::Error>> {
+    let Ok(url) = std::env::var("REDIS_URL") else {
+        return Ok(server);
+    };
+    tracing::info!(%url, "sharing events, ended sessions and tasks through Redis");
+    Ok(server
+        .event_bus(sake::redis::RedisBus::new(&url)?)
+        .task_store(sake::redis::RedisTaskStore::new(&url)?))
 }

@@ -29,7 +29,7 @@ PORT=${SOAK_PORT:-3941}
 ATTACK=${SOAK_ATTACK:-1}
 
 echo "==> building the fixture and the load client (release)"
-cargo build --quiet --release --example everything
+cargo build --quiet --release --features redis --example everything
 cargo build --quiet --release --manifest-path tools/Cargo.toml
 
 LOG=$(mktemp)

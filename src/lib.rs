@@ -44,7 +44,10 @@ pub use sake_runtime::client;
 #[cfg(feature = "otel")]
 #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub use sake_runtime::otel;
-pub use sake_runtime::{compat, registry, tasks, testing};
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use sake_runtime::redis;
+pub use sake_runtime::{bus, compat, registry, tasks, testing};
 
 pub use sake_runtime::{
     Annotations, BlobResourceContents, CacheScope, CallToolResult, ClientCapabilities, Completion,

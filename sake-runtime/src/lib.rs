@@ -14,6 +14,13 @@ pub mod auth;
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
 pub mod compat;
+
+/// Sharing what the server pushes among its replicas: the [`EventBus`](bus::EventBus) trait,
+/// the in-process default, and the messages replicas exchange (see docs/deploying.md). The
+/// Redis bus is [`redis::RedisBus`](crate::redis) (feature `redis`).
+pub mod bus {
+    pub use crate::handler::events::{BusMessage, Event, EventBus, Inbox, LocalBus};
+}
 mod error;
 pub(crate) mod handler;
 #[cfg(feature = "internals")]
@@ -29,6 +36,9 @@ pub mod otel;
 pub mod protocol;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod protocol;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod redis;
 pub mod registry;
 pub(crate) mod schema;
 pub(crate) mod server;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::compat;
 use crate::error::Error;
-use crate::handler::events::Notifier;
+use crate::handler::events::{EventBus, Notifier};
 use crate::handler::state::StateMap;
 use crate::protocol::render::CacheScope;
 use crate::registry::Registry;
@@ -42,6 +42,7 @@ pub struct Server {
     #[cfg(feature = "auth")]
     authorization: Option<Arc<crate::auth::Authorization>>,
     task_store: Option<Arc<dyn TaskStore>>,
+    event_bus: Option<Arc<dyn EventBus>>,
 }
 
 impl Server {
@@ -59,6 +60,7 @@ impl Server {
             #[cfg(feature = "auth")]
             authorization: None,
             task_store: None,
+            event_bus: None,
         }
     }
 
@@ -75,6 +77,7 @@ impl Server {
             #[cfg(feature = "auth")]
             authorization: None,
             task_store: None,
+            event_bus: None,
         }
     }
 
@@ -396,11 +399,32 @@ impl Server {
         self
     }
 
+    /// How the replicas of this server share what they push: list changes, resource updates,
+    /// task changes, ended sessions. Defaults to [`LocalBus`](crate::bus::LocalBus): nothing
+    /// leaves the process. With a shared bus (`RedisBus`, feature `redis`), a listener on any
+    /// replica hears what any replica publishes, and a session ended on one is refused by all.
+    /// The bus starts when the service is built, which must then happen inside a Tokio
+    /// runtime. See docs/deploying.md.
+    pub fn event_bus(mut self, bus: impl EventBus) -> Self {
+        self.event_bus = Some(Arc::new(bus));
+        self
+    }
+
     /// How long a task lives from its creation (`ttlMs`): a task still running then is
     /// stopped and fails; a finished one is deleted (see docs/tasks.md). Defaults to
     /// 5 minutes.
     pub fn task_ttl(mut self, ttl: Duration) -> Self {
         self.config.task_ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long a task whose function runs stays claimed by its replica without a heartbeat
+    /// (the replica renews it every 2 s, or a third of the lease if shorter). A replica that
+    /// dies with a task running leaves it `working` this long at most; then any replica
+    /// sharing the task store fails it (-32603, "the server running it stopped"). Defaults to
+    /// 30 seconds; at least 300 ms.
+    pub fn task_lease(mut self, lease: Duration) -> Self {
+        self.config.task_lease = lease.max(Duration::from_millis(300));
         self
     }
 
@@ -513,7 +537,9 @@ impl Server {
             #[cfg(feature = "auth")]
             self.authorization,
             self.task_store,
+            self.event_bus,
         )?);
+        shared.start_bus();
         let mut http = self.http;
         if let Some(name) = &self.client_ip_header {
             http.client_ip_header =
@@ -599,6 +625,16 @@ impl Service {
     /// Publishes list changes and resource updates to connected clients.
     pub fn notifier(&self) -> Notifier {
         self.shared.notifier.clone()
+    }
+
+    /// Signs a caller out: every handshake session it opened until now is refused from now
+    /// on, with 404 as an ended session (here, and on every replica sharing the
+    /// [`event_bus`](Server::event_bus)). `name` is the caller as the server names it: the
+    /// name [`Server::principal`] gives or, for a caller with a verified token (feature `auth`),
+    /// its issuer and subject joined by a line feed (`"{issuer}\n{subject}"`, the issuer
+    /// empty when the token names none). Sessions it opens afterwards are served.
+    pub fn end_sessions_of(&self, name: &str) {
+        self.shared.sign_out(name);
     }
 
     /// An axum `Router` serving the endpoint at the configured path.

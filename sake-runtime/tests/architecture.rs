@@ -30,6 +30,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("compat", 4),
     // Task stores and the rules of a task's life.
     ("tasks", 4),
+    // Replicas sharing through Redis: a bus (handler's events) and a task store.
+    ("redis", 4),
     ("server", 5),
     ("transport", 6),
     ("service", 7),

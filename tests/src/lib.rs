@@ -13,6 +13,7 @@
 //! - [`stdio`]: the example binaries, a line-oriented JSON-RPC [`Peer`], an in-memory [`Stdio`].
 //! - [`node`]: the pinned Node and the scripts that drive the TypeScript SDK client.
 //! - [`fake`]: small fake MCP servers for the client's tests.
+//! - [`redis`]: a real `redis-server` on a free port, for the replicas' tests.
 //! - [`fixtures`]: types and completion functions the fixtures share.
 //!
 //! # Fixtures
@@ -29,6 +30,7 @@ pub mod fake;
 pub mod fixtures;
 pub mod http;
 pub mod node;
+pub mod redis;
 pub mod rpc;
 pub mod schema;
 pub mod session;

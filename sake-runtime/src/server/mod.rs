@@ -24,7 +24,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::error::Error;
-use crate::handler::events::{Bus, Notifier};
+use crate::handler::events::{Bus, BusMessage, EventBus, Inbox, Notifier};
 use crate::handler::input::Pending;
 use crate::protocol::render::{self, Cache, CacheHints, CacheScope, ResultEnv};
 use crate::protocol::types::{
@@ -82,6 +82,7 @@ pub(crate) struct Config {
     pub max_streams_per_client: usize,
     pub task_ttl: Duration,
     pub task_poll_interval: Duration,
+    pub task_lease: Duration,
 }
 
 impl Default for Config {
@@ -124,6 +125,7 @@ impl Default for Config {
             max_streams_per_client: 1024,
             task_ttl: Duration::from_secs(300),
             task_poll_interval: Duration::from_secs(1),
+            task_lease: Duration::from_secs(30),
         }
     }
 }
@@ -158,6 +160,8 @@ pub(crate) struct Shared {
     pub hub: Arc<Hub>,
     /// The events published through [`Notifier`]s, fanned out to listening streams.
     pub bus: Arc<Bus>,
+    /// The bus to the other replicas (`Server::event_bus`), when it is shared.
+    pub relay: Option<Arc<dyn EventBus>>,
     pub notifier: Notifier,
     pub inflight: Arc<crate::server::inflight::Inflight>,
     /// Fired when the server shuts down: long-lived streams end with their final messages.
@@ -197,7 +201,9 @@ impl Shared {
         principal: Option<PrincipalFn>,
         #[cfg(feature = "auth")] auth: Option<Arc<crate::auth::Authorization>>,
         task_store: Option<Arc<dyn crate::tasks::TaskStore>>,
+        event_bus: Option<Arc<dyn EventBus>>,
     ) -> Result<Shared, Error> {
+        let relay = event_bus.filter(|b| b.is_shared());
         registry.check_states(&states)?;
         #[cfg(feature = "auth")]
         let checks_tokens = auth.is_some();
@@ -257,6 +263,8 @@ impl Shared {
                     store,
                     config.task_ttl,
                     config.task_poll_interval,
+                    config.task_lease,
+                    relay.clone(),
                 ))
             });
         let mut discovered = capabilities.clone();
@@ -283,8 +291,12 @@ impl Shared {
                 config.max_pending_inputs,
                 config.max_pending_inputs_per_session,
             )),
-            notifier: Notifier { bus: bus.clone() },
+            notifier: Notifier {
+                bus: bus.clone(),
+                relay: relay.clone(),
+            },
             bus,
+            relay,
             hub,
             sessions,
             inflight: Arc::default(),
@@ -310,6 +322,83 @@ impl Shared {
             lists,
             discover,
         })
+    }
+
+    /// Starts the event bus: the other replicas' messages are acted on here from now on.
+    pub(crate) fn start_bus(self: &Arc<Self>) {
+        let Some(relay) = &self.relay else {
+            return;
+        };
+        let shared = Arc::downgrade(self);
+        relay.start(Inbox::new(Arc::new(move |message| {
+            if let Some(shared) = shared.upgrade() {
+                shared.receive(message);
+            }
+        })));
+    }
+
+    /// A message of another replica.
+    fn receive(&self, message: BusMessage) {
+        match message {
+            BusMessage::Event(event) => self.bus.publish(event),
+            BusMessage::TaskChanged(id) => {
+                if let Some(tasks) = &self.tasks {
+                    tasks.changed_elsewhere(id);
+                }
+            }
+            BusMessage::SessionEnded {
+                session,
+                owner,
+                until,
+            } => {
+                self.sessions.ended_until(&session, &owner, until);
+                self.forget_session(&session);
+            }
+            BusMessage::SignedOut {
+                principal,
+                at,
+                until,
+            } => self.sessions.signed_out_until(&principal, at, until),
+        }
+    }
+
+    /// Ends a handshake session (DELETE): here, and on every replica through the event bus.
+    pub(crate) fn end_session(&self, session: &session::Session) {
+        let until = self.sessions.end(session);
+        self.forget_session(&session.sid);
+        if let Some(relay) = &self.relay {
+            relay.publish(&BusMessage::SessionEnded {
+                session: session.sid.clone(),
+                owner: session.owner.clone(),
+                until,
+            });
+        }
+    }
+
+    /// Drops what this process holds for an ended session: its records, its GET stream, its
+    /// pending questions, its requests in flight.
+    fn forget_session(&self, sid: &str) {
+        self.hub.end_session(sid);
+        self.pending.end_session(sid);
+        self.inflight.cancel_scope(sid);
+    }
+
+    /// Ends every handshake session the caller named `name` opened until now, here and on
+    /// every replica.
+    pub(crate) fn sign_out(&self, name: &str) {
+        let principal = self
+            .sessions
+            .signer()
+            .digest(crate::signing::Domain::Principal, name);
+        let at = session::now_secs();
+        let until = self.sessions.sign_out(&principal, at);
+        if let Some(relay) = &self.relay {
+            relay.publish(&BusMessage::SignedOut {
+                principal,
+                at,
+                until,
+            });
+        }
     }
 
     /// The caller of a request, as a digest keyed with the server's key (never the name

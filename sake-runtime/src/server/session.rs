@@ -133,6 +133,9 @@ pub(crate) struct Sessions {
     /// Sessions ended with DELETE, until they would have expired; bounded per owner and in
     /// all (see `records`).
     ended: Mutex<Records<String, ()>>,
+    /// Callers signed out (`Service::end_sessions_of`), by principal digest: when. Sessions
+    /// of theirs opened then or before are refused; kept until the last could have expired.
+    signed_out: Mutex<Records<String, u64>>,
     /// Tokens whose signature was checked, and what they say. A client sends the same id on
     /// every request of its session, and checking the signature and decoding the payload is
     /// most of what serving a session costs sake. Bounded by [`VERIFIED_CACHE`] entries (when
@@ -158,6 +161,7 @@ impl Sessions {
             lifetime,
             refresh_after,
             ended: Mutex::new(Records::new(max_ended, max_ended_per_owner)),
+            signed_out: Mutex::new(Records::new(max_ended, max_ended_per_owner)),
             verified: Mutex::new(HashMap::new()),
         }
     }
@@ -217,7 +221,21 @@ impl Sessions {
         if ended.contains(&session.sid, Instant::now()) {
             return Err(Refused::Ended);
         }
+        drop(ended);
+        if let Some(p) = &session.principal {
+            let out = self.signed_out.lock().map_err(|_| Refused::Invalid)?;
+            if let Some(&at) = out.get(p, Instant::now())
+                && self.opened_at(&session) <= at
+            {
+                return Err(Refused::Ended);
+            }
+        }
         Ok(session)
+    }
+
+    /// When a session opened (Unix seconds): its end, fixed then, less the lifetime.
+    fn opened_at(&self, session: &Session) -> u64 {
+        session.expires.saturating_sub(self.lifetime.as_secs())
     }
 
     /// Whether a token of this session should be replaced by a fresh one.
@@ -228,22 +246,56 @@ impl Sessions {
     /// Ends a session: its tokens are refused from now on (in this process), until it would
     /// have expired. O(log n); a client that ends sessions without end pushes out only its own
     /// records.
-    pub fn end(&self, session: &Session) {
+    /// Returns when its tokens would have expired anyway (Unix seconds).
+    pub fn end(&self, session: &Session) -> u64 {
         let until = if session.expires == 0 {
-            Instant::now() + self.lifetime
+            now_secs().saturating_add(self.lifetime.as_secs())
         } else {
-            session.expires_at()
+            session.expires
+        };
+        self.ended_until(&session.sid, &session.owner, until);
+        until
+    }
+
+    /// Refuses a session's tokens until `until` (Unix seconds): one ended here, or on another
+    /// replica.
+    pub fn ended_until(&self, sid: &str, owner: &str, until: u64) {
+        let now = Instant::now();
+        let Some(at) = instant_at(until, now) else {
+            return;
         };
         if let Ok(mut ended) = self.ended.lock() {
-            ended.insert(
-                session.sid.clone(),
-                (),
-                until,
-                &session.owner,
-                Instant::now(),
-            );
+            ended.insert(sid.to_owned(), (), at, owner, now);
         }
     }
+
+    /// Signs a caller out: the sessions it opened until `at` (Unix seconds) are refused until
+    /// `until` (their lifetime after `at`). Returns `until`.
+    pub fn sign_out(&self, principal: &str, at: u64) -> u64 {
+        let until = at.saturating_add(self.lifetime.as_secs());
+        self.signed_out_until(principal, at, until);
+        until
+    }
+
+    /// Records a sign-out, made here or on another replica.
+    pub fn signed_out_until(&self, principal: &str, at: u64, until: u64) {
+        let now = Instant::now();
+        let Some(expires) = instant_at(until, now) else {
+            return;
+        };
+        if let Ok(mut out) = self.signed_out.lock() {
+            let at = out
+                .get(&principal.to_owned(), now)
+                .map_or(at, |&a| a.max(at));
+            out.insert(principal.to_owned(), at, expires, principal, now);
+        }
+    }
+}
+
+/// `until` (Unix seconds) as an `Instant` of this process; `None` once it has passed.
+fn instant_at(until: u64, now: Instant) -> Option<Instant> {
+    let left = until.checked_sub(now_secs()).filter(|&s| s > 0)?;
+    now.checked_add(Duration::from_secs(left))
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use super::Shared;
 use super::dispatch::{Dispatched, panicked, raw_str};
 use crate::handler::context::{CallState, Context, RequestParts};
+use crate::handler::events::{BusMessage, EventBus};
 use crate::handler::input::{InputChannel, Mrtr, RoundKey, RoundOutcome, check_answer};
 use crate::handler::{BoxFuture, ToolDef};
 use crate::protocol::jsonrpc::{RpcError, clip};
@@ -47,11 +48,8 @@ use crate::tasks::{
     TaskUpdate, UpdateOutcome, new_task_id, now_ms,
 };
 
-/// How long a holder's claim lasts without a heartbeat. A task whose holder stops renewing
-/// (its process died) is failed when it lapses.
-const LEASE: Duration = Duration::from_secs(30);
-
-/// How often a holder renews its claim, and reads whether the client cancelled.
+/// How often at most a holder renews its claim, and reads whether the client cancelled
+/// (more often when the lease is under three times this).
 const HEARTBEAT: Duration = Duration::from_secs(2);
 
 /// How often at most the engine asks the store to apply expiry.
@@ -62,6 +60,11 @@ pub(crate) struct Tasks {
     pub store: Arc<dyn TaskStore>,
     pub ttl: Duration,
     pub poll_interval: Duration,
+    /// How long a holder's claim lasts without a heartbeat (`Server::task_lease`): a task
+    /// whose holder stops renewing (its process died) is failed when it lapses.
+    lease: Duration,
+    /// How often a holder renews it.
+    heartbeat: Duration,
     /// This process among the holders of a shared store.
     replica: String,
     runs: AtomicU64,
@@ -69,6 +72,8 @@ pub(crate) struct Tasks {
     running: Mutex<HashMap<String, CancellationToken>>,
     /// Ids of tasks that changed in this process, for `subscriptions/listen` streams.
     changes: broadcast::Sender<Arc<str>>,
+    /// The bus to the other replicas, whose streams follow tasks too.
+    relay: Option<Arc<dyn EventBus>>,
     last_sweep: AtomicU64,
 }
 
@@ -99,7 +104,14 @@ impl Drop for Running<'_> {
 }
 
 impl Tasks {
-    pub fn new(store: Arc<dyn TaskStore>, ttl: Duration, poll_interval: Duration) -> Tasks {
+    pub fn new(
+        store: Arc<dyn TaskStore>,
+        ttl: Duration,
+        poll_interval: Duration,
+        lease: Duration,
+        relay: Option<Arc<dyn EventBus>>,
+    ) -> Tasks {
+        let lease = lease.max(Duration::from_millis(300));
         let replica = new_task_id()
             .map(|id| id[..16].to_owned())
             .unwrap_or_else(|| format!("pid{}", std::process::id()));
@@ -107,10 +119,13 @@ impl Tasks {
             store,
             ttl: ttl.max(Duration::from_millis(1)),
             poll_interval: poll_interval.max(Duration::from_millis(1)),
+            lease,
+            heartbeat: HEARTBEAT.min(lease / 3),
             replica,
             runs: AtomicU64::new(1),
             running: Mutex::new(HashMap::new()),
             changes: broadcast::channel(1024).0,
+            relay,
             last_sweep: AtomicU64::new(0),
         }
     }
@@ -118,12 +133,21 @@ impl Tasks {
     /// A claim for one run of a function, unique among runs of every replica.
     fn claim(&self) -> Claim {
         let n = self.runs.fetch_add(1, Ordering::Relaxed);
-        Claim::new(format!("{}-{n}", self.replica), LEASE)
+        Claim::new(format!("{}-{n}", self.replica), self.lease)
     }
 
-    /// Tells listening streams that a task changed.
+    /// Tells listening streams that a task changed: this process's, and the other replicas'.
     fn changed(&self, id: &str) {
-        let _ = self.changes.send(Arc::from(id));
+        let id: Arc<str> = Arc::from(id);
+        if let Some(relay) = &self.relay {
+            relay.publish(&BusMessage::TaskChanged(id.clone()));
+        }
+        let _ = self.changes.send(id);
+    }
+
+    /// Tells this process's streams that another replica changed a task.
+    pub fn changed_elsewhere(&self, id: Arc<str>) {
+        let _ = self.changes.send(id);
     }
 
     /// The ids of tasks that change in this process, from now on.
@@ -474,7 +498,7 @@ impl Shared {
                 &record.id,
                 TaskUpdate::Answer {
                     responses,
-                    lease: LEASE,
+                    lease: tasks.lease,
                 },
             )
             .await
@@ -732,7 +756,7 @@ impl Run {
         let until = Duration::from_millis(self.deadline.saturating_sub(now_ms()));
         let deadline = tokio::time::sleep(until);
         tokio::pin!(deadline);
-        let mut heartbeat = tokio::time::interval(HEARTBEAT);
+        let mut heartbeat = tokio::time::interval(self.tasks.heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // The first tick is immediate: the claim was just made.
         heartbeat.tick().await;
@@ -777,13 +801,13 @@ impl Run {
                     Some(message) => TaskUpdate::StatusMessage {
                         holder: self.claim.holder.clone(),
                         message,
-                        lease: LEASE,
+                        lease: self.tasks.lease,
                     },
                     None => continue,
                 },
                 _ = heartbeat.tick() => TaskUpdate::Heartbeat {
                     holder: self.claim.holder.clone(),
-                    lease: LEASE,
+                    lease: self.tasks.lease,
                 },
             };
             let is_message = matches!(update, TaskUpdate::StatusMessage { .. });

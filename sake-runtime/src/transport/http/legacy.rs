@@ -418,10 +418,7 @@ pub(crate) fn delete(
         Ok(None) => return None,
         Err(e) => return Some(legacy_error(None, &e)),
     };
-    shared.sessions.end(&session);
-    shared.hub.end_session(&session.sid);
-    shared.pending.end_session(&session.sid);
-    shared.inflight.cancel_scope(&session.sid);
+    shared.end_session(&session);
     tracing::debug!("legacy session ended by DELETE");
     let mut resp = Response::new(Body::empty());
     *resp.status_mut() = http::StatusCode::OK;
