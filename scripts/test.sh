@@ -3,8 +3,8 @@
 # official MCP conformance suite, the TypeScript SDK client, the MCP Inspector, whose CLI
 # drives the examples in tests/tests/interop_inspector.rs, oidc-provider) into .tools/, and
 # Debian's redis-server and nginx, then runs the Rust tests (unit, integration, wire, interop,
-# UI, doc, those of feature `auth`, and those against a real Redis), the conformance suite,
-# and three replicas behind nginx sharing one Redis (deploy/replicas.sh).
+# UI, doc, those of features `auth` and `otel`, and those against a real Redis), the
+# conformance suite, and three replicas behind nginx sharing one Redis (deploy/replicas.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -42,6 +42,7 @@ cargo test -p sake-runtime --features auth --lib --test auth_oidc --test authori
 # against a protected sake server and oidc-provider.
 cargo test -p sake-runtime --features client,auth --lib --test client_oauth
 cargo test -p sake-runtime --features auth --doc
+cargo test -p sake-runtime --features otel,client --test otel
 
 # --- the official conformance suite against the fixture --------------------------------------
 if [ -x scripts/conformance.sh ]; then

@@ -31,6 +31,9 @@ pub(crate) mod handler;
 pub mod internals;
 #[cfg(any(feature = "auth", feature = "client"))]
 mod net;
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod otel;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod protocol;

@@ -20,6 +20,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("uri_template", 2),
     ("auth", 2),
     ("net", 2),
+    // OpenTelemetry (feature `otel`): the pipeline, `_meta` propagation, the duration metric.
+    ("otel", 2),
     ("handler", 3),
     ("registry", 4),
     // Start-up errors name registry and schema findings.
@@ -41,7 +43,7 @@ const LAYERS: &[(&str, u8)] = &[
 ];
 
 /// What the client may use besides itself: it is a peer of the server, not a user of it.
-const CLIENT_MAY_USE: &[&str] = &["protocol", "auth", "net"];
+const CLIENT_MAY_USE: &[&str] = &["protocol", "auth", "net", "otel"];
 
 /// The files of `protocol/`, in the order they may import each other.
 const PROTOCOL_ORDER: &[(&str, u8)] = &[

@@ -158,6 +158,8 @@ impl Client {
             capabilities_for(&self.inner.capabilities, offer),
         );
         params.insert("clientInfo".into(), json!(self.inner.info));
+        #[cfg(feature = "otel")]
+        crate::otel::inject(&mut params);
         let id = self.inner.core.next_id();
         let body = request_bytes(&id, "initialize", &params);
         let ex = match &self.inner.transport {

@@ -32,8 +32,12 @@ pub(super) struct ResultShape {
 
 impl Client {
     /// `params` with the `_meta` that `rev` puts on every request (none before 2026-07-28);
-    /// a `_meta` already there is kept and completed.
+    /// a `_meta` already there is kept and completed. With feature `otel`, every revision's
+    /// `_meta` also carries the current trace context (`traceparent`, `tracestate`,
+    /// `baggage`), as the OpenTelemetry semantic conventions for MCP propagate it.
     pub(super) fn with_meta(&self, mut params: JsonObject, rev: Revision) -> JsonObject {
+        #[cfg(feature = "otel")]
+        crate::otel::inject(&mut params);
         if !rev.features().request_meta {
             return params;
         }

@@ -88,6 +88,30 @@ impl Method {
         })
     }
 
+    /// The method's name on the wire (the inverse of [`parse`](Method::parse)).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Discover => "server/discover",
+            Method::Initialize => "initialize",
+            Method::Ping => "ping",
+            Method::SetLevel => "logging/setLevel",
+            Method::ToolsList => "tools/list",
+            Method::ToolsCall => "tools/call",
+            Method::PromptsList => "prompts/list",
+            Method::PromptsGet => "prompts/get",
+            Method::ResourcesList => "resources/list",
+            Method::ResourceTemplatesList => "resources/templates/list",
+            Method::ResourcesRead => "resources/read",
+            Method::ResourcesSubscribe => "resources/subscribe",
+            Method::ResourcesUnsubscribe => "resources/unsubscribe",
+            Method::Complete => "completion/complete",
+            Method::Listen => "subscriptions/listen",
+            Method::TasksGet => "tasks/get",
+            Method::TasksUpdate => "tasks/update",
+            Method::TasksCancel => "tasks/cancel",
+        }
+    }
+
     /// Parses a method name and keeps it only if it exists in `era`.
     pub fn parse_in(name: &str, era: Era) -> Option<Method> {
         Method::parse(name).filter(|m| m.exists_in(era))
@@ -144,6 +168,33 @@ impl Method {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_read_back() {
+        let all = [
+            Method::Discover,
+            Method::Initialize,
+            Method::Ping,
+            Method::SetLevel,
+            Method::ToolsList,
+            Method::ToolsCall,
+            Method::PromptsList,
+            Method::PromptsGet,
+            Method::ResourcesList,
+            Method::ResourceTemplatesList,
+            Method::ResourcesRead,
+            Method::ResourcesSubscribe,
+            Method::ResourcesUnsubscribe,
+            Method::Complete,
+            Method::Listen,
+            Method::TasksGet,
+            Method::TasksUpdate,
+            Method::TasksCancel,
+        ];
+        for m in all {
+            assert_eq!(Method::parse(m.as_str()), Some(m));
+        }
+    }
 
     #[test]
     fn removed_methods_do_not_exist_in_2026() {

@@ -254,12 +254,14 @@ async fn request(
     }
     if method == "initialize" {
         let msg = match shared.initialize(
+            &id,
             &params,
             shared.principal_of(&conn.extensions),
             conn.scope.clone(),
+            Some(conn.scope.clone()),
+            "pipe",
         ) {
             Ok((result, mut session)) => {
-                session.sid = conn.scope.clone();
                 // The connection's session lasts as long as the connection.
                 session.expires = u64::MAX;
                 let first = conn
@@ -292,6 +294,7 @@ async fn request(
     let inbound = Inbound {
         sink: Some(conn.out.clone()),
         extensions: conn.extensions.clone(),
+        transport: Some("pipe"),
         ..Inbound::default()
     };
     match shared.session_request(&session, &conn.scope, id, method, Ok(params), inbound) {
@@ -353,6 +356,7 @@ async fn stateless(
         sink: Some(conn.out.clone()),
         cancel: Some(cancel.clone()),
         extensions: conn.extensions.clone(),
+        transport: Some("pipe"),
         ..Inbound::default()
     };
     let fut: BoxFuture<Option<Vec<u8>>> =
@@ -405,6 +409,7 @@ async fn batch(conn: &Arc<Conn>, text: &[u8], tasks: &mut JoinSet<()>) {
     let inbound = Inbound {
         sink: Some(conn.out.clone()),
         extensions: conn.extensions.clone(),
+        transport: Some("pipe"),
         ..Inbound::default()
     };
     let batch = match conn

@@ -9,6 +9,9 @@ use bytes::Bytes;
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use tracing::Instrument as _;
+
+use super::telemetry::Call;
 use super::{Inbound, response};
 use crate::handler::BoxFuture;
 use crate::handler::context::RequestParts;
@@ -55,7 +58,22 @@ impl Shared {
         inbound: Inbound,
     ) -> Started {
         let rev = session.revision;
-        let done = |out: Result<Bytes, RpcError>| Started::Done(response(&id, &out), None);
+        let telemetry = self.telemetry(Call {
+            method: method_name,
+            known: Method::parse_in(method_name, Era::Legacy),
+            id: &id,
+            rev,
+            session: Some(&session.sid),
+            params: params.as_ref().ok(),
+            raw_meta: None,
+            transport: inbound.transport,
+        });
+        let span = telemetry.span().clone();
+        let _entered = span.enter();
+        let done = |out: Result<Bytes, RpcError>| {
+            telemetry.finish(&out);
+            Started::Done(response(&id, &out), None)
+        };
         let params = match params {
             Ok(p) => p,
             Err(e) => return done(Err(e)),
@@ -84,7 +102,9 @@ impl Shared {
                         self.hub.set_log_level(session, level);
                         let mut s = session.clone();
                         s.log_level = Some(level);
-                        Started::Done(response(&id, &empty()), Some(Box::new(s)))
+                        let out = empty();
+                        telemetry.finish(&out);
+                        Started::Done(response(&id, &out), Some(Box::new(s)))
                     }
                 }
             }
@@ -146,17 +166,27 @@ impl Shared {
                         // Only what runs can be cancelled: lists and the like never register.
                         let guard: InflightGuard =
                             self.inflight.register(scope, &id, cancel.clone());
-                        Started::Running(Box::pin(async move {
-                            let _guard = guard;
-                            // Cancellation first: a function that stops when cancelled
-                            // finishes at the same moment, and its result must not be sent.
-                            tokio::select! {
-                                biased;
-                                // Cancelled by the client: no response is sent for it.
-                                () = cancel.cancelled() => None,
-                                out = fut => Some(response(&id, &out)),
+                        Started::Running(Box::pin(
+                            async move {
+                                let _guard = guard;
+                                // Cancellation first: a function that stops when cancelled
+                                // finishes at the same moment, and its result must not be
+                                // sent.
+                                tokio::select! {
+                                    biased;
+                                    // Cancelled by the client: no response is sent for it.
+                                    () = cancel.cancelled() => {
+                                        telemetry.cancelled();
+                                        None
+                                    }
+                                    out = fut => {
+                                        telemetry.finish(&out);
+                                        Some(response(&id, &out))
+                                    }
+                                }
                             }
-                        }))
+                            .instrument(span.clone()),
+                        ))
                     }
                 }
             }
@@ -210,13 +240,51 @@ impl Shared {
         }
     }
 
-    /// `initialize`: negotiates a handshake revision and opens a session. Returns the result
-    /// object and the session.
+    /// `initialize`: negotiates a handshake revision and opens a session, in the request's
+    /// span. Returns the result object and the session. `sid` is the id the session takes
+    /// (stdio: the connection's); a new one is drawn without it.
     pub(crate) fn initialize(
+        &self,
+        id: &RequestId,
+        params: &Params<'_>,
+        principal: Option<String>,
+        owner: String,
+        sid: Option<String>,
+        transport: &'static str,
+    ) -> Result<(Vec<u8>, Session), RpcError> {
+        // The revision the session will speak (the error of a malformed request is `initialize`'s own).
+        let rev = params
+            .protocol_version
+            .and_then(raw_str)
+            .map_or(Revision::LATEST_LEGACY, |v| Revision::negotiate(&v));
+        let telemetry = self.telemetry(Call {
+            method: "initialize",
+            known: Some(Method::Initialize),
+            id,
+            rev,
+            session: None,
+            params: Some(params),
+            raw_meta: None,
+            transport: Some(transport),
+        });
+        let _entered = telemetry.span().enter();
+        let opened = self.open_session(params, principal, owner, sid);
+        match &opened {
+            Ok((_, session)) => {
+                telemetry.session_opened(&session.sid);
+                telemetry.acknowledged();
+            }
+            Err(e) => telemetry.finish(&Err(e.clone())),
+        }
+        opened
+    }
+
+    fn open_session(
         &self,
         params: &Params<'_>,
         principal: Option<String>,
         owner: String,
+        sid: Option<String>,
     ) -> Result<(Vec<u8>, Session), RpcError> {
         let requested = params.protocol_version.and_then(raw_str).ok_or_else(|| {
             RpcError::invalid_params(
@@ -258,6 +326,9 @@ impl Shared {
             .ok_or_else(|| RpcError::internal("no randomness available for a session id"))?;
         session.principal = principal;
         session.owner = owner;
+        if let Some(sid) = sid {
+            session.sid = sid;
+        }
         let mut result = json!({
             "protocolVersion": revision.as_str(),
             "capabilities": self.capabilities,

@@ -14,6 +14,7 @@
 
 pub(crate) mod legacy;
 pub(crate) mod modern;
+pub(crate) mod telemetry;
 
 use std::sync::Arc;
 
@@ -60,6 +61,9 @@ pub(crate) struct Inbound {
     /// Whether a handshake session's function may ask the client questions (elicitation,
     /// sampling, roots). The in-memory test client cannot answer them.
     pub no_questions: bool,
+    /// What carries the request, as the `network.transport` of its span: `tcp` (HTTP) or
+    /// `pipe` (stdio).
+    pub transport: Option<&'static str>,
 }
 
 impl Shared {
@@ -252,6 +256,7 @@ impl Shared {
                         extensions: inbound.extensions.clone(),
                         cancel: None,
                         no_questions: inbound.no_questions,
+                        transport: inbound.transport,
                     };
                     let current = changed.as_deref().unwrap_or(session);
                     let params = crate::protocol::meta::Params::parse(params);

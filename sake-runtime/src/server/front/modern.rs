@@ -5,6 +5,9 @@ use std::sync::Arc;
 
 use futures_util::Stream;
 
+use tracing::Instrument as _;
+
+use super::telemetry::Call;
 use super::{Frame, Inbound, Outcome};
 use crate::handler::BoxFuture;
 use crate::handler::context::RequestParts;
@@ -33,8 +36,51 @@ pub(crate) fn wants_stream(meta: &RequestMeta) -> bool {
 
 impl Shared {
     /// Serves one stateless request of `rev`, its method resolved (see
-    /// [`resolve`](Shared::resolve)) and its `_meta` read.
+    /// [`resolve`](Shared::resolve)) and its `_meta` read, in its span (see
+    /// [`telemetry`](super::telemetry)).
     pub(crate) fn serve_stateless(
+        self: &Arc<Self>,
+        rev: Revision,
+        id: &RequestId,
+        method: Method,
+        params: &Params<'_>,
+        meta: RequestMeta,
+        inbound: Inbound,
+    ) -> Answer {
+        let telemetry = self.telemetry(Call {
+            method: method.as_str(),
+            known: Some(method),
+            id,
+            rev,
+            session: None,
+            params: Some(params),
+            raw_meta: Some(&meta.raw),
+            transport: inbound.transport,
+        });
+        let span = telemetry.span().clone();
+        let _entered = span.enter();
+        match self.stateless_in_span(rev, id, method, params, meta, inbound) {
+            Answer::Ready(out) => {
+                telemetry.finish(&out);
+                Answer::Ready(out)
+            }
+            Answer::Running(fut) => Answer::Running(Box::pin(
+                async move {
+                    let out = fut.await;
+                    telemetry.finish(&out);
+                    out
+                }
+                .instrument(span.clone()),
+            )),
+            // Acknowledged: the stream that follows is not the request's duration.
+            Answer::Listen(frames) => {
+                telemetry.acknowledged();
+                Answer::Listen(frames)
+            }
+        }
+    }
+
+    fn stateless_in_span(
         self: &Arc<Self>,
         rev: Revision,
         id: &RequestId,

@@ -100,9 +100,12 @@ pub(crate) fn initialize(
     extensions: &http::Extensions,
 ) -> Response {
     match shared.initialize(
+        id,
         params,
         shared.principal_of(extensions),
         shared.owner_of(extensions),
+        None,
+        "tcp",
     ) {
         Ok((result, session)) => with_session(
             sse::json(200, jsonrpc::result_bytes(id, &result)),
@@ -153,6 +156,7 @@ pub(crate) async fn serve(
             let inbound = Inbound {
                 sink: super::accepts_sse(headers).then_some(tx),
                 extensions,
+                transport: Some("tcp"),
                 ..Inbound::default()
             };
             let params = params.map_or_else(|| Params::parse(raw), Ok);
@@ -328,6 +332,7 @@ pub(crate) async fn batch(
     let inbound = Inbound {
         sink: Some(tx),
         extensions,
+        transport: Some("tcp"),
         ..Inbound::default()
     };
     let batch = match shared.batch(&session, body, &session.sid, caller, inbound) {

@@ -61,6 +61,7 @@ pub(crate) async fn serve(
     let inbound = Inbound {
         sink,
         extensions,
+        transport: Some("tcp"),
         ..Inbound::default()
     };
     match shared.serve_stateless(rev, &id, method, &params, meta, inbound) {
