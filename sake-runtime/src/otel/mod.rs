@@ -36,9 +36,9 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use opentelemetry::metrics::Histogram;
-use opentelemetry::propagation::{Extractor, Injector, TextMapCompositePropagator};
+use opentelemetry::propagation::{Extractor, TextMapCompositePropagator};
 use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
-use opentelemetry::{Context, InstrumentationScope, global};
+use opentelemetry::{InstrumentationScope, global};
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
@@ -46,7 +46,6 @@ use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 use tracing_opentelemetry::{OpenTelemetryLayer, OpenTelemetrySpanExt as _};
 
 /// The instrumentation scope of sake's spans and metrics.
@@ -270,34 +269,47 @@ pub(crate) fn adopt_parent(span: &tracing::Span, meta: Option<&RawValue>) {
     }
 }
 
-/// Writes `params._meta` fields to inject a context into.
-struct MetaInjector(Vec<(String, String)>);
+/// Trace context into requests the client sends.
+#[cfg(feature = "client")]
+mod injection {
+    use opentelemetry::propagation::Injector;
+    use opentelemetry::trace::TraceContextExt as _;
+    use opentelemetry::{Context, global};
+    use serde_json::{Map, Value};
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-impl Injector for MetaInjector {
-    fn set(&mut self, key: &str, value: String) {
-        self.0.push((key.to_owned(), value));
-    }
-}
+    /// Writes `params._meta` fields to inject a context into.
+    struct MetaInjector(Vec<(String, String)>);
 
-/// Puts the current trace context (of the current `tracing` span, else OpenTelemetry's
-/// current context) into `params._meta` with the global propagator: `traceparent`,
-/// `tracestate`, `baggage`. Nothing is added when there is no context to propagate.
-pub(crate) fn inject(params: &mut Map<String, Value>) {
-    let mut cx = tracing::Span::current().context();
-    if !cx.span().span_context().is_valid() {
-        cx = Context::current();
+    impl Injector for MetaInjector {
+        fn set(&mut self, key: &str, value: String) {
+            self.0.push((key.to_owned(), value));
+        }
     }
-    let mut fields = MetaInjector(Vec::new());
-    global::get_text_map_propagator(|p| p.inject_context(&cx, &mut fields));
-    if fields.0.is_empty() {
-        return;
-    }
-    let meta = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(meta) = meta {
-        for (k, v) in fields.0 {
-            meta.insert(k, Value::String(v));
+
+    /// Puts the current trace context (of the current `tracing` span, else OpenTelemetry's
+    /// current context) into `params._meta` with the global propagator: `traceparent`,
+    /// `tracestate`, `baggage`. Nothing is added when there is no context to propagate.
+    pub(crate) fn inject(params: &mut Map<String, Value>) {
+        let mut cx = tracing::Span::current().context();
+        if !cx.span().span_context().is_valid() {
+            cx = Context::current();
+        }
+        let mut fields = MetaInjector(Vec::new());
+        global::get_text_map_propagator(|p| p.inject_context(&cx, &mut fields));
+        if fields.0.is_empty() {
+            return;
+        }
+        let meta = params
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            for (k, v) in fields.0 {
+                meta.insert(k, Value::String(v));
+            }
         }
     }
 }
+
+#[cfg(feature = "client")]
+pub(crate) use injection::inject;
