@@ -4,8 +4,8 @@
 #
 #   benches/run.sh                      every workload, 3 interleaved rounds (about 30 minutes)
 #   benches/run.sh --quick              a smoke run: 1 round of 2 s, 2,000 sessions, no build cost
-#   benches/run.sh --only call,list     some workloads (call session list progress auth startup memory build)
-#   benches/run.sh --rounds 5 --duration 20 --out results.md
+#   benches/run.sh --only call,list     some workloads (call session list progress auth bus startup memory build stdio pages)
+#   benches/run.sh --rounds 5 --duration 20 --out results.md   (the chart goes to results.svg)
 #   benches/run.sh --micro              the divan micro-benchmarks of the request path instead
 #
 # Servers are pinned to core 0 and the load generator (wrk, or sake-bench itself) to core 1.

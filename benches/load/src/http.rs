@@ -56,7 +56,7 @@ impl Conn {
     /// stream).
     pub async fn post(
         &mut self,
-        body: &'static str,
+        body: impl Into<Bytes>,
         headers: &[(&'static str, String)],
     ) -> std::io::Result<Answer> {
         let mut req = Request::post("/mcp")
@@ -67,7 +67,7 @@ impl Conn {
             req = req.header(*k, v.as_str());
         }
         let req = req
-            .body(Full::new(Bytes::from_static(body.as_bytes())))
+            .body(Full::new(body.into()))
             .map_err(std::io::Error::other)?;
         self.sender.ready().await.map_err(std::io::Error::other)?;
         let fut = async {

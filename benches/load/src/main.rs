@@ -6,14 +6,21 @@
 //!
 //! ```text
 //! sake-bench [--quick] [--rounds N] [--duration SECS] [--connections N] [--sessions N]
-//!            [--only call,session,list,progress,startup,memory,build] [--out FILE]
+//!            [--only call,session,list,progress,auth,bus,startup,memory,build,stdio,pages]
+//!            [--out FILE]
 //! ```
+//!
+//! After the tables, a chart of the throughput ratios is written next to `--out` (its
+//! extension replaced by `.svg`), or to `benches/target/results.svg`.
 
 mod auth;
 mod buildcost;
 mod bus;
+mod chart;
 mod http;
+mod pages;
 mod stats;
+mod stdio;
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -25,8 +32,9 @@ use std::time::{Duration, Instant};
 
 use stats::{Table, median, micros, ratio, thousands};
 
-pub const WORKLOADS: [&str; 9] = [
-    "call", "session", "list", "progress", "auth", "bus", "startup", "memory", "build",
+pub const WORKLOADS: [&str; 11] = [
+    "call", "session", "list", "progress", "auth", "bus", "startup", "memory", "build", "stdio",
+    "pages",
 ];
 
 #[derive(Clone, Debug)]
@@ -355,6 +363,8 @@ struct Report {
     markdown: String,
     /// (target, met, figure)
     targets: Vec<(String, bool, String)>,
+    /// The bars of the chart, one group per throughput workload.
+    chart: Vec<chart::Group>,
 }
 
 impl Report {
@@ -392,7 +402,7 @@ fn check(workload: &str, spec: &Spec, addr: SocketAddr, sid: Option<&str>) {
                 r,
             )
         }
-        "call" | "bus" if spec.kind == Kind::Sake => {
+        "bus" if spec.kind == Kind::Sake => {
             let r = http::probe(
                 addr,
                 http::MODERN_CALL,
@@ -617,6 +627,21 @@ fn throughput(o: &Opts, rep: &mut Report, workload: &str, title: &str, specs: &[
         j.map(|j| sake_rps / med(&samples[j].rps))
             .unwrap_or(f64::NAN)
     };
+    // The chart: against bare axum where it ran (the workloads with no baseline, auth and
+    // bus, compare sake with itself and are left out).
+    if let Some(a) = ax {
+        let mut bars = vec![(chart::Series::SakeOverAxum, vs(ax))];
+        if let Some(r) = rm {
+            bars.push((
+                chart::Series::RmcpOverAxum,
+                med(&samples[r].rps) / med(&samples[a].rps),
+            ));
+        }
+        rep.chart.push(chart::Group {
+            label: workload.to_owned(),
+            bars,
+        });
+    }
     match workload {
         "call" => {
             rep.target(
@@ -952,6 +977,7 @@ fn main() {
     let mut rep = Report {
         markdown: String::new(),
         targets: Vec::new(),
+        chart: Vec::new(),
     };
     let commit = Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
@@ -1076,6 +1102,8 @@ fn main() {
                 );
                 bus_latency(&o, &mut rep, &redis);
             }
+            "stdio" => stdio::workload(&o, &mut rep),
+            "pages" => pages::workload(&o, &mut rep),
             "startup" => startup(&o, &mut rep),
             "memory" => memory(&o, &mut rep),
             "build" => {
@@ -1112,5 +1140,21 @@ fn main() {
     if let Some(out) = &o.out {
         std::fs::write(out, &rep.markdown).expect("write --out");
         eprintln!("results written to {}", out.display());
+    }
+    let svg = match &o.out {
+        Some(out) => out.with_extension("svg"),
+        None => o.bench_dir.join("target/results.svg"),
+    };
+    let title = format!(
+        "sake, rmcp and bare axum: throughput ratios ({date}, {commit}{})",
+        if o.quick { ", quick smoke run" } else { "" }
+    );
+    if rep.chart.is_empty() {
+        eprintln!("no chart: no throughput workload with a baseline ran");
+    } else {
+        match chart::write(&svg, &title, &rep.chart) {
+            Ok(()) => eprintln!("chart written to {}", svg.display()),
+            Err(e) => eprintln!("no chart ({}): {e}", svg.display()),
+        }
     }
 }

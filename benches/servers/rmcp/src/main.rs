@@ -1,9 +1,13 @@
-//! The same tools on rmcp 3.11 (the official Rust SDK) over its Streamable HTTP server.
+//! The same tools on rmcp 3.11 (the official Rust SDK) over its Streamable HTTP server, or
+//! over stdio.
 //!
-//! Usage: `rmcp-server <port> <stateless|legacy> [1k]`
+//! Usage: `rmcp-server <port> <stateless|legacy> [1k]`, or `rmcp-server <stdio|stdio-pipes>`
 //! - `stateless`: 2026-07-28 stateless mode, JSON responses (`json_response(true)`);
 //! - `legacy`: `Mcp-Session-Id` sessions (requests inside a session are answered over SSE);
-//! - `1k`: 1,000 tools instead of 20.
+//! - `1k`: 1,000 tools instead of 20;
+//! - `stdio`: newline-delimited JSON-RPC on stdin and stdout through `rmcp::transport::stdio()`
+//!   (Tokio's blocking stdin and stdout); `stdio-pipes`: through `stdio_pipes()`, rmcp's
+//!   non-blocking pipe transport (used when both streams are FIFOs, as here).
 //!
 //! Configuration as in notes/rmcp.md §2: the router is kept in a field (otherwise
 //! `#[tool_handler]` rebuilds it on every request), TCP_NODELAY on accepted sockets.
@@ -20,7 +24,7 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
+use rmcp::{RoleServer, ServerHandler, ServiceExt as _, schemars, tool, tool_handler, tool_router};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -106,13 +110,18 @@ fn main() {
         )
         .with_writer(std::io::stderr)
         .init();
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    if let Some(mode) = args.next_if(|a| a.starts_with("stdio")) {
+        return stdio(&mode);
+    }
     let port: u16 = args.next().and_then(|p| p.parse().ok()).unwrap_or(3000);
     let stateless = match args.next().as_deref() {
         Some("stateless") | None => true,
         Some("legacy") => false,
         Some(other) => {
-            eprintln!("usage: rmcp-server <port> <stateless|legacy> [1k] (not {other:?})");
+            eprintln!(
+                "usage: rmcp-server <port> <stateless|legacy> [1k] | <stdio|stdio-pipes> (not {other:?})"
+            );
             std::process::exit(2);
         }
     };
@@ -156,4 +165,38 @@ fn main() {
             });
         axum::serve(listener, app).await.expect("serve");
     });
+}
+
+/// Serves the 20 tools on stdin and stdout until stdin closes.
+fn stdio(mode: &str) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let served = runtime.block_on(async move {
+        let running = match mode {
+            "stdio" => Bench::new(false).serve(rmcp::transport::stdio()).await,
+            "stdio-pipes" => {
+                Bench::new(false)
+                    .serve(rmcp::transport::stdio_pipes())
+                    .await
+            }
+            other => {
+                eprintln!("usage: rmcp-server <stdio|stdio-pipes> (not {other:?})");
+                std::process::exit(2);
+            }
+        };
+        match running {
+            Ok(running) => running
+                .waiting()
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    });
+    if let Err(e) = served {
+        eprintln!("{e}");
+        std::process::exit(1);
+    }
 }

@@ -1,6 +1,7 @@
-//! What both sake bench servers share: `add`, `progress`, `touch`, and `main` (with
-//! authorization when `SAKE_BENCH_AUTH_SECRET` is set, and replicas sharing Redis when
-//! `SAKE_BENCH_REDIS_URL` is).
+//! What both sake bench servers share: `add`, `progress`, and `main` (with
+//! authorization when `SAKE_BENCH_AUTH_SECRET` is set, replicas sharing Redis when
+//! `SAKE_BENCH_REDIS_URL` is, lists in pages of `SAKE_BENCH_PAGE_SIZE` items when that is set,
+//! and stdio instead of HTTP when the first argument is `stdio`).
 
 use sake::prelude::*;
 
@@ -24,17 +25,9 @@ pub async fn progress(ctx: Context) -> String {
     "done".to_owned()
 }
 
-/// Says the tool list changed (the "bus" workload's notification).
-#[tool]
-pub fn touch(ctx: Context) -> &'static str {
-    if let Some(n) = ctx.notifier() {
-        n.tools_changed();
-    }
-    "touched"
-}
-
-/// Serves on `127.0.0.1:<port>` (first argument, default 3000) with logging at `warn`
-/// (`RUST_LOG` overrides), so the per-request `info` span is disabled.
+/// Serves on `127.0.0.1:<port>` (first argument, default 3000), or on stdin and stdout when
+/// the first argument is `stdio`, with logging at `warn` (`RUST_LOG` overrides) on stderr, so
+/// the per-request `info` span is disabled.
 pub fn main(name: &str) {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -52,6 +45,16 @@ pub fn main(name: &str) {
         .version("0.1.0")
         // Legacy sessions are signed tokens: a fixed key lets the load tools reuse them.
         .session_key("sake-bench session key: 32 bytes or more, fixed for reruns");
+    // The "pages" workload: lists split into pages of this many items (`nextCursor`).
+    if let Ok(size) = std::env::var("SAKE_BENCH_PAGE_SIZE") {
+        match size.parse() {
+            Ok(items) => server = server.page_size(items),
+            Err(e) => {
+                eprintln!("SAKE_BENCH_PAGE_SIZE={size:?}: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
     // The "auth" workload: every request needs a bearer token, an HS256 JWT of this secret
     // (`sake-bench` mints it), remembered once verified when SAKE_BENCH_AUTH_CACHE=1 (as
     // `Authorization::jwt` does), else verified on every request.
@@ -71,7 +74,12 @@ pub fn main(name: &str) {
             }
         }
     }
-    let served = runtime.block_on(server.serve_http(format!("127.0.0.1:{port}")));
+    // The "stdio" workload: newline-delimited JSON-RPC on stdin and stdout.
+    let served = if port == "stdio" {
+        runtime.block_on(server.serve_stdio())
+    } else {
+        runtime.block_on(server.serve_http(format!("127.0.0.1:{port}")))
+    };
     if let Err(e) = served {
         eprintln!("{e}");
         std::process::exit(1);
