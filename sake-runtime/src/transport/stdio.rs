@@ -170,6 +170,18 @@ async fn caller(shared: &Shared) -> Result<http::Extensions, Error> {
     Ok(extensions)
 }
 
+/// How many bytes of queued messages at most are gathered into one write.
+const WRITE_BATCH_BYTES: usize = 64 * 1024;
+
+/// Appends a message and its newline. An empty message is the "end this HTTP response" marker
+/// of SSE polling; stdio has no response streams to end.
+fn push_line(buf: &mut Vec<u8>, msg: &[u8]) {
+    if !msg.is_empty() {
+        buf.extend_from_slice(msg);
+        buf.push(b'\n');
+    }
+}
+
 /// Writes each message as one line. Once `stop` fires it writes what is already queued and
 /// returns, whoever still holds a sender.
 async fn write_lines<W: AsyncWrite + Unpin>(
@@ -177,6 +189,7 @@ async fn write_lines<W: AsyncWrite + Unpin>(
     mut rx: mpsc::Receiver<Bytes>,
     stop: CancellationToken,
 ) {
+    let mut buf = Vec::new();
     loop {
         let msg = tokio::select! {
             biased;
@@ -188,14 +201,20 @@ async fn write_lines<W: AsyncWrite + Unpin>(
             }
         };
         let Some(msg) = msg else { return };
-        // An empty message is the "end this HTTP response" marker of SSE polling; stdio has
-        // no response streams to end.
-        if msg.is_empty() {
+        // Every message queued now goes out in one write: with a pipelining client, one
+        // write (a hand-off to the blocking stdout) per batch rather than three per message.
+        buf.clear();
+        push_line(&mut buf, &msg);
+        while buf.len() < WRITE_BATCH_BYTES
+            && let Ok(more) = rx.try_recv()
+        {
+            push_line(&mut buf, &more);
+        }
+        if buf.is_empty() {
             continue;
         }
         let written = async {
-            w.write_all(&msg).await?;
-            w.write_all(b"\n").await?;
+            w.write_all(&buf).await?;
             w.flush().await
         };
         if let Err(e) = written.await {
