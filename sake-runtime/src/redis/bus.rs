@@ -61,7 +61,7 @@ struct Inner {
     signed_out_prefix: String,
     /// This replica, to skip its own messages.
     origin: String,
-    queue: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    queue: Mutex<Option<mpsc::Sender<Outgoing>>>,
     /// Messages are being dropped (queue full); logged once per episode.
     dropping: AtomicBool,
 }
@@ -73,6 +73,13 @@ impl std::fmt::Debug for RedisBus {
             .field("origin", &self.inner.origin)
             .finish_non_exhaustive()
     }
+}
+
+/// A message queued for Redis: its bytes, and (an ended session, a sign-out) the key that
+/// keeps it until it would have expired, with that time (Unix seconds).
+struct Outgoing {
+    bytes: Vec<u8>,
+    kept: Option<(String, u64)>,
 }
 
 /// A message as it crosses Redis.
@@ -104,8 +111,8 @@ enum Wire {
 }
 
 impl Wire {
-    fn from_message(m: &BusMessage) -> Option<Wire> {
-        Some(match m {
+    fn from_message(m: &BusMessage) -> Wire {
+        match m {
             BusMessage::Event(Event::ToolsChanged) => Wire::Tools,
             BusMessage::Event(Event::PromptsChanged) => Wire::Prompts,
             BusMessage::Event(Event::ResourcesChanged) => Wire::Resources,
@@ -129,7 +136,7 @@ impl Wire {
                 a: *at,
                 u: *until,
             },
-        })
+        }
     }
 
     fn into_message(self) -> BusMessage {
@@ -183,8 +190,11 @@ impl RedisBus {
 
 impl EventBus for RedisBus {
     fn publish(&self, message: &BusMessage) {
-        let Some(m) = Wire::from_message(message) else {
-            return;
+        let m = Wire::from_message(message);
+        let kept = match &m {
+            Wire::Ended { s, u, .. } => Some((format!("{}{s}", self.inner.ended_prefix), *u)),
+            Wire::Out { p, u, .. } => Some((format!("{}{p}", self.inner.signed_out_prefix), *u)),
+            _ => None,
         };
         let envelope = Envelope {
             o: self.inner.origin.clone(),
@@ -203,7 +213,7 @@ impl EventBus for RedisBus {
             tracing::debug!("event bus not started: message kept in this process");
             return;
         };
-        match queue.try_send(bytes) {
+        match queue.try_send(Outgoing { bytes, kept }) {
             Ok(()) => {
                 if self.inner.dropping.swap(false, Ordering::Relaxed) {
                     tracing::info!("event bus: messages flow to Redis again");
@@ -246,27 +256,20 @@ impl EventBus for RedisBus {
 
 /// Sends queued messages, a batch per round trip: each is published, and an ended session
 /// or a sign-out is also kept as a key until it would have expired.
-async fn send(inner: Arc<Inner>, mut rx: mpsc::Receiver<Vec<u8>>) {
+async fn send(inner: Arc<Inner>, mut rx: mpsc::Receiver<Outgoing>) {
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
         let mut pipe = ::redis::pipe();
         let now = crate::tasks::now_ms() / 1000;
-        for bytes in &batch {
-            pipe.publish(&inner.channel, bytes.as_slice()).ignore();
-            if let Ok(envelope) = serde_json::from_slice::<Envelope>(bytes) {
-                let kept = match &envelope.m {
-                    Wire::Ended { s, u, .. } => Some((format!("{}{s}", inner.ended_prefix), *u)),
-                    Wire::Out { p, u, .. } => Some((format!("{}{p}", inner.signed_out_prefix), *u)),
-                    _ => None,
-                };
-                if let Some((key, until)) = kept.filter(|(_, u)| *u > now) {
-                    pipe.cmd("SET")
-                        .arg(&key)
-                        .arg(bytes.as_slice())
-                        .arg("EXAT")
-                        .arg(until)
-                        .ignore();
-                }
+        for out in &batch {
+            pipe.publish(&inner.channel, out.bytes.as_slice()).ignore();
+            if let Some((key, until)) = out.kept.as_ref().filter(|(_, u)| *u > now) {
+                pipe.cmd("SET")
+                    .arg(key)
+                    .arg(out.bytes.as_slice())
+                    .arg("EXAT")
+                    .arg(*until)
+                    .ignore();
             }
         }
         let result = inner
