@@ -153,7 +153,9 @@ pub(crate) struct Shared {
     pub config: Config,
     pub env: ResultEnv,
     pub capabilities: ServerCapabilities,
-    pub lists: [RevisionLists; Revision::COUNT],
+    /// Each revision's lists, built on its first list request (`Shared::lists`): a server of
+    /// a thousand tools starts without rendering them four times.
+    lists: [std::sync::OnceLock<RevisionLists>; Revision::COUNT],
     pub discover: Bytes,
     pub sessions: Sessions,
     pub pending: Arc<Pending>,
@@ -193,7 +195,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Builds everything: the lists of every revision, the discovery result, the signing key.
+    /// Builds everything but the lists (built on first use): the discovery result, the signing key.
     pub(crate) fn new(
         registry: Registry,
         config: Config,
@@ -249,7 +251,6 @@ impl Shared {
             config.max_records_per_client,
             config.max_subscriptions_per_session,
         );
-        let lists = build_lists(&registry, &env, &config, &|_| true);
         // The tasks extension, when a tool may run as a task; advertised only by discovery
         // (the handshake revisions have no such extension).
         let tasks = registry
@@ -319,7 +320,7 @@ impl Shared {
             config,
             env,
             capabilities,
-            lists,
+            lists: Default::default(),
             discover,
         })
     }
@@ -515,8 +516,13 @@ impl Shared {
         )))
     }
 
+    /// Every caller's lists of `rev`: rendered on the first request that needs them, then
+    /// served as they are. Requests that arrive while they are being rendered wait for them.
     pub(crate) fn lists(&self, rev: Revision) -> &RevisionLists {
-        &self.lists[rev.index()]
+        self.lists[rev.index()].get_or_init(|| {
+            let _span = tracing::debug_span!("build_lists", revision = rev.as_str()).entered();
+            revision_lists(&self.registry, &self.env, &self.config, rev, &|_| true)
+        })
     }
 
     /// The lists a caller sees when `Authorization::hide_unauthorized` is on: only what their
@@ -615,32 +621,40 @@ fn signer(config: &Config) -> Result<Signer, Error> {
 }
 
 /// Every revision's lists of what `visible` shows, paged and rendered.
+#[cfg(feature = "auth")]
 fn build_lists(
     registry: &Registry,
     env: &ResultEnv,
     config: &Config,
     visible: crate::registry::Visible<'_>,
 ) -> [RevisionLists; Revision::COUNT] {
-    let mut lists: [RevisionLists; Revision::COUNT] = Default::default();
-    for rev in Revision::ALL {
-        let page =
-            |kind: &str, key: &str, items: Vec<Value>| paginate(rev, env, config, kind, key, items);
-        lists[rev.index()] = RevisionLists {
-            tools: page("tools", "tools", registry.tools_visible(rev, visible)),
-            prompts: page("prompts", "prompts", registry.prompts_visible(rev, visible)),
-            resources: page(
-                "resources",
-                "resources",
-                registry.resources_visible(rev, visible),
-            ),
-            templates: page(
-                "templates",
-                "resourceTemplates",
-                registry.templates_visible(rev, visible),
-            ),
-        };
+    Revision::ALL.map(|rev| revision_lists(registry, env, config, rev, visible))
+}
+
+/// One revision's lists of what `visible` shows, paged and rendered.
+fn revision_lists(
+    registry: &Registry,
+    env: &ResultEnv,
+    config: &Config,
+    rev: Revision,
+    visible: crate::registry::Visible<'_>,
+) -> RevisionLists {
+    let page =
+        |kind: &str, key: &str, items: Vec<Value>| paginate(rev, env, config, kind, key, items);
+    RevisionLists {
+        tools: page("tools", "tools", registry.tools_visible(rev, visible)),
+        prompts: page("prompts", "prompts", registry.prompts_visible(rev, visible)),
+        resources: page(
+            "resources",
+            "resources",
+            registry.resources_visible(rev, visible),
+        ),
+        templates: page(
+            "templates",
+            "resourceTemplates",
+            registry.templates_visible(rev, visible),
+        ),
     }
-    lists
 }
 
 fn paginate(
