@@ -244,8 +244,21 @@ pub(crate) fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, String> 
         }
         Ok(())
     }
+    /// Whether `x-mcp-header` is a key anywhere in `value`: most schemas have none, and this
+    /// visit hashes nothing, where `walk` looks up every keyword at every level.
+    fn mentions(value: &Value) -> bool {
+        match value {
+            Value::Object(obj) => obj
+                .iter()
+                .any(|(key, sub)| key == "x-mcp-header" || mentions(sub)),
+            Value::Array(items) => items.iter().any(mentions),
+            _ => false,
+        }
+    }
     let mut out = Vec::new();
-    walk(schema, &mut Vec::new(), true, &mut out)?;
+    if mentions(schema) {
+        walk(schema, &mut Vec::new(), true, &mut out)?;
+    }
     Ok(out)
 }
 
