@@ -92,103 +92,93 @@ pub fn normalize(schema: &mut Value) {
 }
 
 fn normalize_object(obj: &mut Map<String, Value>) {
-    // Subschemas first, so the rules below see normalised children.
-    for key in [
-        "items",
-        "not",
-        "if",
-        "then",
-        "else",
-        "contains",
-        "propertyNames",
-    ] {
-        if let Some(sub) = obj.get_mut(key) {
-            normalize(sub);
-        }
-    }
-    for key in [
-        "additionalProperties",
-        "unevaluatedProperties",
-        "unevaluatedItems",
-    ] {
-        match obj.get(key) {
-            Some(Value::Bool(true)) => {
-                obj.shift_remove(key);
+    // One pass over the entries: subschemas first, so the rules below see normalised
+    // children; and what those rules need, noted on the way (a lookup per keyword would hash
+    // every keyword's name at every node).
+    let mut open_closers = false;
+    let mut has_type = false;
+    let mut odd_required = false;
+    let mut odd_format = false;
+    let mut string_enum = None;
+    let mut string_const = false;
+    let mut properties = None;
+    let mut required: &[Value] = &[];
+    for (key, sub) in obj.iter_mut() {
+        match key.as_str() {
+            "items" | "not" | "if" | "then" | "else" | "contains" | "propertyNames" => {
+                normalize(sub);
             }
-            Some(Value::Bool(false)) => {}
-            Some(_) => {
-                if let Some(sub) = obj.get_mut(key) {
-                    normalize(sub);
+            "additionalProperties" | "unevaluatedProperties" | "unevaluatedItems" => match sub {
+                Value::Bool(true) => open_closers = true,
+                Value::Bool(false) => {}
+                _ => normalize(sub),
+            },
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(items) = sub {
+                    items.iter_mut().for_each(normalize);
                 }
             }
-            None => {}
-        }
-    }
-    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
-        if let Some(Value::Array(items)) = obj.get_mut(key) {
-            items.iter_mut().for_each(normalize);
-        }
-    }
-    for key in [
-        "properties",
-        "patternProperties",
-        "$defs",
-        "dependentSchemas",
-    ] {
-        if let Some(Value::Object(map)) = obj.get_mut(key) {
-            map.values_mut().for_each(normalize);
+            "properties" => {
+                if let Value::Object(map) = sub {
+                    map.values_mut().for_each(normalize);
+                    properties = Some(map);
+                }
+            }
+            "patternProperties" | "$defs" | "dependentSchemas" => {
+                if let Value::Object(map) = sub {
+                    map.values_mut().for_each(normalize);
+                }
+            }
+            "required" => match sub {
+                Value::Array(names) => required = names,
+                _ => odd_required = true,
+            },
+            "type" => has_type = true,
+            "enum" => {
+                string_enum = Some(match sub {
+                    Value::Array(values) => {
+                        !values.is_empty() && values.iter().all(Value::is_string)
+                    }
+                    _ => false,
+                });
+            }
+            "const" => string_const = sub.is_string(),
+            "format" => {
+                odd_format = sub.as_str().is_some_and(|f| !STANDARD_FORMATS.contains(&f));
+            }
+            _ => {}
         }
     }
 
     // Optional properties are absence from `required`, not a null union.
-    if let Some(Value::Object(props)) = obj.get("properties") {
-        let required: Vec<String> = obj
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| {
-                r.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
-        let optional: Vec<String> = props
-            .keys()
-            .filter(|k| !required.contains(k))
-            .cloned()
-            .collect();
-        if let Some(Value::Object(props)) = obj.get_mut("properties") {
-            for key in optional {
-                if let Some(Value::Object(prop)) = props.get_mut(&key) {
-                    strip_null(prop);
-                }
+    if let Some(props) = properties {
+        for (name, prop) in props.iter_mut() {
+            if let Value::Object(prop) = prop
+                && !required.iter().any(|r| r.as_str() == Some(name))
+            {
+                strip_null(prop);
             }
         }
     }
-    match obj.get("required") {
-        Some(Value::Array(_)) | None => {}
-        Some(_) => {
-            obj.shift_remove("required");
-        }
+    // `additionalProperties: true` (and its kin) says what absence says.
+    if open_closers {
+        obj.retain(|key, sub| {
+            !(matches!(
+                key.as_str(),
+                "additionalProperties" | "unevaluatedProperties" | "unevaluatedItems"
+            ) && *sub == Value::Bool(true))
+        });
+    }
+    if odd_required {
+        obj.shift_remove("required");
     }
 
     // Enums of strings say they are strings.
-    if !obj.contains_key("type") {
-        let all_strings = match (obj.get("enum"), obj.get("const")) {
-            (Some(Value::Array(values)), _) => {
-                !values.is_empty() && values.iter().all(Value::is_string)
-            }
-            (None, Some(Value::String(_))) => true,
-            _ => false,
-        };
-        if all_strings {
-            obj.insert("type".into(), Value::String("string".into()));
-        }
+    if !has_type && string_enum.unwrap_or(string_const) {
+        obj.insert("type".into(), Value::String("string".into()));
     }
 
-    if let Some(Value::String(format)) = obj.get("format")
-        && !STANDARD_FORMATS.contains(&format.as_str())
-    {
+    if odd_format {
         obj.shift_remove("format");
     }
 }
