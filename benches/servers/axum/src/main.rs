@@ -9,6 +9,11 @@
 //!   (the bench writes sake's own 1,000-tool list there), spliced after the request's id.
 //!
 //! No header, `_meta` or session checks: this is what a framework cannot beat.
+//!
+//! With `AXUM_BENCH_AUTH_SECRET` set (the "auth" workload), a middleware first checks the
+//! request's bearer token with `jsonwebtoken`, as an axum service would: an HS256 JWT of that
+//! secret, its issuer, its audience (this endpoint) and its expiry, on every request; the
+//! claims go into the request's extensions; anything else is answered 401.
 //! Usage: `axum-server <port>`.
 
 use std::convert::Infallible;
@@ -18,6 +23,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::post;
 use axum::serve::ListenerExt as _;
@@ -224,6 +230,53 @@ async fn mcp(State(list): State<Arc<Vec<u8>>>, headers: HeaderMap, body: Bytes) 
     }
 }
 
+/// What the middleware checks tokens with.
+struct Jwt {
+    key: jsonwebtoken::DecodingKey,
+    validation: jsonwebtoken::Validation,
+}
+
+/// The claims a handler could read (`Extension<Claims>`).
+#[derive(Deserialize, Clone)]
+#[allow(dead_code)]
+struct Claims {
+    sub: String,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    client_id: Option<String>,
+}
+
+/// The issuer `sake-bench` signs for (benches/load/src/auth.rs).
+const ISSUER: &str = "https://issuer.sake-bench.invalid";
+
+async fn require_jwt(
+    State(jwt): State<Arc<Jwt>>,
+    mut request: axum::extract::Request,
+    next: Next,
+) -> Response {
+    let token = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match token.map(|t| jsonwebtoken::decode::<Claims>(t, &jwt.key, &jwt.validation)) {
+        Some(Ok(data)) => {
+            request.extensions_mut().insert(data.claims);
+            next.run(request).await
+        }
+        _ => {
+            let mut resp = Response::new(Body::empty());
+            *resp.status_mut() = StatusCode::UNAUTHORIZED;
+            resp.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer error=\"invalid_token\""),
+            );
+            resp
+        }
+    }
+}
+
 fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -248,7 +301,19 @@ fn main() {
         .build()
         .expect("a tokio runtime");
     runtime.block_on(async move {
-        let app = Router::new().route("/mcp", post(mcp)).with_state(list);
+        let mut app = Router::new().route("/mcp", post(mcp)).with_state(list);
+        if let Ok(secret) = std::env::var("AXUM_BENCH_AUTH_SECRET") {
+            let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
+            validation.set_issuer(&[ISSUER]);
+            validation.set_audience(&[format!("http://127.0.0.1:{port}/mcp")]);
+            validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+            let jwt = Arc::new(Jwt {
+                key: jsonwebtoken::DecodingKey::from_secret(secret.as_bytes())
+                    .expect("an HMAC key of any length"),
+                validation,
+            });
+            app = app.route_layer(middleware::from_fn_with_state(jwt, require_jwt));
+        }
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .expect("bind")
