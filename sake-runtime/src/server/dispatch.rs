@@ -349,7 +349,7 @@ impl Shared {
         let def = entry.def;
         self.authorize(
             &parts.extensions,
-            &format!("tool `{name}`"),
+            format_args!("tool `{name}`"),
             def.scopes,
             def.principal,
         )?;
@@ -421,7 +421,7 @@ impl Shared {
         })?;
         self.authorize(
             &parts.extensions,
-            &format!("prompt `{name}`"),
+            format_args!("prompt `{name}`"),
             def.scopes,
             def.principal,
         )?;
@@ -467,7 +467,7 @@ impl Shared {
         };
         self.authorize(
             &parts.extensions,
-            &format!("resource `{uri}`"),
+            format_args!("resource `{uri}`"),
             def.scopes,
             def.principal,
         )?;

@@ -489,12 +489,13 @@ impl Shared {
     }
 
     /// Whether the caller may run something that needs `scopes` (`what` names it in the
-    /// refusal): an anonymous caller gets 401, a token without all of them 403 naming every
-    /// scope needed (2026-07-28 Authorization, "Insufficient Scope": all at once).
+    /// refusal, formatted only then): an anonymous caller gets 401, a token without all of
+    /// them 403 naming every scope needed (2026-07-28 Authorization, "Insufficient Scope": all
+    /// at once).
     pub(crate) fn authorize(
         &self,
         extensions: &http::Extensions,
-        what: &str,
+        what: std::fmt::Arguments<'_>,
         scopes: &[&str],
         principal: bool,
     ) -> Result<(), RpcError> {
@@ -504,9 +505,9 @@ impl Shared {
         #[cfg(feature = "auth")]
         if let Some(auth) = &self.auth {
             return match extensions.get::<crate::auth::Principal>() {
-                None => Err(auth.unauthenticated(what, scopes)),
+                None => Err(auth.unauthenticated(&what.to_string(), scopes)),
                 Some(p) if auth.missing(p, scopes).is_empty() => Ok(()),
-                Some(_) => Err(auth.insufficient_scope(what, scopes)),
+                Some(_) => Err(auth.insufficient_scope(&what.to_string(), scopes)),
             };
         }
         let _ = extensions;
