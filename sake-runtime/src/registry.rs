@@ -360,7 +360,6 @@ impl Registry {
     }
 
     /// Every distinct set of scopes a function names (without the empty one).
-    #[cfg_attr(not(feature = "auth"), allow(dead_code))]
     pub(crate) fn scope_sets(&self) -> Vec<&'static [&'static str]> {
         let mut sets: Vec<&'static [&'static str]> = self
             .tools

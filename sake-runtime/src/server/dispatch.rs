@@ -203,7 +203,7 @@ impl Shared {
                 let filtered = self.caller_lists(&parts.extensions);
                 #[cfg(feature = "auth")]
                 let lists = match &filtered {
-                    Some(all) => &all[rev.index()],
+                    Some(view) => self.lists_of(view, rev),
                     None => self.lists(rev),
                 };
                 #[cfg(not(feature = "auth"))]

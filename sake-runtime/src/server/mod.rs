@@ -130,7 +130,7 @@ impl Default for Config {
     }
 }
 
-/// How many filtered views of the lists `caller_lists` keeps (each is every revision's lists).
+/// How many filtered views of the lists `caller_lists` keeps.
 #[cfg(feature = "auth")]
 const MAX_VIEWS: usize = 64;
 
@@ -147,15 +147,24 @@ pub(crate) struct RevisionLists {
     pub templates: Pages,
 }
 
+/// What one view of the server shows, each revision's lists rendered on the first request
+/// that needs them ([`Shared::lists_of`]): a server of a thousand tools starts without
+/// rendering them four times.
+#[derive(Debug, Default)]
+pub(crate) struct Lists {
+    /// Which of `Shared::scope_sets` the view holds; `None`: everything is shown.
+    view: Option<Vec<bool>>,
+    by_revision: [std::sync::OnceLock<RevisionLists>; Revision::COUNT],
+}
+
 /// Everything built at start-up, shared by every request.
 pub(crate) struct Shared {
     pub registry: Registry,
     pub config: Config,
     pub env: ResultEnv,
     pub capabilities: ServerCapabilities,
-    /// Each revision's lists, built on its first list request (`Shared::lists`): a server of
-    /// a thousand tools starts without rendering them four times.
-    lists: [std::sync::OnceLock<RevisionLists>; Revision::COUNT],
+    /// Everything, as every caller sees it unless `Authorization::hide_unauthorized` is on.
+    lists: Lists,
     pub discover: Bytes,
     pub sessions: Sessions,
     pub pending: Arc<Pending>,
@@ -173,14 +182,11 @@ pub(crate) struct Shared {
     /// How callers prove who they are (feature `auth`).
     #[cfg(feature = "auth")]
     pub auth: Option<Arc<crate::auth::Authorization>>,
-    /// The distinct scope sets functions name, for `caller_lists`.
-    #[cfg(feature = "auth")]
+    /// The distinct scope sets functions name, for the views of `caller_lists`.
     scope_sets: Vec<&'static [&'static str]>,
     /// Filtered lists by view (which of `scope_sets` the caller holds).
     #[cfg(feature = "auth")]
-    views: std::sync::Mutex<
-        std::collections::HashMap<Vec<bool>, Arc<[RevisionLists; Revision::COUNT]>>,
-    >,
+    views: std::sync::Mutex<std::collections::HashMap<Vec<bool>, Arc<Lists>>>,
     /// Requests being served (HTTP): bounded by `max_concurrent_requests`.
     pub requests: Arc<tokio::sync::Semaphore>,
     /// Each session's and caller's share of the request slots, each caller's of the stream
@@ -306,7 +312,6 @@ impl Shared {
             principal,
             #[cfg(feature = "auth")]
             auth,
-            #[cfg(feature = "auth")]
             scope_sets: registry.scope_sets(),
             #[cfg(feature = "auth")]
             views: Default::default(),
@@ -517,23 +522,38 @@ impl Shared {
         )))
     }
 
-    /// Every caller's lists of `rev`: rendered on the first request that needs them, then
-    /// served as they are. Requests that arrive while they are being rendered wait for them.
+    /// Every caller's lists of `rev`.
     pub(crate) fn lists(&self, rev: Revision) -> &RevisionLists {
-        self.lists[rev.index()].get_or_init(|| {
+        self.lists_of(&self.lists, rev)
+    }
+
+    /// The lists of `rev` in `lists`' view: rendered on the first request that needs them,
+    /// then served as they are. Requests that arrive while they are being rendered wait for
+    /// them.
+    pub(crate) fn lists_of<'a>(&self, lists: &'a Lists, rev: Revision) -> &'a RevisionLists {
+        lists.by_revision[rev.index()].get_or_init(|| {
             let _span = tracing::debug_span!("build_lists", revision = rev.as_str()).entered();
-            revision_lists(&self.registry, &self.env, &self.config, rev, &|_| true)
+            let shown = |scopes: &[&str]| match &lists.view {
+                None => true,
+                Some(view) => {
+                    scopes.is_empty()
+                        || self
+                            .scope_sets
+                            .iter()
+                            .position(|s| *s == scopes)
+                            .is_some_and(|i| view.get(i).copied().unwrap_or(false))
+                }
+            };
+            revision_lists(&self.registry, &self.env, &self.config, rev, &shown)
         })
     }
 
-    /// The lists a caller sees when `Authorization::hide_unauthorized` is on: only what their
-    /// scopes allow. Built once per distinct view (which scope sets the caller holds) and
-    /// kept, at most [`MAX_VIEWS`] of them. `None`: everyone sees the same lists.
+    /// The view of the lists a caller sees when `Authorization::hide_unauthorized` is on:
+    /// only what their scopes allow. One per distinct view (which scope sets the caller holds),
+    /// kept, at most [`MAX_VIEWS`] of them; its lists are rendered as `lists_of` needs them.
+    /// `None`: everyone sees the same lists.
     #[cfg(feature = "auth")]
-    pub(crate) fn caller_lists(
-        &self,
-        extensions: &http::Extensions,
-    ) -> Option<Arc<[RevisionLists; Revision::COUNT]>> {
+    pub(crate) fn caller_lists(&self, extensions: &http::Extensions) -> Option<Arc<Lists>> {
         let auth = self.auth.as_ref().filter(|a| a.hide_unauthorized)?;
         if self.scope_sets.is_empty() {
             return None;
@@ -544,24 +564,18 @@ impl Shared {
             .iter()
             .map(|set| principal.is_some_and(|p| auth.missing(p, set).is_empty()))
             .collect();
-        if let Some(lists) = self.views.lock().ok()?.get(&view) {
+        let mut views = self.views.lock().ok()?;
+        if let Some(lists) = views.get(&view) {
             return Some(lists.clone());
         }
-        let sets = &self.scope_sets;
-        let shown = |scopes: &[&str]| {
-            scopes.is_empty()
-                || sets
-                    .iter()
-                    .position(|s| *s == scopes)
-                    .is_some_and(|i| view[i])
-        };
-        let lists = Arc::new(build_lists(&self.registry, &self.env, &self.config, &shown));
-        if let Ok(mut views) = self.views.lock() {
-            if views.len() >= MAX_VIEWS {
-                views.clear();
-            }
-            views.insert(view, lists.clone());
+        if views.len() >= MAX_VIEWS {
+            views.clear();
         }
+        let lists = Arc::new(Lists {
+            view: Some(view.clone()),
+            by_revision: Default::default(),
+        });
+        views.insert(view, lists.clone());
         Some(lists)
     }
 }
@@ -619,17 +633,6 @@ fn signer(config: &Config) -> Result<Signer, Error> {
                 .ok_or_else(|| Error::Config("no randomness available for a session key".into()))
         }
     }
-}
-
-/// Every revision's lists of what `visible` shows, paged and rendered.
-#[cfg(feature = "auth")]
-fn build_lists(
-    registry: &Registry,
-    env: &ResultEnv,
-    config: &Config,
-    visible: crate::registry::Visible<'_>,
-) -> [RevisionLists; Revision::COUNT] {
-    Revision::ALL.map(|rev| revision_lists(registry, env, config, rev, visible))
 }
 
 /// One revision's lists of what `visible` shows, paged and rendered.
