@@ -221,6 +221,10 @@ async fn write_lines<W: AsyncWrite + Unpin>(
             tracing::warn!(error = %e, "stdout closed; stopping");
             return;
         }
+        // A batch that held one very large message leaves no buffer of its size behind.
+        if buf.capacity() > 4 * WRITE_BATCH_BYTES {
+            buf = Vec::new();
+        }
     }
 }
 
