@@ -28,7 +28,8 @@ impl Client {
         let pinned_discover = self.inner.pin.is_some();
         match self.inner.cache.get(&self.inner.key) {
             Some(Remembered::Modern(d)) => {
-                let rev = newest_discoverable(&d.supported_versions).unwrap_or(Revision::LATEST);
+                let rev = newest_discoverable(&d.supported_versions)
+                    .unwrap_or(Revision::LATEST_STATELESS);
                 tracing::debug!(server = %self.inner.key, "remembered: {rev}");
                 self.set_state(discovered_state(rev, &d));
                 return Ok(());
@@ -85,7 +86,7 @@ impl Client {
             .inner
             .pin
             .filter(|r| r.features().discover)
-            .unwrap_or(Revision::LATEST);
+            .unwrap_or(Revision::LATEST_STATELESS);
         let mut retried = false;
         loop {
             let f = at.features();

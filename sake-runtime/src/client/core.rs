@@ -120,15 +120,7 @@ pub(crate) fn parse_error(raw: &RawValue) -> RpcError {
 
 /// Shortens text for error messages.
 pub(crate) fn clip(s: &str) -> String {
-    const MAX: usize = 200;
-    if s.len() <= MAX {
-        return s.to_owned();
-    }
-    let mut end = MAX;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
+    crate::protocol::jsonrpc::clip_at(s, 200)
 }
 
 /// Reads one message.

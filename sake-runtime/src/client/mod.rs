@@ -86,7 +86,7 @@ struct State {
 impl Default for State {
     fn default() -> Self {
         State {
-            revision: Revision::LATEST,
+            revision: Revision::LATEST_STATELESS,
             capabilities: ServerCapabilities::default(),
             server_info: None,
             instructions: None,

@@ -272,7 +272,7 @@ pub(crate) fn classify_discover(ex: &Exchange, retried: bool) -> Verdict {
                 None => Verdict::Fallback(format!(
                     "server/discover lists {:?}, not {}",
                     d.supported_versions,
-                    Revision::LATEST
+                    Revision::LATEST_STATELESS
                 )),
             },
             Err(e) => Verdict::Fallback(format!(

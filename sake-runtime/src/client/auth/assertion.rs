@@ -10,7 +10,7 @@ use http::Method;
 use serde::Deserialize;
 
 use super::registration::RegisteredClient;
-use super::store::Secret;
+use super::secret::Secret;
 use super::token::{Endpoint, Grant};
 use super::urls::checked;
 use super::{AuthFuture, OAuthError, clip};

@@ -35,6 +35,7 @@ mod dpop;
 mod error;
 mod flow;
 mod registration;
+mod secret;
 mod store;
 mod token;
 mod urls;
@@ -55,7 +56,8 @@ pub use self::challenge::Challenge;
 pub use self::error::OAuthError;
 pub use self::flow::{OAuth, OAuthBuilder};
 pub use self::registration::{ApplicationType, ClientKey, RegisteredClient, TokenEndpointAuth};
-pub use self::store::{MemoryStore, Secret, StoreError, StoreFuture, TokenStore, Tokens};
+pub use self::secret::Secret;
+pub use self::store::{MemoryStore, StoreError, StoreFuture, TokenStore, Tokens};
 pub use self::user::{Callback, Headless, LoopbackBrowser, UserStep, UserStepFuture};
 
 /// The future an [`Auth`] method returns.
@@ -168,5 +170,5 @@ impl Auth for BearerToken {
 
 /// Shortens text from a server for an error message.
 pub(crate) fn clip(s: &str) -> String {
-    super::core::clip(s)
+    crate::protocol::jsonrpc::clip_at(s, 200)
 }

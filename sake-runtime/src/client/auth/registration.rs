@@ -11,7 +11,7 @@ use http::{HeaderMap, HeaderValue, Method};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::store::Secret;
+use super::secret::Secret;
 use super::{OAuthError, clip};
 use crate::net::fetch::Fetcher;
 

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use super::registration::{RegisteredClient, TokenEndpointAuth};
-use super::store::{Secret, Tokens};
+use super::secret::Secret;
+use super::store::Tokens;
 use super::{OAuthError, clip};
 use crate::net::fetch::{Fetcher, Response, basic_auth, form_body};
 
