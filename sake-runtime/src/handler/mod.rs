@@ -22,7 +22,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use self::context::Context;
-pub use self::state::{StateNeed, StateParam};
+use self::state::State;
+pub use self::state::StateNeed;
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::types::{
     CallToolResult, Completion, Content, GetPromptResult, PromptMessage, ReadResourceResult,
@@ -366,6 +367,32 @@ pub fn missing_state(type_name: &str) -> RpcError {
     RpcError::internal(format!(
         "no state of type {type_name} is registered on this server"
     ))
+}
+
+/// The type of a `State<..>` parameter of an annotated function: implemented by [`State<T>`]
+/// alone, so that another type named `State` (axum's extractor, say) is a clear compile
+/// error rather than a type mismatch. Not a public API.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not `sake::State<T>`",
+    label = "a parameter whose type is named `State<..>` receives application state",
+    note = "use `sake::State<T>` for a value registered with `Server::state`, or mark the parameter `#[arg]` to make it an argument the client sends"
+)]
+pub trait StateParam: Sized {
+    /// The state this parameter needs, for the start-up check.
+    fn need() -> StateNeed;
+    /// The value, from the request's context; `None` when it was never registered.
+    fn from_context(ctx: &Context) -> Option<Self>;
+}
+
+impl<T: Send + Sync + 'static> StateParam for State<T> {
+    fn need() -> StateNeed {
+        StateNeed::of::<T>()
+    }
+
+    fn from_context(ctx: &Context) -> Option<Self> {
+        ctx.state::<T>()
+    }
 }
 
 /// The type of a parameter that takes the caller: `sake::auth::Principal` (the function runs

@@ -91,32 +91,6 @@ impl StateNeed {
     }
 }
 
-/// The type of a `State<..>` parameter of an annotated function: implemented by [`State<T>`]
-/// alone, so that another type named `State` (axum's extractor, say) is a clear compile
-/// error rather than a type mismatch. Not a public API.
-#[doc(hidden)]
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not `sake::State<T>`",
-    label = "a parameter whose type is named `State<..>` receives application state",
-    note = "use `sake::State<T>` for a value registered with `Server::state`, or mark the parameter `#[arg]` to make it an argument the client sends"
-)]
-pub trait StateParam: Sized {
-    /// The state this parameter needs, for the start-up check.
-    fn need() -> StateNeed;
-    /// The value, from the request's context; `None` when it was never registered.
-    fn from_context(ctx: &crate::Context) -> Option<Self>;
-}
-
-impl<T: Send + Sync + 'static> StateParam for State<T> {
-    fn need() -> StateNeed {
-        StateNeed::of::<T>()
-    }
-
-    fn from_context(ctx: &crate::Context) -> Option<Self> {
-        ctx.state::<T>()
-    }
-}
-
 /// The registered values, by type.
 #[derive(Clone, Default)]
 pub(crate) struct StateMap {
