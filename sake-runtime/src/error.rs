@@ -62,6 +62,8 @@ pub enum Error {
     Config(String),
     /// The start-up schema check (`Server::check_schemas` with `Severity::Deny`) found tool
     /// schemas a client refuses: the reports hold the findings of level error.
-    #[error("{}", crate::compat::describe(.0))]
-    IncompatibleSchemas(Vec<crate::compat::Report>),
+    #[cfg(feature = "compat")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "compat")))]
+    #[error("{}", crate::compat::report::describe(.0))]
+    IncompatibleSchemas(Vec<crate::compat::report::Report>),
 }
