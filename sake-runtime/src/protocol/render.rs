@@ -23,6 +23,7 @@ pub struct CacheHints {
 /// `cacheScope`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum CacheScope {
     /// No user-specific data; shareable.
     Public,
@@ -42,9 +43,11 @@ impl CacheScope {
 /// What the renderer needs to know about the server, serialised once at start-up.
 #[derive(Clone, Debug)]
 pub struct ResultEnv {
-    /// `,"_meta":{"io.modelcontextprotocol/serverInfo":{...}}` for modern results.
-    server_info_meta: Vec<u8>,
-    server_info: Value,
+    /// By revision: `,"_meta":{"io.modelcontextprotocol/serverInfo":{...}}` where results
+    /// carry the server's info (empty elsewhere).
+    server_info_meta: [Vec<u8>; Revision::COUNT],
+    /// By revision: the server's info as that revision shows it.
+    server_info: [Value; Revision::COUNT],
     /// Hints for list and read results.
     pub cache: CacheHints,
 }
@@ -52,15 +55,28 @@ pub struct ResultEnv {
 impl ResultEnv {
     /// Prepares the rendering of results for a server.
     pub fn new(server_info: &Implementation, cache: CacheHints) -> Self {
-        let info = implementation(server_info, Revision::LATEST);
-        let mut server_info_meta = br#","_meta":{"io.modelcontextprotocol/serverInfo":"#.to_vec();
-        server_info_meta.extend_from_slice(&serde_json::to_vec(&info).unwrap_or_default());
-        server_info_meta.extend_from_slice(b"}");
+        let mut infos: [Value; Revision::COUNT] = Default::default();
+        let mut metas: [Vec<u8>; Revision::COUNT] = Default::default();
+        for rev in Revision::ALL {
+            if !rev.features().server_info_meta {
+                continue;
+            }
+            let info = implementation(server_info, rev);
+            let meta = &mut metas[rev.index()];
+            meta.extend_from_slice(br#","_meta":{"io.modelcontextprotocol/serverInfo":"#);
+            meta.extend_from_slice(&serde_json::to_vec(&info).unwrap_or_default());
+            meta.extend_from_slice(b"}");
+            infos[rev.index()] = info;
+        }
         ResultEnv {
-            server_info_meta,
-            server_info: info,
+            server_info_meta: metas,
+            server_info: infos,
             cache,
         }
+    }
+
+    fn info(&self, rev: Revision) -> Value {
+        self.server_info[rev.index()].clone()
     }
 }
 
@@ -99,8 +115,8 @@ pub fn result<T: Serialize + ?Sized>(
     if f.result_type {
         // One buffer: the fields sake adds, then the body serialised after them with its
         // opening brace turned into a comma.
-        let mut out = Vec::with_capacity(256 + env.server_info_meta.len());
-        modern_fields(env, cache, &mut out);
+        let mut out = Vec::with_capacity(256 + env.server_info_meta[rev.index()].len());
+        modern_fields(env, rev, cache, &mut out);
         let start = out.len();
         match serde_json::to_writer(&mut out, body) {
             Ok(()) if !has_top_level_meta(&out[start..]) => {
@@ -115,7 +131,7 @@ pub fn result<T: Serialize + ?Sized>(
             }
             _ => {
                 let value = serde_json::to_value(body).unwrap_or(Value::Object(Map::new()));
-                modern_value(env, cache, value)
+                modern_value(env, rev, cache, value)
             }
         }
     } else {
@@ -163,7 +179,7 @@ fn needs_shaping(f: &Features, shape: Shape, bytes: &[u8]) -> bool {
 /// Renders an already-built JSON object (lists and discover, built once at start-up).
 pub fn result_value(rev: Revision, env: &ResultEnv, cache: Cache, value: Value) -> Vec<u8> {
     if rev.features().result_type {
-        modern_value(env, cache, value)
+        modern_value(env, rev, cache, value)
     } else {
         serde_json::to_vec(&value).unwrap_or_else(|_| b"{}".to_vec())
     }
@@ -177,7 +193,7 @@ fn has_top_level_meta(bytes: &[u8]) -> bool {
 
 /// `{"resultType":"complete"`, the caching hints, and `_meta` with `serverInfo`: the object
 /// is left open for the body's fields.
-fn modern_fields(env: &ResultEnv, cache: Cache, out: &mut Vec<u8>) {
+fn modern_fields(env: &ResultEnv, rev: Revision, cache: Cache, out: &mut Vec<u8>) {
     out.extend_from_slice(br#"{"resultType":"complete""#);
     if cache == Cache::Cacheable {
         out.extend_from_slice(br#","ttlMs":"#);
@@ -186,10 +202,10 @@ fn modern_fields(env: &ResultEnv, cache: Cache, out: &mut Vec<u8>) {
         out.extend_from_slice(env.cache.scope.as_str().as_bytes());
         out.push(b'"');
     }
-    out.extend_from_slice(&env.server_info_meta);
+    out.extend_from_slice(&env.server_info_meta[rev.index()]);
 }
 
-fn modern_value(env: &ResultEnv, cache: Cache, value: Value) -> Vec<u8> {
+fn modern_value(env: &ResultEnv, rev: Revision, cache: Cache, value: Value) -> Vec<u8> {
     let mut obj = match value {
         Value::Object(obj) => obj,
         _ => Map::new(),
@@ -204,8 +220,10 @@ fn modern_value(env: &ResultEnv, cache: Cache, value: Value) -> Vec<u8> {
         Some(Value::Object(m)) => m,
         _ => Map::new(),
     };
-    meta.entry(super::meta::SERVER_INFO)
-        .or_insert_with(|| env.server_info.clone());
+    if rev.features().server_info_meta {
+        meta.entry(super::meta::SERVER_INFO)
+            .or_insert_with(|| env.info(rev));
+    }
     out.extend(obj);
     out.insert("_meta".into(), Value::Object(meta));
     serde_json::to_vec(&out).unwrap_or_else(|_| b"{}".to_vec())
@@ -363,14 +381,14 @@ pub fn error(rev: Revision, mut err: RpcError) -> RpcError {
 /// A `CreateTaskResult` (the tasks extension): the task, flat, with `resultType: "task"`
 /// ("Servers MUST NOT set `resultType` to `\"task\"` on result types other than
 /// `CreateTaskResult`") and the server's `serverInfo`.
-pub fn task_created(env: &ResultEnv, task: &super::tasks::Task) -> Vec<u8> {
+pub fn task_created(env: &ResultEnv, rev: Revision, task: &super::tasks::Task) -> Vec<u8> {
     let mut body = Map::new();
     body.insert("resultType".into(), "task".into());
     if let Ok(Value::Object(fields)) = serde_json::to_value(task) {
         body.extend(fields);
     }
     let mut meta = Map::new();
-    meta.insert(super::meta::SERVER_INFO.into(), env.server_info.clone());
+    meta.insert(super::meta::SERVER_INFO.into(), env.info(rev));
     body.insert("_meta".into(), Value::Object(meta));
     serde_json::to_vec(&body).unwrap_or_else(|_| b"{}".to_vec())
 }
@@ -378,6 +396,7 @@ pub fn task_created(env: &ResultEnv, task: &super::tasks::Task) -> Vec<u8> {
 /// An `input_required` result (2026-07-28): the questions and the signed state.
 pub fn input_required(
     env: &ResultEnv,
+    rev: Revision,
     requests: Vec<(String, Value)>,
     request_state: &str,
 ) -> Vec<u8> {
@@ -389,7 +408,7 @@ pub fn input_required(
     );
     body.insert("requestState".into(), request_state.into());
     let mut meta = Map::new();
-    meta.insert(super::meta::SERVER_INFO.into(), env.server_info.clone());
+    meta.insert(super::meta::SERVER_INFO.into(), env.info(rev));
     body.insert("_meta".into(), Value::Object(meta));
     serde_json::to_vec(&body).unwrap_or_else(|_| b"{}".to_vec())
 }

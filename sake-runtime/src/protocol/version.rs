@@ -10,6 +10,7 @@ use super::types::LoggingLevel;
 
 /// A revision of the Model Context Protocol that sake serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Revision {
     /// 2025-03-26: the first Streamable HTTP revision (batches, no `title`, no structured output).
     V2025_03_26,
@@ -23,6 +24,7 @@ pub enum Revision {
 
 /// Whether a revision is served statelessly or through an `initialize` handshake.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Era {
     /// 2026-07-28: no handshake, no session; `_meta` on every request.
     Modern,
@@ -32,6 +34,7 @@ pub enum Era {
 
 /// Which elicitation modes a revision knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ElicitationModes {
     /// No elicitation at all.
     None,
@@ -210,9 +213,28 @@ impl Revision {
         Revision::V2025_03_26,
     ];
     /// The newest revision.
-    pub const LATEST: Revision = Revision::V2026_07_28;
+    pub const LATEST: Revision = Revision::ALL[0];
+    /// The newest revision served statelessly: what a client probes `server/discover` with.
+    pub const LATEST_STATELESS: Revision = Revision::newest(Era::Modern);
     /// The newest handshake revision: the counter-offer to an unknown `initialize` version.
-    pub const LATEST_LEGACY: Revision = Revision::V2025_11_25;
+    pub const LATEST_LEGACY: Revision = Revision::newest(Era::Legacy);
+
+    /// The newest revision of an era (the table lists one of each).
+    const fn newest(era: Era) -> Revision {
+        let mut i = 0;
+        while i < Self::COUNT {
+            let r = Self::ALL[i];
+            let same = matches!(
+                (r.features().era, era),
+                (Era::Modern, Era::Modern) | (Era::Legacy, Era::Legacy)
+            );
+            if same {
+                return r;
+            }
+            i += 1;
+        }
+        Self::ALL[0]
+    }
 
     /// The revision's date string, as it appears on the wire.
     pub const fn as_str(self) -> &'static str {
@@ -334,8 +356,10 @@ mod tests {
         }
         // The constants a client starts from: it probes the newest revision and, failing
         // that, offers the newest handshake revision.
-        assert!(Revision::LATEST.features().discover);
+        assert!(Revision::LATEST_STATELESS.features().discover);
         assert!(!Revision::LATEST_LEGACY.features().discover);
+        assert_eq!(Revision::LATEST_STATELESS, Revision::V2026_07_28);
+        assert_eq!(Revision::LATEST_LEGACY, Revision::V2025_11_25);
     }
 
     #[test]

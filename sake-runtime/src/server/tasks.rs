@@ -349,6 +349,7 @@ impl Shared {
                     );
                     Ok(Bytes::from(render::input_required(
                         &shared.env,
+                        rev,
                         asked,
                         &state,
                     )))
@@ -391,6 +392,7 @@ impl Shared {
                     tokio::spawn(run.drive(fut));
                     Ok(Bytes::from(render::task_created(
                         &shared.env,
+                        rev,
                         &record.task(),
                     )))
                 }
