@@ -41,13 +41,16 @@ pub use sake_runtime::auth;
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub use sake_runtime::client;
+#[cfg(feature = "compat")]
+#[cfg_attr(docsrs, doc(cfg(feature = "compat")))]
+pub use sake_runtime::compat;
 #[cfg(feature = "otel")]
 #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub use sake_runtime::otel;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use sake_runtime::redis;
-pub use sake_runtime::{bus, compat, registry, tasks, testing};
+pub use sake_runtime::{bus, registry, tasks, testing, transport};
 
 pub use sake_runtime::{
     Annotations, BlobResourceContents, CacheScope, CallToolResult, ClientCapabilities, Completion,

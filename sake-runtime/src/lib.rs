@@ -16,6 +16,8 @@ pub mod auth;
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
+#[cfg(feature = "compat")]
+#[cfg_attr(docsrs, doc(cfg(feature = "compat")))]
 pub mod compat;
 
 /// Sharing what the server pushes among its replicas: the [`EventBus`](bus::EventBus) trait,
@@ -49,11 +51,7 @@ mod service;
 mod signing;
 pub mod tasks;
 pub mod testing;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
 pub mod transport;
-#[cfg(not(feature = "internals"))]
-pub(crate) mod transport;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod uri_template;

@@ -8,12 +8,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "compat")]
 use crate::compat;
 use crate::error::Error;
 use crate::handler::events::{EventBus, Notifier};
 use crate::handler::state::StateMap;
 use crate::protocol::render::CacheScope;
 use crate::registry::Registry;
+use crate::server::front::port::{Connection, Engine, Outbound, Peer};
 use crate::server::{Config, PrincipalFn, Shared};
 use crate::tasks::TaskStore;
 use crate::transport::http::admission::HostPolicy;
@@ -36,6 +38,7 @@ pub struct Server {
     pub(crate) config: Config,
     pub(crate) http: HttpConfig,
     states: StateMap,
+    #[cfg(feature = "compat")]
     schema_compat: compat::Startup,
     client_ip_header: Option<String>,
     principal: Option<PrincipalFn>,
@@ -54,6 +57,7 @@ impl Server {
             config: Config::default(),
             http: HttpConfig::default(),
             states: StateMap::default(),
+            #[cfg(feature = "compat")]
             schema_compat: compat::Startup::default(),
             client_ip_header: None,
             principal: None,
@@ -71,6 +75,7 @@ impl Server {
             config: Config::default(),
             http: HttpConfig::default(),
             states: StateMap::default(),
+            #[cfg(feature = "compat")]
             schema_compat: compat::Startup::default(),
             client_ip_header: None,
             principal: None,
@@ -344,7 +349,7 @@ impl Server {
     /// client hung up, and has not resumed with `Last-Event-ID`); it is then cancelled, and
     /// its slot and questions released. Defaults to 30 s.
     pub fn detached_grace(mut self, grace: Duration) -> Self {
-        self.config.detached_grace = grace;
+        self.http.detached_grace = grace;
         self
     }
 
@@ -492,6 +497,8 @@ impl Server {
         self
     }
 
+    #[cfg(feature = "compat")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "compat")))]
     /// Checks every tool's schemas at start-up against client profiles (see
     /// [`compat`](crate::compat)): each finding is logged with `tracing::warn!`; with
     /// [`Severity::Deny`](compat::Severity::Deny), a finding of level error stops start-up
@@ -507,6 +514,8 @@ impl Server {
         self
     }
 
+    #[cfg(feature = "compat")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "compat")))]
     /// Serves tool schemas normalised for these profiles, in order (see
     /// [`compat::normalize`]): every revision's `tools/list` shows the normalised copies
     /// instead of the schemas as written. Off by default, and meant for a server whose clients
@@ -524,11 +533,19 @@ impl Server {
     /// Collects and validates everything, and builds each revision's lists: what serving
     /// does first. Fails on duplicate names and invalid definitions.
     pub fn build(self) -> Result<Service, Error> {
+        #[allow(unused_mut)]
         let mut registry = match self.registry {
             Some(r) => r?,
             None => Registry::collect()?,
         };
-        compat::at_startup(&mut registry, &self.schema_compat)?;
+        #[cfg(feature = "compat")]
+        compat::at_startup(&mut registry, &self.schema_compat)
+            .map_err(Error::IncompatibleSchemas)?;
+        #[cfg(feature = "auth")]
+        let auth = self.authorization.clone();
+        let mut http = self.http;
+        http.max_tracked_sessions = self.config.max_tracked_sessions;
+        http.max_records_per_client = self.config.max_records_per_client;
         let shared = Arc::new(Shared::new(
             registry,
             self.config,
@@ -540,7 +557,6 @@ impl Server {
             self.event_bus,
         )?);
         shared.start_bus();
-        let mut http = self.http;
         if let Some(name) = &self.client_ip_header {
             http.client_ip_header =
                 Some(http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
@@ -549,7 +565,12 @@ impl Server {
                     ))
                 })?);
         }
-        let endpoint = Arc::new(Endpoint::new(shared.clone(), http)?);
+        let endpoint = Arc::new(Endpoint::new(
+            Engine::new(shared.clone()),
+            http,
+            #[cfg(feature = "auth")]
+            auth,
+        )?);
         Ok(Service { shared, endpoint })
     }
 
@@ -694,6 +715,20 @@ impl Service {
         R: tokio::io::AsyncRead + Unpin + Send,
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        crate::transport::stdio::serve_io(self.shared, reader, writer).await
+        crate::transport::stdio::serve_io(self.engine(), reader, writer).await
+    }
+
+    /// A connection for a transport of your own: hand it every message your peer sends
+    /// ([`Connection::receive`]) and write every message of the [`Outbound`] channel back,
+    /// each in your transport's framing. Both eras work on it, as on stdio: one connection is
+    /// at most one handshake session, and 2026-07-28 requests are served statelessly beside
+    /// it. See [`sake::transport`](crate::transport) and `examples/unix_socket.rs`.
+    pub fn connect(&self, peer: Peer) -> (Connection, Outbound) {
+        self.engine().open(peer)
+    }
+
+    /// The engine as transports see it.
+    pub(crate) fn engine(&self) -> Engine {
+        Engine::new(self.shared.clone())
     }
 }

@@ -27,16 +27,14 @@ use tokio::sync::mpsc;
 
 use crate::error::Error;
 
+#[cfg(feature = "compat")]
 use crate::compat::{self, Profile, Report};
-use crate::protocol::jsonrpc::{RequestId, RpcError};
-use crate::protocol::meta::{Params, RawMeta, RequestMeta};
+use crate::protocol::Revision;
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::meta::{CLIENT_CAPABILITIES, LOG_LEVEL, PROTOCOL_VERSION};
 use crate::protocol::types::{ClientCapabilities, LoggingLevel};
-use crate::protocol::{Era, Revision};
 use crate::registry::Registry;
-use crate::server::front::Inbound;
-use crate::server::front::legacy::Started;
-use crate::server::front::modern::Answer;
-use crate::server::session::Session;
+use crate::server::front::port::{Answer, Answering, Connection, Hints, Peer};
 use crate::service::{Server, Service};
 
 /// Every place where a schema breaks the normalisation rules sake's generated schemas keep
@@ -94,6 +92,8 @@ pub fn resource_templates(rev: Revision) -> Result<Value, Error> {
 /// assert_eq!(report.findings[1].pointer, "/properties/note");
 /// assert!(report.findings.iter().all(|f| f.fix.automatic));
 /// ```
+#[cfg(feature = "compat")]
+#[cfg_attr(docsrs, doc(cfg(feature = "compat")))]
 pub fn compatibility(profile: Profile) -> Result<Report, Error> {
     Ok(compat::check_registry(&Registry::collect()?, profile))
 }
@@ -107,15 +107,29 @@ pub struct Exchange {
     pub result: Result<Value, RpcError>,
 }
 
-/// An in-memory client: requests go through the real dispatcher and rendering for one
-/// revision, without HTTP.
-#[derive(Debug)]
+/// An in-memory client: requests go through the server's connection, dispatcher and
+/// rendering for one revision, without bytes on a wire.
+///
+/// A 2026-07-28 client sends each request with its `_meta`; an older revision's client opens
+/// a handshake session of that revision on its first request (`initialize`, and
+/// `logging/setLevel` when it asks for log messages). Its functions cannot ask it questions.
 pub struct TestClient {
     service: Service,
     revision: Revision,
     capabilities: ClientCapabilities,
     log_level: Option<LoggingLevel>,
-    next_token: AtomicI64,
+    next_id: AtomicI64,
+    /// The connection, opened on the first request.
+    connection: std::sync::OnceLock<Connection>,
+}
+
+impl std::fmt::Debug for TestClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestClient")
+            .field("service", &self.service)
+            .field("revision", &self.revision)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TestClient {
@@ -131,7 +145,8 @@ impl TestClient {
             revision: Revision::LATEST,
             capabilities: ClientCapabilities::default(),
             log_level: None,
-            next_token: AtomicI64::new(1),
+            next_id: AtomicI64::new(1),
+            connection: std::sync::OnceLock::new(),
         }
     }
 
@@ -158,75 +173,112 @@ impl TestClient {
         self.exchange(method, params, false).await.result
     }
 
+    /// The client's connection: opened on first use, with the handshake of an older
+    /// revision's session.
+    fn connection(&self) -> Result<&Connection, RpcError> {
+        if let Some(c) = self.connection.get() {
+            return Ok(c);
+        }
+        let (conn, _outbound) = self
+            .service
+            .engine()
+            .open(Peer::in_memory().without_questions());
+        if !self.revision.features().request_meta {
+            let capabilities = serde_json::to_value(&self.capabilities)
+                .map_err(|e| RpcError::internal(e.to_string()))?;
+            let init = json!({
+                "protocolVersion": self.revision.as_str(),
+                "capabilities": capabilities,
+                "clientInfo": {"name": "sake-testing", "version": env!("CARGO_PKG_VERSION")},
+            });
+            self.send(&conn, "initialize", init, None)?;
+            if let Some(level) = self.log_level {
+                self.send(&conn, "logging/setLevel", json!({ "level": level }), None)?;
+            }
+        }
+        Ok(self.connection.get_or_init(|| conn))
+    }
+
+    /// Sends a request that is answered at once.
+    fn send(
+        &self,
+        conn: &Connection,
+        method: &str,
+        params: Value,
+        sink: Option<mpsc::Sender<Bytes>>,
+    ) -> Result<Value, RpcError> {
+        match conn
+            .handle(
+                self.message(method, params),
+                Hints {
+                    sink,
+                    ..Hints::default()
+                },
+            )
+            .answer
+        {
+            Answering::Now(Answer::One(_, out)) => out.map(|b| parse(&b)),
+            _ => Err(RpcError::internal(format!(
+                "`{method}` was not answered at once"
+            ))),
+        }
+    }
+
+    fn message(&self, method: &str, params: Value) -> Bytes {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        Bytes::from(message.to_string())
+    }
+
     /// Sends a request with a progress token and collects what it streams.
     ///
     /// The request goes through the server's front as a transport's would: a 2026-07-28
-    /// request as a stateless one, an older revision's inside a handshake session of that
-    /// revision (opened for this client; its functions cannot ask the client questions).
+    /// request as a stateless one (its `_meta` built from this client's revision,
+    /// capabilities and log level), an older revision's inside this client's handshake
+    /// session.
     pub async fn exchange(&self, method: &str, mut params: Value, progress: bool) -> Exchange {
-        let token: Option<RequestId> =
-            progress.then(|| self.next_token.fetch_add(1, Ordering::Relaxed).into());
-        let legacy = self.revision.era() == Era::Legacy;
-        if let (Some(t), true, Some(p)) = (&token, legacy, params.as_object_mut()) {
-            // On a handshake revision the progress token travels in the request's `_meta`.
-            let meta = p.entry("_meta").or_insert_with(|| json!({}));
-            if let Some(m) = meta.as_object_mut() {
-                m.insert("progressToken".into(), json!(t));
-            }
-        }
-        let raw = match serde_json::value::to_raw_value(&params) {
-            Ok(r) => r,
-            Err(e) => return failed(RpcError::invalid_params(e.to_string())),
-        };
-        let params = match Params::parse(Some(&raw)) {
-            Ok(p) => p,
+        let conn = match self.connection() {
+            Ok(c) => c,
             Err(e) => return failed(e),
         };
-        let shared = &self.service.shared;
-        let (tx, mut rx) = mpsc::channel::<Bytes>(1024);
-        let id = RequestId::Number(0);
-        let inbound = Inbound {
-            sink: Some(tx),
-            no_questions: true,
-            ..Inbound::default()
+        let token = progress.then(|| self.next_id.fetch_add(1, Ordering::Relaxed));
+        let Some(p) = params.as_object_mut() else {
+            return failed(RpcError::invalid_params("params must be a JSON object"));
         };
-        let out: Result<Bytes, RpcError> = if !legacy {
-            let method = match shared.resolve(Era::Modern, method) {
-                Ok(m) => m,
-                Err(e) => return failed(e),
-            };
-            let meta = RequestMeta {
-                client_capabilities: std::sync::Arc::new(self.capabilities.clone()),
-                client_info: None,
-                log_level: self.log_level,
-                progress_token: token,
-                raw: RawMeta::default(),
-            };
-            match shared.serve_stateless(self.revision, &id, method, &params, meta, inbound) {
-                Answer::Ready(out) => out,
-                Answer::Running(fut) => fut.await,
-                Answer::Listen(_) => Err(RpcError::internal(
+        let meta = p.entry("_meta").or_insert_with(|| json!({}));
+        if let Some(m) = meta.as_object_mut() {
+            if let Some(t) = token {
+                m.insert("progressToken".into(), json!(t));
+            }
+            if self.revision.features().request_meta {
+                m.insert(PROTOCOL_VERSION.into(), json!(self.revision.as_str()));
+                m.insert(
+                    CLIENT_CAPABILITIES.into(),
+                    serde_json::to_value(&self.capabilities).unwrap_or_else(|_| json!({})),
+                );
+                if let Some(level) = self.log_level {
+                    m.insert(LOG_LEVEL.into(), json!(level));
+                }
+            }
+        }
+        let (tx, mut rx) = mpsc::channel::<Bytes>(1024);
+        let hints = Hints {
+            sink: Some(tx),
+            ..Hints::default()
+        };
+        let answer = match conn.handle(self.message(method, params), hints).answer {
+            Answering::Now(answer) => Some(answer),
+            Answering::Later(run, _) => run.await,
+            Answering::Accepted | Answering::Stream(_) => {
+                return failed(RpcError::internal(
                     "TestClient does not hold subscriptions/listen streams",
-                )),
+                ));
             }
-        } else {
-            let session = match self.session() {
-                Ok(s) => s,
-                Err(e) => return failed(e),
-            };
-            let params = Ok(params);
-            let answer =
-                match shared.session_request(&session, &session.sid, id, method, params, inbound) {
-                    Started::Done(body, _) => Some(body),
-                    Started::Running(fut) => fut.await,
-                };
-            match answer.map(|b| serde_json::from_slice::<Value>(&b)) {
-                Some(Ok(mut v)) => match v.get_mut("result").map(Value::take) {
-                    Some(result) => Ok(Bytes::from(result.to_string())),
-                    None => Err(response_error(v["error"].take())),
-                },
-                _ => Err(RpcError::internal("the request was cancelled")),
-            }
+        };
+        let result = match answer {
+            Some(Answer::One(_, out)) => out.map(|b| parse(&b)),
+            Some(Answer::Batch(_)) => Err(RpcError::internal("a batch answered one request")),
+            None => Err(RpcError::internal("the request was cancelled")),
         };
         let mut notifications = Vec::new();
         while let Ok(msg) = rx.try_recv() {
@@ -236,16 +288,8 @@ impl TestClient {
         }
         Exchange {
             notifications,
-            result: out.map(|b| serde_json::from_slice(&b).unwrap_or(Value::Null)),
+            result,
         }
-    }
-
-    /// The handshake session of an older revision's client: its capabilities and log level.
-    fn session(&self) -> Result<Session, RpcError> {
-        let mut session = Session::new(self.revision, self.capabilities.clone(), None)
-            .ok_or_else(|| RpcError::internal("no randomness available for a session id"))?;
-        session.log_level = self.log_level;
-        Ok(session)
     }
 
     /// Calls a tool.
@@ -277,17 +321,9 @@ impl TestClient {
     }
 }
 
-/// The error object of a JSON-RPC response.
-fn response_error(error: Value) -> RpcError {
-    let code = error["code"]
-        .as_i64()
-        .and_then(|c| i32::try_from(c).ok())
-        .unwrap_or(crate::protocol::jsonrpc::code::INTERNAL_ERROR);
-    let message = error["message"].as_str().unwrap_or_default().to_owned();
-    match error.get("data") {
-        Some(data) => RpcError::new(code, message).with_data(data.clone()),
-        None => RpcError::new(code, message),
-    }
+/// A rendered result object as JSON.
+fn parse(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap_or(Value::Null)
 }
 
 fn failed(e: RpcError) -> Exchange {

@@ -141,6 +141,21 @@ impl RpcError {
         self
     }
 
+    /// The error with the HTTP status `era` gives it fixed, unless one is already: what a
+    /// transport sends it with ([`status`](Self::status)), without knowing the era.
+    pub(crate) fn settled(mut self, era: Era) -> Self {
+        if self.status.is_none() {
+            self.status = Some(self.http_status(era));
+        }
+        self
+    }
+
+    /// The HTTP status the error is sent with: the one fixed for it, else 200 (a JSON-RPC
+    /// error in a successful HTTP response).
+    pub(crate) fn status(&self) -> u16 {
+        self.status.unwrap_or(200)
+    }
+
     /// -32000 with HTTP 401 and a `WWW-Authenticate` challenge: the request needs a caller
     /// with a valid token.
     #[cfg_attr(not(feature = "auth"), allow(dead_code))]
@@ -513,16 +528,19 @@ pub fn request_bytes<P: Serialize>(id: &RequestId, method: &str, params: &P) -> 
 
 /// Shortens raw JSON for an error message.
 pub(crate) fn clip(s: &str) -> String {
-    const MAX: usize = 60;
-    if s.len() <= MAX {
-        s.to_owned()
-    } else {
-        let mut end = MAX;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}…", &s[..end])
+    clip_at(s, 60)
+}
+
+/// The first `max` bytes of `s` (cut at a character boundary), with `…` when cut.
+pub(crate) fn clip_at(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
     }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
 }
 
 #[cfg(test)]

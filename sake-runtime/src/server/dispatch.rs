@@ -194,7 +194,9 @@ impl Shared {
             }
         };
         match method {
-            Method::Discover => Dispatched::Ready(Ok(self.discover.clone())),
+            Method::Discover => {
+                Dispatched::Ready(Ok(self.discover[parts.revision.index()].clone()))
+            }
             Method::ToolsList
             | Method::PromptsList
             | Method::ResourcesList
@@ -304,6 +306,7 @@ impl Shared {
                     );
                     Ok(Bytes::from(render::input_required(
                         &shared.env,
+                        rev,
                         asked,
                         &state,
                     )))

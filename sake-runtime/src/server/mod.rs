@@ -43,7 +43,7 @@ pub(crate) const MAX_URI_BYTES: usize = 4096;
 /// The network address a request came from (HTTP): its records count against it when the
 /// caller is anonymous.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Peer(pub std::net::IpAddr);
+pub(crate) struct PeerAddr(pub std::net::IpAddr);
 
 /// Names the authenticated caller of a request.
 pub(crate) type PrincipalFn = Arc<dyn Fn(&http::Extensions) -> Option<String> + Send + Sync>;
@@ -77,7 +77,6 @@ pub(crate) struct Config {
     pub max_requests_per_session: usize,
     pub max_requests_per_client: usize,
     pub max_pending_inputs_per_session: usize,
-    pub detached_grace: Duration,
     pub max_streams: usize,
     pub max_streams_per_client: usize,
     pub task_ttl: Duration,
@@ -120,7 +119,6 @@ impl Default for Config {
             max_requests_per_session: 256,
             max_requests_per_client: 1024,
             max_pending_inputs_per_session: 64,
-            detached_grace: Duration::from_secs(30),
             max_streams: 16_384,
             max_streams_per_client: 1024,
             task_ttl: Duration::from_secs(300),
@@ -165,7 +163,8 @@ pub(crate) struct Shared {
     pub capabilities: ServerCapabilities,
     /// Everything, as every caller sees it unless `Authorization::hide_unauthorized` is on.
     lists: Lists,
-    pub discover: Bytes,
+    /// The `server/discover` result, by revision.
+    pub discover: [Bytes; Revision::COUNT],
     pub sessions: Sessions,
     pub pending: Arc<Pending>,
     pub hub: Arc<Hub>,
@@ -274,25 +273,25 @@ impl Shared {
                     relay.clone(),
                 ))
             });
-        let mut discovered = capabilities.clone();
-        if tasks.is_some() && Revision::LATEST.features().tasks {
-            let mut ext = serde_json::Map::new();
-            ext.insert(crate::protocol::tasks::EXTENSION.into(), json!({}));
-            discovered.extensions = Some(ext);
+        // `server/discover`, rendered for each revision a client discovers.
+        let mut discover: [Bytes; Revision::COUNT] = Default::default();
+        for rev in Revision::ALL.into_iter().filter(|r| r.features().discover) {
+            let mut discovered = capabilities.clone();
+            if tasks.is_some() && rev.features().tasks {
+                let mut ext = serde_json::Map::new();
+                ext.insert(crate::protocol::tasks::EXTENSION.into(), json!({}));
+                discovered.extensions = Some(ext);
+            }
+            let mut result = json!({
+                "supportedVersions": Revision::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+                "capabilities": discovered,
+            });
+            if let Some(i) = &config.instructions {
+                result["instructions"] = Value::String(i.clone());
+            }
+            discover[rev.index()] =
+                Bytes::from(render::result_value(rev, &env, Cache::Cacheable, result));
         }
-        let mut discover = json!({
-            "supportedVersions": Revision::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
-            "capabilities": discovered,
-        });
-        if let Some(i) = &config.instructions {
-            discover["instructions"] = Value::String(i.clone());
-        }
-        let discover = Bytes::from(render::result_value(
-            Revision::LATEST,
-            &env,
-            Cache::Cacheable,
-            discover,
-        ));
         Ok(Shared {
             pending: Arc::new(Pending::new(
                 config.max_pending_inputs,
@@ -449,8 +448,8 @@ impl Shared {
         if let Some(p) = self.principal_of(extensions) {
             return p;
         }
-        match extensions.get::<Peer>() {
-            Some(Peer(ip)) => self
+        match extensions.get::<PeerAddr>() {
+            Some(PeerAddr(ip)) => self
                 .sessions
                 .signer()
                 .digest(crate::signing::Domain::Principal, &format!("peer {ip}")),
@@ -464,8 +463,8 @@ impl Shared {
         if let Some(p) = self.principal_of(extensions) {
             return self.quota_keys.of(("p", p));
         }
-        match extensions.get::<Peer>() {
-            Some(Peer(ip)) => self.quota_keys.of(("a", ip)),
+        match extensions.get::<PeerAddr>() {
+            Some(PeerAddr(ip)) => self.quota_keys.of(("a", ip)),
             None => self.quota_keys.of("local"),
         }
     }

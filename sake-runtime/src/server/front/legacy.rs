@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use tracing::Instrument as _;
 
 use super::telemetry::Call;
-use super::{Inbound, response};
+use super::{Inbound, Outcome};
 use crate::handler::BoxFuture;
 use crate::handler::context::RequestParts;
 use crate::handler::input::{InputChannel, LegacyPeer};
@@ -31,11 +31,11 @@ use crate::server::session::Session;
 
 /// What one request of a session gave.
 pub(crate) enum Started {
-    /// Answered at once: the response message, and the session as it is now when the request
-    /// changed it (`logging/setLevel`).
-    Done(Vec<u8>, Option<Box<Session>>),
-    /// Running: resolves to the response message, or to nothing when the client cancelled it.
-    Running(BoxFuture<Option<Vec<u8>>>),
+    /// Answered at once: the outcome, and the session as it is now when the request changed
+    /// it (`logging/setLevel`).
+    Done(Outcome, Option<Box<Session>>),
+    /// Running: resolves to the outcome, or to nothing when the client cancelled it.
+    Running(BoxFuture<Option<Outcome>>),
 }
 
 /// The error for a request in a session that `initialize` would open.
@@ -70,9 +70,9 @@ impl Shared {
         });
         let span = telemetry.span().clone();
         let _entered = span.enter();
-        let done = |out: Result<Bytes, RpcError>| {
+        let done = |out: Outcome| {
             telemetry.finish(&out);
-            Started::Done(response(&id, &out), None)
+            Started::Done(out, None)
         };
         let params = match params {
             Ok(p) => p,
@@ -104,7 +104,7 @@ impl Shared {
                         s.log_level = Some(level);
                         let out = empty();
                         telemetry.finish(&out);
-                        Started::Done(response(&id, &out), Some(Box::new(s)))
+                        Started::Done(out, Some(Box::new(s)))
                     }
                 }
             }
@@ -181,7 +181,7 @@ impl Shared {
                                     }
                                     out = fut => {
                                         telemetry.finish(&out);
-                                        Some(response(&id, &out))
+                                        Some(out)
                                     }
                                 }
                             }

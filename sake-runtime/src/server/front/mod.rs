@@ -1,19 +1,20 @@
-//! The front: the one place where a decoded JSON-RPC message of a known era becomes an answer.
+//! The front: the one place where a message becomes an answer, whatever carried it.
 //!
-//! A transport reads bytes, decodes one message, and knows its era: HTTP classifies each POST
-//! (a 2026-07-28 request carries its version; anything else belongs to a handshake session),
-//! stdio does the same per line, and the in-memory [`TestClient`](crate::testing::TestClient)
-//! says which revision it speaks. From there the front does the rest, the same way for every
-//! transport: it resolves the method in the era and checks that the server offers it, checks
-//! the version of a stateless request, opens handshake sessions, runs batches, dispatches to
-//! the user's function, and renders results, errors and notifications for the request's
-//! revision.
+//! A transport hands each message it reads to its [`Connection`](port::Connection) (the
+//! port, `port.rs`), which decides its door ([`routing`]: stateless, or a handshake session),
+//! takes its slots, and hands it on: [`modern`] serves a stateless request, [`legacy`]
+//! `initialize` and the messages of a session; batches and a session's event stream are here.
+//! They resolve the method in the era and check that the server offers it, check the version
+//! of a stateless request, dispatch to the user's function, and render results, errors and
+//! notifications for the request's revision.
 //!
-//! What stays in a transport is only its own: HTTP its headers, statuses, SSE framing and the
-//! session id on the wire; stdio its lines.
+//! What stays in a transport is only its own: HTTP its admission, statuses, SSE framing and
+//! resumption and the session id on the wire; stdio its lines.
 
 pub(crate) mod legacy;
 pub(crate) mod modern;
+pub(crate) mod port;
+pub(crate) mod routing;
 pub(crate) mod telemetry;
 
 use std::sync::Arc;
@@ -260,17 +261,19 @@ impl Shared {
                     };
                     let current = changed.as_deref().unwrap_or(session);
                     let params = crate::protocol::meta::Params::parse(params);
-                    runs.push(
-                        match self.session_request(current, scope, id, &method, params, inbound) {
-                            legacy::Started::Done(body, now) => {
-                                if now.is_some() {
-                                    changed = now;
-                                }
-                                Box::pin(std::future::ready(Some(body)))
+                    let started =
+                        self.session_request(current, scope, id.clone(), &method, params, inbound);
+                    runs.push(match started {
+                        legacy::Started::Done(out, now) => {
+                            if now.is_some() {
+                                changed = now;
                             }
-                            legacy::Started::Running(fut) => fut,
-                        },
-                    );
+                            Box::pin(std::future::ready(Some(response(&id, &out))))
+                        }
+                        legacy::Started::Running(fut) => {
+                            Box::pin(async move { fut.await.map(|out| response(&id, &out)) })
+                        }
+                    });
                 }
             }
         }

@@ -13,7 +13,6 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 
 use super::{Endpoint, sse};
 use crate::auth::{AuthError, Authorization};
-use crate::protocol::Era;
 use crate::protocol::jsonrpc::{RpcError, code};
 
 /// What the `Authorization` header of a request says.
@@ -54,22 +53,16 @@ fn credentials(headers: &HeaderMap) -> Credentials<'_> {
 /// refused token, 400 for a malformed header, 503 when the token could not be checked.
 pub(crate) async fn authenticate(
     ep: &Endpoint,
-    era: Era,
     headers: &HeaderMap,
     extensions: &mut http::Extensions,
 ) -> Result<(), Response> {
-    let Some(auth) = &ep.shared.auth else {
+    let Some(auth) = &ep.auth else {
         return Ok(());
     };
     match credentials(headers) {
         Credentials::None if auth.anonymous => Ok(()),
-        Credentials::None => Err(sse::error(
-            era,
-            None,
-            &auth.unauthenticated("this server", &[]),
-        )),
+        Credentials::None => Err(sse::error(None, &auth.unauthenticated("this server", &[]))),
         Credentials::Malformed(why) => Err(sse::error(
-            era,
             None,
             &RpcError::new(code::TRANSPORT_REFUSED, format!("Bad Request: {why}")).with_status(400),
         )),
@@ -80,7 +73,7 @@ pub(crate) async fn authenticate(
             }
             Err(e) if e.is_token_error() => {
                 tracing::debug!(reason = %e, "a bearer token was refused");
-                Err(sse::error(era, None, &auth.invalid_token(&e)))
+                Err(sse::error(None, &auth.invalid_token(&e)))
             }
             Err(e) => Err(unavailable(&e)),
         },
@@ -92,7 +85,6 @@ pub(crate) async fn authenticate(
 fn unavailable(e: &AuthError) -> Response {
     tracing::warn!(error = %e, "a bearer token could not be checked");
     super::sse::error(
-        crate::protocol::Era::Modern,
         None,
         &RpcError::new(
             code::TRANSPORT_REFUSED,

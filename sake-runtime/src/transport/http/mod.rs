@@ -1,17 +1,19 @@
 //! Streamable HTTP: one endpoint for every revision.
 //!
-//! Each POST is admitted (`Host`/`Origin`, media type, size), decoded once, and classified as
-//! 2026-07-28 "Backward Compatibility" of the versioning page says: a modern-shaped request (2026-07-28 `_meta`, or a non-legacy
-//! `MCP-Protocol-Version`) is served statelessly; everything else belongs to the handshake era.
+//! What is HTTP stays here: each POST is admitted (`Host`/`Origin`, media type, size, the
+//! caller's token, a reading slot), its body read within its time and rate, and handed with
+//! its headers to a [`Connection`] of its own, which decides everything else; its [`Reply`]
+//! becomes a JSON body, an SSE stream (resumable for a handshake session,
+//! [`session`]), or 202, with the session id it carries. GET and DELETE are a session's
+//! stream and its end.
 
 pub(crate) mod admission;
 #[cfg(feature = "auth")]
 mod auth;
 pub mod headers;
-pub(crate) mod legacy;
-pub(crate) mod modern;
 pub(crate) mod resume;
 mod serve;
+pub(crate) mod session;
 pub(crate) mod sse;
 
 use admission::HostPolicy;
@@ -30,11 +32,11 @@ use http::header::ALLOW;
 use http::{HeaderMap, HeaderValue, StatusCode};
 
 use crate::error::Error;
-use crate::protocol::jsonrpc::{self, Incoming, RpcError};
-use crate::protocol::meta::{self, Params};
-use crate::protocol::{Era, Revision};
-use crate::server::front::legacy::batch_without_session;
-use crate::server::{Peer, Shared};
+use crate::protocol::jsonrpc::{self, RpcError};
+use crate::server::front::port::{
+    Answering, Connection, Engine, Frame, Hints, Key, PeerAddr, Quotas, Reply, Share, busy,
+    too_many,
+};
 
 /// The settings of the HTTP transport.
 #[derive(Clone, Debug)]
@@ -53,6 +55,11 @@ pub(crate) struct HttpConfig {
     pub max_bodies_per_client: usize,
     /// The slowest a body may arrive (bytes per second), after [`RATE_GRACE`].
     pub min_body_rate: u64,
+    /// Resumable response streams kept: by everyone, and by one client.
+    pub max_tracked_sessions: usize,
+    pub max_records_per_client: usize,
+    /// How long a session's request runs on once nobody reads its stream.
+    pub detached_grace: Duration,
 }
 
 /// How long a body may take before [`HttpConfig::min_body_rate`] applies: the first bytes of
@@ -72,19 +79,25 @@ impl Default for HttpConfig {
             max_bodies_in_flight: 1024,
             max_bodies_per_client: 64,
             min_body_rate: 4096,
+            max_tracked_sessions: 100_000,
+            max_records_per_client: 10_000,
+            detached_grace: Duration::from_secs(30),
         }
     }
 }
 
-/// The HTTP endpoint: the engine, the transport's settings, and what only HTTP keeps (the
-/// resumable response streams of handshake sessions).
+/// The HTTP endpoint: the engine's port, the transport's settings, and what only HTTP keeps
+/// (the resumable response streams of handshake sessions, the bodies being read).
 pub(crate) struct Endpoint {
-    pub shared: Arc<Shared>,
+    pub engine: Engine,
     pub http: HttpConfig,
+    /// How callers prove who they are (feature `auth`): checked before a body is read.
+    #[cfg(feature = "auth")]
+    pub auth: Option<Arc<crate::auth::Authorization>>,
     pub streams: resume::Streams,
     /// Bodies being read: by everyone, and each client's share.
     reading: Arc<tokio::sync::Semaphore>,
-    readers: Arc<crate::server::quota::Quotas>,
+    readers: Arc<Quotas>,
 }
 
 impl Endpoint {
@@ -92,25 +105,19 @@ impl Endpoint {
     /// `max_bodies_per_client`.
     fn reading_slot(
         &self,
-        caller: crate::server::quota::Key,
-    ) -> Result<
-        (
-            tokio::sync::OwnedSemaphorePermit,
-            crate::server::quota::Share,
-        ),
-        RpcError,
-    > {
+        caller: Key,
+    ) -> Result<(tokio::sync::OwnedSemaphorePermit, Share), RpcError> {
         let share = self
             .readers
             .take(caller, 1, self.http.max_bodies_per_client)
             .map_err(|held| {
-                crate::server::front::too_many(&format!(
+                too_many(&format!(
                     "this client is sending {held} request bodies at once and may send {} (Server::max_bodies_per_client)",
                     self.http.max_bodies_per_client
                 ))
             })?;
         let permit = self.reading.clone().try_acquire_owned().map_err(|_| {
-            crate::server::front::busy(&format!(
+            busy(&format!(
                 "{} request bodies being received",
                 self.http.max_bodies_in_flight
             ))
@@ -118,31 +125,39 @@ impl Endpoint {
         Ok((permit, share))
     }
 
-    pub(crate) fn new(shared: Arc<Shared>, http: HttpConfig) -> Result<Endpoint, Error> {
+    pub(crate) fn new(
+        engine: Engine,
+        http: HttpConfig,
+        #[cfg(feature = "auth")] auth: Option<Arc<crate::auth::Authorization>>,
+    ) -> Result<Endpoint, Error> {
         if !http.path.starts_with('/') {
             return Err(Error::Config(format!(
                 "the endpoint path must start with '/': {:?}",
                 http.path
             )));
         }
-        let streams = resume::Streams::new(
-            shared.config.max_tracked_sessions,
-            shared.config.max_records_per_client,
-        );
+        let streams = resume::Streams::new(http.max_tracked_sessions, http.max_records_per_client);
         Ok(Endpoint {
             reading: Arc::new(tokio::sync::Semaphore::new(http.max_bodies_in_flight)),
             readers: Arc::default(),
-            shared,
+            engine,
             http,
+            #[cfg(feature = "auth")]
+            auth,
             streams,
         })
+    }
+
+    /// The connection of one request, its caller already known.
+    fn connection(&self, extensions: http::Extensions, caller: Key) -> Connection {
+        Connection::for_request(&self.engine, "tcp", extensions, caller)
     }
 }
 
 /// Where a request came from: the rightmost address of the trusted proxy's header when one is
 /// configured, else the connection's peer (`ConnectInfo`, set by `Service::serve` and by
 /// `axum::serve(.., router.into_make_service_with_connect_info::<SocketAddr>())`).
-fn peer(http: &HttpConfig, parts: &http::request::Parts) -> Option<Peer> {
+fn peer(http: &HttpConfig, parts: &http::request::Parts) -> Option<PeerAddr> {
     if let Some(name) = &http.client_ip_header {
         return parts
             .headers
@@ -152,12 +167,12 @@ fn peer(http: &HttpConfig, parts: &http::request::Parts) -> Option<Peer> {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.rsplit(',').next())
             .and_then(|ip| ip.trim().parse().ok())
-            .map(Peer);
+            .map(PeerAddr);
     }
     parts
         .extensions
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| Peer(c.0.ip()))
+        .map(|c| PeerAddr(c.0.ip()))
 }
 
 /// Records the request's peer in its extensions.
@@ -177,50 +192,61 @@ pub(crate) fn router(ep: Arc<Endpoint>) -> Router {
         .fallback(not_allowed);
     let router = Router::new().route(&path, endpoint);
     #[cfg(feature = "auth")]
-    let router = match &ep.shared.auth {
+    let router = match &ep.auth {
         Some(a) => router.merge(auth::metadata_routes(a)),
         None => router,
     };
     router.with_state(ep)
 }
 
-async fn get(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
+/// What GET and DELETE share before their own work: admission and the caller, then the
+/// request's connection.
+async fn admit(ep: &Endpoint, request: Request) -> Result<(Connection, HeaderMap), Response> {
     let cfg = &ep.http;
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
-        return sse::error(Era::Legacy, None, &e);
+        return Err(sse::error(None, &e));
     }
-    let (mut parts, body) = request.into_parts();
+    let (mut parts, _) = request.into_parts();
     note_peer(cfg, &mut parts);
     #[cfg(feature = "auth")]
-    if let Err(resp) =
-        auth::authenticate(&ep, Era::Legacy, &parts.headers, &mut parts.extensions).await
-    {
-        return resp;
-    }
-    let request = Request::from_parts(parts, body);
-    match legacy::get(&ep, request.headers(), request.extensions()).await {
-        Some(resp) => resp,
-        None => not_allowed().await,
+    auth::authenticate(ep, &parts.headers, &mut parts.extensions).await?;
+    let caller = ep.engine.caller_key(&parts.extensions);
+    Ok((ep.connection(parts.extensions, caller), parts.headers))
+}
+
+async fn get(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
+    let (conn, headers) = match admit(&ep, request).await {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    let hints = Hints {
+        headers: Some(&headers),
+        ..Hints::default()
+    };
+    match conn.session_stream(&hints) {
+        Ok(Some(stream)) => session::get(&ep, &headers, stream),
+        Ok(None) => not_allowed().await,
+        Err(e) => sse::error(None, &e),
     }
 }
 
 async fn delete(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
-    let cfg = &ep.http;
-    if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
-        return sse::error(Era::Legacy, None, &e);
-    }
-    let (mut parts, body) = request.into_parts();
-    note_peer(cfg, &mut parts);
-    #[cfg(feature = "auth")]
-    if let Err(resp) =
-        auth::authenticate(&ep, Era::Legacy, &parts.headers, &mut parts.extensions).await
-    {
-        return resp;
-    }
-    let request = Request::from_parts(parts, body);
-    match legacy::delete(&ep.shared, request.headers(), request.extensions()) {
-        Some(resp) => resp,
-        None => not_allowed().await,
+    let (conn, headers) = match admit(&ep, request).await {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    let hints = Hints {
+        headers: Some(&headers),
+        ..Hints::default()
+    };
+    match conn.end_session(&hints) {
+        Ok(true) => {
+            let mut resp = Response::new(Body::empty());
+            *resp.status_mut() = StatusCode::OK;
+            resp
+        }
+        Ok(false) => not_allowed().await,
+        Err(e) => sse::error(None, &e),
     }
 }
 
@@ -335,22 +361,6 @@ async fn post(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
     resp
 }
 
-/// Records what a request is in the current `mcp` span.
-pub(crate) fn record_request(method: &str, params: &Params<'_>) {
-    let span = tracing::Span::current();
-    if span.is_disabled() {
-        return;
-    }
-    span.record("method", method);
-    if let Some(name) = params
-        .name
-        .or(params.uri)
-        .and_then(crate::protocol::jsonrpc::raw_string)
-    {
-        span.record("name", &*name);
-    }
-}
-
 /// Whether the client accepts an SSE response. A missing `Accept` accepts everything.
 pub(crate) fn accepts_sse(headers: &HeaderMap) -> bool {
     let mut any = false;
@@ -371,16 +381,15 @@ pub(crate) fn accepts_sse(headers: &HeaderMap) -> bool {
 }
 
 async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
-    let shared = &ep.shared;
     let (mut parts, body) = request.into_parts();
     let cfg = &ep.http;
     note_peer(cfg, &mut parts);
-    let max_body = shared.config.max_body_bytes;
+    let max_body = ep.engine.max_message_bytes();
     if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, &parts.headers) {
-        return sse::error(Era::Modern, None, &e);
+        return sse::error(None, &e);
     }
     if let Err(e) = admission::check_content_type(&parts.headers) {
-        return sse::error(Era::Modern, None, &e);
+        return sse::error(None, &e);
     }
     if let Some(len) = parts
         .headers
@@ -389,196 +398,68 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
         .and_then(|v| v.parse::<u64>().ok())
         && len > max_body as u64
     {
-        return sse::error(Era::Modern, None, &admission::too_large(max_body));
+        return sse::error(None, &admission::too_large(max_body));
     }
     // Who is calling, before the body is read: a request without a usable token costs
     // nothing more.
     #[cfg(feature = "auth")]
-    if let Err(resp) = auth::authenticate(
-        &ep,
-        header_era(&parts.headers),
-        &parts.headers,
-        &mut parts.extensions,
-    )
-    .await
-    {
+    if let Err(resp) = auth::authenticate(&ep, &parts.headers, &mut parts.extensions).await {
         return resp;
     }
-    let caller = shared.caller_key(&parts.extensions);
+    let caller = ep.engine.caller_key(&parts.extensions);
     // A body being read holds a reading slot, never a request slot: a client that sends
     // half a body holds its own share of the reading budget, for seconds.
     let body = {
         let _reading = match ep.reading_slot(caller) {
             Ok(slot) => slot,
-            Err(e) => return sse::error(Era::Modern, None, &e),
+            Err(e) => return sse::error(None, &e),
         };
         match read_body(cfg, body, max_body).await {
             Ok(b) => b,
-            Err(e) => return sse::error(Era::Modern, None, &e),
+            Err(e) => return sse::error(None, &e),
         }
     };
-    let era_hint = header_era(&parts.headers);
-    if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-        return match legacy::session(shared, &parts.headers, &parts.extensions) {
-            Ok(Some(session)) => {
-                legacy::batch(
-                    &ep,
-                    session,
-                    &parts.headers,
-                    parts.extensions,
-                    &body,
-                    caller,
-                )
-                .await
-            }
-            Ok(None) => sse::error(era_hint, None, &batch_without_session()),
-            Err(e) => sse::error(Era::Legacy, None, &e),
-        };
-    }
-    // The common case, a well-formed 2026-07-28 request, is read in one pass; anything
-    // else (and every malformed request) is decoded level by level below.
-    if era_hint == Era::Modern
-        && let Some(req) = meta::decode_modern_request(&body)
-    {
-        record_request(req.method, &req.params);
-        tracing::Span::current().record("revision", req.meta.protocol_version.as_ref());
-        let permit = match shared.request_slots(1, None, caller) {
-            Ok(p) => p,
-            Err(e) => return sse::error(Era::Modern, Some(&req.id), &e),
-        };
-        return modern::serve(
-            shared.clone(),
-            &parts.headers,
-            parts.extensions,
-            req,
-            permit,
-        )
-        .await;
-    }
-    let message = match jsonrpc::decode(&body) {
-        Ok(m) => m,
-        Err(e) => return sse::error(era_hint, e.id.as_ref(), &e.error),
+    let hints = Hints {
+        headers: Some(&parts.headers),
+        streams: accepts_sse(&parts.headers),
+        sink: None,
     };
-    // Requests: modern-shaped ones are stateless; `initialize` opens a session; anything
-    // else needs one. Their params are read once, here.
-    let mut params = None;
-    if let Incoming::Request {
-        id,
-        method,
-        params: raw,
-    } = &message
-    {
-        let parsed = match Params::parse(*raw) {
-            Ok(p) => p,
-            Err(e) => {
-                let e = if era_hint == Era::Modern {
-                    RpcError::invalid_meta(e.message)
-                } else {
-                    e
-                };
-                return sse::error(era_hint, Some(id), &e);
-            }
-        };
-        record_request(method, &parsed);
-        if is_stateless(&parts.headers, &parsed) {
-            // The first check of a 2026-07-28 request: `_meta`.
-            let meta = match meta::parse_modern_meta(parsed.meta) {
-                Ok(meta) => meta,
-                Err(e) => return sse::error(Era::Modern, Some(id), &e),
-            };
-            tracing::Span::current().record("revision", meta.protocol_version.as_ref());
-            let permit = match shared.request_slots(1, None, caller) {
-                Ok(p) => p,
-                Err(e) => return sse::error(Era::Modern, Some(id), &e),
-            };
-            let req = meta::ModernRequest {
-                id: id.clone(),
-                method,
-                params: parsed,
-                meta,
-            };
-            return modern::serve(
-                shared.clone(),
-                &parts.headers,
-                parts.extensions,
-                req,
-                permit,
-            )
-            .await;
+    let reply = ep.connection(parts.extensions, caller).answer(body, hints);
+    respond(&ep, reply).await
+}
+
+/// The HTTP response of a reply: 202, one JSON body, or an SSE stream (resumable for a
+/// handshake session's request), with the session id the reply carries.
+async fn respond(ep: &Arc<Endpoint>, reply: Reply) -> Response {
+    let Reply {
+        answer,
+        session_id,
+        resumable,
+    } = reply;
+    let resp = match answer {
+        Answering::Accepted => sse::accepted(),
+        Answering::Now(answer) => sse::answer(&answer),
+        Answering::Stream(frames) => {
+            use futures_util::StreamExt as _;
+            let body = frames.map(|f| {
+                Ok::<_, std::convert::Infallible>(match f {
+                    Frame::Message(m) => sse::frame(&m),
+                    Frame::KeepAlive => Bytes::from_static(b": keep-alive\n\n"),
+                })
+            });
+            sse::sse_response(Body::from_stream(body))
         }
-        // Inside a session, `initialize` is refused like any request of that session.
-        if method == "initialize" && !parts.headers.contains_key(headers::name::SESSION_ID) {
-            return legacy::initialize(shared, id, &parsed, &parts.extensions);
-        }
-        params = Some(parsed);
-    }
-    match legacy::session(shared, &parts.headers, &parts.extensions) {
-        Ok(Some(session)) => {
-            // A request of the session holds a slot while it runs; its notifications and
-            // responses are handled at once.
-            let permit = match &message {
-                Incoming::Request { id, .. } => {
-                    match shared.request_slots(1, Some(&session.sid), caller) {
-                        Ok(p) => Some(p),
-                        Err(e) => return sse::error(Era::Legacy, Some(id), &e),
-                    }
-                }
-                _ => None,
-            };
-            legacy::serve(
-                &ep,
-                session,
-                &parts.headers,
-                parts.extensions,
-                message,
-                params,
-                permit,
-            )
-            .await
-        }
-        // JSON-RPC: an error names the request whenever its id could be read.
-        Err(e) => sse::error(Era::Legacy, message.request_id(), &e),
-        Ok(None) => match message {
-            // A 2026-07-28 client has no notifications to send over HTTP; accept and ignore.
-            Incoming::Notification { .. } if era_hint == Era::Modern => sse::accepted(),
-            Incoming::Request { id, .. } => sse::error(
-                Era::Legacy,
-                Some(&id),
-                &RpcError::invalid_request(
-                    "Bad Request: no Mcp-Session-Id; start a session with `initialize`, or send a 2026-07-28 request (params._meta with io.modelcontextprotocol/protocolVersion)",
-                )
-                .with_status(400),
-            ),
-            _ => sse::error(
-                Era::Legacy,
-                None,
-                &RpcError::invalid_request(
-                    "Bad Request: no Mcp-Session-Id; notifications and responses belong to a session",
-                )
-                .with_status(400),
-            ),
+        Answering::Later(run, messages) => match (resumable, messages) {
+            (Some(owner), messages) => session::respond(ep, owner, run, messages).await,
+            (None, Some(rx)) => sse::respond(run, rx).await,
+            // The request counts until its function ends (or its response is dropped).
+            (None, None) => match run.await {
+                Some(answer) => sse::answer(&answer),
+                None => sse::sse_response(Body::empty()),
+            },
         },
-    }
-}
-
-/// The era an `MCP-Protocol-Version` header alone suggests.
-fn header_era(headers: &HeaderMap) -> Era {
-    match headers
-        .get(headers::name::PROTOCOL_VERSION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-    {
-        Some(v) if !Revision::is_legacy_version_string(v) => Era::Modern,
-        _ => Era::Legacy,
-    }
-}
-
-/// Whether a POST is stateless (2026-07-28): its `_meta` names a protocol version, or its
-/// version header names something other than a handshake revision. Everything else belongs
-/// to a handshake session (the 2026-07-28 transport's "Backwards compatibility").
-pub(crate) fn is_stateless(headers: &HeaderMap, params: &Params<'_>) -> bool {
-    (header_era(headers) == Era::Modern && headers.contains_key(headers::name::PROTOCOL_VERSION))
-        || meta::names_version(params.meta)
+    };
+    session::with_id(resp, session_id.as_deref())
 }
 
 #[cfg(test)]

@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::server::records::Records;
-use crate::server::session::Session;
+use crate::server::front::port::{Records, StreamOwner};
 use futures_util::Stream;
 use tokio::sync::Notify;
 
@@ -297,7 +296,7 @@ impl Streams {
 
     /// A new stream of a session: resumable (kept, with SSE ids) when `with_ids`, until the
     /// session ends at the latest.
-    pub fn open(&self, session: &Session, with_ids: bool) -> Arc<RespStream> {
+    pub fn open(&self, session: &StreamOwner, with_ids: bool) -> Arc<RespStream> {
         let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let stream = Arc::new(RespStream {
             id,
@@ -312,7 +311,7 @@ impl Streams {
             map.insert(
                 id,
                 stream.clone(),
-                session.expires_at(),
+                session.expires_at,
                 &session.owner,
                 Instant::now(),
             );
@@ -346,17 +345,15 @@ impl Streams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Revision;
-    use crate::protocol::types::ClientCapabilities;
     use futures_util::StreamExt;
 
-    fn session(sid: &str, owner: &str) -> Session {
-        let mut s =
-            Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
-        s.sid = sid.into();
-        s.owner = owner.into();
-        s.expires = crate::server::session::now_secs() + 3600;
-        s
+    fn session(sid: &str, owner: &str) -> StreamOwner {
+        StreamOwner {
+            sid: sid.into(),
+            owner: owner.into(),
+            expires_at: Instant::now() + Duration::from_secs(3600),
+            polling: true,
+        }
     }
 
     #[tokio::test]

@@ -65,7 +65,7 @@ pub(crate) async fn serve(
         });
     }
     tracing::info!("shutting down: finishing in-flight requests and closing streams");
-    ep.shared.shutdown.cancel();
+    ep.engine.shutdown().cancel();
     drop(listener);
     graceful.shutdown().await;
     Ok(())

@@ -14,10 +14,8 @@ use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderValue, StatusCode};
 use tokio::sync::mpsc;
 
-use crate::handler::BoxFuture;
-use crate::protocol::Era;
 use crate::protocol::jsonrpc::{self, RequestId, RpcError};
-use crate::server::front::{Outcome, response};
+use crate::server::front::port::{Answer, Run};
 
 /// `application/json` with a status.
 pub(crate) fn json(status: u16, body: Vec<u8>) -> Response {
@@ -28,10 +26,11 @@ pub(crate) fn json(status: u16, body: Vec<u8>) -> Response {
     resp
 }
 
-/// An error as a response, with the status its era gives it.
-pub(crate) fn error(era: Era, id: Option<&RequestId>, err: &RpcError) -> Response {
+/// An error as a response, with its status (the connection settles it for the request's era;
+/// the transport's own refusals carry theirs).
+pub(crate) fn error(id: Option<&RequestId>, err: &RpcError) -> Response {
     tracing::Span::current().record("error", err.code);
-    let status = err.http_status(era);
+    let status = err.status();
     let mut resp = json(status, jsonrpc::error_bytes(id, err));
     // A refusal for load (the server's limit, or the client's share of it) says when to
     // come back.
@@ -46,11 +45,11 @@ pub(crate) fn error(era: Era, id: Option<&RequestId>, err: &RpcError) -> Respons
     resp
 }
 
-/// The JSON response to a finished request.
-pub(crate) fn outcome(era: Era, id: &RequestId, outcome: &Outcome) -> Response {
-    match outcome {
-        Ok(_) => json(200, response(id, outcome)),
-        Err(e) => error(era, Some(id), e),
+/// The JSON response of an answer.
+pub(crate) fn answer(answer: &Answer) -> Response {
+    match answer {
+        Answer::One(id, Err(e)) => error(id.as_ref(), e),
+        _ => json(200, answer.to_bytes()),
     }
 }
 
@@ -80,48 +79,44 @@ pub(crate) fn frame(message: &[u8]) -> Bytes {
     b.freeze()
 }
 
-/// Runs a request that may stream: answers JSON if the handler finishes before sending
-/// anything, otherwise switches to SSE for the messages and then the result.
+/// Runs a request that may stream: answers JSON if it finishes before sending anything,
+/// otherwise switches to SSE for the messages and then the answer.
 ///
-/// Dropping the response (the client went away) drops the handler's future: on 2026-07-28 a
+/// Dropping the response (the client went away) drops the request's future: on 2026-07-28 a
 /// closed stream is the cancellation signal.
-pub(crate) async fn respond(
-    era: Era,
-    id: RequestId,
-    mut fut: BoxFuture<Outcome>,
-    mut rx: mpsc::Receiver<Bytes>,
-) -> Response {
+pub(crate) async fn respond(mut run: Run, mut rx: mpsc::Receiver<Bytes>) -> Response {
     let first = tokio::select! {
         biased;
         Some(msg) = rx.recv() => msg,
-        out = &mut fut => {
+        out = &mut run => {
             let mut queued = VecDeque::new();
             while let Ok(msg) = rx.try_recv() {
                 queued.push_back(frame(&msg));
             }
+            let Some(out) = out else {
+                return sse_response(Body::from_stream(Frames { queued, run: None, rx: None }));
+            };
             if queued.is_empty() {
-                return outcome(era, &id, &out);
+                return answer(&out);
             }
-            queued.push_back(frame(&response(&id, &out)));
-            return sse_response(Body::from_stream(Frames { queued, fut: None, rx: None, id }));
+            queued.push_back(frame(&out.to_bytes()));
+            return sse_response(Body::from_stream(Frames { queued, run: None, rx: None }));
         }
     };
     let mut queued = VecDeque::new();
     queued.push_back(frame(&first));
     sse_response(Body::from_stream(Frames {
         queued,
-        fut: Some(fut),
+        run: Some(run),
         rx: Some(rx),
-        id,
     }))
 }
 
-/// The SSE body: queued frames, then whatever the handler sends, then its result.
+/// The SSE body: queued frames, then whatever the request sends, then its answer.
 struct Frames {
     queued: VecDeque<Bytes>,
-    fut: Option<BoxFuture<Outcome>>,
+    run: Option<Run>,
     rx: Option<mpsc::Receiver<Bytes>>,
-    id: RequestId,
 }
 
 impl Stream for Frames {
@@ -132,7 +127,7 @@ impl Stream for Frames {
         if let Some(f) = this.queued.pop_front() {
             return Poll::Ready(Some(Ok(f)));
         }
-        let Some(fut) = this.fut.as_mut() else {
+        let Some(run) = this.run.as_mut() else {
             return Poll::Ready(None);
         };
         if let Some(rx) = this.rx.as_mut()
@@ -140,16 +135,18 @@ impl Stream for Frames {
         {
             return Poll::Ready(Some(Ok(frame(&msg))));
         }
-        match fut.as_mut().poll(cx) {
+        match Pin::new(run).poll(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(out) => {
-                this.fut = None;
+                this.run = None;
                 if let Some(mut rx) = this.rx.take() {
                     while let Ok(msg) = rx.try_recv() {
                         this.queued.push_back(frame(&msg));
                     }
                 }
-                this.queued.push_back(frame(&response(&this.id, &out)));
+                if let Some(out) = out {
+                    this.queued.push_back(frame(&out.to_bytes()));
+                }
                 Poll::Ready(this.queued.pop_front().map(Ok))
             }
         }

@@ -1,0 +1,429 @@
+//! The routing decision and the request headers, once for every transport.
+//!
+//! Which door a message goes through — stateless (2026-07-28) or a handshake session — is
+//! decided here ([`door`]), from the message and what its transport knows: the
+//! `MCP-Protocol-Version` header on Streamable HTTP, whether the connection holds a session.
+//! And the headers a transport that has them passes in are checked against the body here:
+//! the 2026-07-28 routing headers in the order of its Streamable HTTP transport's "Request
+//! validation", and a handshake session's version header. A transport only reads its wire.
+
+use http::HeaderMap;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::protocol::Era;
+use crate::protocol::headers::{self, HeaderKind, HeaderParam};
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::meta::{self, ModernMeta, Params};
+use crate::protocol::methods::Method;
+use crate::protocol::version::Revision;
+use crate::server::Shared;
+use crate::server::dispatch::raw_str;
+
+/// Where a request goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Door {
+    /// Served statelessly (2026-07-28): its `_meta` is read and checked next.
+    Stateless,
+    /// `initialize`: opens a handshake session.
+    Initialize,
+    /// A message of a handshake session (or of a connection that has none yet).
+    Session,
+}
+
+/// The era the `MCP-Protocol-Version` header alone suggests: a version that is not a
+/// handshake revision's (served or not) makes a message modern.
+pub(crate) fn header_era(headers: Option<&HeaderMap>) -> Era {
+    match headers
+        .and_then(|h| h.get(headers::name::PROTOCOL_VERSION))
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+    {
+        Some(v) if !Revision::is_legacy_version_string(v) => Era::Modern,
+        _ => Era::Legacy,
+    }
+}
+
+/// Where a request goes (2026-07-28 "Backward Compatibility" of the versioning page): a
+/// request whose `_meta` names a version, or whose version header names something other
+/// than a handshake revision, is stateless; `initialize` opens a session unless it is sent
+/// inside one (`in_session`: an `Mcp-Session-Id` on HTTP; never on a connection that holds
+/// its session, where a new `initialize` starts over); everything else belongs to a session.
+/// On a connection with no session yet (`stateless_default`), a method that exists only in
+/// the stateless era is stateless, so that its client learns what its `_meta` lacks.
+pub(crate) fn door(
+    headers: Option<&HeaderMap>,
+    method: &str,
+    params: &Params<'_>,
+    in_session: bool,
+    stateless_default: bool,
+) -> Door {
+    let header_modern = header_era(headers) == Era::Modern;
+    if header_modern || meta::names_version(params.meta) {
+        return Door::Stateless;
+    }
+    if stateless_default
+        && Method::parse_in(method, Era::Modern).is_some_and(|m| !m.exists_in(Era::Legacy))
+    {
+        return Door::Stateless;
+    }
+    if method == Method::Initialize.as_str() && !in_session {
+        return Door::Initialize;
+    }
+    Door::Session
+}
+
+/// Whether Streamable HTTP serves a POST with these headers and params statelessly (for
+/// sake's fuzz targets, through `internals`).
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
+pub(crate) fn is_stateless(headers: &HeaderMap, params: &Params<'_>) -> bool {
+    let in_session = headers.contains_key(headers::name::SESSION_ID);
+    door(Some(headers), "", params, in_session, false) == Door::Stateless
+}
+
+/// 2025-06-18 and later require `MCP-Protocol-Version` equal to the session's revision on
+/// every request after the handshake; 2025-03-26 accepts its absence.
+pub(crate) fn check_session_version(rev: Revision, headers: &HeaderMap) -> Result<(), RpcError> {
+    let value = headers
+        .get(headers::name::PROTOCOL_VERSION)
+        .map(|v| v.to_str().unwrap_or("").trim());
+    match value {
+        None if rev.features().version_header_required => Err(RpcError::invalid_request(format!(
+            "Bad Request: missing MCP-Protocol-Version header; this session speaks {rev}"
+        ))
+        .with_status(400)),
+        Some(v) if v != rev.as_str() => Err(RpcError::invalid_request(format!(
+            "Bad Request: MCP-Protocol-Version {v:?} is not this session's revision {rev}"
+        ))
+        .with_status(400)),
+        _ => Ok(()),
+    }
+}
+
+/// Every check a 2026-07-28 request passes after its `_meta`: the version, and that the server
+/// offers the method. With headers (Streamable HTTP), in the order of the 2026-07-28 Streamable
+/// HTTP transport's "Request validation": version header, `Mcp-Method`, the method, `Mcp-Name`,
+/// the server's capabilities, `Mcp-Param-*`.
+pub(super) fn check_modern<'a>(
+    shared: &Shared,
+    headers: Option<&HeaderMap>,
+    method_name: &str,
+    params: &Params<'a>,
+    meta: ModernMeta<'a>,
+) -> Result<(Revision, Method, ModernMeta<'a>), RpcError> {
+    let Some(headers) = headers else {
+        let rev = shared.stateless_revision(&meta.protocol_version)?;
+        let method = shared.resolve(Era::Modern, method_name)?;
+        return Ok((rev, method, meta));
+    };
+    // 6–8. The version header: present, served, equal to `_meta`.
+    let header_version = headers::read(headers, &headers::name::PROTOCOL_VERSION)?.ok_or_else(|| {
+        RpcError::header_mismatch(
+            "Header mismatch: missing MCP-Protocol-Version header; send the same version as _meta[\"io.modelcontextprotocol/protocolVersion\"]",
+        )
+    })?;
+    // A header naming a revision the server serves (a handshake one) is not "unsupported":
+    // answering -32022 would list the requested version among the supported ones. If it
+    // differs from `_meta`, the header disagrees with the body.
+    if header_version != meta.protocol_version && Revision::parse(header_version).is_some() {
+        return Err(version_mismatch(header_version, &meta.protocol_version));
+    }
+    let rev = shared.stateless_revision(header_version)?;
+    if meta.protocol_version != header_version {
+        return Err(version_mismatch(header_version, &meta.protocol_version));
+    }
+    // 9. `Mcp-Method` equals the method, exactly.
+    match headers::read(headers, &headers::name::METHOD)? {
+        None => {
+            return Err(RpcError::header_mismatch(format!(
+                "Header mismatch: missing Mcp-Method header; send Mcp-Method: {method_name}"
+            )));
+        }
+        Some(h) if h != method_name => {
+            return Err(RpcError::header_mismatch(format!(
+                "Header mismatch: Mcp-Method header value {h:?} does not match body value {method_name:?}"
+            )));
+        }
+        Some(_) => {}
+    }
+    // The method must exist in this era (-32601, 404); whether the server offers it is
+    // step 11, after `Mcp-Name`.
+    let method = Method::parse_in(method_name, Era::Modern)
+        .ok_or_else(|| RpcError::method_not_found(method_name))?;
+    // 10. `Mcp-Name` equals `params.name`, `params.uri`, or (the tasks extension)
+    // `params.taskId`.
+    if let Some(field) = method.name_param() {
+        let body = match field {
+            "uri" => params.uri,
+            "taskId" => params.task_id,
+            _ => params.name,
+        }
+        .and_then(raw_str);
+        match (headers::read(headers, &headers::name::NAME)?, body) {
+            (None, _) => {
+                return Err(RpcError::header_mismatch(format!(
+                    "Header mismatch: missing Mcp-Name header; send the request's `{field}`"
+                )));
+            }
+            (Some(h), body) => {
+                let decoded = headers::decode_sentinel(headers::NAME, h)?;
+                if body.as_deref() != Some(&*decoded) {
+                    return Err(RpcError::header_mismatch(format!(
+                        "Header mismatch: Mcp-Name header value {decoded:?} does not match body value {:?}",
+                        body.as_deref().unwrap_or("")
+                    )));
+                }
+            }
+        }
+    }
+    // 11. The server offers the method's feature (-32601, 404).
+    if !shared.offers(method.needs()) {
+        return Err(RpcError::method_not_found(method_name));
+    }
+    // 12. `Mcp-Param-*` headers of the tool's `x-mcp-header` arguments. (An unknown tool is
+    // the dispatcher's -32602.)
+    if method == Method::ToolsCall
+        && let Some(entry) = params
+            .name
+            .and_then(raw_str)
+            .and_then(|n| shared.registry.tool(&n))
+        && !entry.headers.is_empty()
+    {
+        check_param_headers(headers, &entry.headers, params.arguments)?;
+    }
+    Ok((rev, method, meta))
+}
+
+fn version_mismatch(header: &str, body: &str) -> RpcError {
+    RpcError::header_mismatch(format!(
+        "Header mismatch: MCP-Protocol-Version header value {header:?} does not match body value {body:?}"
+    ))
+}
+
+/// Each `x-mcp-header` argument with a value needs its header, equal to it (Base64 sentinel
+/// decoded; integers compared as numbers); a header without a value in the body is refused.
+/// `Mcp-Param-*` headers the tool does not declare are ignored.
+fn check_param_headers(
+    headers: &HeaderMap,
+    declared: &[HeaderParam],
+    arguments: Option<&RawValue>,
+) -> Result<(), RpcError> {
+    // Arguments the server cannot read (a number out of range, nesting too deep) must not
+    // read as "no arguments": the tool would run with values no header was checked against.
+    let args: Value = match arguments {
+        None => Value::Null,
+        Some(a) => serde_json::from_str(a.get()).map_err(|e| {
+            RpcError::invalid_params(format!(
+                "Invalid params: `arguments` cannot be read to check its Mcp-Param headers: {e}"
+            ))
+        })?,
+    };
+    for p in declared {
+        let body = p
+            .path
+            .iter()
+            .try_fold(&args, |v, k| v.get(k))
+            .filter(|v| !v.is_null());
+        // Errors spell it as the tool declared it.
+        let display = &p.display;
+        let header = headers::read_as(headers, &p.header, || display.clone())?;
+        let (header, body) = match (header, body) {
+            (None, None) => continue,
+            (None, Some(_)) => {
+                return Err(RpcError::header_mismatch(format!(
+                    "Header mismatch: missing {display} header for argument `{}`",
+                    p.path.join(".")
+                )));
+            }
+            (Some(_), None) => {
+                return Err(RpcError::header_mismatch(format!(
+                    "Header mismatch: {display} is present but argument `{}` has no value",
+                    p.path.join(".")
+                )));
+            }
+            (Some(h), Some(b)) => (h, b),
+        };
+        let decoded = headers::decode_sentinel(display, header)?;
+        let equal = match p.kind {
+            HeaderKind::String => body.as_str() == Some(&*decoded),
+            HeaderKind::Boolean => {
+                body.as_bool().map(|b| if b { "true" } else { "false" }) == Some(&*decoded)
+            }
+            HeaderKind::Integer => integer_eq(&decoded, body),
+        };
+        if !equal {
+            return Err(RpcError::header_mismatch(format!(
+                "Header mismatch: {display} header value {decoded:?} does not match body value {body}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether an integer header names exactly the body's integer: compared as integers (never
+/// through `f64`, which would take 2^53 + 1 for 2^53). A body number with a fraction part of
+/// zero counts when it is exact.
+fn integer_eq(header: &str, body: &Value) -> bool {
+    // Compared numerically ("42" and "42.0" are equal): a header in decimal or exponent
+    // form counts when it is a whole number that f64 holds exactly.
+    let h = match header.parse::<i128>() {
+        Ok(h) => h,
+        Err(_) => match header.parse::<f64>() {
+            Ok(f)
+                if header
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
+                    && f.fract() == 0.0
+                    && f.abs() <= 9_007_199_254_740_992.0 =>
+            {
+                f as i128
+            }
+            _ => return false,
+        },
+    };
+    if let Some(b) = body.as_i64() {
+        return h == i128::from(b);
+    }
+    if let Some(b) = body.as_u64() {
+        return h == i128::from(b);
+    }
+    match body.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 => {
+            // Exact below 2^53 (checked above), so the conversion loses nothing.
+            h == f as i128
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn integer_headers_are_compared_exactly() {
+        use serde_json::json;
+        assert!(super::integer_eq("5", &json!(5)));
+        assert!(super::integer_eq("-5", &json!(-5)));
+        assert!(super::integer_eq("18446744073709551615", &json!(u64::MAX)));
+        assert!(super::integer_eq("5", &json!(5.0)));
+        // 2^53 + 1 is not 2^53, which f64 would say it is.
+        assert!(!super::integer_eq(
+            "9007199254740993",
+            &json!(9_007_199_254_740_992_u64)
+        ));
+        assert!(!super::integer_eq("5.5", &json!(5.5)));
+        assert!(!super::integer_eq("five", &json!(5)));
+        assert!(!super::integer_eq(&"9".repeat(60), &json!(5)));
+    }
+
+    use super::*;
+    use crate::Registry;
+    use crate::service::Server;
+    use http::HeaderValue;
+    use serde_json::value::RawValue;
+
+    /// A server that offers nothing but discovery.
+    fn empty() -> std::sync::Arc<Shared> {
+        let registry = Registry::from_defs([], [], []).unwrap();
+        Server::with_registry(registry)
+            .build()
+            .unwrap()
+            .shared
+            .clone()
+    }
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    fn code(shared: &Shared, h: &HeaderMap, method: &str, params: &str) -> i32 {
+        let raw = RawValue::from_string(params.to_owned()).unwrap();
+        let params = Params::parse(Some(&raw)).unwrap();
+        crate::protocol::meta::parse_modern_meta(params.meta)
+            .and_then(|meta| check_modern(shared, Some(h), method, &params, meta))
+            .map(|_| 0)
+            .unwrap_or_else(|e| e.code)
+    }
+
+    fn meta(version: &str) -> String {
+        format!(
+            r#"{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{version}","io.modelcontextprotocol/clientCapabilities":{{}}}},"name":"p"}}"#
+        )
+    }
+
+    #[test]
+    fn a_served_header_version_that_differs_from_meta_is_a_mismatch() {
+        let s = empty();
+        let h = |v| {
+            headers(&[
+                (headers::PROTOCOL_VERSION, v),
+                (headers::METHOD, "server/discover"),
+            ])
+        };
+        assert_eq!(
+            code(&s, &h("2025-11-25"), "server/discover", &meta("2026-07-28")),
+            -32020
+        );
+        assert_eq!(
+            code(&s, &h("2026-07-28"), "server/discover", &meta("v9")),
+            -32020
+        );
+        // Not served statelessly, or not at all: -32022.
+        assert_eq!(
+            code(&s, &h("2025-11-25"), "server/discover", &meta("2025-11-25")),
+            -32022
+        );
+        assert_eq!(
+            code(&s, &h("v9"), "server/discover", &meta("2026-07-28")),
+            -32022
+        );
+        assert_eq!(
+            code(&s, &h("2026-07-28"), "server/discover", &meta("2026-07-28")),
+            0
+        );
+    }
+
+    #[test]
+    fn unreadable_arguments_do_not_skip_the_param_headers() {
+        let declared = [HeaderParam {
+            name: "Region".into(),
+            header: http::HeaderName::from_static("mcp-param-region"),
+            display: "Mcp-Param-Region".into(),
+            path: vec!["region".into()],
+            kind: HeaderKind::String,
+        }];
+        for args in [
+            r#"{"region":"eu","x":1e400}"#,
+            &format!(
+                r#"{{"region":"eu","x":{}1{}}}"#,
+                "[".repeat(200),
+                "]".repeat(200)
+            ),
+        ] {
+            let raw = RawValue::from_string(args.to_owned()).unwrap();
+            let e = check_param_headers(&HeaderMap::new(), &declared, Some(&raw)).unwrap_err();
+            assert_eq!(e.code, -32602, "{e}");
+        }
+        let raw = RawValue::from_string(r#"{"region":"eu"}"#.to_owned()).unwrap();
+        let e = check_param_headers(&HeaderMap::new(), &declared, Some(&raw)).unwrap_err();
+        assert_eq!(e.code, -32020);
+    }
+
+    #[test]
+    fn mcp_name_is_checked_before_the_capability() {
+        let s = empty();
+        let h = |name| {
+            headers(&[
+                (headers::PROTOCOL_VERSION, "2026-07-28"),
+                (headers::METHOD, "prompts/get"),
+                (headers::NAME, name),
+            ])
+        };
+        let params = meta("2026-07-28");
+        assert_eq!(code(&s, &h("other"), "prompts/get", &params), -32020);
+        assert_eq!(code(&s, &h("p"), "prompts/get", &params), -32601);
+    }
+}
