@@ -135,7 +135,7 @@ static WORLD: LazyLock<World> = LazyLock::new(|| {
         .session_key(KEY)
         .page_size(2)
         .request_timeout(Duration::from_secs(2))
-        .input_timeout(Duration::from_millis(50))
+        .limits(|l| l.input_timeout(Duration::from_millis(50)))
         .keep_alive(Duration::from_millis(50))
         .build()
         .expect("the fuzz server builds");

@@ -31,6 +31,7 @@ pub(crate) mod handler;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals;
+mod limits;
 #[cfg(any(feature = "auth", feature = "client"))]
 mod net;
 #[cfg(feature = "otel")]
@@ -65,6 +66,7 @@ pub use handler::input::{Elicitation, InputError};
 pub use handler::segment::{NotASegment, PathSegment};
 pub use handler::state::State;
 pub use handler::{CompletionRequest, ResourceError};
+pub use limits::Limits;
 pub use protocol::jsonrpc::{RequestId, RpcError};
 pub use protocol::meta::ProgressToken;
 pub use protocol::render::CacheScope;

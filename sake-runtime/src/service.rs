@@ -13,6 +13,7 @@ use crate::compat;
 use crate::error::Error;
 use crate::handler::events::{EventBus, Notifier};
 use crate::handler::state::StateMap;
+use crate::limits::Limits;
 use crate::protocol::render::CacheScope;
 use crate::registry::Registry;
 use crate::server::front::port::{Connection, Engine, Outbound, Peer};
@@ -155,7 +156,7 @@ impl Server {
 
     /// Behind a reverse proxy, the header in which it passes the client's address (for
     /// example `x-forwarded-for`): the rightmost address in it is taken as the client's, for
-    /// the per-client bounds ([`max_records_per_client`](Self::max_records_per_client) and
+    /// the per-client bounds ([`Limits::max_records_per_client`] and
     /// the like). Set it only when the proxy sets or overwrites that header: a client could
     /// otherwise name any address. Without it, the connection's peer address counts.
     pub fn client_ip_header(mut self, name: impl Into<String>) -> Self {
@@ -182,9 +183,30 @@ impl Server {
         self
     }
 
-    /// The largest request body accepted; larger ones get 413. Defaults to 4 MiB.
+    /// Changes the bounds on what clients can make the server hold or do at once: sizes,
+    /// concurrency, each client's share, buffers, timeouts (see [`Limits`], whose defaults suit
+    /// a server on the open internet). Calls compose: each changes what the one before left.
+    /// The most common are one call away: [`max_body_bytes`](Self::max_body_bytes),
+    /// [`max_concurrent_requests`](Self::max_concurrent_requests),
+    /// [`request_timeout`](Self::request_timeout).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let server = sake::Server::from_registry()
+    ///     .max_concurrent_requests(512)
+    ///     .limits(|l| l.max_requests_per_client(64).body_timeout(Duration::from_secs(10)));
+    /// # let _ = server;
+    /// ```
+    pub fn limits(mut self, change: impl FnOnce(Limits) -> Limits) -> Self {
+        self.config.limits = change(self.config.limits);
+        self
+    }
+
+    /// The largest request body (HTTP) or message (stdio, a connection) accepted; larger
+    /// ones get 413 (HTTP) or -32600. Defaults to 4 MiB. See [`Limits`].
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
-        self.config.max_body_bytes = bytes;
+        self.config.limits = self.config.limits.max_body_bytes(bytes);
         self
     }
 
@@ -203,12 +225,6 @@ impl Server {
     /// Whether cached lists and reads may be shared between users (`cacheScope`).
     pub fn cache_scope(mut self, scope: CacheScope) -> Self {
         self.config.cache.scope = scope;
-        self
-    }
-
-    /// How many notifications may wait on one response stream before the sender waits.
-    pub fn stream_buffer(mut self, messages: usize) -> Self {
-        self.config.stream_buffer = messages.max(1);
         self
     }
 
@@ -268,13 +284,6 @@ impl Server {
         self
     }
 
-    /// How long a handshake session's client has to answer an elicitation, sampling or roots
-    /// request. Defaults to 5 minutes.
-    pub fn input_timeout(mut self, timeout: Duration) -> Self {
-        self.config.input_timeout = timeout;
-        self
-    }
-
     /// The `retry` hint of SSE streams of 2025-11-25 sessions. Defaults to 1 second.
     pub fn sse_retry(mut self, retry: Duration) -> Self {
         self.http.sse_retry = retry;
@@ -290,86 +299,13 @@ impl Server {
     /// How long one request may run before it is cancelled and answered with an error.
     /// Defaults to 10 minutes.
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.config.request_timeout = timeout;
-        self
-    }
-
-    /// How long a client may take to send a request body (408 after). Defaults to 30 s.
-    pub fn body_timeout(mut self, timeout: Duration) -> Self {
-        self.http.body_timeout = timeout;
-        self
-    }
-
-    /// How long a connection may take to send a request's head (the request line and the
-    /// headers), counted from its first byte or from the end of the previous response; the
-    /// connection is closed after it (slow-header attacks, idle keep-alive connections).
-    /// Applies to [`Service::serve`] and the `serve_http*` methods, not to a router you serve
-    /// yourself. Defaults to 30 s.
-    pub fn header_timeout(mut self, timeout: Duration) -> Self {
-        self.http.header_timeout = timeout.max(Duration::from_millis(1));
+        self.config.limits = self.config.limits.request_timeout(timeout);
         self
     }
 
     /// The most requests served at once; more get 503 with `Retry-After`. Defaults to 4096.
     pub fn max_concurrent_requests(mut self, requests: usize) -> Self {
-        self.config.max_concurrent_requests = requests.max(1);
-        self
-    }
-
-    /// The most long-lived streams (`subscriptions/listen`, legacy GET streams) open at once;
-    /// more get 503. Defaults to 16384.
-    pub fn max_streams(mut self, streams: usize) -> Self {
-        self.config.max_streams = streams.max(1);
-        self
-    }
-
-    /// The most requests one handshake session (or stdio connection) runs at once; more get
-    /// 429 with `Retry-After`. A 2025-03-26 batch counts one per message. Defaults to 256.
-    pub fn max_requests_per_session(mut self, requests: usize) -> Self {
-        self.config.max_requests_per_session = requests.max(1);
-        self
-    }
-
-    /// The most requests one client runs at once, over all its sessions: an authenticated
-    /// caller (its principal), else a network address (see
-    /// [`client_ip_header`](Self::client_ip_header) behind a proxy). More get 429. Defaults
-    /// to 1024.
-    pub fn max_requests_per_client(mut self, requests: usize) -> Self {
-        self.config.max_requests_per_client = requests.max(1);
-        self
-    }
-
-    /// The most long-lived streams one client keeps open; more get 429. Defaults to 1024.
-    pub fn max_streams_per_client(mut self, streams: usize) -> Self {
-        self.config.max_streams_per_client = streams.max(1);
-        self
-    }
-
-    /// How long a handshake session's request runs on once nobody reads its stream (the
-    /// client hung up, and has not resumed with `Last-Event-ID`); it is then cancelled, and
-    /// its slot and questions released. Defaults to 30 s.
-    pub fn detached_grace(mut self, grace: Duration) -> Self {
-        self.http.detached_grace = grace;
-        self
-    }
-
-    /// The most request bodies received at once (HTTP); more get 503. A body being received
-    /// holds no request slot. Defaults to 1024.
-    pub fn max_bodies_in_flight(mut self, bodies: usize) -> Self {
-        self.http.max_bodies_in_flight = bodies.max(1);
-        self
-    }
-
-    /// The most request bodies one client sends at once; more get 429. Defaults to 64.
-    pub fn max_bodies_per_client(mut self, bodies: usize) -> Self {
-        self.http.max_bodies_per_client = bodies.max(1);
-        self
-    }
-
-    /// The slowest a request body may arrive, in bytes per second, once it has had 2 s; a
-    /// slower one gets 408 and the connection's slot is freed. Defaults to 4096.
-    pub fn min_body_rate(mut self, bytes_per_second: u64) -> Self {
-        self.http.min_body_rate = bytes_per_second.max(1);
+        self.config.limits = self.config.limits.max_concurrent_requests(requests);
         self
     }
 
@@ -439,64 +375,6 @@ impl Server {
         self
     }
 
-    /// The most server-to-client requests (elicitation, sampling, roots of handshake
-    /// sessions) waiting for answers at once, over all sessions. A function asking beyond it
-    /// gets [`InputError::Unavailable`](crate::InputError::Unavailable). Defaults to 10000.
-    pub fn max_pending_inputs(mut self, requests: usize) -> Self {
-        self.config.max_pending_inputs = requests.max(1);
-        self
-    }
-
-    /// The most questions one handshake session has waiting for answers at once; a function
-    /// asking beyond it gets [`InputError::Unavailable`](crate::InputError::Unavailable).
-    /// Defaults to 64.
-    pub fn max_pending_inputs_per_session(mut self, requests: usize) -> Self {
-        self.config.max_pending_inputs_per_session = requests.max(1);
-        self
-    }
-
-    /// How many notifications (list changes, resource updates) may wait for the slowest
-    /// listening stream. A `subscriptions/listen` stream that falls further behind ends with
-    /// its closing result, a legacy GET stream just ends; their clients reconnect. Defaults
-    /// to 1024.
-    pub fn event_buffer(mut self, events: usize) -> Self {
-        self.config.event_buffer = events.max(1);
-        self
-    }
-
-    /// How many handshake sessions the server keeps records for at once: ended sessions
-    /// (refused until their ids expire), sessions holding resource subscriptions, and
-    /// resumable response streams. Defaults to 100000.
-    pub fn max_tracked_sessions(mut self, sessions: usize) -> Self {
-        self.config.max_tracked_sessions = sessions.max(1);
-        self
-    }
-
-    /// How many records one client may make the server keep in each table (ended sessions,
-    /// resource subscriptions, log levels): when a client reaches it, its own record that
-    /// expires soonest makes room, never another client's. A client is the authenticated
-    /// caller, else the network peer (behind a proxy, see
-    /// [`client_ip_header`](Self::client_ip_header)). Defaults to 10000.
-    pub fn max_records_per_client(mut self, records: usize) -> Self {
-        self.config.max_records_per_client = records.max(1);
-        self
-    }
-
-    /// The most resources one handshake session may subscribe to (`resources/subscribe`);
-    /// beyond it the request fails with -32603 until the session unsubscribes from one.
-    /// Defaults to 1024.
-    pub fn max_subscriptions_per_session(mut self, uris: usize) -> Self {
-        self.config.max_subscriptions_per_session = uris.max(1);
-        self
-    }
-
-    /// The most messages a 2025-03-26 batch may hold. Defaults to 256; each message takes a
-    /// request slot (see [`max_requests_per_session`](Self::max_requests_per_session)).
-    pub fn max_batch_size(mut self, messages: usize) -> Self {
-        self.config.max_batch = messages.max(1);
-        self
-    }
-
     #[cfg(feature = "compat")]
     #[cfg_attr(docsrs, doc(cfg(feature = "compat")))]
     /// Checks every tool's schemas at start-up against client profiles (see
@@ -544,8 +422,7 @@ impl Server {
         #[cfg(feature = "auth")]
         let auth = self.authorization.clone();
         let mut http = self.http;
-        http.max_tracked_sessions = self.config.max_tracked_sessions;
-        http.max_records_per_client = self.config.max_records_per_client;
+        http.limits = self.config.limits.clone();
         let shared = Arc::new(Shared::new(
             registry,
             self.config,
@@ -694,7 +571,7 @@ impl Service {
     /// [`shutdown`](Service::shutdown)) and returns once the last response has ended.
     ///
     /// Each connection speaks HTTP/1.1 and must send each request head within
-    /// [`Server::header_timeout`].
+    /// [`Limits::header_timeout`].
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,

@@ -25,6 +25,7 @@ use syn::visit::Visit;
 /// The runtime's top-level modules and their layers (0 is the bottom).
 const LAYERS: &[(&str, u8)] = &[
     ("signing", 0),
+    ("limits", 0),
     ("protocol", 1),
     ("schema", 2),
     ("uri_template", 2),
@@ -323,7 +324,8 @@ impl<'ast> Visit<'ast> for Collector<'_> {
 fn names_of(source: &Source) -> std::sync::Arc<Names> {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex, OnceLock};
-    static SEEN: OnceLock<Mutex<HashMap<(PathBuf, String), Arc<Names>>>> = OnceLock::new();
+    type Seen = HashMap<(PathBuf, String), Arc<Names>>;
+    static SEEN: OnceLock<Mutex<Seen>> = OnceLock::new();
     let key = (source.path.clone(), source.text.clone());
     let seen = SEEN.get_or_init(Default::default);
     if let Some(n) = seen.lock().expect("not poisoned").get(&key) {
@@ -663,7 +665,7 @@ fn protocol_problems(sources: &[Source]) -> Vec<String> {
             continue;
         }
         let names = names_of(source);
-        for (path, line) in names.paths.iter().chain(&names.reexports).cloned() {
+        for (path, line) in names.paths.iter().chain(&names.reexports) {
             if path.first().map(String::as_str) != Some("protocol") {
                 continue;
             }

@@ -358,7 +358,7 @@ fn too_many(id: Option<u64>, what: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn detached_requests_hold_only_their_sessions_share() {
     let _serial = SERIAL.lock().await;
-    let addr = serve(server().detached_grace(Duration::from_secs(2))).await;
+    let addr = serve(server().limits(|l| l.detached_grace(Duration::from_secs(2)))).await;
     let before = rss_kib();
     let sid = handshake(addr, ATTACKER).await;
     let (mut asked, mut declined) = (0, 0);
@@ -379,7 +379,7 @@ async fn detached_requests_hold_only_their_sessions_share() {
             assert_eq!(
                 reply.json(),
                 json!({"jsonrpc": "2.0", "id": id, "result": {
-                    "content": [{"type": "text", "text": "this request cannot ask the client for input: this session has as many questions waiting for answers as it may (Server::max_pending_inputs_per_session)"}],
+                    "content": [{"type": "text", "text": "this request cannot ask the client for input: this session has as many questions waiting for answers as it may (Limits::max_pending_inputs_per_session)"}],
                     "isError": true,
                 }})
             );
@@ -403,7 +403,7 @@ async fn detached_requests_hold_only_their_sessions_share() {
                     reply.json(),
                     too_many(
                         Some(id),
-                        "this session has 256 requests running and may have 256 (Server::max_requests_per_session)"
+                        "this session has 256 requests running and may have 256 (Limits::max_requests_per_session)"
                     )
                 );
                 assert_eq!(reply.header("retry-after"), Some("1"));
@@ -455,7 +455,7 @@ async fn detached_requests_hold_only_their_sessions_share() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resumed_request_is_not_cancelled() {
     let _serial = SERIAL.lock().await;
-    let addr = serve(server().detached_grace(Duration::from_millis(1500))).await;
+    let addr = serve(server().limits(|l| l.detached_grace(Duration::from_millis(1500)))).await;
     let sid = handshake(addr, ATTACKER).await;
     let (reply, tcp) = post_until_first_event(
         addr,
@@ -575,7 +575,7 @@ async fn half_sent_bodies_hold_no_request_slot() {
                     reply.json(),
                     too_many(
                         None,
-                        "this client is sending 64 request bodies at once and may send 64 (Server::max_bodies_per_client)"
+                        "this client is sending 64 request bodies at once and may send 64 (Limits::max_bodies_per_client)"
                     )
                 );
                 refused += 1;
@@ -692,7 +692,7 @@ async fn huge_listen_filters_are_refused_while_read() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscriptions_do_not_outlive_their_bounds() {
     let _serial = SERIAL.lock().await;
-    let addr = serve(server().max_records_per_client(1000)).await;
+    let addr = serve(server().limits(|l| l.max_records_per_client(1000))).await;
     let before = rss_kib();
     let subscribe = |id: u64, uri: String| json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": {"uri": uri}});
     for i in 0..3000u64 {
@@ -758,7 +758,7 @@ async fn subscriptions_do_not_outlive_their_bounds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_messages_count_as_requests() {
     let _serial = SERIAL.lock().await;
-    let addr = serve(server().max_requests_per_session(10)).await;
+    let addr = serve(server().limits(|l| l.max_requests_per_session(10))).await;
     let reply = post(
         addr,
         ATTACKER,
@@ -782,7 +782,7 @@ async fn batch_messages_count_as_requests() {
         reply.json(),
         too_many(
             None,
-            "this session has 0 requests running and may have 10 (Server::max_requests_per_session); the batch counts 11"
+            "this session has 0 requests running and may have 10 (Limits::max_requests_per_session); the batch counts 11"
         )
     );
     let reply = post(addr, ATTACKER, &headers, &batch(10)).await;
@@ -848,7 +848,7 @@ async fn stdio_flood_is_bounded() {
             assert_eq!(
                 msg["result"],
                 json!({
-                    "content": [{"type": "text", "text": "this request cannot ask the client for input: this session has as many questions waiting for answers as it may (Server::max_pending_inputs_per_session)"}],
+                    "content": [{"type": "text", "text": "this request cannot ask the client for input: this session has as many questions waiting for answers as it may (Limits::max_pending_inputs_per_session)"}],
                     "isError": true,
                 })
             );
@@ -858,7 +858,7 @@ async fn stdio_flood_is_bounded() {
                 msg["error"],
                 too_many(
                     None,
-                    "this session has 256 requests running and may have 256 (Server::max_requests_per_session)"
+                    "this session has 256 requests running and may have 256 (Limits::max_requests_per_session)"
                 )["error"],
                 "{msg}"
             );

@@ -607,7 +607,7 @@ async fn concurrent_requests_are_bounded() {
 async fn long_lived_streams_are_bounded() {
     let w = Wire::new(
         server()
-            .max_streams(2)
+            .limits(|l| l.max_streams(2))
             .keep_alive(Duration::from_secs(3600)),
     );
     let listen = |id: u64| {
@@ -652,7 +652,7 @@ async fn long_lived_streams_are_bounded() {
 async fn a_slow_reader_makes_the_sender_wait() {
     const BUFFER: usize = 4;
     const N: u32 = 1000;
-    let w = Wire::new(server().stream_buffer(BUFFER));
+    let w = Wire::new(server().limits(|l| l.stream_buffer(BUFFER)));
     let mut open = w
         .open_raw(Req::modern(
             1,
@@ -686,7 +686,7 @@ async fn a_slow_reader_makes_the_sender_wait() {
 async fn a_subscriber_too_slow_for_the_event_buffer_is_closed_gracefully() {
     let w = Wire::new(
         server()
-            .event_buffer(4)
+            .limits(|l| l.event_buffer(4))
             .keep_alive(Duration::from_secs(3600)),
     );
     let notifier = w.service().notifier();
@@ -835,7 +835,7 @@ async fn shutdown_ends_every_stream() {
 #[tokio::test]
 async fn resource_subscriptions_are_bounded_per_session() {
     const REV: &str = "2025-11-25";
-    let w = Wire::new(server().max_subscriptions_per_session(2)).revision(REV);
+    let w = Wire::new(server().limits(|l| l.max_subscriptions_per_session(2))).revision(REV);
     let s = w.handshake(REV, json!({})).await;
     let sub =
         |id: u64, method: &str, uri: &str| Req::in_handshake(&s, id, method, json!({"uri": uri}));

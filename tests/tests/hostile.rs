@@ -1173,8 +1173,8 @@ async fn a_legacy_client_that_never_answers_an_elicitation() {
     const REV: &str = "2025-11-25";
     let w = Wire::new(
         server()
-            .input_timeout(Duration::from_millis(300))
-            .max_pending_inputs(1),
+            .limits(|l| l.input_timeout(Duration::from_millis(300)))
+            .limits(|l| l.max_pending_inputs(1)),
     )
     .revision(REV);
     let s = w.handshake(REV, json!({"elicitation": {}})).await;
@@ -1212,7 +1212,7 @@ async fn a_legacy_client_that_never_answers_an_elicitation() {
     assert_eq!(
         third.messages,
         vec![json!({"jsonrpc": "2.0", "id": 3, "result": {
-            "content": [{"type": "text", "text": "this request cannot ask the client for input: the server waits for as many answers as it may (Server::max_pending_inputs)"}],
+            "content": [{"type": "text", "text": "this request cannot ask the client for input: the server waits for as many answers as it may (Limits::max_pending_inputs)"}],
             "isError": true,
         }})]
     );
@@ -1336,7 +1336,7 @@ fn with_header_line(line: &[u8]) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raw_header_bytes_on_a_socket() {
-    let addr = serve_socket(server().body_timeout(Duration::from_millis(300))).await;
+    let addr = serve_socket(server().limits(|l| l.body_timeout(Duration::from_millis(300)))).await;
     let bad = "HTTP/1.1 400 Bad Request";
     // (name, bytes, status line, JSON-RPC code of the body if any)
     let cases: Vec<(&str, Vec<u8>, &str, Option<i64>)> = vec![
@@ -1491,9 +1491,9 @@ async fn stream_server_child() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     println!("LISTENING {}", listener.local_addr().unwrap());
     let service = server()
-        .max_streams(stream_count())
+        .limits(|l| l.max_streams(stream_count()))
         // One client opens them all here.
-        .max_streams_per_client(stream_count() + 1)
+        .limits(|l| l.max_streams_per_client(stream_count() + 1))
         .keep_alive(Duration::from_millis(500))
         .build()
         .unwrap();
@@ -1647,7 +1647,8 @@ async fn ten_thousand_streams_opened_and_dropped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_or_idle_request_heads_are_cut_off() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let addr = serve_socket(server().header_timeout(Duration::from_millis(300))).await;
+    let addr =
+        serve_socket(server().limits(|l| l.header_timeout(Duration::from_millis(300)))).await;
     // A connection that never sends anything.
     let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut out = Vec::new();

@@ -730,7 +730,7 @@ async fn set_level_remints_the_id_and_the_new_id_carries_the_level() {
 /// counts (the least recently set record makes room), for clients that keep their first id.
 #[tokio::test]
 async fn set_level_still_counts_when_the_level_records_are_full() {
-    let w = Wire::new(server().max_tracked_sessions(1));
+    let w = Wire::new(server().limits(|l| l.max_tracked_sessions(1)));
     let first = w.session("2025-11-25", json!({})).await;
     first
         .rpc(1, "logging/setLevel", json!({"level": "warning"}))
@@ -1265,7 +1265,7 @@ async fn a_batch_without_a_session_is_400() {
 
 #[tokio::test]
 async fn a_batch_over_max_batch_size_is_400() {
-    let w = Wire::new(server().max_batch_size(2));
+    let w = Wire::new(server().limits(|l| l.max_batch_size(2)));
     let s = w.session("2025-03-26", json!({})).await;
     let ping = |i: i64| json!({"jsonrpc": "2.0", "id": i, "method": "ping"});
     s.send(s.post(json!([ping(1), ping(2), ping(3)])))
@@ -1442,7 +1442,7 @@ async fn an_undeclared_capability_is_missing_capability_for_the_tool() {
 
 #[tokio::test]
 async fn a_client_that_never_answers_times_out() {
-    let w = Wire::new(server().input_timeout(Duration::from_millis(200)));
+    let w = Wire::new(server().limits(|l| l.input_timeout(Duration::from_millis(200))));
     let s = w.session("2025-06-18", json!({"elicitation": {}})).await;
     let mut call = s.call_streaming(1, "ask_name", json!({})).await;
     let ask = call.message().await;

@@ -17,7 +17,7 @@ use crate::stats::{Table, median, ratio, thousands};
 use crate::{Opts, Report, contains, http, load, rss_kib};
 
 /// The most requests written and not yet answered. sake runs at most 256 requests of one
-/// stdio connection at once (`Server::max_requests_per_session`) and answers more with an
+/// stdio connection at once (`Limits::max_requests_per_session`) and answers more with an
 /// error: half of it keeps the pipe full without touching that bound.
 const WINDOW: usize = 128;
 

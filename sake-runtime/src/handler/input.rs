@@ -193,12 +193,12 @@ impl Pending {
         let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         if waiting.total >= self.max {
             return Err(
-                "the server waits for as many answers as it may (Server::max_pending_inputs)",
+                "the server waits for as many answers as it may (Limits::max_pending_inputs)",
             );
         }
         if waiting.by_session.get(sid).map_or(0, HashMap::len) >= self.max_per_session {
             return Err(
-                "this session has as many questions waiting for answers as it may (Server::max_pending_inputs_per_session)",
+                "this session has as many questions waiting for answers as it may (Limits::max_pending_inputs_per_session)",
             );
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);

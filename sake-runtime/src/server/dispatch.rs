@@ -285,7 +285,7 @@ impl Shared {
         let shared = self.clone();
         Ok(Dispatched::Pending(Box::pin(async move {
             let guard = cancel.drop_guard();
-            let limit = shared.config.request_timeout;
+            let limit = shared.config.limits.request_timeout;
             let asked = || {
                 round
                     .as_ref()
@@ -606,7 +606,7 @@ impl Shared {
         };
         let fut = std::panic::catch_unwind(AssertUnwindSafe(|| complete(request)))
             .map_err(|p| panicked(&label, p.as_ref()))?;
-        let limit = self.config.request_timeout;
+        let limit = self.config.limits.request_timeout;
         Ok(Dispatched::Pending(Box::pin(async move {
             let c = match supervise(fut, limit, &label, || None::<std::convert::Infallible>).await?
             {

@@ -53,32 +53,18 @@ pub(crate) type PrincipalFn = Arc<dyn Fn(&http::Extensions) -> Option<String> + 
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
     pub info: Implementation,
+    /// The bounds on what clients can make the server hold or do (`Server::limits`).
+    pub limits: crate::limits::Limits,
     pub instructions: Option<String>,
-    pub max_body_bytes: usize,
     pub page_size: Option<usize>,
     pub cache: CacheHints,
-    pub stream_buffer: usize,
     pub session_key: Option<Vec<u8>>,
     pub previous_session_keys: Vec<Vec<u8>>,
     pub require_session_key: bool,
     pub session_lifetime: Duration,
     pub session_refresh_after: Duration,
     pub request_state_lifetime: Duration,
-    pub input_timeout: Duration,
     pub keep_alive: Duration,
-    pub max_batch: usize,
-    pub max_pending_inputs: usize,
-    pub event_buffer: usize,
-    pub max_tracked_sessions: usize,
-    pub max_records_per_client: usize,
-    pub max_subscriptions_per_session: usize,
-    pub request_timeout: Duration,
-    pub max_concurrent_requests: usize,
-    pub max_requests_per_session: usize,
-    pub max_requests_per_client: usize,
-    pub max_pending_inputs_per_session: usize,
-    pub max_streams: usize,
-    pub max_streams_per_client: usize,
     pub task_ttl: Duration,
     pub task_poll_interval: Duration,
     pub task_lease: Duration,
@@ -92,35 +78,20 @@ impl Default for Config {
             .unwrap_or_else(|| "sake-server".to_owned());
         Config {
             info: Implementation::new(name, "0.0.0"),
+            limits: crate::limits::Limits::default(),
             instructions: None,
-            max_body_bytes: 4 * 1024 * 1024,
             page_size: None,
             cache: CacheHints {
                 ttl_ms: 60_000,
                 scope: CacheScope::Public,
             },
-            stream_buffer: 64,
             session_key: None,
             previous_session_keys: Vec::new(),
             require_session_key: false,
             session_lifetime: Duration::from_secs(24 * 3600),
             session_refresh_after: Duration::from_secs(3600),
             request_state_lifetime: Duration::from_secs(600),
-            input_timeout: Duration::from_secs(300),
             keep_alive: Duration::from_secs(15),
-            max_batch: 256,
-            max_pending_inputs: 10_000,
-            event_buffer: 1024,
-            max_tracked_sessions: 100_000,
-            max_records_per_client: 10_000,
-            max_subscriptions_per_session: 1024,
-            request_timeout: Duration::from_secs(600),
-            max_concurrent_requests: 4096,
-            max_requests_per_session: 256,
-            max_requests_per_client: 1024,
-            max_pending_inputs_per_session: 64,
-            max_streams: 16_384,
-            max_streams_per_client: 1024,
             task_ttl: Duration::from_secs(300),
             task_poll_interval: Duration::from_secs(1),
             task_lease: Duration::from_secs(30),
@@ -247,14 +218,14 @@ impl Shared {
             signer,
             config.session_lifetime,
             config.session_refresh_after,
-            config.max_tracked_sessions,
-            config.max_records_per_client,
+            config.limits.max_tracked_sessions,
+            config.limits.max_records_per_client,
         );
-        let bus = Bus::new(config.event_buffer);
+        let bus = Bus::new(config.limits.event_buffer);
         let hub = Hub::new(
-            config.max_tracked_sessions,
-            config.max_records_per_client,
-            config.max_subscriptions_per_session,
+            config.limits.max_tracked_sessions,
+            config.limits.max_records_per_client,
+            config.limits.max_subscriptions_per_session,
         );
         // The tasks extension, when a tool may run as a task; advertised only by discovery
         // (the handshake revisions have no such extension).
@@ -294,8 +265,8 @@ impl Shared {
         }
         Ok(Shared {
             pending: Arc::new(Pending::new(
-                config.max_pending_inputs,
-                config.max_pending_inputs_per_session,
+                config.limits.max_pending_inputs,
+                config.limits.max_pending_inputs_per_session,
             )),
             notifier: Notifier {
                 bus: bus.clone(),
@@ -314,11 +285,13 @@ impl Shared {
             scope_sets: registry.scope_sets(),
             #[cfg(feature = "auth")]
             views: Default::default(),
-            requests: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_requests)),
+            requests: Arc::new(tokio::sync::Semaphore::new(
+                config.limits.max_concurrent_requests,
+            )),
             requests_by: Arc::default(),
             streams_by: Arc::default(),
             quota_keys: quota::Keys::default(),
-            streams_open: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
+            streams_open: Arc::new(tokio::sync::Semaphore::new(config.limits.max_streams)),
             tasks,
             registry,
             config,

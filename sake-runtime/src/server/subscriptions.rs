@@ -173,7 +173,7 @@ pub(crate) fn listen(
         if !declared(&meta.client_capabilities) {
             return Err(missing_extension());
         }
-        let max = shared.config.max_subscriptions_per_session;
+        let max = shared.config.limits.max_subscriptions_per_session;
         if ids.len() > max {
             return Err(RpcError::invalid_params(format!(
                 "Invalid params: `notifications.taskIds` names {} tasks; this server follows at most {max} per stream",

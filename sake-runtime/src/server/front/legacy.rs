@@ -156,7 +156,7 @@ impl Shared {
                     parts.input = InputChannel::Legacy(LegacyPeer {
                         sid: scope.to_owned(),
                         pending: self.pending.clone(),
-                        timeout: self.config.input_timeout,
+                        timeout: self.config.limits.input_timeout,
                     });
                 }
                 parts.cancel = Some(cancel.clone());

@@ -114,21 +114,21 @@ impl Shared {
         } else {
             String::new()
         };
-        let limit = self.config.max_requests_per_session;
+        let limit = self.config.limits.max_requests_per_session;
         let session = session
             .map(|sid| {
                 let key = self.quota_keys.of(("s", sid));
                 self.requests_by.take(key, n, limit).map_err(|held| {
                     too_many(&format!(
-                        "this session has {held} requests running and may have {limit} (Server::max_requests_per_session){batch}"
+                        "this session has {held} requests running and may have {limit} (Limits::max_requests_per_session){batch}"
                     ))
                 })
             })
             .transpose()?;
-        let limit = self.config.max_requests_per_client;
+        let limit = self.config.limits.max_requests_per_client;
         let client = self.requests_by.take(caller, n, limit).map_err(|held| {
             too_many(&format!(
-                "this client has {held} requests running and may have {limit} (Server::max_requests_per_client){batch}"
+                "this client has {held} requests running and may have {limit} (Limits::max_requests_per_client){batch}"
             ))
         })?;
         let permits = u32::try_from(n).unwrap_or(u32::MAX);
@@ -139,7 +139,7 @@ impl Shared {
             .map_err(|_| {
                 busy(&format!(
                     "{} concurrent requests",
-                    self.config.max_concurrent_requests
+                    self.config.limits.max_concurrent_requests
                 ))
             })?;
         Ok(Slot {
@@ -151,17 +151,17 @@ impl Shared {
     /// A slot among `max_streams` and the `max_streams_per_client` of `caller`, held by a
     /// long-lived stream until it ends.
     pub(crate) fn stream_slot(&self, caller: Key) -> Result<Slot, RpcError> {
-        let limit = self.config.max_streams_per_client;
+        let limit = self.config.limits.max_streams_per_client;
         let share = self.streams_by.take(caller, 1, limit).map_err(|held| {
             too_many(&format!(
-                "this client has {held} streams open and may have {limit} (Server::max_streams_per_client)"
+                "this client has {held} streams open and may have {limit} (Limits::max_streams_per_client)"
             ))
         })?;
         let permit = self
             .streams_open
             .clone()
             .try_acquire_owned()
-            .map_err(|_| busy(&format!("{} open streams", self.config.max_streams)))?;
+            .map_err(|_| busy(&format!("{} open streams", self.config.limits.max_streams)))?;
         Ok(Slot {
             _permit: permit,
             _shares: [Some(share), None],
@@ -228,11 +228,11 @@ impl Shared {
         if items.is_empty() {
             return Err(RpcError::invalid_request("an empty batch").with_status(400));
         }
-        if items.len() > self.config.max_batch {
+        if items.len() > self.config.limits.max_batch {
             return Err(RpcError::invalid_request(format!(
                 "a batch of {} messages exceeds this server's limit of {}; split it",
                 items.len(),
-                self.config.max_batch
+                self.config.limits.max_batch
             ))
             .with_status(400));
         }

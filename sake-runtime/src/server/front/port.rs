@@ -74,7 +74,7 @@ impl Engine {
 
     /// The largest message the server takes (`Server::max_body_bytes`).
     pub(crate) fn max_message_bytes(&self) -> usize {
-        self.0.config.max_body_bytes
+        self.0.config.limits.max_body_bytes
     }
 
     /// Fires when the server shuts down.
@@ -547,7 +547,7 @@ impl Connection {
     /// Answers a message the transport could not take whole: it exceeds
     /// `Server::max_body_bytes` (the transport stops reading it there).
     pub async fn refuse_oversized(&self) {
-        let limit = self.shared.config.max_body_bytes;
+        let limit = self.shared.config.limits.max_body_bytes;
         let e = RpcError::invalid_request(format!(
             "a message exceeds this server's limit of {limit} bytes"
         ));
@@ -558,7 +558,7 @@ impl Connection {
     /// frames messages stops reading one there and calls
     /// [`refuse_oversized`](Self::refuse_oversized).
     pub fn max_message_bytes(&self) -> usize {
-        self.shared.config.max_body_bytes
+        self.shared.config.limits.max_body_bytes
     }
 
     /// Ends the connection: what it runs is cancelled, its session ends, and once its tasks
@@ -736,7 +736,7 @@ impl Connection {
             return (Some(held.out.clone()), None);
         }
         if wanted && hints.streams {
-            let (tx, rx) = mpsc::channel::<Bytes>(self.shared.config.stream_buffer);
+            let (tx, rx) = mpsc::channel::<Bytes>(self.shared.config.limits.stream_buffer);
             return (Some(tx), Some(rx));
         }
         (None, None)
@@ -1167,7 +1167,7 @@ impl Connection {
         // session that streams).
         let (sink, messages) = match self.sink(hints, true) {
             (None, None) if self.held.is_none() => {
-                let (tx, rx) = mpsc::channel::<Bytes>(self.shared.config.stream_buffer);
+                let (tx, rx) = mpsc::channel::<Bytes>(self.shared.config.limits.stream_buffer);
                 (Some(tx), Some(rx))
             }
             other => other,

@@ -2,9 +2,9 @@
 //!
 //! What is HTTP stays here: each POST is admitted (`Host`/`Origin`, media type, size, the
 //! caller's token, a reading slot), its body read within its time and rate, and handed with
-//! its headers to a [`Connection`] of its own, which decides everything else; its [`Reply`]
+//! its headers to a [`Connection`] of its own, which decides everything else; its `Reply`
 //! becomes a JSON body, an SSE stream (resumable for a handshake session,
-//! [`session`]), or 202, with the session id it carries. GET and DELETE are a session's
+//! `session`), or 202, with the session id it carries. GET and DELETE are a session's
 //! stream and its end.
 
 pub(crate) mod admission;
@@ -32,6 +32,7 @@ use http::header::ALLOW;
 use http::{HeaderMap, HeaderValue, StatusCode};
 
 use crate::error::Error;
+use crate::limits::Limits;
 use crate::protocol::jsonrpc::{self, RpcError};
 use crate::server::front::port::{
     Answering, Connection, Engine, Frame, Hints, Key, PeerAddr, Quotas, Reply, Share, busy,
@@ -45,21 +46,12 @@ pub(crate) struct HttpConfig {
     pub hosts: HostPolicy,
     pub origins: Vec<String>,
     pub sse_retry: Duration,
-    pub body_timeout: Duration,
-    pub header_timeout: Duration,
     /// A header a trusted proxy sets with the client's address (`X-Forwarded-For`): its
     /// rightmost address is the peer.
     pub client_ip_header: Option<http::HeaderName>,
-    /// Request bodies read at once, by everyone and by one client.
-    pub max_bodies_in_flight: usize,
-    pub max_bodies_per_client: usize,
-    /// The slowest a body may arrive (bytes per second), after [`RATE_GRACE`].
-    pub min_body_rate: u64,
-    /// Resumable response streams kept: by everyone, and by one client.
-    pub max_tracked_sessions: usize,
-    pub max_records_per_client: usize,
-    /// How long a session's request runs on once nobody reads its stream.
-    pub detached_grace: Duration,
+    /// The server's limits (those of HTTP: bodies at once and their time and rate, the head's
+    /// time, resumable streams kept, a detached request's grace).
+    pub limits: Limits,
 }
 
 /// How long a body may take before [`HttpConfig::min_body_rate`] applies: the first bytes of
@@ -73,15 +65,8 @@ impl Default for HttpConfig {
             hosts: HostPolicy::Loopback,
             origins: Vec::new(),
             sse_retry: Duration::from_millis(1000),
-            body_timeout: Duration::from_secs(30),
-            header_timeout: Duration::from_secs(30),
             client_ip_header: None,
-            max_bodies_in_flight: 1024,
-            max_bodies_per_client: 64,
-            min_body_rate: 4096,
-            max_tracked_sessions: 100_000,
-            max_records_per_client: 10_000,
-            detached_grace: Duration::from_secs(30),
+            limits: Limits::default(),
         }
     }
 }
@@ -109,17 +94,17 @@ impl Endpoint {
     ) -> Result<(tokio::sync::OwnedSemaphorePermit, Share), RpcError> {
         let share = self
             .readers
-            .take(caller, 1, self.http.max_bodies_per_client)
+            .take(caller, 1, self.http.limits.max_bodies_per_client)
             .map_err(|held| {
                 too_many(&format!(
-                    "this client is sending {held} request bodies at once and may send {} (Server::max_bodies_per_client)",
-                    self.http.max_bodies_per_client
+                    "this client is sending {held} request bodies at once and may send {} (Limits::max_bodies_per_client)",
+                    self.http.limits.max_bodies_per_client
                 ))
             })?;
         let permit = self.reading.clone().try_acquire_owned().map_err(|_| {
             busy(&format!(
                 "{} request bodies being received",
-                self.http.max_bodies_in_flight
+                self.http.limits.max_bodies_in_flight
             ))
         })?;
         Ok((permit, share))
@@ -136,9 +121,14 @@ impl Endpoint {
                 http.path
             )));
         }
-        let streams = resume::Streams::new(http.max_tracked_sessions, http.max_records_per_client);
+        let streams = resume::Streams::new(
+            http.limits.max_tracked_sessions,
+            http.limits.max_records_per_client,
+        );
         Ok(Endpoint {
-            reading: Arc::new(tokio::sync::Semaphore::new(http.max_bodies_in_flight)),
+            reading: Arc::new(tokio::sync::Semaphore::new(
+                http.limits.max_bodies_in_flight,
+            )),
             readers: Arc::default(),
             engine,
             http,
@@ -267,14 +257,14 @@ async fn not_allowed() -> Response {
     resp
 }
 
-/// Reads a body of at most `limit` bytes, within `cfg.body_timeout` and at least at
-/// `cfg.min_body_rate` once [`RATE_GRACE`] has passed: a client that sends half a body, or a
+/// Reads a body of at most `limit` bytes, within `cfg.limits.body_timeout` and at least at
+/// `cfg.limits.min_body_rate` once [`RATE_GRACE`] has passed: a client that sends half a body, or a
 /// trickle, gives its slot back within seconds (408).
 async fn read_body(cfg: &HttpConfig, body: Body, limit: usize) -> Result<Bytes, RpcError> {
     use futures_util::StreamExt as _;
     let start = tokio::time::Instant::now();
-    let hard = start + cfg.body_timeout;
-    let rate = cfg.min_body_rate.max(1);
+    let hard = start + cfg.limits.body_timeout;
+    let rate = cfg.limits.min_body_rate.max(1);
     // Sized once from the declared length (never beyond the limit), not doubled as it comes.
     let declared = hyper::body::Body::size_hint(&body).upper().unwrap_or(0);
     let mut buf =
@@ -301,7 +291,7 @@ async fn read_body(cfg: &HttpConfig, body: Body, limit: usize) -> Result<Bytes, 
             Err(_) if due == hard => {
                 return Err(slow_body(format!(
                     "the body did not arrive within {} s",
-                    cfg.body_timeout.as_secs_f64()
+                    cfg.limits.body_timeout.as_secs_f64()
                 )));
             }
             Err(_) => {

@@ -30,7 +30,7 @@ pub(crate) async fn serve(
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(ep.http.header_timeout);
+        .header_read_timeout(ep.http.limits.header_timeout);
     let mut signal = std::pin::pin!(signal);
     loop {
         let (tcp, peer) = tokio::select! {

@@ -57,7 +57,7 @@ pub(crate) async fn respond(
     let (reply, response) = tokio::sync::oneshot::channel();
     let ep = ep.clone();
     let session = session.clone();
-    let grace = ep.http.detached_grace;
+    let grace = ep.http.limits.detached_grace;
     tokio::spawn(async move {
         let first = tokio::select! {
             biased;
