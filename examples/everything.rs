@@ -701,6 +701,13 @@ fn template_data(id: String) -> String {
     json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") }).to_string()
 }
 
+// ---------------------------------------------------------------------------------------------
+// Skills (the skills extension): `examples/skills/`, checked and embedded at compile time. The
+// first skill `skills/list` returns (`acme/billing/refunds`, under a prefix) has a supporting
+// file in a subdirectory; `sake-guide` is top-level and holds the nested skill `testing`.
+
+sake::skills!("examples/skills");
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()

@@ -33,7 +33,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub use sake_macros::{prompt, resource, tool};
+pub use sake_macros::{prompt, resource, skills, tool};
 
 #[cfg(feature = "auth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
@@ -48,6 +48,12 @@ pub use sake_runtime::otel;
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use sake_runtime::redis;
 pub use sake_runtime::{bus, compat, registry, tasks, testing};
+
+/// Skills: Agent Skills served over MCP (the skills extension). The macro [`skills!`] embeds a
+/// directory of them; [`skills::SkillDef`] defines one in code.
+pub mod skills {
+    pub use sake_runtime::skills::*;
+}
 
 pub use sake_runtime::{
     Annotations, BlobResourceContents, CacheScope, CallToolResult, ClientCapabilities, Completion,

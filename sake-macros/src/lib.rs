@@ -10,6 +10,7 @@ mod attr;
 mod ctxt;
 mod expand;
 mod fallback;
+mod skills;
 mod valid;
 
 use proc_macro::TokenStream;
@@ -68,4 +69,18 @@ pub fn prompt(args: TokenStream, input: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn resource(args: TokenStream, input: TokenStream) -> TokenStream {
     run(Kind::Resource, args, input)
+}
+
+/// Serves a directory of Agent Skills (the MCP skills extension): `sake::skills!("skills");`
+/// at module level, the path relative to the crate's root.
+///
+/// Every directory with a `SKILL.md` is a skill at `skill://<its path>`; every file is
+/// embedded, its digest and size computed, and every frontmatter checked at compile time
+/// (`name` equal to the directory, the naming rules, a `description`, the 512-file and 16 MiB
+/// limits), with an error naming the file. `scopes("...")` makes them visible and readable
+/// only to callers with those OAuth scopes. See docs/skills.md.
+#[proc_macro]
+pub fn skills(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as skills::Input);
+    skills::expand(input).into()
 }

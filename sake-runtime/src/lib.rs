@@ -47,6 +47,7 @@ pub(crate) mod schema;
 pub(crate) mod server;
 mod service;
 mod signing;
+pub mod skills;
 pub mod tasks;
 pub mod testing;
 #[cfg(feature = "internals")]

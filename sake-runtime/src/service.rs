@@ -43,6 +43,7 @@ pub struct Server {
     authorization: Option<Arc<crate::auth::Authorization>>,
     task_store: Option<Arc<dyn TaskStore>>,
     event_bus: Option<Arc<dyn EventBus>>,
+    skills: Vec<crate::skills::SkillDef>,
 }
 
 impl Server {
@@ -61,6 +62,7 @@ impl Server {
             authorization: None,
             task_store: None,
             event_bus: None,
+            skills: Vec::new(),
         }
     }
 
@@ -78,6 +80,7 @@ impl Server {
             authorization: None,
             task_store: None,
             event_bus: None,
+            skills: Vec::new(),
         }
     }
 
@@ -85,6 +88,14 @@ impl Server {
     /// value per type; a function that asks for a type never registered stops start-up.
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.states.insert(value);
+        self
+    }
+
+    /// Serves a skill defined in code (the skills extension; see [`skills`](crate::skills)):
+    /// files given as bytes, checked and digested when the server is built, or a dynamic
+    /// skill read from its source. Skills embedded with `sake::skills!` need no call.
+    pub fn skill(mut self, skill: crate::skills::SkillDef) -> Self {
+        self.skills.push(skill);
         self
     }
 
@@ -528,6 +539,7 @@ impl Server {
             Some(r) => r?,
             None => Registry::collect()?,
         };
+        registry.add_skills(self.skills)?;
         compat::at_startup(&mut registry, &self.schema_compat)?;
         let shared = Arc::new(Shared::new(
             registry,
