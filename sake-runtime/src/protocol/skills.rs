@@ -33,6 +33,7 @@ pub fn digest(bytes: &[u8]) -> String {
 }
 
 /// Whether `digest` has the form `sha256:{64 lowercase hex}`.
+#[cfg_attr(not(feature = "client"), allow(dead_code))]
 pub fn is_digest(digest: &str) -> bool {
     digest.strip_prefix("sha256:").is_some_and(|hex| {
         hex.len() == 64
@@ -147,6 +148,7 @@ impl Skill {
 
 /// JSON values equal as a JSON reader sees them: numbers by value (`1` and `1.0` are one
 /// number), objects whatever the order of their keys.
+#[cfg_attr(not(feature = "client"), allow(dead_code))]
 pub fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
