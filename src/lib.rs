@@ -38,6 +38,7 @@ pub use sake_macros::{prompt, resource, skills, tool};
 #[cfg(feature = "auth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
 pub use sake_runtime::auth;
+pub use sake_runtime::card;
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub use sake_runtime::client;

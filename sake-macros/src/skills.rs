@@ -42,7 +42,10 @@ impl Parse for Input {
             let list = Punctuated::<LitStr, Token![,]>::parse_terminated(&content)?;
             for s in list {
                 if let Err(e) = sake_rules::scope::check(&s.value()) {
-                    return Err(syn::Error::new(s.span(), format!("{e}")));
+                    return Err(syn::Error::new(
+                        s.span(),
+                        format!("scope {:?}: {e}", s.value()),
+                    ));
                 }
                 scopes.push(s);
             }

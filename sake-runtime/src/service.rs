@@ -129,6 +129,25 @@ impl Server {
         self
     }
 
+    /// Lists the server: a server card at `<endpoint>/server-card` and the AI Catalog at
+    /// `/.well-known/ai-catalog.json` that points to it, and the registry's `server.json`
+    /// ([`Service::registry_server_json`]), all from this listing and what the server knows
+    /// (name, version, title, description, website, revisions). Building fails when the card
+    /// cannot be made (no [`description`](Self::description), a name the registry refuses).
+    pub fn listing(mut self, listing: crate::card::Listing) -> Self {
+        self.config.listing = Some(listing);
+        self
+    }
+
+    /// The URL clients reach the server at from outside, without the endpoint's path
+    /// (`https://mcp.example.com`, or with the prefix a proxy mounts it under): the server
+    /// card's and `server.json`'s remote is this URL and the [`path`](Self::path). Without it,
+    /// the card served over HTTP names the URL the request came to (`http://`, its `Host`).
+    pub fn public_url(mut self, url: impl Into<String>) -> Self {
+        self.config.public_url = Some(url.into().trim_end_matches('/').to_owned());
+        self
+    }
+
     /// Instructions for the model on how to use the server.
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.config.instructions = Some(instructions.into());
@@ -540,6 +559,16 @@ impl Server {
             None => Registry::collect()?,
         };
         registry.add_skills(self.skills)?;
+        if let Some(listing) = &self.config.listing {
+            listing.check(&self.config.info).map_err(Error::Config)?;
+        }
+        if let Some(url) = &self.config.public_url
+            && !(url.starts_with("https://") || url.starts_with("http://"))
+        {
+            return Err(Error::Config(format!(
+                "Server::public_url {url:?} must be an http:// or https:// URL"
+            )));
+        }
         compat::at_startup(&mut registry, &self.schema_compat)?;
         let shared = Arc::new(Shared::new(
             registry,
@@ -632,6 +661,28 @@ impl Service {
     /// The registry being served.
     pub fn registry(&self) -> &Registry {
         &self.shared.registry
+    }
+
+    /// The endpoint's public URL, when [`Server::public_url`] gives it.
+    pub fn public_mcp_url(&self) -> Option<String> {
+        let base = self.shared.config.public_url.as_deref()?;
+        Some(format!("{base}{}", self.endpoint.http.path))
+    }
+
+    /// The server card (`v1`) of a server given a [`Server::listing`]: what
+    /// `<endpoint>/server-card` serves, its remote at the [`Server::public_url`] (none without
+    /// one). `None` without a listing.
+    pub fn server_card(&self) -> Option<serde_json::Value> {
+        let listing = self.shared.config.listing.as_ref()?;
+        Some(listing.server_card(&self.shared.config.info, self.public_mcp_url().as_deref()))
+    }
+
+    /// The MCP registry's `server.json` of a server given a [`Server::listing`]: its identity
+    /// as the card says it, its packages, and its remote at the [`Server::public_url`] when
+    /// set. `None` without a listing.
+    pub fn registry_server_json(&self) -> Option<serde_json::Value> {
+        let listing = self.shared.config.listing.as_ref()?;
+        Some(listing.server_json(&self.shared.config.info, self.public_mcp_url().as_deref()))
     }
 
     /// Publishes list changes and resource updates to connected clients.

@@ -76,7 +76,10 @@ pub(crate) fn check_entry(skill: &Skill) -> Result<(), ClientError> {
     }
     if let SkillResources::Files(files) = &skill.resources {
         if !files.iter().any(|f| f.uri == *uri) {
-            return Err(failed(uri, "the entry's resources do not list its SKILL.md"));
+            return Err(failed(
+                uri,
+                "the entry's resources do not list its SKILL.md",
+            ));
         }
         let prefix = format!("{root}/");
         let mut seen = std::collections::HashSet::new();
@@ -90,7 +93,10 @@ pub(crate) fn check_entry(skill: &Skill) -> Result<(), ClientError> {
             if !is_digest(&f.digest) {
                 return Err(failed(
                     uri,
-                    format!("{} has the digest {:?}, not sha256:<64 hex>", f.uri, f.digest),
+                    format!(
+                        "{} has the digest {:?}, not sha256:<64 hex>",
+                        f.uri, f.digest
+                    ),
                 ));
             }
             if !seen.insert(f.uri.as_str()) {
@@ -229,7 +235,10 @@ impl Client {
             if got != entry.digest {
                 return Err(failed(
                     uri,
-                    format!("the file's digest is {got}, the entry says {}", entry.digest),
+                    format!(
+                        "the file's digest is {got}, the entry says {}",
+                        entry.digest
+                    ),
                 ));
             }
         }

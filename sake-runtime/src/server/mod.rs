@@ -84,6 +84,10 @@ pub(crate) struct Config {
     pub task_ttl: Duration,
     pub task_poll_interval: Duration,
     pub task_lease: Duration,
+    /// How the server is listed (server card, registry `server.json`), when it is.
+    pub listing: Option<crate::card::Listing>,
+    /// The public URL of the server without the endpoint's path (`Server::public_url`).
+    pub public_url: Option<String>,
 }
 
 impl Default for Config {
@@ -127,6 +131,8 @@ impl Default for Config {
             task_ttl: Duration::from_secs(300),
             task_poll_interval: Duration::from_secs(1),
             task_lease: Duration::from_secs(30),
+            listing: None,
+            public_url: None,
         }
     }
 }

@@ -7,6 +7,7 @@
 pub(crate) mod admission;
 #[cfg(feature = "auth")]
 mod auth;
+mod card;
 pub mod headers;
 pub(crate) mod legacy;
 pub(crate) mod modern;
@@ -176,6 +177,11 @@ pub(crate) fn router(ep: Arc<Endpoint>) -> Router {
         .delete(delete)
         .fallback(not_allowed);
     let router = Router::new().route(&path, endpoint);
+    // The server card and the AI Catalog (`Server::listing`).
+    let router = match card::routes(&ep) {
+        Some(cards) => router.merge(cards),
+        None => router,
+    };
     #[cfg(feature = "auth")]
     let router = match &ep.shared.auth {
         Some(a) => router.merge(auth::metadata_routes(a)),
