@@ -706,7 +706,7 @@ fn template_data(id: String) -> String {
 // first skill `skills/list` returns (`acme/billing/refunds`, under a prefix) has a supporting
 // file in a subdirectory; `sake-guide` is top-level and holds the nested skill `testing`.
 
-sake::skills!("examples/skills");
+sake::skills!("skills");
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -72,7 +72,7 @@ pub fn resource(args: TokenStream, input: TokenStream) -> TokenStream {
 }
 
 /// Serves a directory of Agent Skills (the MCP skills extension): `sake::skills!("skills");`
-/// at module level, the path relative to the crate's root.
+/// at module level, the path relative to the file that invokes it (as `include_bytes!`).
 ///
 /// Every directory with a `SKILL.md` is a skill at `skill://<its path>`; every file is
 /// embedded, its digest and size computed, and every frontmatter checked at compile time
@@ -82,5 +82,11 @@ pub fn resource(args: TokenStream, input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn skills(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as skills::Input);
-    skills::expand(input).into()
+    // Relative to the invoking file, as `include_bytes!`; without one, to the crate's root.
+    let base = proc_macro::Span::call_site()
+        .local_file()
+        .and_then(|f| f.parent().map(std::path::Path::to_path_buf))
+        .or_else(|| std::env::var_os("CARGO_MANIFEST_DIR").map(Into::into))
+        .unwrap_or_default();
+    skills::expand(input, &base).into()
 }

@@ -1,4 +1,5 @@
-//! `sake::skills!("dir")`: a directory of Agent Skills, read and checked at compile time.
+//! `sake::skills!("dir")`: a directory of Agent Skills, read and checked at compile time. The
+//! path is relative to the invoking file, as for `include_bytes!`.
 //!
 //! Every file under the directory (names starting with `.` skipped) is embedded with
 //! `include_bytes!` (so that a change to one rebuilds the crate) and its SHA-256 computed here;
@@ -119,14 +120,18 @@ fn digest(bytes: &[u8]) -> String {
 }
 
 /// Reads and checks the directory; the error is a sentence naming the file.
-fn read(input: &Input) -> Result<TokenStream, String> {
+fn read(input: &Input, base: &Path) -> Result<TokenStream, String> {
     let written = input.dir.value();
-    let base = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
-    let root = Path::new(&base).join(&written);
+    let joined = base.join(&written);
+    // `include_bytes!` takes the absolute path: rustc's working directory is not the file's.
+    let root = std::fs::canonicalize(&joined).map_err(|_| {
+        format!(
+            "{written:?} is not a directory next to this file (the path is relative to the file that invokes sake::skills!, as for include_bytes!)"
+        )
+    })?;
     if !root.is_dir() {
         return Err(format!(
-            "{} is not a directory; the path is relative to the crate's root (where its Cargo.toml is)",
-            root.display()
+            "{written:?} is not a directory (the path is relative to the file that invokes sake::skills!)"
         ));
     }
     let mut files = Vec::new();
@@ -228,8 +233,8 @@ fn read(input: &Input) -> Result<TokenStream, String> {
     })
 }
 
-pub(crate) fn expand(input: Input) -> TokenStream {
-    match read(&input) {
+pub(crate) fn expand(input: Input, base: &Path) -> TokenStream {
+    match read(&input, base) {
         Ok(tokens) => tokens,
         Err(message) => syn::Error::new(input.dir.span(), message).to_compile_error(),
     }

@@ -10,8 +10,8 @@ use sake_tests::rpc::{complete, err, ok};
 use sake_tests::{Req, Wire};
 use serde_json::{Value, json};
 
-// The fixture: tests/skills (docs/guide with a nested skill, solo with a binary file).
-sake::skills!("skills");
+// The fixture: tests/skills (the path is relative to this file) (docs/guide with a nested skill, solo with a binary file).
+sake::skills!("../skills");
 
 const SERVER: (&str, &str) = ("skills", "1.0.0");
 

@@ -1,4 +1,4 @@
-// The path is relative to the crate being compiled: trybuild's, in target/tests/trybuild/.
-sake::skills!("../../../../tests/tests/ui/skills/mismatch");
+// The path is relative to this file.
+sake::skills!("../skills/mismatch");
 
 fn main() {}

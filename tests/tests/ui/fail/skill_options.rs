@@ -1,7 +1,7 @@
-sake::skills!("../../../../tests/tests/ui/skills/good", scope("docs:read"));
+sake::skills!("../skills/good", scope("docs:read"));
 
-sake::skills!("../../../../tests/tests/ui/skills/good", scopes("bad scope"));
+sake::skills!("../skills/good", scopes("bad scope"));
 
-sake::skills!("../../../../tests/tests/ui/skills/missing");
+sake::skills!("../skills/missing");
 
 fn main() {}

@@ -1,7 +1,6 @@
-// A skills directory checked and embedded at compile time (the path is relative to the crate
-// being compiled: trybuild's, in target/tests/trybuild/).
+// A skills directory checked and embedded at compile time (the path is relative to this file).
 sake::skills!(
-    "../../../../tests/tests/ui/skills/good",
+    "../skills/good",
     scopes("docs:read")
 );
 
