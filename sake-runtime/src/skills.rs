@@ -354,7 +354,8 @@ impl SkillSet {
             let mut child = uri;
             let mut listing = listing;
             while let Some((parent, _)) = child.rsplit_once('/') {
-                if parent.len() <= "skill://".len() - 1 {
+                // `skill:/` is above the namespace: `skill://docs` is its first directory.
+                if !parent.starts_with("skill://") || parent.len() <= "skill://".len() {
                     break;
                 }
                 let dir = set.dirs.entry(parent.to_owned()).or_insert_with(|| Dir {

@@ -42,7 +42,7 @@ pub(crate) fn routes(ep: &Arc<Endpoint>) -> Option<Router<Arc<Endpoint>>> {
 }
 
 /// The endpoint's URL as clients outside see it: the public URL, or the request's.
-fn mcp_url(ep: &Endpoint, headers: &HeaderMap) -> Result<String, Response> {
+fn mcp_url(ep: &Endpoint, headers: &HeaderMap) -> Result<String, (StatusCode, String)> {
     let path = &ep.http.path;
     if let Some(base) = &ep.shared.config.public_url {
         return Ok(format!("{base}{path}"));
@@ -53,13 +53,14 @@ fn mcp_url(ep: &Endpoint, headers: &HeaderMap) -> Result<String, Response> {
         host_only.append(HOST, h.clone());
     }
     if let Err(e) = admission::check_origin(&ep.http.hosts, &[], &host_only) {
-        return Err(plain(StatusCode::FORBIDDEN, &e.message));
+        return Err((StatusCode::FORBIDDEN, e.message));
     }
     match headers.get(HOST).and_then(|h| h.to_str().ok()) {
         Some(host) if !host.is_empty() => Ok(format!("http://{host}{path}")),
-        _ => Err(plain(
+        _ => Err((
             StatusCode::BAD_REQUEST,
-            "Bad Request: no Host header; set Server::public_url to serve the card without one",
+            "Bad Request: no Host header; set Server::public_url to serve the card without one"
+                .to_owned(),
         )),
     }
 }
@@ -146,7 +147,7 @@ async fn card(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
             SERVER_CARD_MEDIA_TYPE,
             &listing.server_card(&ep.shared.config.info, Some(&url)),
         ),
-        Err(resp) => resp,
+        Err((status, message)) => plain(status, &message),
     }
 }
 
@@ -160,7 +161,7 @@ async fn catalog(State(ep): State<Arc<Endpoint>>, request: Request) -> Response 
             AI_CATALOG_MEDIA_TYPE,
             &listing.catalog(&ep.shared.config.info, &format!("{url}/server-card")),
         ),
-        Err(resp) => resp,
+        Err((status, message)) => plain(status, &message),
     }
 }
 
