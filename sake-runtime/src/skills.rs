@@ -25,9 +25,11 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use crate::error::Error;
-use crate::handler::{BoxFuture, Location, ResourceError};
+use crate::handler::{Location, ResourceError};
 use crate::protocol::types::{JsonObject, Resource};
 
+/// The future a [`SkillSource`] returns.
+pub use crate::handler::BoxFuture;
 pub use crate::protocol::skills::{
     DIRECTORY_MIME_TYPE, EXTENSION, META_PREFIX, Skill, SkillResource, SkillResources, digest,
 };

@@ -22,10 +22,7 @@ const MADE: &str = "---\nname: made\ndescription: Made in code.\n---\nBody.\n";
 struct Daily;
 
 impl SkillSource for Daily {
-    fn read(
-        &self,
-        path: &str,
-    ) -> sake::__private::BoxFuture<Result<Option<Vec<u8>>, ResourceError>> {
+    fn read(&self, path: &str) -> sake::skills::BoxFuture<Result<Option<Vec<u8>>, ResourceError>> {
         let bytes = match path {
             "SKILL.md" => Some(
                 b"---\nname: daily\ndescription: Today's report.\n---\nRead data/today.csv.\n"
@@ -37,7 +34,7 @@ impl SkillSource for Daily {
         Box::pin(async move { Ok(bytes) })
     }
 
-    fn files(&self) -> sake::__private::BoxFuture<Vec<String>> {
+    fn files(&self) -> sake::skills::BoxFuture<Vec<String>> {
         Box::pin(async { vec!["SKILL.md".to_owned(), "data/today.csv".to_owned()] })
     }
 }
