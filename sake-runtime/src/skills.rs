@@ -308,6 +308,7 @@ impl SkillSet {
             }
         }
         // Files: each URI once, every segment usable in a URI as it is.
+        let mut defined_at: BTreeMap<String, String> = BTreeMap::new();
         for (path, bytes, scopes, location) in files {
             for segment in path.split('/') {
                 sake_rules::skill::check_segment(segment)
@@ -333,11 +334,12 @@ impl SkillSet {
             {
                 return Err(Error::Duplicate {
                     kind: "skill file",
+                    first: defined_at.get(&uri).cloned().unwrap_or_default(),
                     name: uri,
-                    first: location.clone(),
                     second: location,
                 });
             }
+            defined_at.insert(uri, location);
         }
         for p in pending {
             set.add(p)?;
