@@ -332,12 +332,14 @@ impl SkillSet {
                 )
                 .is_some()
             {
-                return Err(Error::Duplicate {
-                    kind: "skill file",
-                    first: defined_at.get(&uri).cloned().unwrap_or_default(),
-                    name: uri,
-                    second: location,
-                });
+                let first = defined_at.get(&uri).cloned().unwrap_or_default();
+                return Err(invalid(
+                    &uri,
+                    &location,
+                    format!(
+                        "{first} serves the same file; a skill:// URI is served once (move one of the skills)"
+                    ),
+                ));
             }
             defined_at.insert(uri, location);
         }
@@ -467,12 +469,11 @@ impl SkillSet {
             source: p.source,
         };
         if self.skills.insert(uri.clone(), served).is_some() {
-            return Err(Error::Duplicate {
-                kind: "skill",
-                name: uri,
-                first: p.location.clone(),
-                second: p.location,
-            });
+            return Err(invalid(
+                &uri,
+                &p.location,
+                "another skill is served at the same path; a skill:// URI is served once",
+            ));
         }
         Ok(())
     }

@@ -509,4 +509,26 @@ async fn code_skills_are_checked_at_start_up() {
         ),
         "skill `made/my file.md` at Server::skill: \"my file.md\" has ' ', which a skill:// URI would have to percent-encode; use letters, digits and -._~ in file and directory names"
     );
+    // The extension's limits: 512 files, 16 MiB.
+    let many = (0..512).fold(SkillDef::new("made").file("SKILL.md", MADE), |d, i| {
+        d.file(format!("f{i}.txt"), "x")
+    });
+    assert_eq!(
+        build(many),
+        "skill `made` at Server::skill: it has 513 files; a skill has at most 512 (nested skills' files count too)"
+    );
+    let big = SkillDef::new("made")
+        .file("SKILL.md", MADE)
+        .file("big.bin", vec![0u8; 16 * 1024 * 1024]);
+    assert_eq!(
+        build(big),
+        "skill `made` at Server::skill: its files hold 16777268 bytes; a skill holds at most 16777216 (16 MiB)"
+    );
+    // The same URI twice (an embedded file and a code skill's).
+    assert_eq!(
+        build(
+            SkillDef::new("solo").file("SKILL.md", "---\nname: solo\ndescription: Again.\n---\n")
+        ),
+        "skill `skill://solo/SKILL.md` at Server::skill: tests/tests/wire_skills.rs:14 (wire_skills) serves the same file; a skill:// URI is served once (move one of the skills)"
+    );
 }
