@@ -120,6 +120,46 @@ async fn mrtr(url: &str) -> Outcome {
     Ok(())
 }
 
+/// The skills extension's scenarios (`sep-2640-client-*`): list the skills; unless the
+/// scenario is about not fetching ahead of need, load the first one (its `SKILL.md`, verified
+/// against its entry) and then read its supporting files, each verified, stopping at the first
+/// that fails verification. A refused skill is the client doing its job, not an error.
+async fn skills(scenario: &str, url: &str) -> Outcome {
+    let client = builder().connect(url).await?;
+    let skills = client.list_skills().await?;
+    for s in &skills {
+        eprintln!("skill {} ({}): {}", s.name(), s.uri, s.description());
+    }
+    if scenario == "sep-2640-client-no-prefetch" {
+        // Listed, not loaded: nothing is read.
+        return Ok(());
+    }
+    let Some(first) = skills.first() else {
+        return Ok(());
+    };
+    let loaded = match client.load_skill(first).await {
+        Ok(loaded) => loaded,
+        Err(e @ ClientError::SkillVerification { .. }) => {
+            eprintln!("refused: {e}");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    if let sake::skills::SkillResources::Files(files) = &loaded.entry().resources {
+        for file in files.iter().filter(|f| f.uri != first.uri) {
+            match client.read_skill_file(&loaded, &file.uri).await {
+                Ok(bytes) => eprintln!("read {} ({} bytes, verified)", file.uri, bytes.len()),
+                Err(e @ ClientError::SkillVerification { .. }) => {
+                    eprintln!("refused: {e}");
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The Client ID Metadata Document URL the suite expects (it does not fetch it).
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
@@ -196,6 +236,9 @@ async fn auth(scenario: &str, url: &str, context: Option<&Value>) -> Outcome {
 async fn run(scenario: &str, url: &str, context: Option<Value>) -> Outcome {
     if scenario.starts_with("auth/") {
         return auth(scenario, url, context.as_ref()).await;
+    }
+    if scenario.starts_with("sep-2640-client-") {
+        return skills(scenario, url).await;
     }
     match scenario {
         "elicitation-sep1034-client-defaults" => {

@@ -701,6 +701,13 @@ fn template_data(id: String) -> String {
     json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") }).to_string()
 }
 
+// ---------------------------------------------------------------------------------------------
+// Skills (the skills extension): `examples/skills/`, checked and embedded at compile time. The
+// first skill `skills/list` returns (`acme/billing/refunds`, under a prefix) has a supporting
+// file in a subdirectory; `sake-guide` is top-level and holds the nested skill `testing`.
+
+sake::skills!("skills");
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
@@ -710,10 +717,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_writer(std::io::stderr)
         .init();
     let port = std::env::var("PORT").unwrap_or_else(|_| "3000".to_owned());
-    shared_through_redis(Server::from_registry())?
+    let mut server = shared_through_redis(Server::from_registry())?
         .name("sake-everything")
         .version(env!("CARGO_PKG_VERSION"))
+        .description("The MCP conformance fixture of sake: every tool, prompt, resource and skill.")
         .instructions("The MCP conformance fixture.")
+        // A server card at /mcp/server-card and the AI Catalog at /.well-known/ai-catalog.json.
+        .listing(sake::card::Listing::new("io.github.sake-rs").repository(
+            sake::card::Repository::github("https://github.com/sake-rs/sake"),
+        ));
+    // Behind a proxy, the URL clients use (the card's remote): PUBLIC_URL.
+    if let Ok(url) = std::env::var("PUBLIC_URL") {
+        server = server.public_url(url);
+    }
+    server
         .serve_http_with_shutdown(format!("127.0.0.1:{port}"), async {
             let _ = tokio::signal::ctrl_c().await;
         })

@@ -3,7 +3,8 @@
 # every client scenario that `--requirements 2026-07-28` and `--requirements 2025-11-25` list,
 # authorization (auth/*) included, each at its revision's wire; then the extension scenarios
 # those sets run without scoring (client credentials, DPoP, enterprise authorization, …) and the
-# 2025-03-26 authorization fallbacks (auth/2025-03-26-*), which no requirement set lists. The
+# 2025-03-26 authorization fallbacks (auth/2025-03-26-*), which no requirement set lists, and
+# the skills extension's four scenarios (sep-2640-client-*, every check SUCCESS). The
 # scenario lists come from the suite itself (`list --requirements REV`, `list --client`); each
 # runs with `--scenario S --spec-version REV`, which is what `--requirements` does per scenario.
 #
@@ -72,7 +73,33 @@ done
 backcompat=$("$NODE" "$SUITE" list --client | awk '/^  - auth\/2025-03-26-/ {print $2}')
 for s in $backcompat; do run backcompat 2025-03-26 "$s"; done
 
-for kind in scored extension backcompat; do
+# The skills extension (SEP-2640): on no requirement set, so each scenario is forced at
+# 2026-07-28, and judged by its checks: every one SUCCESS (a SKIPPED check means the client never
+# listed or loaded the skill, which proves nothing).
+skills=$("$NODE" "$SUITE" list --client | awk '/^  - sep-2640-client-/ {print $2}')
+if [ "$(echo "$skills" | grep -c .)" -ne 4 ]; then
+  echo "expected the four sep-2640-client-* scenarios, the suite lists: $skills" >&2
+  exit 1
+fi
+for s in $skills; do
+  dir="$OUT/skills-$s"
+  log="$dir.log"
+  "$NODE" "$SUITE" client --command "$BIN" --scenario "$s" --spec-version 2026-07-28 --force -o "$dir" >"$log" 2>&1 || true
+  checks=$(find "$dir" -name checks.json)
+  total=$(cat $checks /dev/null | grep -c '"status"' || true)
+  bad=$(cat $checks /dev/null | grep -c -E '"status": ?"(SKIPPED|FAILURE|WARNING)"' || true)
+  if [ -n "$checks" ] && [ "$total" -gt 0 ] && [ "$bad" -eq 0 ]; then
+    pass[skills]=$((${pass[skills]:-0} + 1))
+    echo "  ok    skills 2026-07-28 $s ($total checks SUCCESS)"
+  else
+    fail[skills]=$((${fail[skills]:-0} + 1))
+    failed+=("skills 2026-07-28 $s")
+    echo "  FAIL  skills 2026-07-28 $s"
+    sed 's/^/        /' "$log" | tail -40
+  fi
+done
+
+for kind in scored extension backcompat skills; do
   echo "conformance client, $kind: ${pass[$kind]:-0} passed, ${fail[$kind]:-0} failed"
 done
 if [ "${#ext_failed[@]}" -gt 0 ]; then

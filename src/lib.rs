@@ -33,11 +33,12 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub use sake_macros::{prompt, resource, tool};
+pub use sake_macros::{prompt, resource, skills, tool};
 
 #[cfg(feature = "auth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
 pub use sake_runtime::auth;
+pub use sake_runtime::card;
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub use sake_runtime::client;
@@ -51,6 +52,12 @@ pub use sake_runtime::otel;
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use sake_runtime::redis;
 pub use sake_runtime::{bus, registry, tasks, testing, transport};
+
+/// Skills: Agent Skills served over MCP (the skills extension). The macro [`skills!`] embeds a
+/// directory of them; [`skills::SkillDef`] defines one in code.
+pub mod skills {
+    pub use sake_runtime::skills::*;
+}
 
 pub use sake_runtime::{
     Annotations, BlobResourceContents, CacheScope, CallToolResult, ClientCapabilities, Completion,

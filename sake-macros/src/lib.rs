@@ -10,6 +10,7 @@ mod attr;
 mod ctxt;
 mod expand;
 mod fallback;
+mod skills;
 mod valid;
 
 use proc_macro::TokenStream;
@@ -68,4 +69,24 @@ pub fn prompt(args: TokenStream, input: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn resource(args: TokenStream, input: TokenStream) -> TokenStream {
     run(Kind::Resource, args, input)
+}
+
+/// Serves a directory of Agent Skills (the MCP skills extension): `sake::skills!("skills");`
+/// at module level, the path relative to the file that invokes it (as `include_bytes!`).
+///
+/// Every directory with a `SKILL.md` is a skill at `skill://<its path>`; every file is
+/// embedded, its digest and size computed, and every frontmatter checked at compile time
+/// (`name` equal to the directory, the naming rules, a `description`, the 512-file and 16 MiB
+/// limits), with an error naming the file. `scopes("...")` makes them visible and readable
+/// only to callers with those OAuth scopes. See docs/skills.md.
+#[proc_macro]
+pub fn skills(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as skills::Input);
+    // Relative to the invoking file, as `include_bytes!`; without one, to the crate's root.
+    let base = proc_macro::Span::call_site()
+        .local_file()
+        .and_then(|f| f.parent().map(std::path::Path::to_path_buf))
+        .or_else(|| std::env::var_os("CARGO_MANIFEST_DIR").map(Into::into))
+        .unwrap_or_default();
+    skills::expand(input, &base).into()
 }

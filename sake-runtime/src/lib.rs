@@ -13,6 +13,7 @@
 #[cfg(feature = "auth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
 pub mod auth;
+pub mod card;
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
@@ -50,6 +51,7 @@ pub(crate) mod schema;
 pub(crate) mod server;
 mod service;
 mod signing;
+pub mod skills;
 pub mod tasks;
 pub mod testing;
 pub mod transport;

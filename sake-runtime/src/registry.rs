@@ -53,6 +53,8 @@ pub struct Registry {
     pub(crate) resources: Vec<&'static ResourceDef>,
     resource_index: HashMap<&'static str, usize>,
     pub(crate) templates: Vec<TemplateEntry>,
+    /// The skills (the skills extension), their files and directories.
+    pub(crate) skills: crate::skills::SkillSet,
 }
 
 impl std::fmt::Debug for Registry {
@@ -74,6 +76,7 @@ impl std::fmt::Debug for Registry {
                 "templates",
                 &self.templates.iter().map(|t| t.def.uri).collect::<Vec<_>>(),
             )
+            .field("skills", &self.skills.skills.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -84,13 +87,34 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 }
 
 impl Registry {
-    /// Collects everything annotated in this binary.
+    /// Collects everything annotated in this binary, and the skills `sake::skills!` embeds.
     pub fn collect() -> Result<Registry, Error> {
         Registry::from_defs(
             inventory::iter::<ToolDef>(),
             inventory::iter::<PromptDef>(),
             inventory::iter::<ResourceDef>(),
-        )
+        )?
+        .with_skills(inventory::iter::<crate::skills::EmbeddedSkills>())
+    }
+
+    /// Serves these embedded skill directories (what `sake::skills!` registers; all of them:
+    /// `inventory::iter::<EmbeddedSkills>()`) besides what the registry has.
+    pub fn with_skills(
+        mut self,
+        skills: impl IntoIterator<Item = &'static crate::skills::EmbeddedSkills>,
+    ) -> Result<Registry, Error> {
+        let mut embedded = self.skills.embedded();
+        embedded.extend(skills);
+        self.skills = crate::skills::SkillSet::build(embedded, Vec::new())?;
+        Ok(self)
+    }
+
+    /// Adds skills defined in code (`Server::skill`).
+    pub(crate) fn add_skills(&mut self, defs: Vec<crate::skills::SkillDef>) -> Result<(), Error> {
+        if !defs.is_empty() {
+            self.skills = crate::skills::SkillSet::build(self.skills.embedded(), defs)?;
+        }
+        Ok(())
     }
 
     /// Builds a registry from explicit descriptors (a subset of the binary's, for example).
@@ -209,6 +233,7 @@ impl Registry {
             resources: statics,
             resource_index,
             templates,
+            skills: crate::skills::SkillSet::default(),
         };
         let object_only: Vec<&str> = Revision::ALL
             .iter()
@@ -278,7 +303,7 @@ impl Registry {
 
     /// Whether anything offers completions.
     /// The first function that names scopes or takes the caller's principal, as (kind, name).
-    pub(crate) fn first_scoped(&self) -> Option<(&'static str, &'static str)> {
+    pub(crate) fn first_scoped(&self) -> Option<(&'static str, &str)> {
         let tool = self
             .tools
             .iter()
@@ -298,7 +323,14 @@ impl Registry {
                 .find(|r| !r.scopes.is_empty() || r.principal)
                 .map(|r| ("resource", r.uri))
         };
-        tool.or_else(prompt).or_else(resource)
+        let skill = || {
+            self.skills
+                .skills
+                .iter()
+                .find(|(_, s)| !s.scopes.is_empty())
+                .map(|(uri, _)| ("skill", uri.as_str()))
+        };
+        tool.or_else(prompt).or_else(resource).or_else(skill)
     }
 
     pub(crate) fn has_completions(&self) -> bool {
@@ -348,7 +380,23 @@ impl Registry {
             .iter()
             .filter(|r| visible(r.scopes))
             .map(|r| render::resource(&resource_listing(r), rev))
+            // Skill files are resources in every revision.
+            .chain(
+                self.skills
+                    .resources_visible(visible)
+                    .iter()
+                    .map(|r| render::resource(r, rev)),
+            )
             .collect()
+    }
+
+    /// The skill entries `skills/list` shows (none where the revision has no skills).
+    pub(crate) fn skills_visible(&self, rev: Revision, visible: Visible<'_>) -> Vec<Value> {
+        if rev.features().skills {
+            self.skills.entries_visible(visible)
+        } else {
+            Vec::new()
+        }
     }
 
     pub(crate) fn templates_visible(&self, rev: Revision, visible: Visible<'_>) -> Vec<Value> {
@@ -368,6 +416,7 @@ impl Registry {
             .chain(self.prompts.iter().map(|p| p.scopes))
             .chain(self.resources.iter().map(|r| r.scopes))
             .chain(self.templates.iter().map(|t| t.def.scopes))
+            .chain(self.skills.scope_sets())
             .filter(|s| !s.is_empty())
             .collect();
         sets.sort();

@@ -47,6 +47,7 @@ pub struct Server {
     authorization: Option<Arc<crate::auth::Authorization>>,
     task_store: Option<Arc<dyn TaskStore>>,
     event_bus: Option<Arc<dyn EventBus>>,
+    skills: Vec<crate::skills::SkillDef>,
 }
 
 impl Server {
@@ -66,6 +67,7 @@ impl Server {
             authorization: None,
             task_store: None,
             event_bus: None,
+            skills: Vec::new(),
         }
     }
 
@@ -84,6 +86,7 @@ impl Server {
             authorization: None,
             task_store: None,
             event_bus: None,
+            skills: Vec::new(),
         }
     }
 
@@ -91,6 +94,14 @@ impl Server {
     /// value per type; a function that asks for a type never registered stops start-up.
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.states.insert(value);
+        self
+    }
+
+    /// Serves a skill defined in code (the skills extension; see [`skills`](crate::skills)):
+    /// files given as bytes, checked and digested when the server is built, or a dynamic
+    /// skill read from its source. Skills embedded with `sake::skills!` need no call.
+    pub fn skill(mut self, skill: crate::skills::SkillDef) -> Self {
+        self.skills.push(skill);
         self
     }
 
@@ -121,6 +132,25 @@ impl Server {
     /// The server's home page (2025-11-25 and later).
     pub fn website_url(mut self, url: impl Into<String>) -> Self {
         self.config.info.website_url = Some(url.into());
+        self
+    }
+
+    /// Lists the server: a server card at `<endpoint>/server-card` and the AI Catalog at
+    /// `/.well-known/ai-catalog.json` that points to it, and the registry's `server.json`
+    /// ([`Service::registry_server_json`]), all from this listing and what the server knows
+    /// (name, version, title, description, website, revisions). Building fails when the card
+    /// cannot be made (no [`description`](Self::description), a name the registry refuses).
+    pub fn listing(mut self, listing: crate::card::Listing) -> Self {
+        self.config.listing = Some(listing);
+        self
+    }
+
+    /// The URL clients reach the server at from outside, without the endpoint's path
+    /// (`https://mcp.example.com`, or with the prefix a proxy mounts it under): the server
+    /// card's and `server.json`'s remote is this URL and the [`path`](Self::path). Without it,
+    /// the card served over HTTP names the URL the request came to (`http://`, its `Host`).
+    pub fn public_url(mut self, url: impl Into<String>) -> Self {
+        self.config.public_url = Some(url.into().trim_end_matches('/').to_owned());
         self
     }
 
@@ -416,6 +446,17 @@ impl Server {
             Some(r) => r?,
             None => Registry::collect()?,
         };
+        registry.add_skills(self.skills)?;
+        if let Some(listing) = &self.config.listing {
+            listing.check(&self.config.info).map_err(Error::Config)?;
+        }
+        if let Some(url) = &self.config.public_url
+            && !(url.starts_with("https://") || url.starts_with("http://"))
+        {
+            return Err(Error::Config(format!(
+                "Server::public_url {url:?} must be an http:// or https:// URL"
+            )));
+        }
         #[cfg(feature = "compat")]
         compat::at_startup(&mut registry, &self.schema_compat)
             .map_err(Error::IncompatibleSchemas)?;
@@ -423,6 +464,12 @@ impl Server {
         let auth = self.authorization.clone();
         let mut http = self.http;
         http.limits = self.config.limits.clone();
+        http.listing = self
+            .config
+            .listing
+            .clone()
+            .map(|l| (l, self.config.info.clone()));
+        http.public_url = self.config.public_url.clone();
         let shared = Arc::new(Shared::new(
             registry,
             self.config,
@@ -518,6 +565,28 @@ impl Service {
     /// The registry being served.
     pub fn registry(&self) -> &Registry {
         &self.shared.registry
+    }
+
+    /// The endpoint's public URL, when [`Server::public_url`] gives it.
+    pub fn public_mcp_url(&self) -> Option<String> {
+        let base = self.shared.config.public_url.as_deref()?;
+        Some(format!("{base}{}", self.endpoint.http.path))
+    }
+
+    /// The server card (`v1`) of a server given a [`Server::listing`]: what
+    /// `<endpoint>/server-card` serves, its remote at the [`Server::public_url`] (none without
+    /// one). `None` without a listing.
+    pub fn server_card(&self) -> Option<serde_json::Value> {
+        let listing = self.shared.config.listing.as_ref()?;
+        Some(listing.server_card(&self.shared.config.info, self.public_mcp_url().as_deref()))
+    }
+
+    /// The MCP registry's `server.json` of a server given a [`Server::listing`]: its identity
+    /// as the card says it, its packages, and its remote at the [`Server::public_url`] when
+    /// set. `None` without a listing.
+    pub fn registry_server_json(&self) -> Option<serde_json::Value> {
+        let listing = self.shared.config.listing.as_ref()?;
+        Some(listing.server_json(&self.shared.config.info, self.public_mcp_url().as_deref()))
     }
 
     /// Publishes list changes and resource updates to connected clients.

@@ -45,6 +45,11 @@ const LAYERS: &[(&str, u8)] = &[
     ("tasks", 4),
     // Replicas sharing through Redis: a bus (handler's events) and a task store.
     ("redis", 4),
+    // Skills (the skills extension): embedded and code-defined skills, their files and
+    // directories, built at start-up for the registry.
+    ("skills", 4),
+    // Server cards and registry listings, generated from the server's identity.
+    ("card", 4),
     ("server", 5),
     ("transport", 6),
     ("service", 7),
@@ -74,6 +79,7 @@ const PROTOCOL_ORDER: &[(&str, u8)] = &[
     ("headers", 3),
     ("methods", 3),
     ("tasks", 3),
+    ("skills", 3),
     ("meta", 4),
     ("render", 5),
 ];

@@ -608,3 +608,126 @@ async fn stdio_takes_its_caller_from_its_token() {
         "Unauthorized: tool `whoami` needs a bearer token from the authorization server the protected resource metadata names"
     );
 }
+
+// Skills carry scopes like functions: `tests/tests/ui/skills/good` (the skill `hello`) for
+// callers with `admin` only.
+sake::skills!("../../tests/tests/ui/skills/good", scopes("admin"));
+
+/// A 2026-07-28 request of any method with a token.
+async fn modern(s: &Served, token: &str, method: &str, params: Value) -> Reply {
+    let bearer = format!("Bearer {token}");
+    let mut params = params;
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let mut headers = vec![
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", method),
+        ("authorization", bearer.as_str()),
+    ];
+    let uri = params["uri"].as_str().unwrap_or_default().to_owned();
+    if method == "resources/read" {
+        headers.push(("mcp-name", uri.as_str()));
+    }
+    send(
+        "POST",
+        &s.url,
+        &headers,
+        Some(json!({"jsonrpc": "2.0", "id": 5, "method": method, "params": params})),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn scoped_skills_need_their_scopes_on_every_method_and_revision() {
+    let s = serve(|a| a).await;
+    const SKILL: &str = "skill://hello/SKILL.md";
+    for (method, params, what) in [
+        (
+            "skills/get",
+            json!({"uri": SKILL}),
+            "skill `skill://hello/SKILL.md`",
+        ),
+        (
+            "resources/read",
+            json!({"uri": SKILL}),
+            "resource `skill://hello/SKILL.md`",
+        ),
+        (
+            "resources/directory/read",
+            json!({"uri": "skill://hello"}),
+            "directory `skill://hello`",
+        ),
+    ] {
+        let r = modern(&s, "alice", method, params.clone()).await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{method}: {}", r.body);
+        assert_eq!(
+            r.body["error"]["message"],
+            format!("Forbidden: {what} needs the scopes admin; sign in again with them"),
+        );
+        let r = modern(&s, "root", method, params).await;
+        assert_eq!(r.status, StatusCode::OK, "{method}: {}", r.body);
+        assert!(r.body.get("result").is_some(), "{method}: {}", r.body);
+    }
+    // On a 2025-11-25 session the file is a resource, with the same check.
+    let read = |token: &'static str| {
+        let url = s.url.clone();
+        let s = &s;
+        async move {
+            let sid = open_session(s, token).await;
+            let bearer = format!("Bearer {token}");
+            send(
+                "POST",
+                &url,
+                &[
+                    ("mcp-session-id", sid.as_str()),
+                    ("mcp-protocol-version", "2025-11-25"),
+                    ("authorization", bearer.as_str()),
+                ],
+                Some(
+                    json!({"jsonrpc": "2.0", "id": 4, "method": "resources/read",
+                            "params": {"uri": SKILL}}),
+                ),
+            )
+            .await
+        }
+    };
+    // (As for a function in a session: the refusal is the JSON-RPC error, in the session.)
+    let r = read("alice").await;
+    assert_eq!(
+        r.body["error"],
+        json!({"code": -32000, "message": "Forbidden: resource `skill://hello/SKILL.md` needs the scopes admin; sign in again with them"})
+    );
+    let r = read("root").await;
+    assert_eq!(r.body["result"]["contents"][0]["uri"], SKILL, "{}", r.body);
+    // Hidden from the lists of callers without the scopes, when the server hides.
+    let hiding = serve(|a| a.hide_unauthorized(true)).await;
+    let listed = |r: Reply, key: &str| r.body["result"][key].as_array().unwrap().len();
+    assert_eq!(
+        listed(
+            modern(&hiding, "alice", "skills/list", json!({})).await,
+            "skills"
+        ),
+        0
+    );
+    assert_eq!(
+        listed(
+            modern(&hiding, "root", "skills/list", json!({})).await,
+            "skills"
+        ),
+        1
+    );
+    assert_eq!(
+        listed(
+            modern(&hiding, "alice", "resources/list", json!({})).await,
+            "resources"
+        ),
+        0
+    );
+    assert_eq!(
+        listed(
+            modern(&hiding, "root", "resources/list", json!({})).await,
+            "resources"
+        ),
+        2
+    );
+}

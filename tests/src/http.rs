@@ -287,6 +287,12 @@ impl Req {
             .header("accept", "text/event-stream")
     }
 
+    /// The same request to another path (`/mcp/server-card`).
+    pub fn path(mut self, path: &str) -> Req {
+        self.path = path.to_owned();
+        self
+    }
+
     /// A DELETE of the endpoint.
     pub fn delete() -> Req {
         Req::post(Vec::new())
@@ -513,6 +519,26 @@ impl Wire {
         let reply = self.send_unchecked(req.clone()).await;
         reply.validate(revision, &req);
         reply
+    }
+
+    /// Sends a request that is not MCP (a server card, a well-known document) and returns the
+    /// reply as it came: status, headers, body; no message is parsed.
+    pub async fn send_plain(&self, req: Req) -> Reply {
+        let response = self
+            .service
+            .router()
+            .oneshot(req.build())
+            .await
+            .expect("the router is infallible");
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.unwrap().to_bytes().to_vec();
+        Reply {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body,
+            events: Vec::new(),
+            messages: Vec::new(),
+        }
     }
 
     /// Sends one request and returns the reply without validating it (the caller must call

@@ -204,11 +204,87 @@ fn validate_task_message(request_method: Option<&str>, message: &Value) -> bool 
     true
 }
 
+/// Validates a result of the skills extension (2026-07-28; the extension publishes no JSON
+/// Schema): the envelope and `Result` against the revision's schema, each child of a
+/// `resources/directory/read` against `Resource`, and the entries' shape as the extension's
+/// `Skill` type says. `false` for any other message.
+fn validate_skills_message(request_method: Option<&str>, message: &Value) -> bool {
+    let Some(method @ ("skills/list" | "skills/get" | "resources/directory/read")) = request_method
+    else {
+        return false;
+    };
+    let Some(result) = message.get("result") else {
+        return false;
+    };
+    let core = schema(MODERN);
+    core.check(MODERN, "JSONRPCResultResponse", message, message);
+    core.check(MODERN, "Result", result, message);
+    assert_eq!(result["resultType"], "complete", "{message}");
+    let entry = |skill: &Value| {
+        assert!(
+            skill["uri"]
+                .as_str()
+                .is_some_and(|u| u.ends_with("/SKILL.md")),
+            "{skill}"
+        );
+        assert!(skill["frontmatter"]["name"].is_string(), "{skill}");
+        assert!(skill["frontmatter"]["description"].is_string(), "{skill}");
+        match &skill["resources"] {
+            Value::String(s) => assert_eq!(s, "dynamic"),
+            Value::Array(files) => {
+                for f in files {
+                    let digest = f["digest"].as_str().unwrap_or_default();
+                    assert!(
+                        digest.len() == 71
+                            && digest.starts_with("sha256:")
+                            && digest[7..]
+                                .bytes()
+                                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+                        "{f}"
+                    );
+                    assert!(f["size"].is_u64() && f["uri"].is_string(), "{f}");
+                }
+            }
+            other => panic!("resources is {other}"),
+        }
+    };
+    match method {
+        "skills/list" => {
+            assert!(
+                result["ttlMs"].is_u64() && result["cacheScope"].is_string(),
+                "{message}"
+            );
+            result["skills"]
+                .as_array()
+                .expect("skills")
+                .iter()
+                .for_each(entry);
+        }
+        "skills/get" => {
+            assert!(
+                result["ttlMs"].is_u64() && result["cacheScope"].is_string(),
+                "{message}"
+            );
+            assert!(result.get("nextCursor").is_none(), "{message}");
+            entry(&result["skill"]);
+        }
+        _ => {
+            for r in result["resources"].as_array().expect("resources") {
+                core.check(MODERN, "Resource", r, message);
+            }
+        }
+    }
+    true
+}
+
 /// Validates one message the server sent in answer to a request of `request_method`.
 pub fn validate(revision: &str, request_method: Option<&str>, message: &Value) {
     let s = schema(revision);
     let modern = revision == MODERN;
     if modern && validate_task_message(request_method, message) {
+        return;
+    }
+    if modern && validate_skills_message(request_method, message) {
         return;
     }
     if let Some(method) = message.get("method").and_then(Value::as_str) {

@@ -1,6 +1,7 @@
 //! `examples/installable/`, a server shipped as a binary crate (`sake-demo`): what
 //! `cargo install` gives serves stdio with no arguments and Streamable HTTP with `--http`, and
-//! its `server.json` is valid against the MCP registry's published schema
+//! its `server.json`, written by the server from its listing (`--server-json`) and shipped as
+//! it wrote it, is valid against the MCP registry's published schema
 //! (`spec/registry/server.schema.json`, see `spec/README.md`) and names the crate that is built
 //! here, at its version, with the `mcp-name:` marker the registry looks for in its README.
 
@@ -21,8 +22,53 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The `server.json` the server writes from its listing (`sake-demo --server-json`).
 fn server_json() -> Value {
-    read_json(&crate_dir().join("server.json"))
+    let out = std::process::Command::new(package_binary("sake-demo"))
+        .arg("--server-json")
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null())
+        .output()
+        .expect("sake-demo runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("--server-json prints JSON")
+}
+
+/// The `server.json` shipped beside the crate (what `mcp-publisher publish` reads) is the one
+/// the server writes: regenerate it with `sake-demo --server-json > server.json`.
+#[test]
+fn the_shipped_server_json_is_the_generated_one() {
+    same(read_json(&crate_dir().join("server.json")), server_json());
+}
+
+/// `--server-card` prints the card of the same listing (no remote: no public URL).
+#[test]
+fn the_server_card_agrees_with_server_json() {
+    let out = std::process::Command::new(package_binary("sake-demo"))
+        .arg("--server-card")
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null())
+        .output()
+        .expect("sake-demo runs");
+    assert!(out.status.success());
+    let card: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = server_json();
+    same(
+        card,
+        json!({
+            "$schema": "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json",
+            "name": doc["name"],
+            "version": doc["version"],
+            "description": doc["description"],
+            "title": doc["title"],
+            "websiteUrl": doc["websiteUrl"],
+            "repository": doc["repository"],
+        }),
+    );
 }
 
 /// The MCP registry's schema of `server.json`, compiled (draft-07, formats checked).
@@ -145,10 +191,17 @@ fn add_call() -> Value {
     })
 }
 
+/// What the demo says it is: what its `server.json` and card say too.
+fn demo_info() -> Value {
+    json!({"name": "sake-demo", "version": "0.1.0", "title": "sake demo",
+           "description": "A demo MCP server built with sake: add numbers, count words, explain a topic.",
+           "websiteUrl": "https://github.com/sake-rs/sake/blob/main/docs/clients.md"})
+}
+
 fn add_result() -> Value {
     json!({
         "resultType": "complete",
-        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "sake-demo", "version": "0.1.0"}},
+        "_meta": {"io.modelcontextprotocol/serverInfo": demo_info()},
         "content": [{"type": "text", "text": "{\"sum\":5}"}],
         "structuredContent": {"sum": 5},
     })
@@ -164,10 +217,7 @@ async fn it_serves_stdio_by_default() {
     );
     let init = demo.peer.initialize("2025-11-25", json!({})).await;
     same(&init["result"]["protocolVersion"], json!("2025-11-25"));
-    same(
-        &init["result"]["serverInfo"],
-        json!({"name": "sake-demo", "version": "0.1.0"}),
-    );
+    same(&init["result"]["serverInfo"], demo_info());
     same(
         demo.peer
             .call(

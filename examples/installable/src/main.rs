@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use sake::card::{Listing, Package, Repository};
 use sake::prelude::*;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -16,6 +17,8 @@ sake-demo: a demo MCP server built with sake
 Usage:
   sake-demo                  serve MCP on stdin/stdout
   sake-demo --http [ADDR]    serve Streamable HTTP at http://ADDR/mcp (default 127.0.0.1:3000)
+  sake-demo --server-json    print the MCP registry's server.json (what server.json holds)
+  sake-demo --server-card    print the server card (served at /mcp/server-card with --http)
   sake-demo --help           print this help
   sake-demo --version        print the version
 
@@ -79,6 +82,8 @@ enum Command {
     Http(String),
     Help,
     Version,
+    ServerJson,
+    ServerCard,
 }
 
 /// Reads the arguments after the program name.
@@ -88,6 +93,8 @@ fn parse(args: &[String]) -> Result<Command, String> {
         [flag] if flag == "--help" || flag == "-h" => Ok(Command::Help),
         [flag] if flag == "--version" || flag == "-V" => Ok(Command::Version),
         [flag] if flag == "--http" => Ok(Command::Http(DEFAULT_ADDR.to_owned())),
+        [flag] if flag == "--server-json" => Ok(Command::ServerJson),
+        [flag] if flag == "--server-card" => Ok(Command::ServerCard),
         [flag, addr] if flag == "--http" && !addr.starts_with('-') => {
             Ok(Command::Http(addr.clone()))
         }
@@ -95,11 +102,36 @@ fn parse(args: &[String]) -> Result<Command, String> {
     }
 }
 
+/// The server, with how it is listed: the registry's `server.json` and the server card are
+/// generated from this (`--server-json`, `--server-card`).
 fn server() -> Server {
     Server::from_registry()
         .name("sake-demo")
         .version(env!("CARGO_PKG_VERSION"))
+        .title("sake demo")
+        .description(
+            "A demo MCP server built with sake: add numbers, count words, explain a topic.",
+        )
+        .website_url("https://github.com/sake-rs/sake/blob/main/docs/clients.md")
         .instructions("Use `add` for sums and `word_count` to count words.")
+        .listing(
+            Listing::new("io.github.sake-rs")
+                .repository(
+                    Repository::github("https://github.com/sake-rs/sake")
+                        .subfolder("examples/installable"),
+                )
+                .package(Package::cargo("sake-demo", env!("CARGO_PKG_VERSION"))),
+        )
+}
+
+/// Prints a document of the listing, as pretty JSON.
+fn print_listing(
+    doc: fn(&sake::Service) -> Option<serde_json::Value>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let service = server().build()?;
+    let doc = doc(&service).ok_or("the server has no listing")?;
+    println!("{}", serde_json::to_string_pretty(&doc)?);
+    Ok(())
 }
 
 /// Serves HTTP on `addr`, saying where on stderr, until Ctrl-C.
@@ -144,6 +176,8 @@ async fn main() -> ExitCode {
             println!("sake-demo {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
+        Command::ServerJson => print_listing(sake::Service::registry_server_json),
+        Command::ServerCard => print_listing(sake::Service::server_card),
         Command::Stdio => server().serve_stdio().await.map_err(Into::into),
         Command::Http(addr) => serve_http(&addr).await,
     };
@@ -177,6 +211,8 @@ mod tests {
         );
         assert_eq!(parse(&args(&["--help"])), Ok(Command::Help));
         assert_eq!(parse(&args(&["-V"])), Ok(Command::Version));
+        assert_eq!(parse(&args(&["--server-json"])), Ok(Command::ServerJson));
+        assert_eq!(parse(&args(&["--server-card"])), Ok(Command::ServerCard));
         assert_eq!(
             parse(&args(&["--port", "1"])),
             Err("unexpected arguments: --port 1".into())

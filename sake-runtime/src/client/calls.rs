@@ -35,7 +35,11 @@ impl Client {
     /// Every item of a paginated list, following `nextCursor`: at most `max_pages` pages and
     /// `max_body_bytes` of pages together; a cursor given twice is an error (the pagination
     /// loops).
-    async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, ClientError> {
+    pub(super) async fn list_all(
+        &self,
+        method: &str,
+        key: &str,
+    ) -> Result<Vec<Value>, ClientError> {
         let limits = self.inner.core.limits;
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;

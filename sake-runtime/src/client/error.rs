@@ -192,6 +192,17 @@ pub enum ClientError {
     /// Reading or writing the server process's pipes failed.
     #[error("I/O error on the server's stdio: {0}")]
     Io(#[source] std::io::Error),
+    /// A skill file did not match the entry the client holds (the skills extension): its
+    /// size, its digest or its frontmatter differ, the entry lists no such file, or the entry
+    /// itself breaks the extension's rules. Its content must not be used; refresh the entry
+    /// with `skills/get` ([`Client::get_skill`](super::Client::get_skill)).
+    #[error("skill verification failed for {uri}: {reason}")]
+    SkillVerification {
+        /// The file (or the skill's `SKILL.md`).
+        uri: String,
+        /// What did not match.
+        reason: String,
+    },
     /// A result did not have the expected type.
     #[error("could not decode the result of {method}: {error}")]
     Decode {

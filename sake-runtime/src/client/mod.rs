@@ -43,6 +43,7 @@ mod negotiate;
 mod params;
 mod request;
 mod rounds;
+mod skills;
 mod sse;
 mod stdio;
 mod subscribe;
@@ -58,6 +59,7 @@ pub use self::builder::ClientBuilder;
 pub use self::core::Notification;
 pub use self::error::ClientError;
 pub use self::negotiate::{EraCache, Remembered};
+pub use self::skills::{LoadedSkill, is_directory};
 pub use self::subscribe::{Notifications, Subscription};
 pub use self::tasks::{TaskHandle, ToolCall};
 

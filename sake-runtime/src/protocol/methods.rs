@@ -41,6 +41,12 @@ pub enum Method {
     TasksUpdate,
     /// `tasks/cancel` (the tasks extension).
     TasksCancel,
+    /// `skills/list` (the skills extension).
+    SkillsList,
+    /// `skills/get` (the skills extension).
+    SkillsGet,
+    /// `resources/directory/read` (the skills extension, `directoryRead`).
+    DirectoryRead,
 }
 
 /// Which server capability a method needs.
@@ -60,6 +66,8 @@ pub enum Needs {
     Logging,
     /// The tasks extension (advertised when a tool may run as a task).
     Tasks,
+    /// The skills extension (advertised when the server has skills).
+    Skills,
 }
 
 impl Method {
@@ -84,6 +92,9 @@ impl Method {
             "tasks/get" => Method::TasksGet,
             "tasks/update" => Method::TasksUpdate,
             "tasks/cancel" => Method::TasksCancel,
+            "skills/list" => Method::SkillsList,
+            "skills/get" => Method::SkillsGet,
+            "resources/directory/read" => Method::DirectoryRead,
             _ => return None,
         })
     }
@@ -109,6 +120,9 @@ impl Method {
             Method::TasksGet => "tasks/get",
             Method::TasksUpdate => "tasks/update",
             Method::TasksCancel => "tasks/cancel",
+            Method::SkillsList => "skills/list",
+            Method::SkillsGet => "skills/get",
+            Method::DirectoryRead => "resources/directory/read",
         }
     }
 
@@ -119,12 +133,15 @@ impl Method {
 
     /// Whether the method exists in an era. 2026-07-28 removed the handshake, `ping`,
     /// `logging/setLevel` and resource subscriptions; it added discovery and listening. The
-    /// methods of the tasks extension exist where the revision table has the extension.
+    /// methods of the tasks and skills extensions exist where the revision table has them.
     pub fn exists_in(self, era: Era) -> bool {
         match self {
             Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => Revision::ALL
                 .iter()
                 .any(|r| r.era() == era && r.features().tasks),
+            Method::SkillsList | Method::SkillsGet | Method::DirectoryRead => Revision::ALL
+                .iter()
+                .any(|r| r.era() == era && r.features().skills),
             Method::Discover | Method::Listen => era == Era::Modern,
             Method::Initialize
             | Method::Ping
@@ -148,6 +165,7 @@ impl Method {
             Method::Complete => Needs::Completions,
             Method::SetLevel => Needs::Logging,
             Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => Needs::Tasks,
+            Method::SkillsList | Method::SkillsGet | Method::DirectoryRead => Needs::Skills,
             Method::Discover | Method::Initialize | Method::Ping | Method::Listen => Needs::Nothing,
         }
     }
@@ -190,6 +208,9 @@ mod tests {
             Method::TasksGet,
             Method::TasksUpdate,
             Method::TasksCancel,
+            Method::SkillsList,
+            Method::SkillsGet,
+            Method::DirectoryRead,
         ];
         for m in all {
             assert_eq!(Method::parse(m.as_str()), Some(m));
@@ -221,6 +242,11 @@ mod tests {
                 Method::parse(m).and_then(Method::name_param),
                 Some("taskId")
             );
+        }
+        for m in ["skills/list", "skills/get", "resources/directory/read"] {
+            assert!(Method::parse_in(m, Era::Modern).is_some(), "{m}");
+            assert_eq!(Method::parse_in(m, Era::Legacy), None, "{m}");
+            assert_eq!(Method::parse(m).map(Method::needs), Some(Needs::Skills));
         }
         // Removed by SEP-2663: unknown in every era.
         for m in ["tasks/result", "tasks/list"] {

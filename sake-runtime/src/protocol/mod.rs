@@ -7,6 +7,7 @@ pub mod jsonrpc;
 pub mod meta;
 pub mod methods;
 pub mod render;
+pub mod skills;
 pub mod tasks;
 pub mod types;
 pub mod version;

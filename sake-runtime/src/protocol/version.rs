@@ -98,6 +98,12 @@ pub struct Features {
     /// treat it as enabling tasks under 2025-11-25, whose experimental tasks are another,
     /// incompatible feature that sake does not serve).
     pub tasks: bool,
+    /// The skills extension (`io.modelcontextprotocol/skills`, SEP-2640) exists: `skills/list`,
+    /// `skills/get` and `resources/directory/read`, advertised by `server/discover`. Defined
+    /// against 2026-07-28; on the handshake revisions a server's skill files are ordinary
+    /// resources, listed and read as the others (as the extension says a client without it
+    /// sees them).
+    pub skills: bool,
 
     // What a client does differently
     /// A client reaches the revision with `server/discover` (a `DiscoverResult` that lists it);
@@ -141,6 +147,7 @@ const MODERN: Features = Features {
     input_required: true,
     missing_capability_code: -32021,
     tasks: true,
+    skills: true,
     discover: true,
     request_meta: true,
     routing_headers: true,
@@ -170,6 +177,7 @@ const V2025_11_25: Features = Features {
     input_required: false,
     missing_capability_code: -32602,
     tasks: false,
+    skills: false,
     discover: false,
     request_meta: false,
     routing_headers: false,
@@ -327,6 +335,8 @@ mod tests {
         assert_eq!(f.resource_not_found_code, -32602);
         assert!(f.tasks);
         assert!(Revision::LEGACY.iter().all(|r| !r.features().tasks));
+        assert!(f.skills);
+        assert!(Revision::LEGACY.iter().all(|r| !r.features().skills));
         assert_eq!(
             Revision::V2025_11_25.features().resource_not_found_code,
             -32002

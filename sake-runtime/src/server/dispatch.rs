@@ -167,6 +167,7 @@ impl Shared {
             Needs::Completions => c.completions.is_some(),
             Needs::Logging => c.logging.is_some(),
             Needs::Tasks => self.tasks.is_some(),
+            Needs::Skills => !self.registry.skills.is_empty(),
         }
     }
 
@@ -200,7 +201,8 @@ impl Shared {
             Method::ToolsList
             | Method::PromptsList
             | Method::ResourcesList
-            | Method::ResourceTemplatesList => {
+            | Method::ResourceTemplatesList
+            | Method::SkillsList => {
                 #[cfg(feature = "auth")]
                 let filtered = self.caller_lists(&parts.extensions);
                 #[cfg(feature = "auth")]
@@ -214,6 +216,7 @@ impl Shared {
                     Method::ToolsList => page(&lists.tools, "tools"),
                     Method::PromptsList => page(&lists.prompts, "prompts"),
                     Method::ResourcesList => page(&lists.resources, "resources"),
+                    Method::SkillsList => page(&lists.skills, "skills"),
                     _ => page(&lists.templates, "templates"),
                 }
             }
@@ -231,6 +234,12 @@ impl Shared {
                 .unwrap_or_else(|e| Dispatched::err(rev, e)),
             Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => self
                 .task_method(parts, method, params)
+                .unwrap_or_else(|e| Dispatched::err(rev, e)),
+            Method::SkillsGet => self
+                .get_skill(&parts, params)
+                .unwrap_or_else(|e| Dispatched::err(rev, e)),
+            Method::DirectoryRead => self
+                .read_directory(&parts, params)
                 .unwrap_or_else(|e| Dispatched::err(rev, e)),
             Method::Initialize
             | Method::Ping
@@ -459,6 +468,9 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let uri = required(params.uri, "uri")?.into_owned();
+        if let Some(file) = self.registry.skills.file(&uri) {
+            return self.read_skill_file(&parts, &uri, file);
+        }
         let (def, vars) = match self.registry.static_resource(&uri) {
             Some(def) => (def, Vec::new()),
             None => self

@@ -12,6 +12,7 @@ pub(crate) mod inflight;
 pub(crate) mod quota;
 pub(crate) mod records;
 pub(crate) mod session;
+pub(crate) mod skills;
 pub(crate) mod subscriptions;
 pub(crate) mod tasks;
 
@@ -68,6 +69,10 @@ pub(crate) struct Config {
     pub task_ttl: Duration,
     pub task_poll_interval: Duration,
     pub task_lease: Duration,
+    /// How the server is listed (server card, registry `server.json`), when it is.
+    pub listing: Option<crate::card::Listing>,
+    /// The public URL of the server without the endpoint's path (`Server::public_url`).
+    pub public_url: Option<String>,
 }
 
 impl Default for Config {
@@ -95,6 +100,8 @@ impl Default for Config {
             task_ttl: Duration::from_secs(300),
             task_poll_interval: Duration::from_secs(1),
             task_lease: Duration::from_secs(30),
+            listing: None,
+            public_url: None,
         }
     }
 }
@@ -114,6 +121,8 @@ pub(crate) struct RevisionLists {
     pub prompts: Pages,
     pub resources: Pages,
     pub templates: Pages,
+    /// `skills/list` (the skills extension; empty where the revision has none).
+    pub skills: Pages,
 }
 
 /// What one view of the server shows, each revision's lists rendered on the first request
@@ -205,11 +214,14 @@ impl Shared {
             logging: Some(Default::default()),
             completions: registry.has_completions().then(Default::default),
             prompts: (!registry.prompts.is_empty()).then(list_changed),
-            resources: (!registry.resources.is_empty() || !registry.templates.is_empty())
-                .then_some(ResourcesCapability {
-                    subscribe: Some(true),
-                    list_changed: Some(true),
-                }),
+            // Skill files are resources (the skills extension requires the capability).
+            resources: (!registry.resources.is_empty()
+                || !registry.templates.is_empty()
+                || !registry.skills.is_empty())
+            .then_some(ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+            }),
             tools: (!registry.tools.is_empty()).then(list_changed),
             extensions: None,
         };
@@ -248,9 +260,19 @@ impl Shared {
         let mut discover: [Bytes; Revision::COUNT] = Default::default();
         for rev in Revision::ALL.into_iter().filter(|r| r.features().discover) {
             let mut discovered = capabilities.clone();
+            let mut ext = serde_json::Map::new();
             if tasks.is_some() && rev.features().tasks {
-                let mut ext = serde_json::Map::new();
                 ext.insert(crate::protocol::tasks::EXTENSION.into(), json!({}));
+            }
+            // The skills extension, with `resources/directory/read`: every skill is served as
+            // files, so every directory of the namespace can be read.
+            if !registry.skills.is_empty() && rev.features().skills {
+                ext.insert(
+                    crate::protocol::skills::EXTENSION.into(),
+                    crate::skills::declaration(),
+                );
+            }
+            if !ext.is_empty() {
                 discovered.extensions = Some(ext);
             }
             let mut result = json!({
@@ -402,6 +424,7 @@ impl Shared {
             )));
         }
         let served = self.registry.static_resource(uri).is_some()
+            || self.registry.skills.file(uri).is_some()
             || self
                 .registry
                 .templates
@@ -615,8 +638,9 @@ fn revision_lists(
     rev: Revision,
     visible: crate::registry::Visible<'_>,
 ) -> RevisionLists {
-    let page =
-        |kind: &str, key: &str, items: Vec<Value>| paginate(rev, env, config, kind, key, items);
+    let page = |kind: &str, key: &str, items: Vec<Value>| {
+        paginate(rev, env, config, Cache::Cacheable, kind, key, items)
+    };
     RevisionLists {
         tools: page("tools", "tools", registry.tools_visible(rev, visible)),
         prompts: page("prompts", "prompts", registry.prompts_visible(rev, visible)),
@@ -630,13 +654,15 @@ fn revision_lists(
             "resourceTemplates",
             registry.templates_visible(rev, visible),
         ),
+        skills: page("skills", "skills", registry.skills_visible(rev, visible)),
     }
 }
 
-fn paginate(
+pub(crate) fn paginate(
     rev: Revision,
     env: &ResultEnv,
     config: &Config,
+    cache: Cache,
     kind: &str,
     key: &str,
     items: Vec<Value>,
@@ -664,12 +690,7 @@ fn paginate(
                         Value::String(encode_cursor(kind, i + 1)),
                     );
                 }
-                Bytes::from(render::result_value(
-                    rev,
-                    env,
-                    Cache::Cacheable,
-                    Value::Object(body),
-                ))
+                Bytes::from(render::result_value(rev, env, cache, Value::Object(body)))
             })
             .collect(),
     )

@@ -10,6 +10,7 @@
 pub(crate) mod admission;
 #[cfg(feature = "auth")]
 mod auth;
+mod card;
 pub mod headers;
 pub(crate) mod resume;
 mod serve;
@@ -52,6 +53,10 @@ pub(crate) struct HttpConfig {
     /// The server's limits (those of HTTP: bodies at once and their time and rate, the head's
     /// time, resumable streams kept, a detached request's grace).
     pub limits: Limits,
+    /// What the server card and the AI Catalog describe (`Server::listing`), and the server.
+    pub listing: Option<(crate::card::Listing, crate::protocol::types::Implementation)>,
+    /// The server's public URL without the endpoint's path (`Server::public_url`).
+    pub public_url: Option<String>,
 }
 
 /// How long a body may take before [`HttpConfig::min_body_rate`] applies: the first bytes of
@@ -67,6 +72,8 @@ impl Default for HttpConfig {
             sse_retry: Duration::from_millis(1000),
             client_ip_header: None,
             limits: Limits::default(),
+            listing: None,
+            public_url: None,
         }
     }
 }
@@ -181,6 +188,11 @@ pub(crate) fn router(ep: Arc<Endpoint>) -> Router {
         .delete(delete)
         .fallback(not_allowed);
     let router = Router::new().route(&path, endpoint);
+    // The server card and the AI Catalog (`Server::listing`).
+    let router = match card::routes(&ep) {
+        Some(cards) => router.merge(cards),
+        None => router,
+    };
     #[cfg(feature = "auth")]
     let router = match &ep.auth {
         Some(a) => router.merge(auth::metadata_routes(a)),

@@ -1,0 +1,238 @@
+//! The skills extension in the engine: `skills/get`, `resources/directory/read`, and
+//! `resources/read` of skill files (`skills/list` is a list like the others, in `dispatch`).
+//! Embedded files are answered from memory; a dynamic skill's from its source.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::Shared;
+use super::dispatch::Dispatched;
+use crate::handler::ResourceError;
+use crate::handler::context::RequestParts;
+use crate::protocol::jsonrpc::{RpcError, clip, raw_string};
+use crate::protocol::meta::Params;
+use crate::protocol::render::{self, Cache, Shape};
+use crate::protocol::types::{ReadResourceResult, ResourceContents};
+use crate::skills::{DirAt, FileAt, dynamic_children};
+
+/// `params.uri`, required, a string.
+fn uri_of(params: &Params<'_>) -> Result<String, RpcError> {
+    match params.uri {
+        None => Err(RpcError::invalid_params(
+            "Invalid params: missing required parameter `uri`",
+        )),
+        Some(raw) => raw_string(raw).map(|u| u.into_owned()).ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "Invalid params: `uri` must be a string, not {}",
+                clip(raw.get())
+            ))
+        }),
+    }
+}
+
+/// The contents of a skill file: text when its bytes are UTF-8 (the same bytes, so the
+/// digest holds), a blob otherwise.
+fn contents(uri: &str, mime_type: Option<&str>, bytes: &[u8]) -> ResourceContents {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => ResourceContents::text(uri, mime_type, text),
+        Err(_) => ResourceContents::blob(uri, mime_type, bytes),
+    }
+}
+
+impl Shared {
+    /// `skills/get`: the entry of a skill the server serves, by the URI of its `SKILL.md`;
+    /// -32602 for any other URI.
+    pub(crate) fn get_skill(
+        &self,
+        parts: &RequestParts,
+        params: &Params<'_>,
+    ) -> Result<Dispatched, RpcError> {
+        let rev = parts.revision;
+        let uri = uri_of(params)?;
+        let skill = self.registry.skills.skill(&uri).ok_or_else(|| {
+            RpcError::invalid_params(format!("No skill is served at {uri}"))
+                .with_data(json!({ "uri": uri }))
+        })?;
+        self.authorize(
+            &parts.extensions,
+            format_args!("skill `{uri}`"),
+            skill.scopes,
+            false,
+        )?;
+        Ok(Dispatched::Ready(Ok(Bytes::from(render::result(
+            rev,
+            &self.env,
+            Shape::Plain,
+            Cache::Cacheable,
+            &json!({ "skill": skill.entry }),
+        )))))
+    }
+
+    /// `resources/directory/read`: the direct children of a directory of the skill namespace,
+    /// paged like the lists; -32602 for a URI that is not a directory.
+    pub(crate) fn read_directory(
+        self: &Arc<Self>,
+        parts: &RequestParts,
+        params: &Params<'_>,
+    ) -> Result<Dispatched, RpcError> {
+        let rev = parts.revision;
+        let uri = uri_of(params)?;
+        let not_a_directory = || {
+            let what = if self.registry.skills.file(&uri).is_some() {
+                "is not a directory resource"
+            } else {
+                "is not a directory this server serves"
+            };
+            RpcError::invalid_params(format!("{uri} {what}")).with_data(json!({ "uri": uri }))
+        };
+        let at = self
+            .registry
+            .skills
+            .directory(&uri)
+            .ok_or_else(not_a_directory)?;
+        let cursor = match params.cursor {
+            None => None,
+            Some(raw) if raw.get() == "null" => None,
+            Some(raw) => Some(
+                raw_string(raw)
+                    .ok_or_else(|| {
+                        RpcError::invalid_params(format!(
+                            "Invalid params: `cursor` must be a string, not {}",
+                            clip(raw.get())
+                        ))
+                    })?
+                    .into_owned(),
+            ),
+        };
+        let page = move |shared: &Shared, children: Vec<Value>| {
+            let pages = super::paginate(
+                rev,
+                &shared.env,
+                &shared.config,
+                Cache::None,
+                "directory",
+                "resources",
+                children,
+            );
+            super::decode_cursor("directory", cursor.as_deref(), pages.0.len())
+                .map(|i| pages.0[i].clone())
+        };
+        match at {
+            DirAt::Static(dir) => {
+                self.authorize(
+                    &parts.extensions,
+                    format_args!("directory `{uri}`"),
+                    dir.scopes,
+                    false,
+                )?;
+                let children = dir
+                    .children
+                    .values()
+                    .map(|r| render::resource(r, rev))
+                    .collect();
+                Ok(Dispatched::Ready(page(self, children)))
+            }
+            DirAt::Dynamic(skill, dir) => {
+                self.authorize(
+                    &parts.extensions,
+                    format_args!("directory `{uri}`"),
+                    skill.scopes,
+                    false,
+                )?;
+                let source = skill.source.clone();
+                let root = skill.root.clone();
+                let shared = self.clone();
+                let limit = self.config.limits.request_timeout;
+                let cursor_page = page;
+                Ok(Dispatched::Pending(Box::pin(async move {
+                    let Some(source) = source else {
+                        return Err(RpcError::internal("the skill has no source"));
+                    };
+                    let files = tokio::time::timeout(limit, source.files())
+                        .await
+                        .map_err(|_| super::dispatch::timed_out(&root, limit))?;
+                    let children = dynamic_children(&root, &dir, &files)
+                        .ok_or_else(|| {
+                            RpcError::invalid_params(format!(
+                                "{uri} is not a directory this server serves"
+                            ))
+                            .with_data(json!({ "uri": uri }))
+                        })?
+                        .iter()
+                        .map(|r| render::resource(r, rev))
+                        .collect();
+                    cursor_page(&shared, children)
+                })))
+            }
+        }
+    }
+
+    /// `resources/read` of a skill file: from memory, or from a dynamic skill's source.
+    pub(crate) fn read_skill_file(
+        &self,
+        parts: &RequestParts,
+        uri: &str,
+        file: FileAt<'_>,
+    ) -> Result<Dispatched, RpcError> {
+        let rev = parts.revision;
+        let env = self.env.clone();
+        let render = move |result: ReadResourceResult| {
+            Bytes::from(render::result(
+                rev,
+                &env,
+                Shape::ReadResource,
+                Cache::Cacheable,
+                &result,
+            ))
+        };
+        match file {
+            FileAt::Static(f) => {
+                self.authorize(
+                    &parts.extensions,
+                    format_args!("resource `{uri}`"),
+                    f.scopes,
+                    false,
+                )?;
+                let c = contents(uri, f.listing.mime_type.as_deref(), &f.bytes);
+                Ok(Dispatched::Ready(Ok(render(ReadResourceResult::new(
+                    vec![c],
+                )))))
+            }
+            FileAt::Dynamic(skill, path) => {
+                self.authorize(
+                    &parts.extensions,
+                    format_args!("resource `{uri}`"),
+                    skill.scopes,
+                    false,
+                )?;
+                let Some(source) = skill.source.clone() else {
+                    return Err(RpcError::resource_not_found(uri));
+                };
+                let uri = uri.to_owned();
+                let limit = self.config.limits.request_timeout;
+                Ok(Dispatched::Pending(Box::pin(async move {
+                    let read = tokio::time::timeout(limit, source.read(&path))
+                        .await
+                        .map_err(|_| super::dispatch::timed_out(&uri, limit))?;
+                    let bytes = match read {
+                        Ok(Some(bytes)) => bytes,
+                        Ok(None) | Err(ResourceError::NotFound(_)) => {
+                            return Err(render::error(rev, RpcError::resource_not_found(&uri)));
+                        }
+                        Err(ResourceError::InvalidUri(m)) => {
+                            return Err(RpcError::invalid_params(m));
+                        }
+                    };
+                    let mime = sake_rules::skill::mime_type(&path);
+                    Ok(render(ReadResourceResult::new(vec![contents(
+                        &uri,
+                        Some(mime),
+                        &bytes,
+                    )])))
+                })))
+            }
+        }
+    }
+}
