@@ -192,8 +192,14 @@ async fn get(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
     let (mut parts, body) = request.into_parts();
     note_peer(cfg, &mut parts);
     #[cfg(feature = "auth")]
-    if let Err(resp) =
-        auth::authenticate(&ep, Era::Legacy, &parts.headers, &mut parts.extensions).await
+    if let Err(resp) = auth::authenticate(
+        &ep,
+        Era::Legacy,
+        &parts.method,
+        &parts.headers,
+        &mut parts.extensions,
+    )
+    .await
     {
         return resp;
     }
@@ -212,8 +218,14 @@ async fn delete(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
     let (mut parts, body) = request.into_parts();
     note_peer(cfg, &mut parts);
     #[cfg(feature = "auth")]
-    if let Err(resp) =
-        auth::authenticate(&ep, Era::Legacy, &parts.headers, &mut parts.extensions).await
+    if let Err(resp) = auth::authenticate(
+        &ep,
+        Era::Legacy,
+        &parts.method,
+        &parts.headers,
+        &mut parts.extensions,
+    )
+    .await
     {
         return resp;
     }
@@ -397,6 +409,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     if let Err(resp) = auth::authenticate(
         &ep,
         header_era(&parts.headers),
+        &parts.method,
         &parts.headers,
         &mut parts.extensions,
     )
