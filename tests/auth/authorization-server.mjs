@@ -260,7 +260,7 @@ async function interact(req, res) {
 
 if (idJag) {
   const b64url = (b) => Buffer.from(b).toString('base64url');
-  provider.registerGrantType(TOKEN_EXCHANGE, async (ctx, next) => {
+  provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
     const p = ctx.oidc.params;
     const fail = (error, error_description) => {
       ctx.status = 400;
@@ -296,10 +296,10 @@ if (idJag) {
       token_type: 'N_A',
       expires_in: 300,
     };
-    await next();
   }, ['requested_token_type', 'subject_token', 'subject_token_type', 'audience', 'resource', 'scope']);
 }
 
+provider.on('server_error', (_ctx, err) => console.error('server_error', err));
 const callback = provider.callback();
 const wellKnown = ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'];
 server.on('request', async (req, res) => {
