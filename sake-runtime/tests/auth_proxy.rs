@@ -83,12 +83,21 @@ async fn upstream_userinfo(principal: Principal) -> Result<String, String> {
         .map_err(|e| e.to_string())?;
     let response = http.request(request).await.map_err(|e| e.to_string())?;
     let status = response.status();
-    let body = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
     if !status.is_success() {
         return Err(format!("userinfo answered {status}"));
     }
     let v: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
-    Ok(format!("{} {}", v["sub"].as_str().unwrap_or(""), digest(&token)))
+    Ok(format!(
+        "{} {}",
+        v["sub"].as_str().unwrap_or(""),
+        digest(&token)
+    ))
 }
 
 // --- the parts ----------------------------------------------------------------------------------
@@ -140,7 +149,14 @@ fn example() -> PathBuf {
             let target_dir = profile_dir.parent().unwrap();
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
             let status = Command::new(cargo)
-                .args(["build", "--quiet", "--example", "oauth_proxy", "--features", "auth-proxy"])
+                .args([
+                    "build",
+                    "--quiet",
+                    "--example",
+                    "oauth_proxy",
+                    "--features",
+                    "auth-proxy",
+                ])
                 .arg("--manifest-path")
                 .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml"))
                 .arg("--target-dir")
@@ -205,7 +221,9 @@ impl Drop for Example {
 async fn in_process(
     upstream: &AuthorizationServer,
     listener: tokio::net::TcpListener,
-    configure: impl FnOnce(sake_runtime::auth::proxy::AuthProxyBuilder) -> sake_runtime::auth::proxy::AuthProxyBuilder,
+    configure: impl FnOnce(
+        sake_runtime::auth::proxy::AuthProxyBuilder,
+    ) -> sake_runtime::auth::proxy::AuthProxyBuilder,
     authorization: impl FnOnce(sake_runtime::auth::Authorization) -> sake_runtime::auth::Authorization,
 ) -> (String, AuthProxy) {
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -221,7 +239,9 @@ async fn in_process(
     .build()
     .unwrap();
     let service = sake::Server::from_registry()
-        .authorization(authorization(proxy.authorization().challenge_scopes(["mcp:tools"])))
+        .authorization(authorization(
+            proxy.authorization().challenge_scopes(["mcp:tools"]),
+        ))
         .build()
         .unwrap();
     tokio::spawn(service.serve(listener, std::future::pending()));
@@ -267,9 +287,16 @@ fn form_fields(html: &str) -> Vec<(String, String)> {
     for input in html.split("<input").skip(1) {
         let tag = input.split('>').next().unwrap_or_default();
         let attr = |a: &str| {
-            tag.split(&format!("{a}=\"")).nth(1).and_then(|r| r.split('"').next()).map(|v| {
-                v.replace("&quot;", "\"").replace("&#39;", "'").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-            })
+            tag.split(&format!("{a}=\""))
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .map(|v| {
+                    v.replace("&quot;", "\"")
+                        .replace("&#39;", "'")
+                        .replace("&lt;", "<")
+                        .replace("&gt;", ">")
+                        .replace("&amp;", "&")
+                })
         };
         if let Some(n) = attr("name") {
             out.push((n, attr("value").unwrap_or_default()));
@@ -297,7 +324,13 @@ impl UserAgent {
         }
     }
 
-    async fn send(&mut self, method: Method, url: &str, headers: &[(&str, &str)], body: Option<String>) -> Page {
+    async fn send(
+        &mut self,
+        method: Method,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Option<String>,
+    ) -> Page {
         let mut request = Request::builder().method(method).uri(url);
         for (k, v) in headers {
             request = request.header(*k, *v);
@@ -306,11 +339,16 @@ impl UserAgent {
             let cookie: Vec<String> = jar.iter().map(|(k, v)| format!("{k}={v}")).collect();
             request = request.header(COOKIE, cookie.join("; "));
         }
-        let request = request.body(Full::new(Bytes::from(body.unwrap_or_default()))).unwrap();
-        let response = tokio::time::timeout(Duration::from_secs(15), self.http.as_ref().unwrap().request(request))
-            .await
-            .unwrap_or_else(|_| panic!("no answer from {url}"))
-            .unwrap_or_else(|e| panic!("{url}: {e}"));
+        let request = request
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .unwrap();
+        let response = tokio::time::timeout(
+            Duration::from_secs(15),
+            self.http.as_ref().unwrap().request(request),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("no answer from {url}"))
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
         let jar = self.cookies.entry(authority(url)).or_default();
         for c in response.headers().get_all(SET_COOKIE) {
             let text = c.to_str().unwrap();
@@ -324,7 +362,10 @@ impl UserAgent {
             }
         }
         let status = response.status();
-        let location = response.headers().get(LOCATION).map(|l| resolve(url, l.to_str().unwrap()));
+        let location = response
+            .headers()
+            .get(LOCATION)
+            .map(|l| resolve(url, l.to_str().unwrap()));
         let body = response.into_body().collect().await.unwrap().to_bytes();
         Page {
             status,
@@ -339,12 +380,20 @@ impl UserAgent {
     }
 
     async fn post_form(&mut self, url: &str, fields: &[(String, String)], from: &str) -> Page {
-        let body = oidc::form(&fields.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>());
+        let body = oidc::form(
+            &fields
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect::<Vec<_>>(),
+        );
         let origin = origin(from);
         self.send(
             Method::POST,
             url,
-            &[(CONTENT_TYPE.as_str(), "application/x-www-form-urlencoded"), ("origin", &origin)],
+            &[
+                (CONTENT_TYPE.as_str(), "application/x-www-form-urlencoded"),
+                ("origin", &origin),
+            ],
             Some(body),
         )
         .await
@@ -365,8 +414,10 @@ impl UserAgent {
             }
             assert_eq!(page.status, StatusCode::OK, "{}: {}", page.url, page.body);
             if page.body.contains("name=\"approve\"") {
-                let mut fields: Vec<(String, String)> =
-                    form_fields(&page.body).into_iter().filter(|(n, _)| n != "deny").collect();
+                let mut fields: Vec<(String, String)> = form_fields(&page.body)
+                    .into_iter()
+                    .filter(|(n, _)| n != "deny")
+                    .collect();
                 fields.push(("approve".into(), "1".into()));
                 let action = form_action(&page.body, &page.url);
                 page = self.post_form(&action, &fields, &page.url).await;
@@ -401,7 +452,9 @@ impl UserStep for AgentStep {
     fn authorize<'a>(&'a self, url: &'a str) -> UserStepFuture<'a> {
         Box::pin(async move {
             self.seen.lock().unwrap().push(url.to_owned());
-            let back = UserAgent::new().sign_in(url, &self.redirect_uri, &self.user).await;
+            let back = UserAgent::new()
+                .sign_in(url, &self.redirect_uri, &self.user)
+                .await;
             Ok(Callback::from_url(&back))
         })
     }
@@ -466,7 +519,13 @@ fn rand32() -> [u8; 32] {
     b
 }
 
-fn authorize_url(base: &str, client_id: &str, redirect_uri: &str, challenge: &str, extra: &[(&str, &str)]) -> String {
+fn authorize_url(
+    base: &str,
+    client_id: &str,
+    redirect_uri: &str,
+    challenge: &str,
+    extra: &[(&str, &str)],
+) -> String {
     let mut params = vec![
         ("response_type", "code"),
         ("client_id", client_id),
@@ -485,29 +544,54 @@ fn authorize_url(base: &str, client_id: &str, redirect_uri: &str, challenge: &st
     format!("{base}/oauth/authorize?{}", oidc::form(&params))
 }
 
-async fn token_request(ua: &mut UserAgent, base: &str, fields: &[(&str, &str)], dpop: Option<&str>) -> (StatusCode, Value) {
+async fn token_request(
+    ua: &mut UserAgent,
+    base: &str,
+    fields: &[(&str, &str)],
+    dpop: Option<&str>,
+) -> (StatusCode, Value) {
     let mut headers = vec![(CONTENT_TYPE.as_str(), "application/x-www-form-urlencoded")];
     if let Some(p) = dpop {
         headers.push(("dpop", p));
     }
     let page = ua
-        .send(Method::POST, &format!("{base}/oauth/token"), &headers, Some(oidc::form(fields)))
+        .send(
+            Method::POST,
+            &format!("{base}/oauth/token"),
+            &headers,
+            Some(oidc::form(fields)),
+        )
         .await;
-    (page.status, serde_json::from_str(&page.body).unwrap_or(Value::Null))
+    (
+        page.status,
+        serde_json::from_str(&page.body).unwrap_or(Value::Null),
+    )
 }
 
 /// A full sign-in of a registered public client by hand: its code.
-async fn code_for(base: &str, client_id: &str, redirect_uri: &str, pkce: &Pkce, extra: &[(&str, &str)]) -> String {
+async fn code_for(
+    base: &str,
+    client_id: &str,
+    redirect_uri: &str,
+    pkce: &Pkce,
+    extra: &[(&str, &str)],
+) -> String {
     let url = authorize_url(base, client_id, redirect_uri, &pkce.challenge, extra);
     let back = UserAgent::new().sign_in(&url, redirect_uri, "alice").await;
     let q = oidc::query(&back);
     assert_eq!(q.get("state").map(String::as_str), Some("st-1"), "{back}");
     assert_eq!(q.get("iss").map(String::as_str), Some(base), "{back}");
-    q.get("code").unwrap_or_else(|| panic!("no code: {back}")).clone()
+    q.get("code")
+        .unwrap_or_else(|| panic!("no code: {back}"))
+        .clone()
 }
 
 /// A tools/call of 2026-07-28 with `headers`: the status and the body.
-async fn call(mcp: &str, tool: &str, headers: &[(&str, &str)]) -> (StatusCode, HashMap<String, String>, Value) {
+async fn call(
+    mcp: &str,
+    tool: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, HashMap<String, String>, Value) {
     let mut ua = UserAgent::new();
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {},
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
@@ -523,7 +607,17 @@ async fn call(mcp: &str, tool: &str, headers: &[(&str, &str)]) -> (StatusCode, H
     for (k, v) in &h {
         request = request.header(*k, *v);
     }
-    let response = ua.http.as_ref().unwrap().request(request.body(Full::new(Bytes::from(body.to_string()))).unwrap()).await.unwrap();
+    let response = ua
+        .http
+        .as_ref()
+        .unwrap()
+        .request(
+            request
+                .body(Full::new(Bytes::from(body.to_string())))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
     let status = response.status();
     let headers: HashMap<String, String> = response
         .headers()
@@ -532,7 +626,11 @@ async fn call(mcp: &str, tool: &str, headers: &[(&str, &str)]) -> (StatusCode, H
         .collect();
     let body = response.into_body().collect().await.unwrap().to_bytes();
     let _ = &mut ua;
-    (status, headers, serde_json::from_slice(&body).unwrap_or(Value::Null))
+    (
+        status,
+        headers,
+        serde_json::from_slice(&body).unwrap_or(Value::Null),
+    )
 }
 
 // --- sake's client -----------------------------------------------------------------------------
@@ -544,25 +642,54 @@ async fn sakes_client_signs_in_to_the_example_in_both_eras_and_steps_up() {
     let example = Example::start(port, &idp);
     let mut ua = UserAgent::new();
     // The upstream lets no client register itself.
-    let upstream_meta = json_of(&mut ua, &format!("{}/.well-known/openid-configuration", idp.issuer)).await;
-    assert!(upstream_meta.get("registration_endpoint").is_none(), "{upstream_meta}");
+    let upstream_meta = json_of(
+        &mut ua,
+        &format!("{}/.well-known/openid-configuration", idp.issuer),
+    )
+    .await;
+    assert!(
+        upstream_meta.get("registration_endpoint").is_none(),
+        "{upstream_meta}"
+    );
     // The proxy's metadata, on the MCP server's origin.
-    let meta = json_of(&mut ua, &format!("{}/.well-known/oauth-authorization-server", example.base)).await;
+    let meta = json_of(
+        &mut ua,
+        &format!("{}/.well-known/oauth-authorization-server", example.base),
+    )
+    .await;
     assert_eq!(meta["issuer"], example.base);
     assert_eq!(meta["code_challenge_methods_supported"], json!(["S256"]));
     assert_eq!(meta["client_id_metadata_document_supported"], json!(true));
-    assert_eq!(meta["registration_endpoint"], format!("{}/oauth/register", example.base));
-    let prm = json_of(&mut ua, &format!("{}/.well-known/oauth-protected-resource/mcp", example.base)).await;
+    assert_eq!(
+        meta["registration_endpoint"],
+        format!("{}/oauth/register", example.base)
+    );
+    let prm = json_of(
+        &mut ua,
+        &format!("{}/.well-known/oauth-protected-resource/mcp", example.base),
+    )
+    .await;
     assert_eq!(prm["authorization_servers"], json!([example.base]));
     // A bare request: 401 with the challenge.
     let (status, headers, _) = call(&example.mcp(), "whoami", &[]).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    assert!(headers["www-authenticate"].contains("scope=\"mcp:tools\""), "{headers:?}");
+    assert!(
+        headers["www-authenticate"].contains("scope=\"mcp:tools\""),
+        "{headers:?}"
+    );
 
     for revision in [sake::Revision::V2026_07_28, sake::Revision::V2025_11_25] {
         let (step, seen) = agent("alice");
-        let oauth = OAuth::authorization_code(step).client_name("sake e2e").build().unwrap();
-        let client = client_builder().revision(revision).auth(oauth.clone()).connect(&example.mcp()).await.unwrap();
+        let oauth = OAuth::authorization_code(step)
+            .client_name("sake e2e")
+            .build()
+            .unwrap();
+        let client = client_builder()
+            .revision(revision)
+            .auth(oauth.clone())
+            .connect(&example.mcp())
+            .await
+            .unwrap();
         assert_eq!(client.revision(), revision);
         let who: Value = client.call("whoami", json!({})).await.unwrap();
         assert_eq!(who, json!({"subject": "alice"}), "{revision:?}");
@@ -588,10 +715,18 @@ async fn sakes_client_signs_in_to_the_example_in_both_eras_and_steps_up() {
         let stepped = oauth.tokens(&example.mcp()).await.unwrap().unwrap();
         let claims2 = oidc::claims(stepped.access_token.expose());
         assert_eq!(claims2["scope"], "mcp:tools admin");
-        assert_eq!(claims2["client_id"], claims["client_id"], "no second registration");
+        assert_eq!(
+            claims2["client_id"], claims["client_id"],
+            "no second registration"
+        );
         let urls = seen.lock().unwrap().clone();
         assert_eq!(urls.len(), 2, "{urls:?}");
-        assert!(urls[1].contains("scope=mcp%3Atools+admin") || urls[1].contains("scope=mcp%3Atools%20admin"), "{}", urls[1]);
+        assert!(
+            urls[1].contains("scope=mcp%3Atools+admin")
+                || urls[1].contains("scope=mcp%3Atools%20admin"),
+            "{}",
+            urls[1]
+        );
         // Refresh: rotated.
         oauth.refresh(&example.mcp()).await.unwrap();
         let refreshed = oauth.tokens(&example.mcp()).await.unwrap().unwrap();
@@ -630,19 +765,38 @@ async fn a_cimd_client_signs_in_without_registering() {
         }),
     );
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    let client = client_builder().auth(oauth.clone()).connect(&example.mcp()).await.unwrap();
+    let client = client_builder()
+        .auth(oauth.clone())
+        .connect(&example.mcp())
+        .await
+        .unwrap();
     let who: Value = client.call("whoami", json!({})).await.unwrap();
     assert_eq!(who, json!({"subject": "bob"}));
     let tokens = oauth.tokens(&example.mcp()).await.unwrap().unwrap();
-    assert_eq!(oidc::claims(tokens.access_token.expose())["client_id"], doc_url);
+    assert_eq!(
+        oidc::claims(tokens.access_token.expose())["client_id"],
+        doc_url
+    );
     assert!(seen.lock().unwrap()[0].contains("client_id=http%3A%2F%2F127.0.0.1"));
     assert!(fetched.load(std::sync::atomic::Ordering::SeqCst) >= 1);
     // The consent page named the document's client.
     let mut ua = UserAgent::new();
     let p = pkce();
-    let page = ua.get(&authorize_url(&example.base, &doc_url, &redirect, &p.challenge, &[])).await;
+    let page = ua
+        .get(&authorize_url(
+            &example.base,
+            &doc_url,
+            &redirect,
+            &p.challenge,
+            &[],
+        ))
+        .await;
     assert_eq!(page.status, StatusCode::OK);
-    assert!(page.body.contains("CIMD e2e") && page.body.contains(&redirect), "{}", page.body);
+    assert!(
+        page.body.contains("CIMD e2e") && page.body.contains(&redirect),
+        "{}",
+        page.body
+    );
 }
 
 // --- attacks -----------------------------------------------------------------------------------
@@ -660,21 +814,51 @@ async fn every_attack_is_refused() {
     let p = pkce();
 
     // An unregistered redirect URI: an error page, never a redirect.
-    let page = ua.get(&authorize_url(&base, &client_id, "http://127.0.0.1:9/evil", &p.challenge, &[])).await;
+    let page = ua
+        .get(&authorize_url(
+            &base,
+            &client_id,
+            "http://127.0.0.1:9/evil",
+            &p.challenge,
+            &[],
+        ))
+        .await;
     assert_eq!(page.status, StatusCode::BAD_REQUEST);
     assert!(page.location.is_none());
     assert!(page.body.contains("Invalid redirect URI"), "{}", page.body);
     // An unknown client, too.
-    let page = ua.get(&authorize_url(&base, "sake_forged.AAAA", &redirect, &p.challenge, &[])).await;
-    assert_eq!((page.status, page.location.is_none()), (StatusCode::BAD_REQUEST, true));
+    let page = ua
+        .get(&authorize_url(
+            &base,
+            "sake_forged.AAAA",
+            &redirect,
+            &p.challenge,
+            &[],
+        ))
+        .await;
+    assert_eq!(
+        (page.status, page.location.is_none()),
+        (StatusCode::BAD_REQUEST, true)
+    );
 
     // PKCE plain, or none at all: refused before anyone signs in.
     for extra in [
-        vec![("code_challenge_method", "plain"), ("code_challenge", p.verifier.as_str())],
+        vec![
+            ("code_challenge_method", "plain"),
+            ("code_challenge", p.verifier.as_str()),
+        ],
         vec![("code_challenge_method", ""), ("code_challenge", "")],
         vec![("code_challenge_method", "")],
     ] {
-        let page = ua.get(&authorize_url(&base, &client_id, &redirect, &p.challenge, &extra)).await;
+        let page = ua
+            .get(&authorize_url(
+                &base,
+                &client_id,
+                &redirect,
+                &p.challenge,
+                &extra,
+            ))
+            .await;
         assert_eq!(page.status, StatusCode::FOUND);
         let q = oidc::query(page.location.as_deref().unwrap());
         assert_eq!(q["error"], "invalid_request", "{extra:?}");
@@ -684,8 +868,19 @@ async fn every_attack_is_refused() {
     }
 
     // A token for another resource: refused at authorization and at the token endpoint.
-    let page = ua.get(&authorize_url(&base, &client_id, &redirect, &p.challenge, &[("resource", "http://127.0.0.1:1/other")])).await;
-    assert_eq!(oidc::query(page.location.as_deref().unwrap())["error"], "invalid_target");
+    let page = ua
+        .get(&authorize_url(
+            &base,
+            &client_id,
+            &redirect,
+            &p.challenge,
+            &[("resource", "http://127.0.0.1:1/other")],
+        ))
+        .await;
+    assert_eq!(
+        oidc::query(page.location.as_deref().unwrap())["error"],
+        "invalid_target"
+    );
 
     // Skipped consent: the form posted cross-site, or by another browser, approves nothing.
     let url = authorize_url(&base, &client_id, &redirect, &p.challenge, &[]);
@@ -693,11 +888,17 @@ async fn every_attack_is_refused() {
     let consent = victim.get(&url).await;
     assert_eq!(consent.status, StatusCode::OK);
     assert!(consent.body.contains("Attack test") && consent.body.contains(&redirect));
-    assert!(consent.body.contains("<button type=\"submit\" name=\"approve\""));
+    assert!(
+        consent
+            .body
+            .contains("<button type=\"submit\" name=\"approve\"")
+    );
     let mut fields = form_fields(&consent.body);
     fields.push(("approve".into(), "1".into()));
     let action = form_action(&consent.body, &consent.url);
-    let cross = victim.post_form(&action, &fields, "http://evil.example/page").await;
+    let cross = victim
+        .post_form(&action, &fields, "http://evil.example/page")
+        .await;
     assert_eq!(cross.status, StatusCode::FORBIDDEN, "{}", cross.body);
     let mut attacker = UserAgent::new();
     let other = attacker.post_form(&action, &fields, &consent.url).await;
@@ -707,7 +908,13 @@ async fn every_attack_is_refused() {
     // approves and signs in upstream; the attacker opens the callback URL.
     let approved = victim.post_form(&action, &fields, &consent.url).await;
     assert_eq!(approved.status, StatusCode::SEE_OTHER);
-    let callback = victim.sign_in(approved.location.as_deref().unwrap(), &format!("{base}/oauth/callback"), "alice").await;
+    let callback = victim
+        .sign_in(
+            approved.location.as_deref().unwrap(),
+            &format!("{base}/oauth/callback"),
+            "alice",
+        )
+        .await;
     let stolen = attacker.get(&callback).await;
     assert_eq!(stolen.status, StatusCode::FORBIDDEN);
     assert!(stolen.location.is_none(), "no code for the attacker");
@@ -726,7 +933,11 @@ async fn every_attack_is_refused() {
             ("client_id".to_owned(), client_id.clone()),
         ]
     };
-    let as_refs = |v: &Vec<(String, String)>| v.iter().map(|(a, b)| (a.clone(), b.clone())).collect::<Vec<_>>();
+    let as_refs = |v: &Vec<(String, String)>| {
+        v.iter()
+            .map(|(a, b)| (a.clone(), b.clone()))
+            .collect::<Vec<_>>()
+    };
     let send = |v: Vec<(String, String)>| {
         let base = base.clone();
         async move {
@@ -736,10 +947,18 @@ async fn every_attack_is_refused() {
     };
     let wrong = pkce();
     let (s, e) = send(as_refs(&fields(&code, &wrong.verifier, &redirect))).await;
-    assert_eq!((s, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")), "{e}");
+    assert_eq!(
+        (s, e["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
+        "{e}"
+    );
     // That attempt used the code up: a second try (even a right one) is reuse.
     let (s, e) = send(as_refs(&fields(&code, &p.verifier, &redirect))).await;
-    assert_eq!((s, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")), "{e}");
+    assert_eq!(
+        (s, e["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
+        "{e}"
+    );
 
     // A fresh code: redeemed once; the second redemption fails and revokes the grant.
     let code = code_for(&base, &client_id, &redirect, &p, &[]).await;
@@ -747,9 +966,17 @@ async fn every_attack_is_refused() {
     assert_eq!(s, StatusCode::OK, "{tokens}");
     assert_eq!(tokens["token_type"], "Bearer");
     let keys: Vec<&String> = tokens.as_object().unwrap().keys().collect();
-    assert_eq!(keys.len(), 5, "only the proxy's tokens, never the upstream's: {keys:?}");
+    assert_eq!(
+        keys.len(),
+        5,
+        "only the proxy's tokens, never the upstream's: {keys:?}"
+    );
     let (s, e) = send(as_refs(&fields(&code, &p.verifier, &redirect))).await;
-    assert_eq!((s, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")), "{e}");
+    assert_eq!(
+        (s, e["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
+        "{e}"
+    );
     let refresh = tokens["refresh_token"].as_str().unwrap();
     let (s, e) = send(vec![
         ("grant_type".into(), "refresh_token".into()),
@@ -757,36 +984,67 @@ async fn every_attack_is_refused() {
         ("client_id".into(), client_id.clone()),
     ])
     .await;
-    assert_eq!((s, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")), "revoked: {e}");
+    assert_eq!(
+        (s, e["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
+        "revoked: {e}"
+    );
 
     // Refresh tokens rotate; an old one used again ends the sign-in.
     let code = code_for(&base, &client_id, &redirect, &p, &[]).await;
     let (_, tokens) = send(as_refs(&fields(&code, &p.verifier, &redirect))).await;
     let first = tokens["refresh_token"].as_str().unwrap().to_owned();
-    let refresh_with = |t: &str| vec![
-        ("grant_type".to_owned(), "refresh_token".to_owned()),
-        ("refresh_token".to_owned(), t.to_owned()),
-        ("client_id".to_owned(), client_id.clone()),
-    ];
+    let refresh_with = |t: &str| {
+        vec![
+            ("grant_type".to_owned(), "refresh_token".to_owned()),
+            ("refresh_token".to_owned(), t.to_owned()),
+            ("client_id".to_owned(), client_id.clone()),
+        ]
+    };
     let (s, second) = send(refresh_with(&first)).await;
     assert_eq!(s, StatusCode::OK, "{second}");
     let second_rt = second["refresh_token"].as_str().unwrap().to_owned();
     assert_ne!(second_rt, first);
     let (s, e) = send(refresh_with(&first)).await;
-    assert_eq!((s, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")));
+    assert_eq!(
+        (s, e["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant"))
+    );
     let (s, _) = send(refresh_with(&second_rt)).await;
-    assert_eq!(s, StatusCode::BAD_REQUEST, "the reuse revoked the whole sign-in");
+    assert_eq!(
+        s,
+        StatusCode::BAD_REQUEST,
+        "the reuse revoked the whole sign-in"
+    );
 
     // Another instance with the same upstream credentials accepts none of these tokens.
     let access = second["access_token"].as_str().unwrap();
-    let (s, _, _) = call(&example.mcp(), "whoami", &[("authorization", &format!("Bearer {access}"))]).await;
+    let (s, _, _) = call(
+        &example.mcp(),
+        "whoami",
+        &[("authorization", &format!("Bearer {access}"))],
+    )
+    .await;
     assert_eq!(s, StatusCode::OK);
     let twin = Example::start(port2, &idp);
-    let (s, h, _) = call(&twin.mcp(), "whoami", &[("authorization", &format!("Bearer {access}"))]).await;
+    let (s, h, _) = call(
+        &twin.mcp(),
+        "whoami",
+        &[("authorization", &format!("Bearer {access}"))],
+    )
+    .await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     assert!(h["www-authenticate"].contains("invalid_token"), "{h:?}");
     // Nor does the twin's token endpoint know the codes or clients of the first.
-    let page = ua.get(&authorize_url(&twin.base, &client_id, &redirect, &p.challenge, &[])).await;
+    let page = ua
+        .get(&authorize_url(
+            &twin.base,
+            &client_id,
+            &redirect,
+            &p.challenge,
+            &[],
+        ))
+        .await;
     assert_eq!(page.status, StatusCode::BAD_REQUEST);
 
     // A metadata document URL that points at a private address (or anything but https, or
@@ -798,8 +1056,15 @@ async fn every_attack_is_refused() {
         "https://localhost/client.json",
         "http://192.168.1.1/client.json",
     ] {
-        let page = ua.get(&authorize_url(&base, cimd, &redirect, &p.challenge, &[])).await;
-        assert_eq!(page.status, StatusCode::BAD_REQUEST, "{cimd}: {}", page.body);
+        let page = ua
+            .get(&authorize_url(&base, cimd, &redirect, &p.challenge, &[]))
+            .await;
+        assert_eq!(
+            page.status,
+            StatusCode::BAD_REQUEST,
+            "{cimd}: {}",
+            page.body
+        );
         assert!(page.location.is_none());
     }
 }
@@ -822,7 +1087,8 @@ impl DpopKey {
         };
         let der = secret.to_pkcs8_der().unwrap();
         let key = jsonwebtoken::EncodingKey::from_ec_der(der.as_bytes());
-        let jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&key, jsonwebtoken::Algorithm::ES256).unwrap();
+        let jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&key, jsonwebtoken::Algorithm::ES256)
+            .unwrap();
         DpopKey { key, jwk }
     }
 
@@ -830,7 +1096,8 @@ impl DpopKey {
         let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
         header.typ = Some("dpop+jwt".into());
         header.jwk = Some(self.jwk.clone());
-        let mut claims = json!({"jti": B64.encode(rand32()), "htm": method, "htu": url, "iat": oidc::now()});
+        let mut claims =
+            json!({"jti": B64.encode(rand32()), "htm": method, "htu": url, "iat": oidc::now()});
         if let Some(t) = token {
             claims["ath"] = json!(digest(t));
         }
@@ -849,7 +1116,11 @@ async fn a_dpop_bound_token_works_only_with_its_proof() {
     // sake's client and sake's server: the client sees DPoP offered and asks for it.
     let (step, _) = agent("alice");
     let oauth = OAuth::authorization_code(step).build().unwrap();
-    let client = client_builder().auth(oauth.clone()).connect(&mcp).await.unwrap();
+    let client = client_builder()
+        .auth(oauth.clone())
+        .connect(&mcp)
+        .await
+        .unwrap();
     let who: Value = client.call("whoami", json!({})).await.unwrap();
     assert_eq!(who, json!({"subject": "alice"}));
     let tokens = oauth.tokens(&mcp).await.unwrap().unwrap();
@@ -869,7 +1140,13 @@ async fn a_dpop_bound_token_works_only_with_its_proof() {
     let (s, tokens) = token_request(
         &mut ua,
         &base,
-        &[("grant_type", "authorization_code"), ("code", &code), ("code_verifier", &p.verifier), ("redirect_uri", &redirect), ("client_id", &client_id)],
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("code_verifier", &p.verifier),
+            ("redirect_uri", &redirect),
+            ("client_id", &client_id),
+        ],
         Some(&key.proof("POST", &token_url, None)),
     )
     .await;
@@ -878,39 +1155,99 @@ async fn a_dpop_bound_token_works_only_with_its_proof() {
     let access = tokens["access_token"].as_str().unwrap();
     let proof = key.proof("POST", &mcp, Some(access));
     let dpop_auth = format!("DPoP {access}");
-    let (s, _, body) = call(&mcp, "whoami", &[("authorization", &dpop_auth), ("dpop", &proof)]).await;
+    let (s, _, body) = call(
+        &mcp,
+        "whoami",
+        &[("authorization", &dpop_auth), ("dpop", &proof)],
+    )
+    .await;
     assert_eq!(s, StatusCode::OK, "{body}");
-    assert_eq!(body["result"]["structuredContent"], json!({"subject": "alice"}));
+    assert_eq!(
+        body["result"]["structuredContent"],
+        json!({"subject": "alice"})
+    );
     // The same proof again: a replay.
-    let (s, h, body) = call(&mcp, "whoami", &[("authorization", &dpop_auth), ("dpop", &proof)]).await;
+    let (s, h, body) = call(
+        &mcp,
+        "whoami",
+        &[("authorization", &dpop_auth), ("dpop", &proof)],
+    )
+    .await;
     assert_eq!(s, StatusCode::UNAUTHORIZED, "{body}");
-    assert!(h["www-authenticate"].contains("invalid_dpop_proof"), "{h:?}");
+    assert!(
+        h["www-authenticate"].contains("invalid_dpop_proof"),
+        "{h:?}"
+    );
     // Without a proof; as a Bearer token; with another key's proof; for another URL; without ath.
     let (s, _, _) = call(&mcp, "whoami", &[("authorization", &dpop_auth)]).await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
-    let (s, h, _) = call(&mcp, "whoami", &[("authorization", &format!("Bearer {access}"))]).await;
+    let (s, h, _) = call(
+        &mcp,
+        "whoami",
+        &[("authorization", &format!("Bearer {access}"))],
+    )
+    .await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     assert!(h["www-authenticate"].contains("invalid_token"), "{h:?}");
     let other = DpopKey::new().proof("POST", &mcp, Some(access));
-    let (s, _, _) = call(&mcp, "whoami", &[("authorization", &dpop_auth), ("dpop", &other)]).await;
+    let (s, _, _) = call(
+        &mcp,
+        "whoami",
+        &[("authorization", &dpop_auth), ("dpop", &other)],
+    )
+    .await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     let elsewhere = key.proof("POST", &format!("{base}/other"), Some(access));
-    let (s, _, _) = call(&mcp, "whoami", &[("authorization", &dpop_auth), ("dpop", &elsewhere)]).await;
+    let (s, _, _) = call(
+        &mcp,
+        "whoami",
+        &[("authorization", &dpop_auth), ("dpop", &elsewhere)],
+    )
+    .await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     let no_ath = key.proof("POST", &mcp, None);
-    let (s, _, _) = call(&mcp, "whoami", &[("authorization", &dpop_auth), ("dpop", &no_ath)]).await;
+    let (s, _, _) = call(
+        &mcp,
+        "whoami",
+        &[("authorization", &dpop_auth), ("dpop", &no_ath)],
+    )
+    .await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     let get = key.proof("GET", &mcp, Some(access));
-    let (s, _, _) = call(&mcp, "whoami", &[("authorization", &dpop_auth), ("dpop", &get)]).await;
+    let (s, _, _) = call(
+        &mcp,
+        "whoami",
+        &[("authorization", &dpop_auth), ("dpop", &get)],
+    )
+    .await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     // A fresh proof works again.
     let fresh = key.proof("POST", &mcp, Some(access));
-    let (s, _, _) = call(&mcp, "whoami", &[("authorization", &dpop_auth), ("dpop", &fresh)]).await;
+    let (s, _, _) = call(
+        &mcp,
+        "whoami",
+        &[("authorization", &dpop_auth), ("dpop", &fresh)],
+    )
+    .await;
     assert_eq!(s, StatusCode::OK);
     // The public client's refresh token is bound too: refreshing needs the key.
     let rt = tokens["refresh_token"].as_str().unwrap();
-    let (s, e) = token_request(&mut ua, &base, &[("grant_type", "refresh_token"), ("refresh_token", rt), ("client_id", &client_id)], None).await;
-    assert_eq!((s, e["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_dpop_proof")), "{e}");
+    let (s, e) = token_request(
+        &mut ua,
+        &base,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", rt),
+            ("client_id", &client_id),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (s, e["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_dpop_proof")),
+        "{e}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -922,10 +1259,17 @@ async fn dpop_nonces_are_asked_for_and_followed() {
     let mcp = format!("{base}/mcp");
     let (step, _) = agent("alice");
     let oauth = OAuth::authorization_code(step).build().unwrap();
-    let client = client_builder().auth(oauth.clone()).connect(&mcp).await.unwrap();
+    let client = client_builder()
+        .auth(oauth.clone())
+        .connect(&mcp)
+        .await
+        .unwrap();
     let who: Value = client.call("whoami", json!({})).await.unwrap();
     assert_eq!(who, json!({"subject": "alice"}));
-    assert_eq!(oauth.tokens(&mcp).await.unwrap().unwrap().token_type, "DPoP");
+    assert_eq!(
+        oauth.tokens(&mcp).await.unwrap().unwrap().token_type,
+        "DPoP"
+    );
 }
 
 // --- enterprise-managed authorization -----------------------------------------------------------
@@ -942,8 +1286,10 @@ async fn an_enterprise_client_gets_a_token_from_an_id_jag_without_a_browser() {
         &idp,
         listener,
         |b| {
-            b.trusted_idp(&issuer)
-                .client(ProxyClient::confidential("sake-confidential", "proxy-side-secret-0123456789"))
+            b.trusted_idp(&issuer).client(ProxyClient::confidential(
+                "sake-confidential",
+                "proxy-side-secret-0123456789",
+            ))
         },
         |a| a,
     )
@@ -963,12 +1309,19 @@ async fn an_enterprise_client_gets_a_token_from_an_id_jag_without_a_browser() {
     )
     .build()
     .unwrap();
-    let client = client_builder().auth(oauth.clone()).connect(&mcp).await.unwrap();
+    let client = client_builder()
+        .auth(oauth.clone())
+        .connect(&mcp)
+        .await
+        .unwrap();
     let who: Value = client.call("whoami", json!({})).await.unwrap();
     assert_eq!(who, json!({"subject": "carol"}));
     let tokens = oauth.tokens(&mcp).await.unwrap().unwrap();
     let claims = oidc::claims(tokens.access_token.expose());
-    assert_eq!((claims["iss"].as_str(), claims["client_id"].as_str()), (Some(base.as_str()), Some("sake-confidential")));
+    assert_eq!(
+        (claims["iss"].as_str(), claims["client_id"].as_str()),
+        (Some(base.as_str()), Some("sake-confidential"))
+    );
     assert!(tokens.refresh_token.is_none());
     // A wrong client secret at the proxy: invalid_client.
     let jag = IdJag::new(
@@ -977,9 +1330,12 @@ async fn an_enterprise_client_gets_a_token_from_an_id_jag_without_a_browser() {
         self::id_token(&idp, "carol").await,
     )
     .unwrap();
-    let bad = OAuth::jwt_bearer(RegisteredClient::with_secret("sake-confidential", "wrong-secret-0000"), jag)
-        .build()
-        .unwrap();
+    let bad = OAuth::jwt_bearer(
+        RegisteredClient::with_secret("sake-confidential", "wrong-secret-0000"),
+        jag,
+    )
+    .build()
+    .unwrap();
     let err = client_builder().auth(bad).connect(&mcp).await.unwrap_err();
     assert!(err.to_string().contains("invalid_client"), "{err}");
 }
@@ -1007,7 +1363,12 @@ async fn id_token(idp: &AuthorizationServer, user: &str) -> String {
     let answer = oidc::Browser::new()
         .post_form(
             &idp.url("/token"),
-            &[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", redirect), ("code_verifier", &p.verifier)],
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", redirect),
+                ("code_verifier", &p.verifier),
+            ],
             Some(("sake-confidential", "sake-confidential-secret")),
         )
         .await;
@@ -1027,7 +1388,11 @@ async fn upstream_tokens_stay_on_the_server_and_are_refreshed() {
     let mcp = format!("{base}/mcp");
     let (step, _) = agent("dave");
     let oauth = OAuth::authorization_code(step).build().unwrap();
-    let client = client_builder().auth(oauth.clone()).connect(&mcp).await.unwrap();
+    let client = client_builder()
+        .auth(oauth.clone())
+        .connect(&mcp)
+        .await
+        .unwrap();
     let first: String = client.call("upstream_userinfo", json!({})).await.unwrap();
     let (sub, token1) = first.split_once(' ').unwrap();
     assert_eq!(sub, "dave");
@@ -1040,4 +1405,130 @@ async fn upstream_tokens_stay_on_the_server_and_are_refreshed() {
     let (sub, token2) = second.split_once(' ').unwrap();
     assert_eq!(sub, "dave");
     assert_ne!(token1, token2, "refreshed upstream");
+}
+
+// --- the TypeScript and Python SDK clients -----------------------------------------------------
+
+/// Runs a driver script (tests/auth/), being its browser: each `AUTHORIZE <url>` it prints is
+/// signed in to (as `user`) and its redirect opened. Returns the steps it printed, by name.
+async fn drive(mut command: Command, callback_port: u16, user: &str) -> HashMap<String, Value> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("running a client driver");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let redirect = format!("http://127.0.0.1:{callback_port}/callback");
+    let mut steps = HashMap::new();
+    let mut authorizations = 0;
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(90), rx.recv())
+        .await
+        .expect("the driver went quiet")
+    {
+        if let Some(url) = line.strip_prefix("AUTHORIZE ") {
+            authorizations += 1;
+            let mut ua = UserAgent::new();
+            let back = ua.sign_in(url, &redirect, user).await;
+            let page = ua.get(&back).await;
+            assert_eq!(page.status, StatusCode::OK, "the client's callback");
+            continue;
+        }
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("driver: {line}"));
+        assert!(v.get("error").is_none(), "the driver failed: {v}");
+        steps.insert(v["step"].as_str().unwrap().to_owned(), v["value"].clone());
+    }
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "the driver exited with {status}: {steps:?}"
+    );
+    steps.insert("authorizations".into(), json!(authorizations));
+    steps
+}
+
+fn expect_sdk_run(steps: &HashMap<String, Value>, revision: &str) {
+    assert_eq!(
+        steps["whoami"],
+        json!({"subject": "alice"}),
+        "{revision}: {steps:?}"
+    );
+    assert_eq!(
+        steps["registrations"],
+        json!(1),
+        "registered once: {steps:?}"
+    );
+    if revision == "2026-07-28" {
+        assert_eq!(
+            steps["admin_report"],
+            json!(["Report for alice: 3 servers up, 0 down."])
+        );
+        assert_eq!(
+            steps["authorizations"],
+            json!(2),
+            "signed in, then stepped up: {steps:?}"
+        );
+        let scope = steps["scope"].as_str().unwrap();
+        assert!(scope.split(' ').any(|s| s == "admin"), "{scope}");
+    } else {
+        assert_eq!(steps["authorizations"], json!(1), "{steps:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_typescript_sdk_client_signs_in_through_the_proxy_in_both_eras() {
+    let port = free_port();
+    let idp = upstream(&[port], &[]);
+    let example = Example::start(port, &idp);
+    let (node, modules) = oidc::node();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/auth/proxy-client.mjs"
+    );
+    for revision in ["2026-07-28", "2025-11-25"] {
+        let callback = free_port();
+        let mut command = Command::new(&node);
+        command
+            .arg(script)
+            .arg(example.mcp())
+            .arg(revision)
+            .arg(callback.to_string())
+            .env("NODE_PATH", &modules);
+        let steps = drive(command, callback, "alice").await;
+        expect_sdk_run(&steps, revision);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_python_sdk_client_signs_in_through_the_proxy_in_both_eras() {
+    let python = std::env::var("SAKE_PYTHON").unwrap_or_else(|_| {
+        panic!("SAKE_PYTHON is not set: run scripts/test.sh, or scripts/python-peers.sh and export SAKE_PYTHON=<the path it prints>")
+    });
+    let port = free_port();
+    let idp = upstream(&[port], &[]);
+    let example = Example::start(port, &idp);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/auth/proxy_client.py");
+    for revision in ["2026-07-28", "2025-11-25"] {
+        let callback = free_port();
+        let mut command = Command::new(&python);
+        command
+            .arg(script)
+            .arg(example.mcp())
+            .arg(revision)
+            .arg(callback.to_string());
+        let steps = drive(command, callback, "alice").await;
+        expect_sdk_run(&steps, revision);
+    }
 }
