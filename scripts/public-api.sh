@@ -12,7 +12,7 @@ DOC_TARGET="$TARGET_DIR/public-api"
 status=0
 for crate in sake-runtime sake; do
   RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="-Z unstable-options --output-format json" \
-    cargo doc --quiet -p "$crate" --no-deps --features client,auth,otel,redis,compat --target-dir "$DOC_TARGET"
+    cargo doc --quiet -p "$crate" --no-deps --features client,auth,auth-proxy,otel,redis,compat --target-dir "$DOC_TARGET"
   json="$DOC_TARGET/doc/$(echo "$crate" | tr - _).json"
   snapshot="docs/public-api/$crate.txt"
   if [ "$mode" = "--bless" ]; then

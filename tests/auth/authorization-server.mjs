@@ -17,6 +17,19 @@
 //   AS_USER            who logs in during the authorization-code flow when the request has no
 //                      `login_hint` (default `alice`).
 //   AS_ACCESS_TOKEN_TTL  access token lifetime in seconds (default 600).
+//   AS_OPAQUE_TOKEN_TTL  lifetime of access tokens issued without a resource (for the userinfo
+//                      endpoint; default 3600).
+//   AS_REGISTRATION    `off`: no dynamic registration (an upstream provider of the authorization
+//                      proxy, which lets no client register itself).
+//   AS_CLIENTS         a JSON list of more static clients (oidc-provider client metadata), e.g.
+//                      the proxy's confidential client with its exact callback URL.
+//   AS_LOGIN_FORM      `1`: the login prompt is an HTML form (field `login`) that the user agent
+//                      posts, as a person would, instead of logging in AS_USER by redirect.
+//   AS_ID_JAG          `1`: the token endpoint also takes the token exchange grant (RFC 8693) of
+//                      enterprise-managed authorization: a client trades an ID token this
+//                      provider issued to it for an identity assertion authorization grant
+//                      (ID-JAG, typ oauth-id-jag+jwt, signed with the provider's key) for the
+//                      `audience` and `resource` it names.
 //
 // Once listening it prints one line on stdout and keeps running until killed:
 //
@@ -72,6 +85,12 @@ if (issuerPath && !/^\/[A-Za-z0-9._~/-]+$/.test(issuerPath)) {
 const scopes = (process.env.AS_SCOPES ?? 'mcp:tools admin').split(/\s+/).filter(Boolean);
 const defaultUser = process.env.AS_USER ?? 'alice';
 const accessTokenTTL = Number(process.env.AS_ACCESS_TOKEN_TTL ?? '600');
+const opaqueTokenTTL = Number(process.env.AS_OPAQUE_TOKEN_TTL ?? '3600');
+const registrationOn = process.env.AS_REGISTRATION !== 'off';
+const loginForm = process.env.AS_LOGIN_FORM === '1';
+const idJag = process.env.AS_ID_JAG === '1';
+const extraClients = JSON.parse(process.env.AS_CLIENTS ?? '[]');
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const SHORT_TTL = 2;
 
 /** Whether `resource` names a resource server on this machine: http(s) on a loopback host. */
@@ -88,7 +107,7 @@ function isLoopbackResource(resource) {
 }
 
 // One RS256 signing key, fresh for every run.
-const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
 const signingKey = {
   ...privateKey.export({ format: 'jwk' }),
   kid: `rs256-${crypto.randomBytes(4).toString('hex')}`,
@@ -111,7 +130,7 @@ const provider = new Provider(issuer, {
       client_id: 'sake-confidential',
       client_secret: 'sake-confidential-secret',
       token_endpoint_auth_method: 'client_secret_basic',
-      grant_types: ['client_credentials', 'authorization_code', 'refresh_token'],
+      grant_types: ['client_credentials', 'authorization_code', 'refresh_token', ...(idJag ? [TOKEN_EXCHANGE] : [])],
       response_types: ['code'],
       application_type: 'native',
       redirect_uris: [loopbackCallback],
@@ -141,8 +160,12 @@ const provider = new Provider(issuer, {
       application_type: 'native',
       redirect_uris: [loopbackCallback],
     },
+    ...extraClients,
   ],
   jwks: { keys: [signingKey] },
+  ttl: {
+    AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? opaqueTokenTTL,
+  },
   cookies: { keys: [crypto.randomBytes(32).toString('base64url')] },
   scopes: ['openid', 'offline_access'],
   claims: { openid: ['sub'] },
@@ -154,7 +177,7 @@ const provider = new Provider(issuer, {
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
     revocation: { enabled: true },
-    registration: { enabled: true, initialAccessToken: false },
+    registration: { enabled: registrationOn, initialAccessToken: false },
     resourceIndicators: {
       enabled: true,
       async defaultResource(_ctx, _client, oneOf) {
@@ -189,13 +212,35 @@ const provider = new Provider(issuer, {
   },
 });
 
-/** Answers an interaction prompt without a person: login as the hinted user, consent to all. */
+/** The body of a form post, as an object. */
+async function formBody(req) {
+  let body = '';
+  for await (const chunk of req) {
+    body += chunk;
+    if (body.length > 16384) throw new Error('form too large');
+  }
+  return Object.fromEntries(new URLSearchParams(body));
+}
+
+const escapeHtml = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** Answers an interaction prompt: login (by redirect as the hinted user, or through a form
+ * with AS_LOGIN_FORM), consent to all. */
 async function interact(req, res) {
   const details = await provider.interactionDetails(req, res);
   const { prompt, params, session } = details;
   let result;
+  if (prompt.name === 'login' && loginForm && req.method === 'GET') {
+    const action = `${issuerPath}/interaction/${details.uid}`;
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end(`<!doctype html><title>Sign in</title><h1>Sign in to ${escapeHtml(issuer)}</h1>
+<form method="post" action="${escapeHtml(action)}"><input name="login" value=""><input type="password" name="password" value="">
+<button type="submit" name="submit" value="1">Sign in</button></form>`);
+    return;
+  }
   if (prompt.name === 'login') {
-    result = { login: { accountId: params.login_hint || defaultUser } };
+    const posted = req.method === 'POST' ? await formBody(req) : {};
+    result = { login: { accountId: posted.login || params.login_hint || defaultUser } };
   } else if (prompt.name === 'consent') {
     const grant = details.grantId
       ? await provider.Grant.find(details.grantId)
@@ -213,6 +258,48 @@ async function interact(req, res) {
   await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: true });
 }
 
+if (idJag) {
+  const b64url = (b) => Buffer.from(b).toString('base64url');
+  provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
+    const p = ctx.oidc.params;
+    const fail = (error, error_description) => {
+      ctx.status = 400;
+      ctx.body = { error, error_description };
+    };
+    if (p.requested_token_type !== 'urn:ietf:params:oauth:token-type:id-jag') {
+      return fail('invalid_request', 'requested_token_type must be an ID-JAG');
+    }
+    if (p.subject_token_type !== 'urn:ietf:params:oauth:token-type:id_token' || !p.subject_token) {
+      return fail('invalid_request', 'subject_token must be an ID token');
+    }
+    // The subject token: an ID token this provider issued to this client.
+    const [h, pl, sig] = String(p.subject_token).split('.');
+    const ok = sig && crypto.verify('sha256', Buffer.from(`${h}.${pl}`), publicKey, Buffer.from(sig, 'base64url'));
+    const claims = ok ? JSON.parse(Buffer.from(pl, 'base64url').toString()) : null;
+    const clientId = ctx.oidc.client.clientId;
+    const now = Math.floor(Date.now() / 1000);
+    if (!claims || claims.iss !== issuer || claims.aud !== clientId || claims.exp < now) {
+      return fail('invalid_grant', 'the subject token is not a valid ID token of this provider for this client');
+    }
+    if (!p.audience || !p.resource) return fail('invalid_request', 'audience and resource are required');
+    const header = { alg: 'RS256', typ: 'oauth-id-jag+jwt', kid: signingKey.kid };
+    const payload = {
+      iss: issuer, sub: claims.sub, aud: p.audience, client_id: clientId, resource: p.resource,
+      ...(p.scope ? { scope: p.scope } : {}),
+      jti: crypto.randomBytes(12).toString('hex'), iat: now, exp: now + 300,
+    };
+    const input = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(payload))}`;
+    const signature = crypto.sign('sha256', Buffer.from(input), privateKey).toString('base64url');
+    ctx.body = {
+      access_token: `${input}.${signature}`,
+      issued_token_type: 'urn:ietf:params:oauth:token-type:id-jag',
+      token_type: 'N_A',
+      expires_in: 300,
+    };
+  }, ['requested_token_type', 'subject_token', 'subject_token_type', 'audience', 'resource', 'scope']);
+}
+
+provider.on('server_error', (_ctx, err) => console.error('server_error', err));
 const callback = provider.callback();
 const wellKnown = ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'];
 server.on('request', async (req, res) => {

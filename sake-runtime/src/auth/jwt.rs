@@ -72,6 +72,8 @@ struct Inner {
     store: KeyStore,
     max_token_bytes: usize,
     require_at_jwt: bool,
+    /// The only `typ` accepted, for JWTs other than access tokens (an ID-JAG).
+    token_type: Option<&'static str>,
 }
 
 impl fmt::Debug for JwtVerifier {
@@ -111,6 +113,7 @@ pub struct JwtVerifierBuilder {
     max_keys: usize,
     max_token_bytes: usize,
     require_at_jwt: bool,
+    token_type: Option<&'static str>,
 }
 
 impl JwtVerifier {
@@ -133,6 +136,7 @@ impl JwtVerifier {
             max_keys: 64,
             max_token_bytes: 16 * 1024,
             require_at_jwt: false,
+            token_type: None,
         }
     }
 
@@ -163,7 +167,10 @@ impl JwtVerifier {
 
     async fn verify_token(&self, token: &str) -> Result<Principal, AuthError> {
         let inner = &*self.inner;
-        let header = parse_header(token, inner.max_token_bytes, inner.require_at_jwt)?;
+        let header = match inner.token_type {
+            Some(typ) => parse_header_typed(token, inner.max_token_bytes, typ)?,
+            None => parse_header(token, inner.max_token_bytes, inner.require_at_jwt)?,
+        };
         let alg = accept_alg(&header.alg, &inner.algorithms)?;
         if alg.is_symmetric() {
             let Some(secret) = &inner.hmac else {
@@ -324,6 +331,15 @@ struct Header {
 
 /// Checks the shape of a compact JWS and reads its header.
 fn parse_header(token: &str, max_bytes: usize, require_at_jwt: bool) -> Result<Header, AuthError> {
+    parse_header_inner(token, max_bytes, require_at_jwt, false)
+}
+
+fn parse_header_inner(
+    token: &str,
+    max_bytes: usize,
+    require_at_jwt: bool,
+    typ_checked: bool,
+) -> Result<Header, AuthError> {
     if token.len() > max_bytes {
         return Err(AuthError::invalid(format!(
             "it is longer than {max_bytes} bytes"
@@ -380,6 +396,7 @@ fn parse_header(token: &str, max_bytes: usize, require_at_jwt: bool) -> Result<H
         ));
     }
     match header.get("typ") {
+        _ if typ_checked => {}
         None if require_at_jwt => {
             return Err(AuthError::invalid(
                 "its header has no typ; only at+jwt access tokens (RFC 9068) are accepted",
@@ -405,6 +422,38 @@ fn parse_header(token: &str, max_bytes: usize, require_at_jwt: bool) -> Result<H
         alg: alg.to_owned(),
         kid,
     })
+}
+
+/// Reads the header of a JWT that must be typed `typ` exactly (media types compare
+/// case-insensitively, `application/` may be left out).
+fn parse_header_typed(token: &str, max_bytes: usize, typ: &str) -> Result<Header, AuthError> {
+    let parts: Vec<&str> = token.split('.').collect();
+    let given = parts
+        .first()
+        .and_then(|h| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(h)
+                .ok()
+        })
+        .and_then(|b| serde_json::from_slice::<Map<String, Value>>(&b).ok())
+        .and_then(|h| {
+            h.get("typ")
+                .and_then(Value::as_str)
+                .map(str::to_ascii_lowercase)
+        });
+    let given = given
+        .as_deref()
+        .map(|t| t.strip_prefix("application/").unwrap_or(t));
+    if given != Some(typ) {
+        return Err(AuthError::invalid(format!("it is not typed {typ}")));
+    }
+    // The rest as for access tokens, with the type already checked.
+    parse_header_untyped(token, max_bytes)
+}
+
+/// Reads the header of a JWT whose `typ` was checked already.
+fn parse_header_untyped(token: &str, max_bytes: usize) -> Result<Header, AuthError> {
+    parse_header_inner(token, max_bytes, false, true)
 }
 
 /// The token's algorithm, when it is one of the accepted ones.
@@ -574,6 +623,13 @@ impl JwtVerifierBuilder {
         self
     }
 
+    /// Accepts only JWTs typed `typ` (an identity assertion grant, not an access token).
+    #[cfg_attr(not(feature = "auth-proxy"), allow(dead_code))]
+    pub(crate) fn token_type(mut self, typ: &'static str) -> Self {
+        self.token_type = Some(typ);
+        self
+    }
+
     /// Accepts only tokens typed `at+jwt` (RFC 9068 section 2.1), refusing `JWT` and untyped
     /// ones (default: those are accepted too, since many issuers still send them).
     pub fn require_at_jwt_type(mut self, require: bool) -> Self {
@@ -673,6 +729,7 @@ impl JwtVerifierBuilder {
                 store,
                 max_token_bytes: self.max_token_bytes,
                 require_at_jwt: self.require_at_jwt,
+                token_type: self.token_type,
             }),
         })
     }

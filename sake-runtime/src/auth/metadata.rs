@@ -48,6 +48,12 @@ pub struct ProtectedResourceMetadata {
     /// A URL of documentation for developers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_documentation: Option<String>,
+    /// The algorithms of the DPoP proofs it accepts (RFC 9449 section 5.2; omitted when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dpop_signing_alg_values_supported: Vec<String>,
+    /// Whether it accepts only DPoP-bound tokens (RFC 9449 section 5.2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dpop_bound_access_tokens_required: bool,
 }
 
 impl ProtectedResourceMetadata {
@@ -62,7 +68,25 @@ impl ProtectedResourceMetadata {
             bearer_methods_supported: vec!["header".to_owned()],
             resource_name: None,
             resource_documentation: None,
+            dpop_signing_alg_values_supported: Vec::new(),
+            dpop_bound_access_tokens_required: false,
         }
+    }
+
+    /// Sets the algorithms of the DPoP proofs accepted (RFC 9449).
+    pub fn dpop_signing_alg_values_supported<I, S>(mut self, algs: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.dpop_signing_alg_values_supported = algs.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Says that only DPoP-bound tokens are accepted (RFC 9449).
+    pub fn dpop_bound_access_tokens_required(mut self, required: bool) -> Self {
+        self.dpop_bound_access_tokens_required = required;
+        self
     }
 
     /// Adds another authorization server.

@@ -33,15 +33,22 @@
 mod cache;
 mod challenge;
 mod discovery;
+pub(crate) mod dpop;
 mod error;
 // The HTTP(S) client, shared with the MCP client (feature `client`).
 use crate::net::fetch;
 mod introspection;
-mod jwt;
+pub(crate) mod jwt;
 mod keys;
 mod metadata;
 mod principal;
+#[cfg(feature = "auth-proxy")]
+#[cfg_attr(docsrs, doc(cfg(feature = "auth-proxy")))]
+pub mod proxy;
+pub(crate) mod request;
 mod server;
+#[cfg(feature = "auth-proxy")]
+mod upstream_session;
 
 #[cfg(test)]
 mod tests;

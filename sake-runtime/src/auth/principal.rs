@@ -37,6 +37,9 @@ struct Inner {
     issuer: Option<String>,
     expires_at: Option<SystemTime>,
     claims: Map<String, Value>,
+    /// The upstream sign-in behind a token of the authorization proxy.
+    #[cfg(feature = "auth-proxy")]
+    upstream: Option<super::upstream_session::UpstreamSession>,
 }
 
 impl Principal {
@@ -51,6 +54,8 @@ impl Principal {
                 issuer: None,
                 expires_at: None,
                 claims: Map::new(),
+                #[cfg(feature = "auth-proxy")]
+                upstream: None,
             }),
         }
     }
@@ -87,6 +92,21 @@ impl Principal {
     /// Sets the token's claims (replacing any set before).
     pub fn with_claims(self, claims: Map<String, Value>) -> Self {
         self.edit(|p| p.claims = claims)
+    }
+
+    /// Attaches the upstream sign-in (the authorization proxy's verifier does).
+    #[cfg(feature = "auth-proxy")]
+    pub(crate) fn with_upstream(self, upstream: super::upstream_session::UpstreamSession) -> Self {
+        self.edit(|p| p.upstream = Some(upstream))
+    }
+
+    /// The upstream sign-in behind the token, when the authorization proxy issued it after a
+    /// sign-in with its upstream provider (feature `auth-proxy`): the upstream tokens, kept
+    /// on the server, for a tool to call the upstream provider's APIs with.
+    #[cfg(feature = "auth-proxy")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "auth-proxy")))]
+    pub fn upstream(&self) -> Option<&super::upstream_session::UpstreamSession> {
+        self.inner.upstream.as_ref()
     }
 
     /// The subject: the token's `sub`, or, for a token issued to a client on its own behalf

@@ -46,6 +46,13 @@ pub struct Authorization {
     pub(crate) resource_name: Option<String>,
     pub(crate) documentation: Option<String>,
     pub(crate) stdio_token: Option<StdioToken>,
+    /// Checks DPoP proofs (of tokens bound to a key), with its replay cache and nonces.
+    pub(crate) dpop: Arc<super::dpop::DpopVerifier>,
+    pub(crate) dpop_advertised: bool,
+    pub(crate) dpop_required: bool,
+    /// The authorization proxy served on the same origin (feature `auth-proxy`).
+    #[cfg(feature = "auth-proxy")]
+    pub(crate) proxy: Option<super::proxy::AuthProxy>,
 }
 
 /// Where a stdio server's caller comes from.
@@ -102,6 +109,11 @@ impl Authorization {
             resource_name: None,
             documentation: None,
             stdio_token: None,
+            dpop: Arc::new(super::dpop::DpopVerifier::new(false)),
+            dpop_advertised: false,
+            dpop_required: false,
+            #[cfg(feature = "auth-proxy")]
+            proxy: None,
         }
     }
 
@@ -170,6 +182,31 @@ impl Authorization {
         self
     }
 
+    /// Advertises DPoP (RFC 9449): the metadata lists the proof algorithms accepted
+    /// (`dpop_signing_alg_values_supported`) and a `401` adds a `DPoP` challenge to the
+    /// `Bearer` one, so that clients that can ask for DPoP-bound tokens do. Whatever this
+    /// says, a token bound to a key (`cnf.jkt`) is accepted only with a valid proof.
+    pub fn dpop(mut self, advertise: bool) -> Self {
+        self.dpop_advertised = advertise;
+        self
+    }
+
+    /// Accepts only DPoP-bound tokens (`dpop_bound_access_tokens_required`); implies
+    /// [`dpop`](Self::dpop).
+    pub fn dpop_required(mut self, required: bool) -> Self {
+        self.dpop_required = required;
+        self.dpop_advertised |= required;
+        self
+    }
+
+    /// Requires a server-issued nonce in every DPoP proof (RFC 9449 section 9): a proof
+    /// without one, or with an old one, is answered `401 use_dpop_nonce` with a fresh nonce in
+    /// `DPoP-Nonce`. Nonces are valid for 5 to 10 minutes.
+    pub fn dpop_nonce(mut self, require: bool) -> Self {
+        self.dpop = Arc::new(super::dpop::DpopVerifier::new(require));
+        self
+    }
+
     /// A name for people, in the metadata (`resource_name`).
     pub fn resource_name(mut self, name: impl Into<String>) -> Self {
         self.resource_name = Some(name.into());
@@ -231,6 +268,11 @@ impl Authorization {
         if let Some(d) = &self.documentation {
             doc = doc.resource_documentation(d.clone());
         }
+        if self.dpop_advertised {
+            doc = doc
+                .dpop_signing_alg_values_supported(super::dpop::ALGORITHMS.iter().copied())
+                .dpop_bound_access_tokens_required(self.dpop_required);
+        }
         doc
     }
 
@@ -287,7 +329,10 @@ impl Authorization {
         if let Some(d) = description {
             c = c.error_description(d);
         }
-        c.to_string()
+        match self.dpop_challenge() {
+            Some(dpop) => format!("{c}, {dpop}"),
+            None => c.to_string(),
+        }
     }
 
     /// The refusal of a request without a token (or of an anonymous caller): 401 asking for
@@ -357,6 +402,30 @@ fn resource_path(uri: &str) -> String {
             path[..end].to_owned()
         }
         None => "/".to_owned(),
+    }
+}
+
+/// The authorization proxy's side of a server (feature `auth-proxy`): here, beside
+/// [`Authorization`], so that the proxy needs nothing of it.
+#[cfg(feature = "auth-proxy")]
+impl super::proxy::AuthProxy {
+    /// The `Authorization` that makes a server accept the proxy's tokens and serve the proxy
+    /// on its origin: pass it to `Server::authorization`. Add settings to it as to any
+    /// `Authorization` (`challenge_scopes`, `dpop`, …).
+    pub fn authorization(&self) -> Authorization {
+        let mut a = Authorization::new(
+            self.inner.resource.clone(),
+            self.inner.issuer.clone(),
+            super::proxy::tokens::ProxyVerifier {
+                proxy: self.inner.clone(),
+            },
+        )
+        .scopes_supported(self.inner.scopes.clone());
+        if let Some(n) = &self.inner.resource_name {
+            a = a.resource_name(n.clone());
+        }
+        a.proxy = Some(self.clone());
+        a
     }
 }
 

@@ -276,3 +276,12 @@ pub async fn client_credentials(
     assert_eq!(token["token_type"], "Bearer");
     token["access_token"].as_str().unwrap().to_owned()
 }
+
+/// The payload of a JWT, unverified (to look at what a token says).
+pub fn claims(jwt: &str) -> Value {
+    let payload = jwt.split('.').nth(1).expect("a JWT");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("base64url");
+    serde_json::from_slice(&bytes).expect("JSON claims")
+}

@@ -8,75 +8,52 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use axum::response::Response;
-use http::header::{ACCESS_CONTROL_ALLOW_ORIGIN, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE};
+use http::header::{ACCESS_CONTROL_ALLOW_ORIGIN, CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
 use super::{Endpoint, sse};
+use crate::auth::request::Refusal;
 use crate::auth::{AuthError, Authorization};
 use crate::protocol::jsonrpc::{RpcError, code};
 
-/// What the `Authorization` header of a request says.
-enum Credentials<'h> {
-    /// No bearer token (no header, or another scheme).
-    None,
-    /// A bearer token.
-    Bearer(&'h str),
-    /// More than one header, or `Bearer` without a token: a malformed request.
-    Malformed(&'static str),
-}
-
-fn credentials(headers: &HeaderMap) -> Credentials<'_> {
-    let mut values = headers.get_all(AUTHORIZATION).iter();
-    let Some(value) = values.next() else {
-        return Credentials::None;
-    };
-    if values.next().is_some() {
-        return Credentials::Malformed("more than one Authorization header");
-    }
-    let Ok(value) = value.to_str() else {
-        return Credentials::Malformed("the Authorization header is not visible ASCII");
-    };
-    let value = value.trim();
-    let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Credentials::None;
-    }
-    let token = rest.trim();
-    if token.is_empty() || token.contains(' ') {
-        return Credentials::Malformed("`Authorization: Bearer` needs exactly one token");
-    }
-    Credentials::Bearer(token)
-}
-
-/// Checks the request's bearer token and puts the verified [`Principal`] into its
-/// extensions. The refusal is the response to send: 401 with a challenge for a missing or
-/// refused token, 400 for a malformed header, 503 when the token could not be checked.
+/// Checks the request's credentials (`auth::request`: Bearer, or DPoP with its proof) and
+/// puts the verified [`Principal`] into its extensions. The refusal is the response to send:
+/// 401 with a challenge for a missing or refused token or proof, 400 for a malformed header,
+/// 503 when the token could not be checked.
 pub(crate) async fn authenticate(
     ep: &Endpoint,
+    method: &http::Method,
     headers: &HeaderMap,
     extensions: &mut http::Extensions,
 ) -> Result<(), Response> {
     let Some(auth) = &ep.auth else {
         return Ok(());
     };
-    match credentials(headers) {
-        Credentials::None if auth.anonymous => Ok(()),
-        Credentials::None => Err(sse::error(None, &auth.unauthenticated("this server", &[]))),
-        Credentials::Malformed(why) => Err(sse::error(
+    match auth.authenticate_request(method, headers).await {
+        Ok(Some(principal)) => {
+            extensions.insert(principal);
+            Ok(())
+        }
+        Ok(None) => Ok(()),
+        Err(Refusal::Missing) => Err(sse::error(None, &auth.unauthenticated("this server", &[]))),
+        Err(Refusal::Malformed(why)) => Err(sse::error(
             None,
             &RpcError::new(code::TRANSPORT_REFUSED, format!("Bad Request: {why}")).with_status(400),
         )),
-        Credentials::Bearer(token) => match auth.verifier.verify(token).await {
-            Ok(principal) => {
-                extensions.insert(principal);
-                Ok(())
+        Err(Refusal::Token(e)) => {
+            tracing::debug!(reason = %e, "a bearer token was refused");
+            Err(sse::error(None, &auth.invalid_token(&e)))
+        }
+        Err(Refusal::Dpop(e)) => {
+            tracing::debug!(reason = e.reason(), "a DPoP proof was refused");
+            let (error, nonce) = auth.dpop_refusal(&e);
+            let mut resp = sse::error(None, &error);
+            if let Some(n) = nonce.and_then(|n| HeaderValue::from_str(&n).ok()) {
+                resp.headers_mut().insert("dpop-nonce", n);
             }
-            Err(e) if e.is_token_error() => {
-                tracing::debug!(reason = %e, "a bearer token was refused");
-                Err(sse::error(None, &auth.invalid_token(&e)))
-            }
-            Err(e) => Err(unavailable(&e)),
-        },
+            Err(resp)
+        }
+        Err(Refusal::Unavailable(e)) => Err(unavailable(&e)),
     }
 }
 
@@ -103,6 +80,14 @@ pub(crate) fn metadata_routes<S: Clone + Send + Sync + 'static>(
     let doc = serde_json::to_vec(&auth.metadata()).unwrap_or_default();
     let doc = bytes::Bytes::from(doc);
     let mut router = Router::new();
+    // The authorization proxy, on the same origin (feature `auth-proxy`).
+    #[cfg(feature = "auth-proxy")]
+    if let Some(proxy) = &auth.proxy {
+        let service = proxy.router();
+        for path in proxy.paths() {
+            router = router.route_service(&path, service.clone());
+        }
+    }
     for path in auth.metadata_paths() {
         let doc = doc.clone();
         router = router.route(
@@ -125,46 +110,4 @@ pub(crate) fn metadata_routes<S: Clone + Send + Sync + 'static>(
         );
     }
     router
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(values: &[&str]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for v in values {
-            h.append(AUTHORIZATION, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
-
-    #[test]
-    fn the_authorization_header_is_read_as_rfc_6750_says() {
-        assert!(matches!(credentials(&headers(&[])), Credentials::None));
-        assert!(matches!(
-            credentials(&headers(&["Basic YWxhZGRpbjpvcGVuc2VzYW1l"])),
-            Credentials::None
-        ));
-        assert!(matches!(
-            credentials(&headers(&["Bearer abc.def"])),
-            Credentials::Bearer("abc.def")
-        ));
-        assert!(matches!(
-            credentials(&headers(&["bearer   abc"])),
-            Credentials::Bearer("abc")
-        ));
-        assert!(matches!(
-            credentials(&headers(&["Bearer"])),
-            Credentials::Malformed(_)
-        ));
-        assert!(matches!(
-            credentials(&headers(&["Bearer a b"])),
-            Credentials::Malformed(_)
-        ));
-        assert!(matches!(
-            credentials(&headers(&["Bearer a", "Bearer b"])),
-            Credentials::Malformed(_)
-        ));
-    }
 }

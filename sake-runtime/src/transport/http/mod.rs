@@ -211,7 +211,7 @@ async fn admit(ep: &Endpoint, request: Request) -> Result<(Connection, HeaderMap
     let (mut parts, _) = request.into_parts();
     note_peer(cfg, &mut parts);
     #[cfg(feature = "auth")]
-    auth::authenticate(ep, &parts.headers, &mut parts.extensions).await?;
+    auth::authenticate(ep, &parts.method, &parts.headers, &mut parts.extensions).await?;
     let caller = ep.engine.caller_key(&parts.extensions);
     Ok((ep.connection(parts.extensions, caller), parts.headers))
 }
@@ -405,7 +405,9 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     // Who is calling, before the body is read: a request without a usable token costs
     // nothing more.
     #[cfg(feature = "auth")]
-    if let Err(resp) = auth::authenticate(&ep, &parts.headers, &mut parts.extensions).await {
+    if let Err(resp) =
+        auth::authenticate(&ep, &parts.method, &parts.headers, &mut parts.extensions).await
+    {
         return resp;
     }
     let caller = ep.engine.caller_key(&parts.extensions);
