@@ -5,7 +5,9 @@
 //! - [`tool_name`]: what a tool's name may be;
 //! - [`uri_template`]: the RFC 6570 subset a resource URI may use (level-1 `{var}`s);
 //! - [`header`]: the names of `Mcp-Param-*` headers (`x-mcp-header`);
-//! - [`scope`]: OAuth scope tokens (`scopes(...)`).
+//! - [`scope`]: OAuth scope tokens (`scopes(...)`);
+//! - [`apps`]: MCP Apps views: their `ui://` URIs, the origins of their Content Security
+//!   Policy, their dedicated domain.
 //!
 //! Each check returns a typed reason whose `Display` is the sentence both sides print; the
 //! macro adds what to change in the source, the runtime where the definition is.
@@ -15,6 +17,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod apps;
 pub mod header;
 pub mod scope;
 pub mod tool_name;
