@@ -55,6 +55,7 @@ const PROTOCOL_ORDER: &[(&str, u8)] = &[
     ("headers", 3),
     ("methods", 3),
     ("tasks", 3),
+    ("apps", 3),
     ("meta", 4),
     ("render", 5),
 ];
