@@ -33,7 +33,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub use sake_macros::{prompt, resource, tool};
+pub use sake_macros::{prompt, resource, tool, view};
 
 #[cfg(feature = "auth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
@@ -47,11 +47,11 @@ pub use sake_runtime::otel;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use sake_runtime::redis;
-pub use sake_runtime::{bus, compat, registry, tasks, testing};
+pub use sake_runtime::{apps, bus, compat, registry, tasks, testing};
 
 pub use sake_runtime::{
     Annotations, BlobResourceContents, CacheScope, CallToolResult, ClientCapabilities, Completion,
-    CompletionReference, CompletionRequest, Content, Context, CreateMessageRequest,
+    CompletionReference, CompletionRequest, Content, Context, Cors, CreateMessageRequest,
     CreateMessageResult, DiscoverResult, ElicitAction, ElicitRequest, ElicitResult, Elicitation,
     ElicitationCapability, ElicitationModes, EmbeddedResource, Era, Error, Features,
     GetPromptResult, Icon, Implementation, InitializeResult, InputError, JsonObject,
@@ -76,6 +76,6 @@ pub mod prelude {
         CreateMessageRequest, CreateMessageResult, ElicitAction, ElicitResult, Elicitation,
         GetPromptResult, InputError, JsonObject, LoggingLevel, Notifier, PromptMessage,
         ReadResourceResult, ResourceContents, ResourceError, ResourceLink, Revision, Role, Root,
-        SamplingMessage, Server, Service, State, prompt, resource, tool,
+        SamplingMessage, Server, Service, State, prompt, resource, tool, view,
     };
 }
