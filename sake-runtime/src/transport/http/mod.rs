@@ -7,6 +7,7 @@
 pub(crate) mod admission;
 #[cfg(feature = "auth")]
 mod auth;
+pub mod cors;
 pub mod headers;
 pub(crate) mod legacy;
 pub(crate) mod modern;
@@ -53,6 +54,8 @@ pub(crate) struct HttpConfig {
     pub max_bodies_per_client: usize,
     /// The slowest a body may arrive (bytes per second), after [`RATE_GRACE`].
     pub min_body_rate: u64,
+    /// Cross-origin access for browser pages (`Server::cors`).
+    pub cors: Option<cors::Cors>,
 }
 
 /// How long a body may take before [`HttpConfig::min_body_rate`] applies: the first bytes of
@@ -72,6 +75,7 @@ impl Default for HttpConfig {
             max_bodies_in_flight: 1024,
             max_bodies_per_client: 64,
             min_body_rate: 4096,
+            cors: None,
         }
     }
 }
@@ -181,7 +185,12 @@ pub(crate) fn router(ep: Arc<Endpoint>) -> Router {
         Some(a) => router.merge(auth::metadata_routes(a)),
         None => router,
     };
-    router.with_state(ep)
+    let cors = ep.http.cors.clone();
+    let router = router.with_state(ep);
+    match cors {
+        Some(cors) => router.layer(cors),
+        None => router,
+    }
 }
 
 async fn get(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
