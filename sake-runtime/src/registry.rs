@@ -163,12 +163,15 @@ impl Registry {
         for (i, entry) in self.views.iter().enumerate() {
             let def = entry.def;
             if i > 0 && self.views[i - 1].def.uri == def.uri {
-                return Err(Error::Duplicate {
-                    kind: "view",
-                    name: def.uri.to_owned(),
-                    first: self.views[i - 1].def.location.to_string(),
-                    second: def.location.to_string(),
-                });
+                return Err(invalid(
+                    "view",
+                    def.uri,
+                    &def.location,
+                    &format!(
+                        "the view at {} has the same URI; give one of them another",
+                        self.views[i - 1].def.location
+                    ),
+                ));
             }
             if let Some(resource) = self.static_resource(def.uri) {
                 return Err(invalid(
