@@ -203,6 +203,16 @@ pub(crate) struct ItemAttrs {
     pub domain: Option<LitStr>,
     /// `prefers_border` of a view.
     pub prefers_border: Option<LitBool>,
+    /// Every option written, valid or not: a required option given with a bad value is
+    /// reported once, for its value.
+    pub given: Vec<String>,
+}
+
+impl ItemAttrs {
+    /// Whether the option `key` was written.
+    pub fn gave(&self, key: &str) -> bool {
+        self.given.iter().any(|k| k == key)
+    }
 }
 
 /// The words of `visibility(...)`: as written, and on the wire.
@@ -409,9 +419,11 @@ pub(crate) fn parse_item_attrs(cx: &Ctxt, kind: Kind, tokens: TokenStream) -> It
         ..ItemAttrs::default()
     };
     let mut seen_icons = false;
+    let mut given = Vec::new();
     let parser = |input: ParseStream<'_>| {
         options(cx, input, |opt| {
             let key = opt.name();
+            given.push(key.clone());
             if !kind.keys().contains(&key.as_str()) {
                 return Err(syn::Error::new(opt.key.span(), kind.unknown_option(&key)));
             }
@@ -484,6 +496,7 @@ pub(crate) fn parse_item_attrs(cx: &Ctxt, kind: Kind, tokens: TokenStream) -> It
     if let Err(e) = parser.parse2(tokens) {
         cx.push(e);
     }
+    attrs.given = given;
     attrs
 }
 

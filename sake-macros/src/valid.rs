@@ -129,11 +129,13 @@ pub(crate) fn view(cx: &Ctxt, attrs: &ItemAttrs, item: &syn::ItemStruct) {
     };
     match &attrs.uri {
         Some(uri) => ui_uri(cx, uri),
+        // Given with a bad value: reported for the value.
+        None if attrs.gave("uri") => {}
         None => whole(
             "#[view] needs `uri = \"ui://…\"`, the view's URI (such as \"ui://weather/card\")",
         ),
     }
-    if attrs.html.is_none() {
+    if attrs.html.is_none() && !attrs.gave("html") {
         whole(
             "#[view] needs its HTML: `html = \"view.html\"` (a file next to this source file, embedded at compile time) or `html = path::to::function`",
         );
@@ -753,7 +755,6 @@ mod tests {
                 "`prefers_border` is a flag: write `prefers_border` or `prefers_border = false`",
                 "`task` is an option of #[tool], not of #[view]; #[view] takes: uri, html, name, title, csp, permissions, domain, prefers_border",
                 "invalid view URI \"https://weather/card\": it does not start with `ui://`; a view's URI is `ui://` followed by a path of URI characters, such as \"ui://weather/card\"",
-                "#[view] needs its HTML: `html = \"view.html\"` (a file next to this source file, embedded at compile time) or `html = path::to::function`",
                 "\"https://a.example; script-src *\" is not an origin: ';' cannot be in an origin; an origin is a scheme (http, https, ws or wss), `://`, a host whose leftmost label may be `*` (\"https://*.example.com\"), and an optional port, with no path",
                 "\"*\" is not an origin: it does not start with http://, https://, ws:// or wss://; an origin is a scheme (http, https, ws or wss), `://`, a host whose leftmost label may be `*` (\"https://*.example.com\"), and an optional port, with no path",
                 "\"https://b.example\" is listed twice: list each origin once",

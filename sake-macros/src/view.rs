@@ -49,24 +49,28 @@ pub(crate) fn run(args: TokenStream, input: TokenStream) -> TokenStream {
     }
 }
 
-/// The error for `#[view]` on something other than a struct.
+/// The error for `#[view]` on something other than a struct, at the item's keyword and name.
 fn not_a_struct(input: TokenStream) -> TokenStream {
-    let what = match syn::parse2::<syn::Item>(input.clone()) {
-        Ok(syn::Item::Fn(_)) => {
-            "a function (a view's HTML from a function is `html = the_function` on a unit struct)"
-        }
-        Ok(syn::Item::Enum(_)) => "an enum",
-        Ok(syn::Item::Const(_)) => "a constant",
-        Ok(syn::Item::Static(_)) => "a static",
-        Ok(syn::Item::Mod(_)) => "a module",
-        _ => "this item",
+    fn head(keyword: &impl quote::ToTokens, name: impl quote::ToTokens) -> TokenStream {
+        quote!(#keyword #name)
+    }
+    let (what, tokens) = match syn::parse2::<syn::Item>(input.clone()) {
+        Ok(syn::Item::Fn(i)) => (
+            "a function (a view's HTML from a function is `html = the_function` on a unit struct)",
+            head(&i.sig.fn_token, &i.sig.ident),
+        ),
+        Ok(syn::Item::Enum(i)) => ("an enum", head(&i.enum_token, &i.ident)),
+        Ok(syn::Item::Union(i)) => ("a union", head(&i.union_token, &i.ident)),
+        Ok(syn::Item::Const(i)) => ("a constant", head(&i.const_token, &i.ident)),
+        Ok(syn::Item::Static(i)) => ("a static", head(&i.static_token, &i.ident)),
+        Ok(syn::Item::Mod(i)) => ("a module", head(&i.mod_token, &i.ident)),
+        Ok(syn::Item::Trait(i)) => ("a trait", head(&i.trait_token, &i.ident)),
+        Ok(syn::Item::Type(i)) => ("a type alias", head(&i.type_token, &i.ident)),
+        Ok(syn::Item::Impl(i)) => ("an impl block", head(&i.impl_token, quote!())),
+        _ => ("this item", input.clone()),
     };
-    let err = syn::Error::new(
-        input
-            .clone()
-            .into_iter()
-            .next()
-            .map_or_else(proc_macro2::Span::call_site, |t| t.span()),
+    let err = syn::Error::new_spanned(
+        tokens,
         format!(
             "#[view] goes on a unit struct that names the view (`struct MyView;`), not on {what}"
         ),
