@@ -245,7 +245,7 @@ impl Csp {
 
     /// The first origin that is not one (`sake_rules::apps::check_origin`), with its list's
     /// name and why.
-    pub fn invalid(&self) -> Option<(&'static str, &str, sake_rules::apps::OriginError)> {
+    pub(crate) fn invalid(&self) -> Option<(&'static str, &str, sake_rules::apps::OriginError)> {
         self.lists().into_iter().find_map(|(name, list)| {
             list.iter().find_map(|o| {
                 sake_rules::apps::check_origin(o)
