@@ -35,16 +35,17 @@ pub(crate) struct ToolEntry {
     pub requires: Vec<Need>,
     /// Arguments mirrored in `Mcp-Param-*` headers (`x-mcp-header`).
     pub headers: Vec<HeaderParam>,
-    /// Its MCP Apps `_meta.ui`, and the listing that carries it (shown to clients that
-    /// declare the extension; the others get `listing`).
-    pub ui: Option<(ToolUi, Tool)>,
+    /// Its MCP Apps `_meta.ui`, shown to clients that declare the extension (added to
+    /// `listing` when their lists are rendered, so that it follows what start-up did to the
+    /// listing: normalised schemas).
+    pub ui: Option<ToolUi>,
 }
 
 impl ToolEntry {
     /// Whether a client that did not declare MCP Apps may see and call it: every tool but
     /// those only views call (`visibility: ["app"]`).
     pub fn for_everyone(&self) -> bool {
-        self.ui.as_ref().is_none_or(|(ui, _)| ui.visible_to_model())
+        self.ui.as_ref().is_none_or(ToolUi::visible_to_model)
     }
 }
 
@@ -94,6 +95,8 @@ pub struct Registry {
     pub(crate) templates: Vec<TemplateEntry>,
     pub(crate) views: Vec<ViewEntry>,
     view_index: HashMap<&'static str, usize>,
+    /// Whether a tool has a view or a visibility: known once, asked on every list request.
+    tools_apps: bool,
 }
 
 impl std::fmt::Debug for Registry {
@@ -308,6 +311,11 @@ impl Registry {
             templates,
             views: Vec::new(),
             view_index: HashMap::new(),
+            tools_apps: false,
+        };
+        let registry = Registry {
+            tools_apps: registry.tools.iter().any(|t| t.ui.is_some()),
+            ..registry
         };
         let object_only: Vec<&str> = Revision::ALL
             .iter()
@@ -388,7 +396,7 @@ impl Registry {
 
     /// Whether the tools list depends on MCP Apps (a tool has a view or a visibility).
     pub(crate) fn tools_depend_on_apps(&self) -> bool {
-        self.tools.iter().any(|t| t.ui.is_some())
+        self.tools_apps
     }
 
     /// Whether the resources list depends on MCP Apps (views are listed to apps only).
@@ -505,7 +513,14 @@ impl Registry {
             // A tool only views call is nothing to a client that renders no view.
             .filter(|t| audience.apps || t.for_everyone())
             .map(|t| match &t.ui {
-                Some((_, listing)) if audience.apps => render::tool(listing, rev),
+                Some(ui) if audience.apps => {
+                    let mut listing = t.listing.clone();
+                    listing
+                        .meta
+                        .get_or_insert_with(Default::default)
+                        .extend(ui.to_meta());
+                    render::tool(&listing, rev)
+                }
                 _ => render::tool(&t.listing, rev),
             })
             .collect()
@@ -630,11 +645,7 @@ fn tool_entry(def: &'static ToolDef) -> ToolEntry {
         annotations: (!annotations.is_empty()).then_some(annotations),
         meta: None,
     };
-    let ui = tool_ui(&def.ui).map(|ui| {
-        let mut with_ui = listing.clone();
-        with_ui.meta = Some(ui.to_meta());
-        (ui, with_ui)
-    });
+    let ui = tool_ui(&def.ui);
     ToolEntry {
         def,
         listing,

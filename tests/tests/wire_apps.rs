@@ -334,6 +334,35 @@ async fn each_audience_keeps_its_own_lists() {
 }
 
 #[tokio::test]
+async fn normalised_schemas_reach_both_audiences() {
+    // Start-up may rewrite the listings (`Server::normalize_schemas`): a client with MCP Apps
+    // gets the same tools as the others, plus `_meta.ui`.
+    let wire = Wire::new(server().normalize_schemas([sake::compat::Profile::OpenAiStrict]));
+    let plain = wire.rpc(1, "tools/list", json!({})).await;
+    let with = wire
+        .rpc(2, "tools/list", with_caps(json!({}), apps()))
+        .await;
+    let plain = plain.json(200)["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let mut with = with.json(200)["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    with.retain(|t| t["name"] != "refresh");
+    for t in &mut with {
+        t.as_object_mut().unwrap().remove("_meta");
+    }
+    same(with, Value::Array(plain.clone()));
+    assert_ne!(
+        Value::Array(plain),
+        tools(false, true),
+        "the profile changed nothing: choose another"
+    );
+}
+
+#[tokio::test]
 async fn handshake_sessions_see_what_initialize_declared() {
     let wire = wire();
     for revision in LEGACY {
