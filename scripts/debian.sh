@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests run (redis-server, nginx) when their command is
-# missing, at the versions pinned below:
+# Installs the Debian packages the tests run (redis-server, nginx, chromium) when their
+# command is missing, at the versions pinned below:
 #   scripts/debian.sh <command> <package> [<command> <package> ...]
 # Debian's archive keeps only the current version of a stable release's package: when a
 # security update has replaced a pinned version, the current one is installed and a warning
@@ -12,6 +12,9 @@ declare -A PIN=(
   [redis-server]="5:7.0.15-1~deb12u10"
   [redis-tools]="5:7.0.15-1~deb12u10"
   [nginx]="1.22.1-9+deb12u11"
+  # MCP Apps in a real browser (tests/tests/apps_browser.rs), driven headless by
+  # playwright-core from npm; never a browser download.
+  [chromium]="156.0.8078.114-1~deb12u1"
 )
 missing=()
 while [ $# -ge 2 ]; do

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of sake on a fresh machine: installs the pinned test peers (Node 22, the
 # official MCP conformance suite, the TypeScript SDK client, the MCP Inspector, whose CLI
-# drives the examples in tests/tests/interop_inspector.rs, oidc-provider) into .tools/, and
-# Debian's redis-server and nginx, then runs the Rust tests (unit, integration, wire, interop,
+# drives the examples in tests/tests/interop_inspector.rs, oidc-provider, the MCP Apps host
+# bridge with esbuild and playwright-core) into .tools/, and Debian's redis-server, nginx and
+# chromium, then runs the Rust tests (unit, integration, wire, interop,
 # UI, doc, those of features `auth` and `otel`, and those against a real Redis), the
 # conformance suite, and three replicas behind nginx sharing one Redis (deploy/replicas.sh).
 set -euo pipefail
@@ -28,8 +29,9 @@ export SAKE_CONFORMANCE="$TOOLS/node_modules/@modelcontextprotocol/conformance/d
 export SAKE_PYTHON="$(scripts/python-peers.sh)"
 
 # --- Debian packages: redis-server for the replicas' tests (tests/tests/redis_*.rs and
-# deploy/replicas.sh), nginx for deploy/replicas.sh. They never skip: missing, they fail.
-scripts/debian.sh redis-server redis-server redis-cli redis-tools nginx nginx
+# deploy/replicas.sh), nginx for deploy/replicas.sh, chromium for MCP Apps in a real browser
+# (tests/tests/apps_browser.rs). They never skip: missing, they fail.
+scripts/debian.sh redis-server redis-server redis-cli redis-tools nginx nginx chromium chromium
 
 # --- the public API, against its reviewed snapshot (docs/public-api.md) ------------------------
 echo "==> public API"

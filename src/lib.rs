@@ -33,7 +33,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub use sake_macros::{prompt, resource, skills, tool};
+pub use sake_macros::{prompt, resource, skills, tool, view};
 
 #[cfg(feature = "auth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
@@ -51,7 +51,7 @@ pub use sake_runtime::otel;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use sake_runtime::redis;
-pub use sake_runtime::{bus, registry, tasks, testing, transport};
+pub use sake_runtime::{apps, bus, registry, tasks, testing, transport};
 
 /// Skills: Agent Skills served over MCP (the skills extension). The macro [`skills!`] embeds a
 /// directory of them; [`skills::SkillDef`] defines one in code.
@@ -61,7 +61,7 @@ pub mod skills {
 
 pub use sake_runtime::{
     Annotations, BlobResourceContents, CacheScope, CallToolResult, ClientCapabilities, Completion,
-    CompletionReference, CompletionRequest, Content, Context, CreateMessageRequest,
+    CompletionReference, CompletionRequest, Content, Context, Cors, CreateMessageRequest,
     CreateMessageResult, DiscoverResult, ElicitAction, ElicitRequest, ElicitResult, Elicitation,
     ElicitationCapability, ElicitationModes, EmbeddedResource, Era, Error, Features,
     GetPromptResult, Icon, Implementation, InitializeResult, InputError, JsonObject,
@@ -86,6 +86,6 @@ pub mod prelude {
         CreateMessageRequest, CreateMessageResult, ElicitAction, ElicitResult, Elicitation,
         GetPromptResult, InputError, JsonObject, LoggingLevel, Notifier, PromptMessage,
         ReadResourceResult, ResourceContents, ResourceError, ResourceLink, Revision, Role, Root,
-        SamplingMessage, Server, Service, State, prompt, resource, tool,
+        SamplingMessage, Server, Service, State, prompt, resource, tool, view,
     };
 }

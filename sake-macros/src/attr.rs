@@ -21,16 +21,18 @@ pub(crate) enum Kind {
     Tool,
     Prompt,
     Resource,
+    View,
 }
 
 impl Kind {
-    const ALL: [Kind; 3] = [Kind::Tool, Kind::Prompt, Kind::Resource];
+    const ALL: [Kind; 4] = [Kind::Tool, Kind::Prompt, Kind::Resource, Kind::View];
 
     pub fn attr(self) -> &'static str {
         match self {
             Kind::Tool => "#[tool]",
             Kind::Prompt => "#[prompt]",
             Kind::Resource => "#[resource]",
+            Kind::View => "#[view]",
         }
     }
 
@@ -46,6 +48,8 @@ impl Kind {
                 "input_schema",
                 "scopes",
                 "task",
+                "ui",
+                "visibility",
             ],
             Kind::Prompt => &["name", "title", "icons", "icon", "complete", "scopes"],
             Kind::Resource => &[
@@ -57,6 +61,16 @@ impl Kind {
                 "icon",
                 "complete",
                 "scopes",
+            ],
+            Kind::View => &[
+                "uri",
+                "html",
+                "name",
+                "title",
+                "csp",
+                "permissions",
+                "domain",
+                "prefers_border",
             ],
         }
     }
@@ -119,6 +133,42 @@ pub(crate) struct Scopes {
     pub list: Vec<LitStr>,
 }
 
+/// `html = "file.html"` or `html = path::to::function` of a view.
+pub(crate) enum Html {
+    File(LitStr),
+    Function(Path),
+}
+
+/// `csp(...)` of a view: each list of origins, as written.
+#[derive(Default)]
+pub(crate) struct Csp {
+    /// `csp(...)` as written, for errors about it as a whole.
+    pub tokens: TokenStream,
+    pub connect_domains: Option<Vec<LitStr>>,
+    pub resource_domains: Option<Vec<LitStr>>,
+    pub frame_domains: Option<Vec<LitStr>>,
+    pub base_uri_domains: Option<Vec<LitStr>>,
+}
+
+/// A bare word of a list (`permissions(camera)`, `visibility(app)`): the word as written, and
+/// its name on the wire.
+pub(crate) struct Word {
+    pub key: Ident,
+    pub wire: &'static str,
+}
+
+/// A list of bare words, and the list as written (`visibility(app)`).
+pub(crate) struct Words {
+    pub tokens: TokenStream,
+    pub list: Vec<Word>,
+}
+
+/// `ui = "ui://…"` or `ui = ViewStruct` of a tool.
+pub(crate) enum UiLink {
+    Uri(LitStr),
+    View(Path),
+}
+
 /// Everything the item attribute can say.
 #[derive(Default)]
 pub(crate) struct ItemAttrs {
@@ -139,7 +189,42 @@ pub(crate) struct ItemAttrs {
     pub scopes: Option<Scopes>,
     /// `task = "forbidden" | "optional" | "required"`.
     pub task: Option<LitStr>,
+    /// `ui = ...` of a tool: its view.
+    pub ui: Option<UiLink>,
+    /// `visibility(model, app)` of a tool.
+    pub visibility: Option<Words>,
+    /// `html = ...` of a view.
+    pub html: Option<Html>,
+    /// `csp(...)` of a view.
+    pub csp: Option<Csp>,
+    /// `permissions(...)` of a view.
+    pub permissions: Option<Words>,
+    /// `domain = "..."` of a view.
+    pub domain: Option<LitStr>,
+    /// `prefers_border` of a view.
+    pub prefers_border: Option<LitBool>,
+    /// Every option written, valid or not: a required option given with a bad value is
+    /// reported once, for its value.
+    pub given: Vec<String>,
 }
+
+impl ItemAttrs {
+    /// Whether the option `key` was written.
+    pub fn gave(&self, key: &str) -> bool {
+        self.given.iter().any(|k| k == key)
+    }
+}
+
+/// The words of `visibility(...)`: as written, and on the wire.
+pub(crate) const VISIBILITY: [(&str, &str); 2] = [("model", "Model"), ("app", "App")];
+
+/// The words of `permissions(...)`: as written, and on the wire.
+pub(crate) const PERMISSIONS: [(&str, &str); 4] = [
+    ("camera", "camera"),
+    ("microphone", "microphone"),
+    ("geolocation", "geolocation"),
+    ("clipboard_write", "clipboardWrite"),
+];
 
 /// The values of `task = "..."`: the spelling, and the runtime's `TaskSupport` variant.
 pub(crate) const TASK_SUPPORT: [(&str, &str); 3] = [
@@ -334,9 +419,11 @@ pub(crate) fn parse_item_attrs(cx: &Ctxt, kind: Kind, tokens: TokenStream) -> It
         ..ItemAttrs::default()
     };
     let mut seen_icons = false;
+    let mut given = Vec::new();
     let parser = |input: ParseStream<'_>| {
         options(cx, input, |opt| {
             let key = opt.name();
+            given.push(key.clone());
             if !kind.keys().contains(&key.as_str()) {
                 return Err(syn::Error::new(opt.key.span(), kind.unknown_option(&key)));
             }
@@ -371,6 +458,33 @@ pub(crate) fn parse_item_attrs(cx: &Ctxt, kind: Kind, tokens: TokenStream) -> It
                     let scopes = parse_scopes(cx, &opt)?;
                     set_once(cx, &mut attrs.scopes, scopes, &opt.key);
                 }
+                "ui" => {
+                    let ui = parse_ui(&opt)?;
+                    set_once(cx, &mut attrs.ui, ui, &opt.key);
+                }
+                "visibility" => {
+                    let words = parse_words(cx, &opt, "visibility(app)", &VISIBILITY)?;
+                    set_once(cx, &mut attrs.visibility, words, &opt.key);
+                }
+                "html" => {
+                    let html = parse_html(&opt)?;
+                    set_once(cx, &mut attrs.html, html, &opt.key);
+                }
+                "csp" => {
+                    let csp = parse_csp(cx, &opt)?;
+                    set_once(cx, &mut attrs.csp, csp, &opt.key);
+                }
+                "permissions" => {
+                    let words = parse_words(cx, &opt, "permissions(camera, …)", &PERMISSIONS)?;
+                    set_once(cx, &mut attrs.permissions, words, &opt.key);
+                }
+                "domain" => set_once(
+                    cx,
+                    &mut attrs.domain,
+                    opt.string("\"a904794854a047f6.claudemcpcontent.com\"")?,
+                    &opt.key,
+                ),
+                "prefers_border" => set_once(cx, &mut attrs.prefers_border, opt.flag()?, &opt.key),
                 _ => {
                     return Err(syn::Error::new(opt.key.span(), kind.unknown_option(&key)));
                 }
@@ -382,6 +496,7 @@ pub(crate) fn parse_item_attrs(cx: &Ctxt, kind: Kind, tokens: TokenStream) -> It
     if let Err(e) = parser.parse2(tokens) {
         cx.push(e);
     }
+    attrs.given = given;
     attrs
 }
 
@@ -514,6 +629,110 @@ fn parse_requires(cx: &Ctxt, opt: &Opt<'_>, out: &mut Vec<Capability>) -> syn::R
         Ok(())
     })?;
     Ok(())
+}
+
+/// `ui = "ui://…"` or `ui = ViewStruct`.
+fn parse_ui(opt: &Opt<'_>) -> syn::Result<UiLink> {
+    let help = "write `ui = MyView` (a struct declared with #[view]) or `ui = \"ui://…\"`";
+    let value = opt.value_with(help)?;
+    if let Some(s) = lit_str(&value) {
+        return Ok(UiLink::Uri(s));
+    }
+    match value {
+        Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => Ok(UiLink::View(p.path)),
+        other => Err(syn::Error::new_spanned(
+            other,
+            format!("`ui` takes a view: {help}"),
+        )),
+    }
+}
+
+/// `html = "file.html"` or `html = path::to::function`.
+fn parse_html(opt: &Opt<'_>) -> syn::Result<Html> {
+    let help = "write `html = \"view.html\"` (a file next to this source file, embedded at compile time) or `html = path::to::function` (called on each read)";
+    let value = opt.value_with(help)?;
+    if let Some(s) = lit_str(&value) {
+        return Ok(Html::File(s));
+    }
+    match value {
+        Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => Ok(Html::Function(p.path)),
+        other => Err(syn::Error::new_spanned(
+            other,
+            format!("`html` takes a file name or a function: {help}"),
+        )),
+    }
+}
+
+/// A list of bare words from `known` (as written, on the wire): `visibility(app)`.
+fn parse_words(
+    cx: &Ctxt,
+    opt: &Opt<'_>,
+    form: &str,
+    known: &[(&str, &'static str)],
+) -> syn::Result<Words> {
+    let mut list = Vec::new();
+    let name = opt.name();
+    let expected = known.iter().map(|(w, _)| *w).collect::<Vec<_>>().join(", ");
+    let tokens = opt.nested(cx, form, |inner| {
+        let word = inner.name();
+        let Some((_, wire)) = known.iter().find(|(w, _)| *w == word) else {
+            return Err(syn::Error::new(
+                inner.key.span(),
+                format!("unknown {name} `{word}`; expected one of: {expected}"),
+            ));
+        };
+        inner.bare(&format!("{name}(...)"))?;
+        list.push(Word {
+            key: inner.key.clone(),
+            wire,
+        });
+        Ok(())
+    })?;
+    Ok(Words { tokens, list })
+}
+
+/// `csp(connect_domains = [...], resource_domains = [...], frame_domains = [...],
+/// base_uri_domains = [...])`.
+fn parse_csp(cx: &Ctxt, opt: &Opt<'_>) -> syn::Result<Csp> {
+    const KEYS: &str = "connect_domains, resource_domains, frame_domains, base_uri_domains";
+    let mut csp = Csp::default();
+    let tokens = opt.nested(cx, "csp(connect_domains = [\"https://…\"])", |inner| {
+        let key = &inner.key;
+        let slot = match inner.name().as_str() {
+            "connect_domains" => &mut csp.connect_domains,
+            "resource_domains" => &mut csp.resource_domains,
+            "frame_domains" => &mut csp.frame_domains,
+            "base_uri_domains" => &mut csp.base_uri_domains,
+            other => {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!("unknown csp list `{other}`; expected one of: {KEYS}"),
+                ));
+            }
+        };
+        let form = format!("{} = [\"https://api.example.com\"]", inner.name());
+        let value = inner.value(&form)?;
+        let Expr::Array(list) = value else {
+            return Err(syn::Error::new_spanned(
+                value,
+                format!("`{}` takes a list of origins: write `{form}`", inner.name()),
+            ));
+        };
+        let mut origins = Vec::new();
+        for e in list.elems {
+            match lit_str(&e) {
+                Some(s) => origins.push(s),
+                None => cx.error_spanned_by(
+                    &e,
+                    "an origin is a string literal such as \"https://api.example.com\"",
+                ),
+            }
+        }
+        set_once(cx, slot, origins, key);
+        Ok(())
+    })?;
+    csp.tokens = tokens;
+    Ok(csp)
 }
 
 /// `scopes("files:read", "files:write")`.

@@ -11,7 +11,7 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
 use crate::ast::{Func, ParamKind};
-use crate::attr::{Icon, ItemAttrs, TASK_SUPPORT};
+use crate::attr::{Icon, ItemAttrs, TASK_SUPPORT, UiLink};
 
 fn opt_str(v: &Option<LitStr>) -> TokenStream {
     match v {
@@ -275,6 +275,7 @@ pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
         }},
         None => quote!((__SAKE_ARGS.schema)()),
     };
+    let ui = tool_ui(attrs);
     let location = location();
     let glue = glue_const(func);
     quote! {
@@ -323,11 +324,38 @@ pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     scopes: #scopes,
                     principal: #principal,
                     task_support: ::sake::__private::TaskSupport::#task_support,
+                    ui: #ui,
                     states: __sake_states,
                     location: #location,
                 }
             }
         };
+    }
+}
+
+/// `ui = …` and `visibility(…)`: the tool's `ToolUiDef`. A view named by its struct is
+/// checked by the compiler (`View` is implemented by `#[view]` structs only), at the path.
+fn tool_ui(attrs: &ItemAttrs) -> TokenStream {
+    if attrs.ui.is_none() && attrs.visibility.is_none() {
+        return quote!(::sake::__private::ToolUiDef::NONE);
+    }
+    let resource_uri = match &attrs.ui {
+        None => quote!(::core::option::Option::None),
+        Some(UiLink::Uri(uri)) => quote!(::core::option::Option::Some(#uri)),
+        Some(UiLink::View(path)) => {
+            let uri = quote_spanned!(path.span()=> <#path as ::sake::__private::View>::URI);
+            quote!(::core::option::Option::Some(#uri))
+        }
+    };
+    let visibility = attrs.visibility.iter().flat_map(|v| &v.list).map(|w| {
+        let variant = format_ident!("{}", w.wire);
+        quote!(::sake::__private::Visibility::#variant)
+    });
+    quote! {
+        ::sake::__private::ToolUiDef {
+            resource_uri: #resource_uri,
+            visibility: &[#(#visibility),*],
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! The procedural macros of [sake](https://docs.rs/sake): `#[tool]`, `#[prompt]` and
-//! `#[resource]`. Use them through the `sake` crate.
+//! The procedural macros of [sake](https://docs.rs/sake): `#[tool]`, `#[prompt]`,
+//! `#[resource]` and `#[view]`. Use them through the `sake` crate.
 //!
 //! Each macro keeps the function as written (minus the parameter attributes it consumes) and
 //! adds, in an anonymous `const` block, an argument struct, glue functions, and one
@@ -12,6 +12,7 @@ mod expand;
 mod fallback;
 mod skills;
 mod valid;
+mod view;
 
 use proc_macro::TokenStream;
 use quote::quote;
@@ -39,6 +40,8 @@ fn run(kind: Kind, args: TokenStream, input: TokenStream) -> TokenStream {
                 Kind::Tool => expand::tool(&attrs, &func),
                 Kind::Prompt => expand::prompt(&attrs, &func),
                 Kind::Resource => expand::resource(&attrs, &func),
+                // `#[view]` is expanded by `view::run`, never here.
+                Kind::View => quote!(),
             };
             let item = &func.item;
             quote!(#item #generated).into()
@@ -89,4 +92,14 @@ pub fn skills(input: TokenStream) -> TokenStream {
         .or_else(|| std::env::var_os("CARGO_MANIFEST_DIR").map(Into::into))
         .unwrap_or_default();
     skills::expand(input, &base).into()
+}
+
+/// Declares an MCP Apps view (a `ui://` resource of type `text/html;profile=mcp-app`) on a
+/// unit struct that names it: `#[view(uri = "ui://weather/card", html = "card.html")] struct
+/// Card;`, then `#[tool(ui = Card)]` on the tools it renders. The HTML is a file embedded at
+/// compile time (relative to the source file, checked here) or a function (`html = f`). See
+/// docs/apps.md for every option.
+#[proc_macro_attribute]
+pub fn view(args: TokenStream, input: TokenStream) -> TokenStream {
+    view::run(args.into(), input.into()).into()
 }

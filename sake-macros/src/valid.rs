@@ -11,7 +11,7 @@ use quote::ToTokens;
 use syn::{FnArg, Type};
 
 use crate::ast::{self, Func, Param, ParamKind};
-use crate::attr::{ItemAttrs, Kind, TASK_HELP, TASK_SUPPORT};
+use crate::attr::{ItemAttrs, Kind, TASK_HELP, TASK_SUPPORT, UiLink, Words};
 use crate::ctxt::Ctxt;
 
 pub(crate) fn check(cx: &Ctxt, kind: Kind, attrs: &ItemAttrs, func: &Func) {
@@ -79,6 +79,127 @@ fn attributes(cx: &Ctxt, kind: Kind, attrs: &ItemAttrs, func: &Func) {
             format!("invalid task support {:?}: {TASK_HELP}", task.value()),
         );
     }
+    if let Some(UiLink::Uri(uri)) = &attrs.ui {
+        ui_uri(cx, uri);
+    }
+    if let Some(visibility) = &attrs.visibility {
+        words(
+            cx,
+            visibility,
+            "`visibility()` names no one: write `visibility(app)` for a tool only views call, `visibility(model)` for one views may not call, or leave the option out (`model` and `app`)",
+        );
+    }
+}
+
+/// A view's URI: `ui://…`.
+fn ui_uri(cx: &Ctxt, uri: &syn::LitStr) {
+    if let Err(e) = sake_rules::apps::check_ui_uri(&uri.value()) {
+        cx.error_spanned_by(
+            uri,
+            format!(
+                "invalid view URI {:?}: {e}; {}",
+                uri.value(),
+                sake_rules::apps::UI_URI_RULE
+            ),
+        );
+    }
+}
+
+/// A list of words: not empty, each word once.
+fn words(cx: &Ctxt, words: &Words, empty: &str) {
+    if words.list.is_empty() {
+        cx.error_spanned_by(&words.tokens, empty);
+    }
+    for (i, w) in words.list.iter().enumerate() {
+        if words.list[..i].iter().any(|e| e.wire == w.wire) {
+            cx.error_spanned_by(&w.key, format!("`{}` is listed twice: list it once", w.key));
+        }
+    }
+}
+
+/// `#[view]`: its options (a `ui://` URI and HTML are required; origins, permissions and
+/// the domain follow `sake_rules::apps`), and the item: a unit struct without generics.
+pub(crate) fn view(cx: &Ctxt, attrs: &ItemAttrs, item: &syn::ItemStruct) {
+    let whole = |message: &str| {
+        if attrs.tokens.is_empty() {
+            cx.error_at(proc_macro2::Span::call_site(), message);
+        } else {
+            cx.error_spanned_by(&attrs.tokens, message);
+        }
+    };
+    match &attrs.uri {
+        Some(uri) => ui_uri(cx, uri),
+        // Given with a bad value: reported for the value.
+        None if attrs.gave("uri") => {}
+        None => whole(
+            "#[view] needs `uri = \"ui://…\"`, the view's URI (such as \"ui://weather/card\")",
+        ),
+    }
+    if attrs.html.is_none() && !attrs.gave("html") {
+        whole(
+            "#[view] needs its HTML: `html = \"view.html\"` (a file next to this source file, embedded at compile time) or `html = path::to::function`",
+        );
+    }
+    if let Some(csp) = &attrs.csp {
+        let lists = [
+            &csp.connect_domains,
+            &csp.resource_domains,
+            &csp.frame_domains,
+            &csp.base_uri_domains,
+        ];
+        if lists.iter().all(|l| l.is_none()) {
+            cx.error_spanned_by(
+                &csp.tokens,
+                "`csp()` names no origin: list them, such as `csp(connect_domains = [\"https://api.example.com\"])`, or leave the option out (the view then reaches nothing outside itself)",
+            );
+        }
+        for list in lists.into_iter().flatten() {
+            for (i, origin) in list.iter().enumerate() {
+                let value = origin.value();
+                if let Err(e) = sake_rules::apps::check_origin(&value) {
+                    cx.error_spanned_by(
+                        origin,
+                        format!(
+                            "{value:?} is not an origin: {e}; {}",
+                            sake_rules::apps::ORIGIN_RULE
+                        ),
+                    );
+                } else if list[..i].iter().any(|o| o.value() == value) {
+                    cx.error_spanned_by(
+                        origin,
+                        format!("{value:?} is listed twice: list each origin once"),
+                    );
+                }
+            }
+        }
+    }
+    if let Some(permissions) = &attrs.permissions {
+        words(
+            cx,
+            permissions,
+            "`permissions()` asks for nothing: name what the view needs (camera, microphone, geolocation, clipboard_write), or leave the option out",
+        );
+    }
+    if let Some(domain) = &attrs.domain
+        && let Err(e) = sake_rules::apps::check_domain(&domain.value())
+    {
+        cx.error_spanned_by(domain, format!("invalid domain {:?}: {e}", domain.value()));
+    }
+    let ident = &item.ident;
+    if !item.generics.params.is_empty() || item.generics.where_clause.is_some() {
+        cx.error_spanned_by(
+            &item.generics,
+            "a #[view] struct cannot be generic: it names one view",
+        );
+    }
+    if !matches!(item.fields, syn::Fields::Unit) {
+        cx.error_spanned_by(
+            &item.fields,
+            format!(
+                "a #[view] struct is a unit struct that names the view: write `struct {ident};`"
+            ),
+        );
+    }
 }
 
 /// The tool's name: `name = "..."` or the function's.
@@ -106,7 +227,7 @@ fn description(cx: &Ctxt, kind: Kind, func: &Func) {
     let what = match kind {
         Kind::Tool => "tools",
         Kind::Prompt => "prompts",
-        Kind::Resource => return,
+        Kind::Resource | Kind::View => return,
     };
     if func.description.is_none() {
         cx.error_at(
@@ -379,9 +500,9 @@ mod tests {
                 add()
             ),
             [
-                "unknown #[tool] option `nmae`; expected one of: name, title, annotations, icons, icon, requires, input_schema, scopes, task",
+                "unknown #[tool] option `nmae`; expected one of: name, title, annotations, icons, icon, requires, input_schema, scopes, task, ui, visibility",
                 "`title` takes a string literal: write `title = \"...\"`",
-                "unknown #[tool] option `bogus`; expected one of: name, title, annotations, icons, icon, requires, input_schema, scopes, task",
+                "unknown #[tool] option `bogus`; expected one of: name, title, annotations, icons, icon, requires, input_schema, scopes, task, ui, visibility",
                 "unknown annotation `readonly`; expected one of: title, read_only, destructive, idempotent, open_world",
                 "`destructive` is a flag: write `destructive` or `destructive = false`",
                 "invalid tool name \"has space\": ' ' is not allowed; a tool name is 1 to 64 characters of A-Z, a-z, 0-9, `_`, `.` and `-`",
@@ -423,7 +544,7 @@ mod tests {
             ),
             [
                 "`task` is an option of #[tool], not of #[prompt]; #[prompt] takes: name, title, icons, icon, complete, scopes",
-                "`uri` is an option of #[resource], not of #[prompt]; #[prompt] takes: name, title, icons, icon, complete, scopes",
+                "`uri` is an option of #[resource] and #[view], not of #[prompt]; #[prompt] takes: name, title, icons, icon, complete, scopes",
             ]
         );
     }
@@ -441,7 +562,7 @@ mod tests {
                 }
             ),
             [
-                "unknown #[tool] option `nmae`; expected one of: name, title, annotations, icons, icon, requires, input_schema, scopes, task",
+                "unknown #[tool] option `nmae`; expected one of: name, title, annotations, icons, icon, requires, input_schema, scopes, task, ui, visibility",
                 "unknown #[arg] option `wat`; expected `header = \"Name\"`",
                 "a #[tool] needs a description: write a `///` doc comment above the function (clients and the official conformance suite reject tools without one)",
                 "a #[tool] function cannot be generic: the server needs one concrete signature to build its schema; write a non-generic wrapper that calls your generic function",
@@ -553,6 +674,159 @@ mod tests {
                 "a #[tool] needs a description",
                 "\"a b\" is not a valid header name",
                 "unknown #[arg] option `wat`",
+            ]
+        );
+    }
+
+    /// Every message parsing and validation record for `#[view(args)] item`, in order.
+    fn view_errors(args: TokenStream, item: TokenStream) -> Vec<String> {
+        let cx = Ctxt::default();
+        let attrs = attr::parse_item_attrs(&cx, Kind::View, args);
+        view(&cx, &attrs, &syn::parse2(item).unwrap());
+        cx.messages()
+    }
+
+    #[test]
+    fn a_valid_view_has_no_error() {
+        let none: Vec<String> = Vec::new();
+        assert_eq!(
+            view_errors(
+                quote!(
+                    uri = "ui://weather/card",
+                    html = "card.html",
+                    name = "card",
+                    title = "Card",
+                    csp(
+                        connect_domains = ["https://api.example.com"],
+                        resource_domains = ["https://*.cdn.example"],
+                        frame_domains = ["https://www.youtube.com"],
+                        base_uri_domains = ["https://cdn.example"]
+                    ),
+                    permissions(camera, microphone, geolocation, clipboard_write),
+                    domain = "a904794854a047f6.claudemcpcontent.com",
+                    prefers_border,
+                ),
+                quote!(
+                    struct Card;
+                )
+            ),
+            none
+        );
+        assert_eq!(
+            view_errors(
+                quote!(uri = "ui://x", html = render, prefers_border = false),
+                quote!(
+                    pub struct X;
+                )
+            ),
+            none
+        );
+    }
+
+    #[test]
+    fn every_view_mistake_is_reported() {
+        assert_eq!(
+            view_errors(
+                quote!(
+                    uri = "https://weather/card",
+                    html = 5,
+                    csp(
+                        connect_domains = [
+                            "https://a.example; script-src *",
+                            "*",
+                            "https://b.example",
+                            "https://b.example"
+                        ],
+                        fonts = []
+                    ),
+                    permissions(camera, camera, speaker),
+                    domain = "a b",
+                    prefers_border = "yes",
+                    task = "optional",
+                ),
+                quote!(
+                    struct Card<T>(T);
+                )
+            ),
+            [
+                "`html` takes a file name or a function: write `html = \"view.html\"` (a file next to this source file, embedded at compile time) or `html = path::to::function` (called on each read)",
+                "unknown csp list `fonts`; expected one of: connect_domains, resource_domains, frame_domains, base_uri_domains",
+                "unknown permissions `speaker`; expected one of: camera, microphone, geolocation, clipboard_write",
+                "`prefers_border` is a flag: write `prefers_border` or `prefers_border = false`",
+                "`task` is an option of #[tool], not of #[view]; #[view] takes: uri, html, name, title, csp, permissions, domain, prefers_border",
+                "invalid view URI \"https://weather/card\": it does not start with `ui://`; a view's URI is `ui://` followed by a path of URI characters, such as \"ui://weather/card\"",
+                "\"https://a.example; script-src *\" is not an origin: ';' cannot be in an origin; an origin is a scheme (http, https, ws or wss), `://`, a host whose leftmost label may be `*` (\"https://*.example.com\"), and an optional port, with no path",
+                "\"*\" is not an origin: it does not start with http://, https://, ws:// or wss://; an origin is a scheme (http, https, ws or wss), `://`, a host whose leftmost label may be `*` (\"https://*.example.com\"), and an optional port, with no path",
+                "\"https://b.example\" is listed twice: list each origin once",
+                "`camera` is listed twice: list it once",
+                "invalid domain \"a b\": ' ' is not allowed",
+                "a #[view] struct cannot be generic: it names one view",
+                "a #[view] struct is a unit struct that names the view: write `struct Card;`",
+            ]
+        );
+        assert_eq!(
+            view_errors(
+                quote!(),
+                quote!(
+                    struct Card;
+                )
+            ),
+            [
+                "#[view] needs `uri = \"ui://…\"`, the view's URI (such as \"ui://weather/card\")",
+                "#[view] needs its HTML: `html = \"view.html\"` (a file next to this source file, embedded at compile time) or `html = path::to::function`",
+            ]
+        );
+        assert_eq!(
+            view_errors(
+                quote!(uri = "ui://{id}", html = "a.html", csp(), permissions()),
+                quote!(
+                    struct Card;
+                )
+            ),
+            [
+                "invalid view URI \"ui://{id}\": a view is one static resource, not a URI template; a view's URI is `ui://` followed by a path of URI characters, such as \"ui://weather/card\"",
+                "`csp()` names no origin: list them, such as `csp(connect_domains = [\"https://api.example.com\"])`, or leave the option out (the view then reaches nothing outside itself)",
+                "`permissions()` asks for nothing: name what the view needs (camera, microphone, geolocation, clipboard_write), or leave the option out",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tools_link_to_its_view_is_checked() {
+        let none: Vec<String> = Vec::new();
+        assert_eq!(
+            errors(
+                Kind::Tool,
+                quote!(ui = "ui://weather/card", visibility(model, app)),
+                add()
+            ),
+            none
+        );
+        assert_eq!(
+            errors(
+                Kind::Tool,
+                quote!(ui = weather::Card, visibility(app)),
+                add()
+            ),
+            none
+        );
+        assert_eq!(
+            errors(
+                Kind::Tool,
+                quote!(ui = "weather/card", visibility(app, robot, app)),
+                add()
+            ),
+            [
+                "unknown visibility `robot`; expected one of: model, app",
+                "invalid view URI \"weather/card\": it does not start with `ui://`; a view's URI is `ui://` followed by a path of URI characters, such as \"ui://weather/card\"",
+                "`app` is listed twice: list it once",
+            ]
+        );
+        assert_eq!(
+            errors(Kind::Tool, quote!(ui = 1 + 2, visibility()), add()),
+            [
+                "`ui` takes a view: write `ui = MyView` (a struct declared with #[view]) or `ui = \"ui://…\"`",
+                "`visibility()` names no one: write `visibility(app)` for a tool only views call, `visibility(model)` for one views may not call, or leave the option out (`model` and `app`)",
             ]
         );
     }

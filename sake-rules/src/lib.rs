@@ -7,6 +7,8 @@
 //! - [`header`]: the names of `Mcp-Param-*` headers (`x-mcp-header`);
 //! - [`scope`]: OAuth scope tokens (`scopes(...)`);
 //! - [`skill`]: Agent Skills: `SKILL.md` frontmatter, names, limits, file names.
+//! - [`apps`]: MCP Apps views: their `ui://` URIs, the origins of their Content Security
+//!   Policy, their dedicated domain.
 //!
 //! Each check returns a typed reason whose `Display` is the sentence both sides print; the
 //! macro adds what to change in the source, the runtime where the definition is.
@@ -17,6 +19,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod apps;
 pub mod header;
 pub mod scope;
 pub mod skill;

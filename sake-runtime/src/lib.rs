@@ -21,6 +21,29 @@ pub mod client;
 #[cfg_attr(docsrs, doc(cfg(feature = "compat")))]
 pub mod compat;
 
+/// MCP Apps (`io.modelcontextprotocol/ui`, SEP-1865): interactive views a host renders next to
+/// a tool's result, declared with `#[view]` and linked with `#[tool(ui = …)]` (see
+/// docs/apps.md); the wire types a client reads them with ([`ToolUi`](apps::ToolUi),
+/// [`ViewMeta`](apps::ViewMeta)) and the policy a host applies to them.
+pub mod apps {
+    pub use crate::handler::apps::{
+        CspDef, HtmlFn, IntoHtml, ToolUiDef, View, ViewDef, ViewFn, ViewHtml,
+    };
+    pub use crate::protocol::apps::{
+        Csp, EXTENSION, MIME_TYPE, Permissions, RESOURCE_URI_META_KEY, ToolUi, UI_PROTOCOL_VERSION,
+        ViewMeta, Visibility, client_settings, declared,
+    };
+
+    /// Client capabilities that declare MCP Apps (for [`TestClient`](crate::testing::TestClient)
+    /// and hand-written clients): `extensions["io.modelcontextprotocol/ui"].mimeTypes` holds
+    /// `text/html;profile=mcp-app`.
+    pub fn client_capabilities() -> crate::ClientCapabilities {
+        let mut extensions = crate::JsonObject::new();
+        extensions.insert(EXTENSION.into(), client_settings());
+        crate::ClientCapabilities::default().with_extensions(extensions)
+    }
+}
+
 /// Sharing what the server pushes among its replicas: the [`EventBus`](bus::EventBus) trait,
 /// the in-process default, and the messages replicas exchange (see docs/deploying.md). The
 /// Redis bus is [`redis::RedisBus`](crate::redis) (feature `redis`).
@@ -85,6 +108,7 @@ pub use protocol::types::{
 pub use protocol::version::{ElicitationModes, Era, Features, Revision};
 pub use registry::Registry;
 pub use service::{Server, Service};
+pub use transport::http::cors::{Cors, CorsService};
 
 /// What generated code uses. Not a public API: it changes without notice.
 #[doc(hidden)]
@@ -96,5 +120,6 @@ pub mod __private {
     pub use serde_json::value::RawValue;
 
     pub use crate::handler::*;
+    pub use crate::protocol::apps::Visibility;
     pub use crate::schema::{input_schema, output_schema};
 }

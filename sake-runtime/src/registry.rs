@@ -12,12 +12,14 @@ use serde_json::Value;
 use crate::error::Error;
 use crate::handler::input::Need;
 pub use crate::handler::{
-    CompleteFn, IconDef, Location, PromptDef, PromptFuture, ResourceDef, ResourceFuture,
-    ResourceRequest, TaskSupport, ToolDef, ToolFuture, ToolHints,
+    CompleteFn, CspDef, IconDef, Location, PromptDef, PromptFuture, ResourceDef, ResourceFuture,
+    ResourceRequest, TaskSupport, ToolDef, ToolFuture, ToolHints, ToolUiDef, ViewDef, ViewHtml,
 };
+use crate::protocol::apps::{self, ToolUi, ViewMeta, Visibility};
 use crate::protocol::headers::{HeaderParam, header_params};
 use crate::protocol::types::{
-    Icon, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations,
+    ClientCapabilities, Icon, Prompt, PromptArgument, Resource, ResourceTemplate, Tool,
+    ToolAnnotations,
 };
 use crate::protocol::{Revision, render};
 use crate::schema;
@@ -33,6 +35,44 @@ pub(crate) struct ToolEntry {
     pub requires: Vec<Need>,
     /// Arguments mirrored in `Mcp-Param-*` headers (`x-mcp-header`).
     pub headers: Vec<HeaderParam>,
+    /// Its MCP Apps `_meta.ui`, shown to clients that declare the extension (added to
+    /// `listing` when their lists are rendered, so that it follows what start-up did to the
+    /// listing: normalised schemas).
+    pub ui: Option<ToolUi>,
+}
+
+impl ToolEntry {
+    /// Whether a client that did not declare MCP Apps may see and call it: every tool but
+    /// those only views call (`visibility: ["app"]`).
+    pub fn for_everyone(&self) -> bool {
+        self.ui.as_ref().is_none_or(ToolUi::visible_to_model)
+    }
+}
+
+/// A registered view (an MCP Apps UI resource), its listing and `_meta.ui` built.
+pub(crate) struct ViewEntry {
+    pub def: &'static ViewDef,
+    pub meta: ViewMeta,
+    pub listing: Resource,
+}
+
+/// What a client declared that changes what the lists show it (the capability set that
+/// matters): each combination has lists of its own, rendered on first use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Audience {
+    /// MCP Apps (`io.modelcontextprotocol/ui` with the view MIME type): tools carry
+    /// `_meta.ui`, app-only tools and views are listed.
+    pub apps: bool,
+}
+
+impl Audience {
+    /// How many audiences there are.
+    pub const COUNT: usize = 2;
+
+    /// A dense index, for per-audience tables.
+    pub fn index(self) -> usize {
+        usize::from(self.apps)
+    }
 }
 
 /// Whether a function that names these scopes is shown.
@@ -55,6 +95,10 @@ pub struct Registry {
     pub(crate) templates: Vec<TemplateEntry>,
     /// The skills (the skills extension), their files and directories.
     pub(crate) skills: crate::skills::SkillSet,
+    pub(crate) views: Vec<ViewEntry>,
+    view_index: HashMap<&'static str, usize>,
+    /// Whether a tool has a view or a visibility: known once, asked on every list request.
+    tools_apps: bool,
 }
 
 impl std::fmt::Debug for Registry {
@@ -77,6 +121,10 @@ impl std::fmt::Debug for Registry {
                 &self.templates.iter().map(|t| t.def.uri).collect::<Vec<_>>(),
             )
             .field("skills", &self.skills.skills.keys().collect::<Vec<_>>())
+            .field(
+                "views",
+                &self.views.iter().map(|v| v.def.uri).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -87,13 +135,15 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 }
 
 impl Registry {
-    /// Collects everything annotated in this binary, and the skills `sake::skills!` embeds.
+    /// Collects everything annotated in this binary: tools, prompts, resources and views, and
+    /// the skills `sake::skills!` embeds.
     pub fn collect() -> Result<Registry, Error> {
         Registry::from_defs(
             inventory::iter::<ToolDef>(),
             inventory::iter::<PromptDef>(),
             inventory::iter::<ResourceDef>(),
         )?
+        .with_views(inventory::iter::<ViewDef>())?
         .with_skills(inventory::iter::<crate::skills::EmbeddedSkills>())
     }
 
@@ -115,6 +165,56 @@ impl Registry {
             self.skills = crate::skills::SkillSet::build(self.skills.embedded(), defs)?;
         }
         Ok(())
+    }
+
+    /// Adds MCP Apps views (`#[view]`, or descriptors written by hand): each is checked
+    /// (its `ui://` URI, the origins of its policy, its permissions) and must not share its
+    /// URI with another view or a resource. Whether every tool's view exists is checked when
+    /// the server starts.
+    pub fn with_views(
+        mut self,
+        views: impl IntoIterator<Item = &'static ViewDef>,
+    ) -> Result<Registry, Error> {
+        self.views.extend(
+            views
+                .into_iter()
+                .map(view_entry)
+                .collect::<Result<Vec<_>, _>>()?,
+        );
+        self.views.sort_by(|a, b| {
+            a.def
+                .uri
+                .cmp(b.def.uri)
+                .then(a.def.location.file.cmp(b.def.location.file))
+        });
+        self.view_index.clear();
+        for (i, entry) in self.views.iter().enumerate() {
+            let def = entry.def;
+            if i > 0 && self.views[i - 1].def.uri == def.uri {
+                return Err(invalid(
+                    "view",
+                    def.uri,
+                    &def.location,
+                    &format!(
+                        "the view at {} has the same URI; give one of them another",
+                        self.views[i - 1].def.location
+                    ),
+                ));
+            }
+            if let Some(resource) = self.static_resource(def.uri) {
+                return Err(invalid(
+                    "view",
+                    def.uri,
+                    &def.location,
+                    &format!(
+                        "the resource at {} has the same URI; give one of them another",
+                        resource.location
+                    ),
+                ));
+            }
+            self.view_index.insert(def.uri, i);
+        }
+        Ok(self)
     }
 
     /// Builds a registry from explicit descriptors (a subset of the binary's, for example).
@@ -171,6 +271,7 @@ impl Registry {
                 })?;
                 entry.requires.push(need);
             }
+            check_tool_ui(def)?;
             entries.push(entry);
         }
 
@@ -234,6 +335,13 @@ impl Registry {
             resource_index,
             templates,
             skills: crate::skills::SkillSet::default(),
+            views: Vec::new(),
+            view_index: HashMap::new(),
+            tools_apps: false,
+        };
+        let registry = Registry {
+            tools_apps: registry.tools.iter().any(|t| t.ui.is_some()),
+            ..registry
         };
         let object_only: Vec<&str> = Revision::ALL
             .iter()
@@ -265,6 +373,61 @@ impl Registry {
 
     pub(crate) fn static_resource(&self, uri: &str) -> Option<&'static ResourceDef> {
         self.resource_index.get(uri).map(|&i| self.resources[i])
+    }
+
+    /// A view by URI.
+    pub(crate) fn view(&self, uri: &str) -> Option<&ViewEntry> {
+        self.view_index.get(uri).map(|&i| &self.views[i])
+    }
+
+    /// Checks that every tool's view is registered: a link to a view that does not exist
+    /// stops start-up.
+    pub(crate) fn check_views(&self) -> Result<(), Error> {
+        for t in &self.tools {
+            if let Some(uri) = t.def.ui.resource_uri
+                && self.view(uri).is_none()
+            {
+                let known: Vec<&str> = self.views.iter().map(|v| v.def.uri).collect();
+                let known = if known.is_empty() {
+                    "no view is registered".to_owned()
+                } else {
+                    format!("the views are {}", known.join(", "))
+                };
+                return Err(invalid(
+                    "tool",
+                    t.def.name,
+                    &t.def.location,
+                    &format!(
+                        "its view `{uri}` is not registered ({known}): declare it with #[view(uri = \"{uri}\", html = …)], or link the tool with `ui = TheViewStruct` so that the compiler checks it"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// What `caps` changes in the lists: nothing on a server without MCP Apps, so that its
+    /// lists are rendered once per revision.
+    pub(crate) fn audience(&self, caps: &ClientCapabilities) -> Audience {
+        Audience {
+            apps: self.has_apps() && apps::declared(caps),
+        }
+    }
+
+    /// Whether any tool links to a view or has a visibility, or any view is registered:
+    /// then the lists depend on whether a client declared MCP Apps.
+    pub(crate) fn has_apps(&self) -> bool {
+        self.tools_depend_on_apps() || self.resources_depend_on_apps()
+    }
+
+    /// Whether the tools list depends on MCP Apps (a tool has a view or a visibility).
+    pub(crate) fn tools_depend_on_apps(&self) -> bool {
+        self.tools_apps
+    }
+
+    /// Whether the resources list depends on MCP Apps (views are listed to apps only).
+    pub(crate) fn resources_depend_on_apps(&self) -> bool {
+        !self.views.is_empty()
     }
 
     /// Checks that every `State<T>` a function asks for was registered.
@@ -338,32 +501,61 @@ impl Registry {
             || self.templates.iter().any(|t| t.def.complete.is_some())
     }
 
-    /// The tools one revision lists, rendered for it.
+    /// The tools one revision lists to a client without MCP Apps, rendered for it.
     pub fn tools_for(&self, rev: Revision) -> Vec<Value> {
-        self.tools_visible(rev, &|_| true)
+        self.tools_visible(rev, &|_| true, Audience::default())
     }
     /// The prompts one revision lists, rendered for it.
     pub fn prompts_for(&self, rev: Revision) -> Vec<Value> {
         self.prompts_visible(rev, &|_| true)
     }
-    /// The static resources one revision lists, rendered for it.
+    /// The static resources one revision lists to a client without MCP Apps, rendered for it.
     pub fn resources_for(&self, rev: Revision) -> Vec<Value> {
-        self.resources_visible(rev, &|_| true)
+        self.resources_visible(rev, &|_| true, Audience::default())
+    }
+
+    /// The tools one revision lists to a client that declared MCP Apps: with `_meta.ui`, and
+    /// the tools only views call.
+    pub fn app_tools_for(&self, rev: Revision) -> Vec<Value> {
+        self.tools_visible(rev, &|_| true, Audience { apps: true })
+    }
+
+    /// The static resources one revision lists to a client that declared MCP Apps: with the
+    /// views.
+    pub fn app_resources_for(&self, rev: Revision) -> Vec<Value> {
+        self.resources_visible(rev, &|_| true, Audience { apps: true })
     }
     /// The resource templates one revision lists, rendered for it.
     pub fn templates_for(&self, rev: Revision) -> Vec<Value> {
         self.templates_visible(rev, &|_| true)
     }
 
-    /// The tools `rev` lists whose scopes `visible` accepts.
-    pub(crate) fn tools_visible(&self, rev: Revision, visible: Visible<'_>) -> Vec<Value> {
+    /// The tools `rev` lists to `audience` whose scopes `visible` accepts.
+    pub(crate) fn tools_visible(
+        &self,
+        rev: Revision,
+        visible: Visible<'_>,
+        audience: Audience,
+    ) -> Vec<Value> {
         self.tools
             .iter()
             .filter(|t| !(rev.features().object_only_schemas && t.legacy_unavailable.is_some()))
             .filter(|t| visible(t.def.scopes))
             // A tool that runs only as a task cannot be called where there are no tasks.
             .filter(|t| rev.features().tasks || t.def.task_support != TaskSupport::Required)
-            .map(|t| render::tool(&t.listing, rev))
+            // A tool only views call is nothing to a client that renders no view.
+            .filter(|t| audience.apps || t.for_everyone())
+            .map(|t| match &t.ui {
+                Some(ui) if audience.apps => {
+                    let mut listing = t.listing.clone();
+                    listing
+                        .meta
+                        .get_or_insert_with(Default::default)
+                        .extend(ui.to_meta());
+                    render::tool(&listing, rev)
+                }
+                _ => render::tool(&t.listing, rev),
+            })
             .collect()
     }
 
@@ -375,19 +567,36 @@ impl Registry {
             .collect()
     }
 
-    pub(crate) fn resources_visible(&self, rev: Revision, visible: Visible<'_>) -> Vec<Value> {
-        self.resources
+    /// The static resources `rev` lists to `audience`, in the order of their URIs; views only
+    /// to a client that renders them.
+    pub(crate) fn resources_visible(
+        &self,
+        rev: Revision,
+        visible: Visible<'_>,
+        audience: Audience,
+    ) -> Vec<Value> {
+        let resources = self
+            .resources
             .iter()
             .filter(|r| visible(r.scopes))
-            .map(|r| render::resource(&resource_listing(r), rev))
-            // Skill files are resources in every revision.
-            .chain(
-                self.skills
-                    .resources_visible(visible)
-                    .iter()
-                    .map(|r| render::resource(r, rev)),
-            )
-            .collect()
+            .map(|r| (r.uri, render::resource(&resource_listing(r), rev)));
+        // Skill files are resources in every revision.
+        let skills = self
+            .skills
+            .resources_visible(visible)
+            .iter()
+            .map(|r| render::resource(r, rev))
+            .collect::<Vec<_>>();
+        if !audience.apps || self.views.is_empty() {
+            return resources.map(|(_, v)| v).chain(skills).collect();
+        }
+        let views = self
+            .views
+            .iter()
+            .map(|v| (v.def.uri, render::resource(&v.listing, rev)));
+        let mut all: Vec<(&str, Value)> = resources.chain(views).collect();
+        all.sort_by(|a, b| a.0.cmp(b.0));
+        all.into_iter().map(|(_, v)| v).chain(skills).collect()
     }
 
     /// The skill entries `skills/list` shows (none where the revision has no skills).
@@ -476,22 +685,153 @@ fn tool_entry(def: &'static ToolDef) -> ToolEntry {
         idempotent_hint: def.hints.idempotent,
         open_world_hint: def.hints.open_world,
     };
+    let listing = Tool {
+        name: def.name.to_owned(),
+        title: def.title.map(str::to_owned),
+        description: Some(def.description.to_owned()),
+        icons: icons(def.icons),
+        input_schema,
+        output_schema,
+        annotations: (!annotations.is_empty()).then_some(annotations),
+        meta: None,
+    };
+    let ui = tool_ui(&def.ui);
     ToolEntry {
         def,
-        listing: Tool {
-            name: def.name.to_owned(),
-            title: def.title.map(str::to_owned),
-            description: Some(def.description.to_owned()),
-            icons: icons(def.icons),
-            input_schema,
-            output_schema,
-            annotations: (!annotations.is_empty()).then_some(annotations),
-            meta: None,
-        },
+        listing,
         legacy_unavailable,
         requires: Vec::new(),
         headers: Vec::new(),
+        ui,
     }
+}
+
+/// A tool's `_meta.ui`, from its `ui = …` and `visibility(…)`.
+fn tool_ui(def: &ToolUiDef) -> Option<ToolUi> {
+    def.is_some().then(|| ToolUi {
+        resource_uri: def.resource_uri.map(str::to_owned),
+        visibility: Some(if def.visibility.is_empty() {
+            Visibility::DEFAULT.to_vec()
+        } else {
+            def.visibility.to_vec()
+        }),
+    })
+}
+
+/// The rules of a tool's link to MCP Apps (the macro checks them too): a `ui://` URI, a
+/// visibility that names each of `model` and `app` at most once.
+fn check_tool_ui(def: &ToolDef) -> Result<(), Error> {
+    if let Some(uri) = def.ui.resource_uri
+        && let Err(e) = sake_rules::apps::check_ui_uri(uri)
+    {
+        return Err(invalid(
+            "tool",
+            def.name,
+            &def.location,
+            &format!(
+                "invalid view URI {uri:?}: {e}; {}",
+                sake_rules::apps::UI_URI_RULE
+            ),
+        ));
+    }
+    let v = def.ui.visibility;
+    if v.iter()
+        .enumerate()
+        .any(|(i, a)| v[..i].iter().any(|b| b == a))
+    {
+        return Err(invalid(
+            "tool",
+            def.name,
+            &def.location,
+            "its visibility names `model` or `app` twice",
+        ));
+    }
+    Ok(())
+}
+
+/// The SHA-256 of `bytes`, lowercase hex.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A view's entry: its rules checked, its `_meta.ui` and listing built.
+fn view_entry(def: &'static ViewDef) -> Result<ViewEntry, Error> {
+    let bad = |reason: String| invalid("view", def.uri, &def.location, &reason);
+    sake_rules::apps::check_ui_uri(def.uri).map_err(|e| {
+        bad(format!(
+            "invalid view URI: {e}; {}",
+            sake_rules::apps::UI_URI_RULE
+        ))
+    })?;
+    if let ViewHtml::Embedded { text, sha256 } = def.html {
+        let digest = sha256_hex(text.as_bytes());
+        if digest != sha256 {
+            return Err(bad(format!(
+                "the SHA-256 of its HTML is {digest}, not the {sha256} it declares"
+            )));
+        }
+    }
+    let csp = def.csp.map(|c| {
+        let list = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect();
+        let mut csp = apps::Csp::new();
+        csp.connect_domains = list(c.connect_domains);
+        csp.resource_domains = list(c.resource_domains);
+        csp.frame_domains = list(c.frame_domains);
+        csp.base_uri_domains = list(c.base_uri_domains);
+        csp
+    });
+    if let Some((list, origin, e)) = csp.as_ref().and_then(apps::Csp::invalid) {
+        return Err(bad(format!(
+            "`{list}` names {origin:?}, which is not an origin: {e}; {}",
+            sake_rules::apps::ORIGIN_RULE
+        )));
+    }
+    let mut permissions = apps::Permissions::new();
+    for name in def.permissions {
+        let slot = match *name {
+            "camera" => &mut permissions.camera,
+            "microphone" => &mut permissions.microphone,
+            "geolocation" => &mut permissions.geolocation,
+            "clipboardWrite" => &mut permissions.clipboard_write,
+            other => {
+                return Err(bad(format!(
+                    "unknown permission `{other}`; expected camera, microphone, geolocation or clipboardWrite"
+                )));
+            }
+        };
+        if std::mem::replace(slot, true) {
+            return Err(bad(format!("the permission `{name}` is asked for twice")));
+        }
+    }
+    if let Some(domain) = def.domain {
+        sake_rules::apps::check_domain(domain)
+            .map_err(|e| bad(format!("invalid domain {domain:?}: {e}")))?;
+    }
+    let meta = ViewMeta {
+        csp,
+        permissions: (!permissions.is_empty()).then_some(permissions),
+        domain: def.domain.map(str::to_owned),
+        prefers_border: def.prefers_border,
+    };
+    let listing = Resource {
+        uri: def.uri.to_owned(),
+        name: def.name.to_owned(),
+        title: def.title.map(str::to_owned),
+        description: def.description.map(str::to_owned),
+        mime_type: Some(apps::MIME_TYPE.to_owned()),
+        size: match def.html {
+            ViewHtml::Embedded { text, .. } => Some(text.len() as u64),
+            ViewHtml::Function(_) => None,
+        },
+        icons: None,
+        annotations: None,
+        meta: meta.to_meta(),
+    };
+    Ok(ViewEntry { def, meta, listing })
 }
 
 fn prompt_listing(def: &PromptDef) -> Prompt {

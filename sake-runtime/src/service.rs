@@ -200,6 +200,24 @@ impl Server {
         self
     }
 
+    /// Lets browser pages on these origins call the server (CORS), as browser-based hosts
+    /// and inspectors do: preflights are answered for the MCP headers, and answers carry
+    /// `Access-Control-Allow-Origin` with `Mcp-Session-Id` and `WWW-Authenticate` exposed.
+    /// The origins are also allowed by the DNS-rebinding check, which still refuses every
+    /// other foreign origin with 403; a loopback origin not named here is served, but its page
+    /// cannot read the answer.
+    ///
+    /// The same [`Cors`](crate::Cors) is a tower layer for routes of an application's own.
+    pub fn cors(mut self, cors: crate::Cors) -> Self {
+        for origin in cors.origins() {
+            if !self.http.origins.contains(origin) {
+                self.http.origins.push(origin.clone());
+            }
+        }
+        self.http.cors = Some(cors);
+        self
+    }
+
     /// Browser origins (`https://app.example.com`) allowed besides the allowed hosts.
     pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
     where
@@ -481,6 +499,9 @@ impl Server {
             self.event_bus,
         )?);
         shared.start_bus();
+        if let Some(cors) = &http.cors {
+            cors.check().map_err(Error::Config)?;
+        }
         if let Some(name) = &self.client_ip_header {
             http.client_ip_header =
                 Some(http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {

@@ -80,6 +80,7 @@ const PROTOCOL_ORDER: &[(&str, u8)] = &[
     ("methods", 3),
     ("tasks", 3),
     ("skills", 3),
+    ("apps", 3),
     ("meta", 4),
     ("render", 5),
 ];

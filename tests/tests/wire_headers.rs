@@ -4,7 +4,7 @@
 //! hand-written schemas. Every reply is validated against the 2026-07-28 schema.
 
 use sake::prelude::*;
-use sake::registry::{Location, TaskSupport, ToolDef, ToolFuture, ToolHints};
+use sake::registry::{Location, TaskSupport, ToolDef, ToolFuture, ToolHints, ToolUiDef};
 use sake_tests::rpc::{err, ok, text_result};
 use sake_tests::stream::Live;
 use sake_tests::{Req, Wire, sentinel};
@@ -496,6 +496,7 @@ macro_rules! hand_written {
             scopes: &[],
             principal: false,
             task_support: TaskSupport::Forbidden,
+            ui: ToolUiDef::NONE,
             states: Vec::new,
             location: HERE,
         };

@@ -1429,7 +1429,7 @@ async fn a_foreign_host_or_origin_is_forbidden() {
             err(
                 Value::Null,
                 -32000,
-                "Forbidden: Origin \"http://evil.example.com\" is not allowed; configure Server::allowed_origins",
+                "Forbidden: Origin \"http://evil.example.com\" is not allowed; configure Server::allowed_origins (Server::cors for browser pages)",
                 None,
             ),
         );

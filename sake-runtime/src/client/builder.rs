@@ -17,6 +17,7 @@ use super::negotiate::EraCache;
 use super::stdio::Stdio;
 use super::{Client, ClientError, Inner, State, Transport};
 use crate::protocol::Revision;
+use crate::protocol::apps;
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::types::{
     CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitResult, Implementation,
@@ -42,6 +43,7 @@ pub struct ClientBuilder {
     auth: Option<Arc<dyn Auth>>,
     tasks: bool,
     task_timeout: Option<Duration>,
+    apps: bool,
 }
 
 impl Default for ClientBuilder {
@@ -79,6 +81,7 @@ impl ClientBuilder {
             auth: None,
             tasks: true,
             task_timeout: None,
+            apps: false,
         }
     }
 
@@ -272,6 +275,17 @@ impl ClientBuilder {
         self
     }
 
+    /// Declares MCP Apps (`io.modelcontextprotocol/ui` with `text/html;profile=mcp-app`; off by
+    /// default): for a host that renders views. Servers then list their tools with `_meta.ui`
+    /// (read it with [`ToolUi::of`](crate::apps::ToolUi::of)) and the tools only views call,
+    /// which the host must keep from its model; [`Client::view`] reads a tool's view. The
+    /// declaration goes in `initialize` (handshake revisions) and in every request's `_meta`
+    /// (2026-07-28).
+    pub fn apps(mut self, enabled: bool) -> Self {
+        self.apps = enabled;
+        self
+    }
+
     /// Connects to a Streamable HTTP endpoint (`http://…` or `https://…`).
     pub async fn connect(self, url: &str) -> Result<Client, ClientError> {
         let core = self.core();
@@ -314,10 +328,19 @@ impl ClientBuilder {
     }
 
     fn build(self, core: Arc<Core>, transport: Transport, key: String) -> Client {
+        let mut capabilities =
+            serde_json::to_value(self.handlers.capabilities()).unwrap_or_else(|_| json!({}));
+        if self.apps
+            && let Some(caps) = capabilities.as_object_mut()
+        {
+            let extensions = caps.entry("extensions").or_insert_with(|| json!({}));
+            if let Some(e) = extensions.as_object_mut() {
+                e.insert(apps::EXTENSION.into(), apps::client_settings());
+            }
+        }
         Client {
             inner: Arc::new(Inner {
-                capabilities: serde_json::to_value(self.handlers.capabilities())
-                    .unwrap_or_else(|_| json!({})),
+                capabilities,
                 core,
                 transport,
                 key,

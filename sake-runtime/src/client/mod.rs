@@ -25,10 +25,12 @@
 // - request: one request on the wire (`_meta`, routing headers, the answer's meaning);
 // - rounds: `input_required` rounds; calls: the typed calls; subscribe: notifications;
 // - tasks: tool calls the server runs as tasks (the tasks extension), followed;
+// - apps: a tool's view (MCP Apps), read for a host to render;
 // - core, http, sse, stdio: the transports; params: `Mcp-Param-*` values; error: `ClientError`;
 // - limits: what a server can make the client hold, do or wait for, and the reconnection
 //   backoff;
 // - auth: OAuth 2.1 (`sake::client::auth`), which the HTTP transport consults on 401 and 403.
+mod apps;
 pub mod auth;
 mod builder;
 mod calls;
@@ -55,6 +57,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use self::apps::AppView;
 pub use self::builder::ClientBuilder;
 pub use self::core::Notification;
 pub use self::error::ClientError;

@@ -3,6 +3,7 @@
 //!
 //! Users never name these; generated code reaches them through `::sake::__private`.
 
+pub mod apps;
 pub mod context;
 pub mod events;
 pub mod input;
@@ -21,6 +22,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+pub use self::apps::{
+    CspDef, HtmlFn, IntoHtml, ToolUiDef, View, ViewDef, ViewFn, ViewHtml, view_html,
+};
 use self::context::Context;
 use self::state::State;
 pub use self::state::StateNeed;
@@ -131,6 +135,9 @@ pub struct ToolDef {
     pub principal: bool,
     /// Whether it may run as a task (`task = "optional"`).
     pub task_support: TaskSupport,
+    /// Its MCP Apps view and who may call it (`ui = …`, `visibility(…)`);
+    /// [`ToolUiDef::NONE`] for a tool without.
+    pub ui: ToolUiDef,
     /// Where it is defined.
     pub location: Location,
 }

@@ -1,6 +1,7 @@
 //! The Model Context Protocol on the wire: revisions, JSON-RPC framing, `_meta`, methods, data
 //! types and the per-revision rendering step.
 
+pub mod apps;
 pub(crate) mod framing;
 pub(crate) mod headers;
 pub mod jsonrpc;

@@ -21,13 +21,17 @@ use crate::handler::context::{Context, RequestParts};
 use crate::handler::input::{InputChannel, Mrtr, RoundKey, RoundOutcome, merge_capabilities};
 use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport};
 use crate::protocol::Revision;
+use crate::protocol::apps;
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::jsonrpc::clip;
 use crate::protocol::meta::Params;
 use crate::protocol::methods::{Method, Needs};
 use crate::protocol::render::{self, Cache, Shape};
 use crate::protocol::tasks::{self, EXTENSION as TASKS};
-use crate::protocol::types::{CallToolResult, Completion};
+use crate::protocol::types::{
+    CallToolResult, Completion, ReadResourceResult, ResourceContents, TextResourceContents,
+};
+use crate::registry::{ViewEntry, ViewHtml};
 
 /// How a round of a user function ended.
 enum Step<T, I> {
@@ -203,15 +207,16 @@ impl Shared {
             | Method::ResourcesList
             | Method::ResourceTemplatesList
             | Method::SkillsList => {
+                let audience = self.registry.audience(&parts.meta.client_capabilities);
                 #[cfg(feature = "auth")]
                 let filtered = self.caller_lists(&parts.extensions);
                 #[cfg(feature = "auth")]
                 let lists = match &filtered {
-                    Some(view) => self.lists_of(view, rev),
-                    None => self.lists(rev),
+                    Some(view) => self.lists_of(view, rev, audience),
+                    None => self.lists(rev, audience),
                 };
                 #[cfg(not(feature = "auth"))]
-                let lists = self.lists(rev);
+                let lists = self.lists(rev, audience);
                 match method {
                     Method::ToolsList => page(&lists.tools, "tools"),
                     Method::PromptsList => page(&lists.prompts, "prompts"),
@@ -358,6 +363,11 @@ impl Shared {
                 "Tool `{name}` is not available on revision {rev}: {reason}. It is served on 2026-07-28."
             )));
         }
+        // A tool only views call (MCP Apps `visibility: ["app"]`) is not listed to a client
+        // that renders no view, nor called by one.
+        if !entry.for_everyone() && !apps::declared(&parts.meta.client_capabilities) {
+            return Err(apps::missing_extension(&name));
+        }
         let def = entry.def;
         self.authorize(
             &parts.extensions,
@@ -471,6 +481,9 @@ impl Shared {
         if let Some(file) = self.registry.skills.file(&uri) {
             return self.read_skill_file(&parts, &uri, file);
         }
+        if self.registry.view(&uri).is_some() {
+            return self.read_view(parts, params, uri);
+        }
         let (def, vars) = match self.registry.static_resource(&uri) {
             Some(def) => (def, Vec::new()),
             None => self
@@ -511,6 +524,60 @@ impl Shared {
                 Err(e) => Err(refusal(round).unwrap_or(e)),
             },
         )
+    }
+
+    /// `resources/read` of a view (MCP Apps): its HTML with `mimeType`
+    /// `text/html;profile=mcp-app` and its `_meta.ui`, whoever asks (a host reads the view
+    /// of a tool it is about to call; a client without the extension may look too).
+    fn read_view(
+        self: &Arc<Self>,
+        parts: RequestParts,
+        params: &Params<'_>,
+        uri: String,
+    ) -> Result<Dispatched, RpcError> {
+        let Some(view) = self.registry.view(&uri) else {
+            return Err(RpcError::resource_not_found(&uri));
+        };
+        let uri = view.def.uri;
+        match view.def.html {
+            ViewHtml::Embedded { text, .. } => {
+                Ok(Dispatched::Ready(Ok(Bytes::from(render::result(
+                    parts.revision,
+                    &self.env,
+                    Shape::ReadResource,
+                    Cache::Cacheable,
+                    &view_contents(view, text.to_owned()),
+                )))))
+            }
+            ViewHtml::Function(make) => {
+                let key = RoundKey {
+                    method: "resources/read",
+                    name: Cow::Borrowed(uri),
+                    arguments: None,
+                    principal: None,
+                };
+                self.run(
+                    parts,
+                    key,
+                    params,
+                    |ctx| {
+                        let html = make(ctx);
+                        Box::pin(async move { (uri, html.await) })
+                    },
+                    |shared, rev, (uri, html), round| match (html, shared.registry.view(uri)) {
+                        (Ok(html), Some(view)) => Ok(Bytes::from(render::result(
+                            rev,
+                            &shared.env,
+                            Shape::ReadResource,
+                            Cache::Cacheable,
+                            &view_contents(view, html),
+                        ))),
+                        (Ok(_), None) => Err(RpcError::resource_not_found(uri)),
+                        (Err(e), _) => Err(refusal(round).unwrap_or(e)),
+                    },
+                )
+            }
+        }
     }
 
     fn complete(
@@ -633,6 +700,14 @@ impl Shared {
             Ok(render(c))
         })))
     }
+}
+
+/// A view's `resources/read` result: one text content with the view MIME type and its
+/// `_meta.ui`.
+fn view_contents(view: &ViewEntry, html: String) -> ReadResourceResult {
+    let mut text = TextResourceContents::new(view.def.uri, html).with_mime_type(apps::MIME_TYPE);
+    text.meta = view.meta.to_meta();
+    ReadResourceResult::new(vec![ResourceContents::Text(text)])
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ use crate::protocol::types::{
     Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
 };
 use crate::protocol::{Revision, jsonrpc::RpcError};
-use crate::registry::Registry;
+use crate::registry::{Audience, Registry};
 use crate::signing::Signer;
 use hub::Hub;
 use session::Sessions;
@@ -125,14 +125,15 @@ pub(crate) struct RevisionLists {
     pub skills: Pages,
 }
 
-/// What one view of the server shows, each revision's lists rendered on the first request
-/// that needs them ([`Shared::lists_of`]): a server of a thousand tools starts without
-/// rendering them four times.
+/// What one view of the server shows, each revision's lists for each audience (what the
+/// client declared that changes them: MCP Apps) rendered on the first request that needs
+/// them ([`Shared::lists_of`]): a server of a thousand tools starts without rendering them
+/// four times, and one without MCP Apps renders each revision's once.
 #[derive(Debug, Default)]
 pub(crate) struct Lists {
     /// Which of `Shared::scope_sets` the view holds; `None`: everything is shown.
     view: Option<Vec<bool>>,
-    by_revision: [std::sync::OnceLock<RevisionLists>; Revision::COUNT],
+    by_revision: [[std::sync::OnceLock<RevisionLists>; Audience::COUNT]; Revision::COUNT],
 }
 
 /// Everything built at start-up, shared by every request.
@@ -192,6 +193,7 @@ impl Shared {
     ) -> Result<Shared, Error> {
         let relay = event_bus.filter(|b| b.is_shared());
         registry.check_states(&states)?;
+        registry.check_views()?;
         #[cfg(feature = "auth")]
         let checks_tokens = auth.is_some();
         #[cfg(not(feature = "auth"))]
@@ -214,16 +216,27 @@ impl Shared {
             logging: Some(Default::default()),
             completions: registry.has_completions().then(Default::default),
             prompts: (!registry.prompts.is_empty()).then(list_changed),
-            // Skill files are resources (the skills extension requires the capability).
+            // Skill files and views are resources (the skills extension requires the
+            // capability).
             resources: (!registry.resources.is_empty()
                 || !registry.templates.is_empty()
-                || !registry.skills.is_empty())
+                || !registry.skills.is_empty()
+                || !registry.views.is_empty())
             .then_some(ResourcesCapability {
                 subscribe: Some(true),
                 list_changed: Some(true),
             }),
             tools: (!registry.tools.is_empty()).then(list_changed),
-            extensions: None,
+            // MCP Apps exists on every revision (SEP-1865 negotiates it in `initialize` and in
+            // 2026-07-28 `_meta` alike).
+            extensions: (!registry.views.is_empty()).then(|| {
+                let mut ext = serde_json::Map::new();
+                ext.insert(
+                    crate::protocol::apps::EXTENSION.into(),
+                    crate::protocol::apps::client_settings(),
+                );
+                ext
+            }),
         };
         let signer = signer(&config)?;
         let sessions = Sessions::new(
@@ -260,7 +273,8 @@ impl Shared {
         let mut discover: [Bytes; Revision::COUNT] = Default::default();
         for rev in Revision::ALL.into_iter().filter(|r| r.features().discover) {
             let mut discovered = capabilities.clone();
-            let mut ext = serde_json::Map::new();
+            // What `initialize` advertises too (MCP Apps), then what only discovery does.
+            let mut ext = discovered.extensions.take().unwrap_or_default();
             if tasks.is_some() && rev.features().tasks {
                 ext.insert(crate::protocol::tasks::EXTENSION.into(), json!({}));
             }
@@ -425,6 +439,7 @@ impl Shared {
         }
         let served = self.registry.static_resource(uri).is_some()
             || self.registry.skills.file(uri).is_some()
+            || self.registry.view(uri).is_some()
             || self
                 .registry
                 .templates
@@ -517,17 +532,24 @@ impl Shared {
         )))
     }
 
-    /// Every caller's lists of `rev`.
-    pub(crate) fn lists(&self, rev: Revision) -> &RevisionLists {
-        self.lists_of(&self.lists, rev)
+    /// Every caller's lists of `rev`, as `audience` sees them.
+    pub(crate) fn lists(&self, rev: Revision, audience: Audience) -> &RevisionLists {
+        self.lists_of(&self.lists, rev, audience)
     }
 
-    /// The lists of `rev` in `lists`' view: rendered on the first request that needs them,
-    /// then served as they are. Requests that arrive while they are being rendered wait for
-    /// them.
-    pub(crate) fn lists_of<'a>(&self, lists: &'a Lists, rev: Revision) -> &'a RevisionLists {
-        lists.by_revision[rev.index()].get_or_init(|| {
-            let _span = tracing::debug_span!("build_lists", revision = rev.as_str()).entered();
+    /// The lists of `rev` in `lists`' view, as `audience` sees them: rendered on the first
+    /// request that needs them, then served as they are. Requests that arrive while they are
+    /// being rendered wait for them.
+    pub(crate) fn lists_of<'a>(
+        &self,
+        lists: &'a Lists,
+        rev: Revision,
+        audience: Audience,
+    ) -> &'a RevisionLists {
+        lists.by_revision[rev.index()][audience.index()].get_or_init(|| {
+            let _span =
+                tracing::debug_span!("build_lists", revision = rev.as_str(), apps = audience.apps)
+                    .entered();
             let shown = |scopes: &[&str]| match &lists.view {
                 None => true,
                 Some(view) => {
@@ -539,7 +561,14 @@ impl Shared {
                             .is_some_and(|i| view.get(i).copied().unwrap_or(false))
                 }
             };
-            revision_lists(&self.registry, &self.env, &self.config, rev, &shown)
+            revision_lists(
+                &self.registry,
+                &self.env,
+                &self.config,
+                rev,
+                &shown,
+                audience,
+            )
         })
     }
 
@@ -630,24 +659,41 @@ fn signer(config: &Config) -> Result<Signer, Error> {
     }
 }
 
-/// One revision's lists of what `visible` shows, paged and rendered.
+/// One revision's lists of what `visible` shows to `audience`, paged and rendered.
+///
+/// On a server with MCP Apps the tools and resources lists differ with what the client
+/// declared: they say `cacheScope: "private"`, so that no cache shared between clients (a
+/// gateway) serves one client's list to another.
 fn revision_lists(
     registry: &Registry,
     env: &ResultEnv,
     config: &Config,
     rev: Revision,
     visible: crate::registry::Visible<'_>,
+    audience: Audience,
 ) -> RevisionLists {
     let page = |kind: &str, key: &str, items: Vec<Value>| {
         paginate(rev, env, config, Cache::Cacheable, kind, key, items)
     };
+    let mut per_client = env.clone();
+    per_client.cache.scope = CacheScope::Private;
+    let page_per_client = |varies: bool, kind: &str, key: &str, items: Vec<Value>| {
+        let env = if varies { &per_client } else { env };
+        paginate(rev, env, config, Cache::Cacheable, kind, key, items)
+    };
     RevisionLists {
-        tools: page("tools", "tools", registry.tools_visible(rev, visible)),
+        tools: page_per_client(
+            registry.tools_depend_on_apps(),
+            "tools",
+            "tools",
+            registry.tools_visible(rev, visible, audience),
+        ),
         prompts: page("prompts", "prompts", registry.prompts_visible(rev, visible)),
-        resources: page(
+        resources: page_per_client(
+            registry.resources_depend_on_apps(),
             "resources",
             "resources",
-            registry.resources_visible(rev, visible),
+            registry.resources_visible(rev, visible, audience),
         ),
         templates: page(
             "templates",

@@ -99,7 +99,7 @@ pub(crate) fn check_origin(
                 .is_some_and(|(_, authority)| policy.allows(&host_part(authority)));
         if !allowed {
             return Err(forbidden(format!(
-                "Forbidden: Origin {origin:?} is not allowed; configure Server::allowed_origins"
+                "Forbidden: Origin {origin:?} is not allowed; configure Server::allowed_origins (Server::cors for browser pages)"
             )));
         }
     }

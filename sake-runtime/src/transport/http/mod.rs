@@ -11,6 +11,7 @@ pub(crate) mod admission;
 #[cfg(feature = "auth")]
 mod auth;
 mod card;
+pub mod cors;
 pub mod headers;
 pub(crate) mod resume;
 mod serve;
@@ -57,6 +58,8 @@ pub(crate) struct HttpConfig {
     pub listing: Option<(crate::card::Listing, crate::protocol::types::Implementation)>,
     /// The server's public URL without the endpoint's path (`Server::public_url`).
     pub public_url: Option<String>,
+    /// Cross-origin access for browser pages (`Server::cors`).
+    pub cors: Option<cors::Cors>,
 }
 
 /// How long a body may take before [`HttpConfig::min_body_rate`] applies: the first bytes of
@@ -74,6 +77,7 @@ impl Default for HttpConfig {
             limits: Limits::default(),
             listing: None,
             public_url: None,
+            cors: None,
         }
     }
 }
@@ -198,7 +202,12 @@ pub(crate) fn router(ep: Arc<Endpoint>) -> Router {
         Some(a) => router.merge(auth::metadata_routes(a)),
         None => router,
     };
-    router.with_state(ep)
+    let cors = ep.http.cors.clone();
+    let router = router.with_state(ep);
+    match cors {
+        Some(cors) => router.layer(cors),
+        None => router,
+    }
 }
 
 /// What GET and DELETE share before their own work: admission and the caller, then the
