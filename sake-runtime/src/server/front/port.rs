@@ -173,8 +173,9 @@ pub(crate) struct Hints<'a> {
     /// header, the session id, and the 2026-07-28 routing headers checked against the body.
     pub headers: Option<&'a HeaderMap>,
     /// Whether this exchange can carry a request's messages before its answer (HTTP: the
-    /// client accepts SSE). A held connection always can, on its outbound channel.
-    pub streams: bool,
+    /// client accepts SSE), asked only of a request that may send some. A held connection
+    /// always can, on its outbound channel.
+    pub streams: Option<&'a (dyn Fn() -> bool + Sync)>,
     /// Where this message's messages go instead of the connection's outbound channel (the
     /// in-memory test client collects them per request).
     pub sink: Option<Sink>,
@@ -735,7 +736,7 @@ impl Connection {
         if let Some(held) = &self.held {
             return (Some(held.out.clone()), None);
         }
-        if wanted && hints.streams {
+        if wanted && hints.streams.is_some_and(|accepts| accepts()) {
             let (tx, rx) = mpsc::channel::<Bytes>(self.shared.config.limits.stream_buffer);
             return (Some(tx), Some(rx));
         }

@@ -434,7 +434,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     };
     let hints = Hints {
         headers: Some(&parts.headers),
-        streams: accepts_sse(&parts.headers),
+        streams: Some(&|| accepts_sse(&parts.headers)),
         sink: None,
     };
     let reply = ep.connection(parts.extensions, caller).answer(body, hints);
