@@ -36,10 +36,16 @@ pub fn main(name: &str) {
         .with_writer(std::io::stderr)
         .init();
     let port = std::env::args().nth(1).unwrap_or_else(|| "3000".to_owned());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    // SAKE_BENCH_CURRENT_THREAD=1: one thread, so that instruction counts (callgrind) repeat
+    // exactly from run to run; the throughput workloads use the multi-threaded runtime.
+    let runtime = if std::env::var("SAKE_BENCH_CURRENT_THREAD").is_ok_and(|v| v == "1") {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    }
+    .enable_all()
+    .build()
+    .expect("a tokio runtime");
     let mut server = Server::from_registry()
         .name(name)
         .version("0.1.0")

@@ -246,12 +246,13 @@ pub(crate) struct StreamOwner {
 }
 
 impl StreamOwner {
-    fn of(session: &Session) -> StreamOwner {
+    /// The session's, taking its strings: the reply is the last thing made of it.
+    fn of(session: Session) -> StreamOwner {
         StreamOwner {
-            sid: session.sid.clone(),
-            owner: session.owner.clone(),
             expires_at: session.expires_at(),
             polling: session.revision.features().sse_polling,
+            sid: session.sid,
+            owner: session.owner,
         }
     }
 }
@@ -675,16 +676,18 @@ impl Connection {
         if self.held.is_some() {
             tracing::info!(method = &*method, id = %id, "request");
         }
-        let (in_session, stateless_default) = match &self.held {
-            // A held connection's `initialize` starts its session over.
-            Some(held) => (false, lock(&held.session).is_none()),
-            None => (
-                hints
+        // Asked only of an `initialize`: whether it is sent inside a session. A held
+        // connection's `initialize` starts its session over.
+        let in_session = || {
+            self.held.is_none()
+                && hints
                     .headers
-                    .is_some_and(|h| h.contains_key(header::SESSION_ID)),
-                false,
-            ),
+                    .is_some_and(|h| h.contains_key(header::SESSION_ID))
         };
+        let stateless_default = self
+            .held
+            .as_ref()
+            .is_some_and(|held| lock(&held.session).is_none());
         match routing::door(
             hints.headers,
             &method,
@@ -1060,7 +1063,7 @@ impl Connection {
                         };
                         let mut reply =
                             Reply::of(Answering::Later(run, messages)).with_session_id(refreshed);
-                        reply.resumable = Some(StreamOwner::of(&session));
+                        reply.resumable = Some(StreamOwner::of(session));
                         reply
                     }
                 }
@@ -1205,7 +1208,7 @@ impl Connection {
         }
         .with_session_id(session_id);
         if self.held.is_none() && matches!(reply.answer, Answering::Later(..)) {
-            reply.resumable = Some(StreamOwner::of(&session));
+            reply.resumable = Some(StreamOwner::of(session));
         }
         reply
     }

@@ -55,7 +55,7 @@ pub(crate) fn door(
     headers: Option<&HeaderMap>,
     method: &str,
     params: &Params<'_>,
-    in_session: bool,
+    in_session: impl FnOnce() -> bool,
     stateless_default: bool,
 ) -> Door {
     let header_modern = header_era(headers) == Era::Modern;
@@ -67,7 +67,7 @@ pub(crate) fn door(
     {
         return Door::Stateless;
     }
-    if method == Method::Initialize.as_str() && !in_session {
+    if method == Method::Initialize.as_str() && !in_session() {
         return Door::Initialize;
     }
     Door::Session
@@ -77,7 +77,7 @@ pub(crate) fn door(
 /// sake's fuzz targets, through `internals`).
 #[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub(crate) fn is_stateless(headers: &HeaderMap, params: &Params<'_>) -> bool {
-    let in_session = headers.contains_key(headers::name::SESSION_ID);
+    let in_session = || headers.contains_key(headers::name::SESSION_ID);
     door(Some(headers), "", params, in_session, false) == Door::Stateless
 }
 
