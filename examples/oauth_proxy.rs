@@ -17,11 +17,16 @@
 //! `ALLOW_HTTP_CLIENT_METADATA=1` accepts client ID metadata documents served over plain http
 //! from a loopback address (tests only).
 //!
+//! Replicas: run several with the same `PUBLIC_URL`, the same `PROXY_SECRET` (32 bytes or more;
+//! it derives the token signing key and registered clients' ids), the same `SAKE_SESSION_KEY`,
+//! the same upstream client, and `REDIS_URL` naming one Redis (build with
+//! `--features auth-proxy,redis`): a sign-in begun on one then finishes on any other.
+//!
 //! Tools: `whoami` answers `{"subject": …}`, the user the upstream provider signed in;
 //! `admin_report` needs the `admin` scope (a client steps up to it).
 
 use sake::auth::Principal;
-use sake::auth::proxy::{AuthProxy, Upstream};
+use sake::auth::proxy::{AuthProxy, AuthProxyBuilder, Upstream};
 use sake::prelude::*;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -71,13 +76,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         env("UPSTREAM_CLIENT_ID")?,
         env("UPSTREAM_CLIENT_SECRET")?,
     );
-    let proxy = AuthProxy::builder(&public, "/mcp", upstream)
+    let mut proxy = AuthProxy::builder(&public, "/mcp", upstream)
         .scopes_supported(["mcp:tools", "admin"])
         .resource_name("sake authorization proxy example")
         .allow_http_client_metadata(
             std::env::var("ALLOW_HTTP_CLIENT_METADATA").as_deref() == Ok("1"),
-        )
-        .build()?;
+        );
+    if let Ok(secret) = std::env::var("PROXY_SECRET") {
+        proxy = proxy.secret(secret);
+    }
+    if let Ok(url) = std::env::var("REDIS_URL") {
+        proxy = shared_store(proxy, &url)?;
+    }
+    let proxy = proxy.build()?;
     tracing::info!(callback = %proxy.callback_url(), "register this redirect URI with the upstream client");
     let mut server = Server::from_registry()
         .name("oauth-proxy")
@@ -92,6 +103,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .await?;
     Ok(())
+}
+
+/// The store replicas share: Redis.
+#[cfg(feature = "redis")]
+fn shared_store(proxy: AuthProxyBuilder, url: &str) -> Result<AuthProxyBuilder, String> {
+    let store = sake::redis::RedisProxyStore::new(url).map_err(|e| e.to_string())?;
+    Ok(proxy.store(store))
+}
+
+#[cfg(not(feature = "redis"))]
+fn shared_store(_: AuthProxyBuilder, _: &str) -> Result<AuthProxyBuilder, String> {
+    Err("REDIS_URL is set: build the example with --features auth-proxy,redis".into())
 }
 
 /// The host of a public URL that is not loopback.

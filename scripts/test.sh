@@ -46,13 +46,14 @@ cargo test -p sake-runtime --features auth --lib --test auth_oidc --test authori
 # The client signing in (features `client` and `auth`): its OAuth tests, and end to end
 # against a protected sake server and oidc-provider.
 cargo test -p sake-runtime --features client,auth --lib --test client_oauth
-# The authorization proxy (feature `auth-proxy`): its unit tests, and end to end with
-# examples/oauth_proxy.rs, oidc-provider without registration upstream, sake's, the TypeScript
-# and the Python clients.
-cargo test -p sake-runtime --features client,auth-proxy --lib auth::
-cargo test -p sake-runtime --features client,auth-proxy --test auth_proxy
+# The authorization proxy (feature `auth-proxy`, with `redis` for its shared store): its unit
+# tests, and end to end with examples/oauth_proxy.rs, oidc-provider without registration
+# upstream, sake's, the TypeScript and the Python clients, the official suite's `authorization`
+# scenarios, replicas sharing a real redis-server, and per-address bounds.
+cargo test -p sake-runtime --features client,auth-proxy,redis --lib -- auth:: redis::
+cargo test -p sake-runtime --features client,auth-proxy,redis --test auth_proxy
 cargo test -p sake-runtime --features auth --doc
-cargo test -p sake-runtime --features auth-proxy --doc auth::proxy
+cargo test -p sake-runtime --features auth-proxy,redis --doc -- auth::proxy redis::
 cargo test -p sake-runtime --features otel,client --test otel
 
 # --- the official conformance suite against the fixture --------------------------------------

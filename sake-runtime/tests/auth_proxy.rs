@@ -11,13 +11,22 @@
 //! pinned in scripts/peers/requirements.txt) sign in from their own processes
 //! (tests/auth/proxy-client.mjs, tests/auth/proxy_client.py); this test is their browser.
 //!
-//! Needs `--features client,auth-proxy`, `$SAKE_NODE` / `$SAKE_NODE_MODULES` and `$SAKE_PYTHON`
-//! (scripts/test.sh exports them). Without them the tests fail: they never pass unrun.
+//! Replicas: two copies of the example sharing a real `redis-server` (Debian's, started by
+//! tests/src/redis.rs) and the proxy's secret finish each other's sign-ins; the Redis store is
+//! tested on its own against the same server. The official conformance suite's
+//! `authorization` scenarios run against the example, this test being the suite's browser.
+//!
+//! Needs `--features client,auth-proxy,redis`, `$SAKE_NODE` / `$SAKE_NODE_MODULES`,
+//! `$SAKE_CONFORMANCE` and `$SAKE_PYTHON` (scripts/test.sh exports them), and `redis-server`.
+//! Without them the tests fail: they never pass unrun.
 
 mod oidc;
+#[allow(dead_code)] // Only part of the harness is used here.
+#[path = "../../tests/src/redis.rs"]
+mod redis_server;
 
 use std::collections::HashMap;
-use std::net::TcpListener;
+use std::net::{IpAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -36,7 +45,10 @@ use sake::client::Client;
 use sake::client::auth::{Callback, IdJag, OAuth, RegisteredClient, UserStep, UserStepFuture};
 use sake::prelude::*;
 use sake_runtime::auth::Principal;
-use sake_runtime::auth::proxy::{AuthProxy, ProxyClient, Upstream};
+use sake_runtime::auth::proxy::{
+    AuthProxy, Bound, Insertion, MemoryProxyStore, ProxyClient, ProxyStore as _, Upstream,
+};
+use sake_runtime::redis::RedisProxyStore;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
@@ -155,7 +167,7 @@ fn example() -> PathBuf {
                     "--example",
                     "oauth_proxy",
                     "--features",
-                    "auth-proxy",
+                    "auth-proxy,redis",
                 ])
                 .arg("--manifest-path")
                 .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml"))
@@ -177,6 +189,11 @@ struct Example {
 
 impl Example {
     fn start(port: u16, upstream: &AuthorizationServer) -> Self {
+        Example::start_with(port, upstream, &[])
+    }
+
+    /// With more environment (`PUBLIC_URL`, `PROXY_SECRET`, `REDIS_URL`, …).
+    fn start_with(port: u16, upstream: &AuthorizationServer, env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(example())
             .env("PORT", port.to_string())
             .env("UPSTREAM_ISSUER", &upstream.issuer)
@@ -184,6 +201,7 @@ impl Example {
             .env("UPSTREAM_CLIENT_SECRET", UPSTREAM_SECRET)
             .env("ALLOW_HTTP_CLIENT_METADATA", "1")
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -258,11 +276,16 @@ struct Page {
     body: String,
 }
 
+/// Where a request for a URL is sent: a balancer in front of replicas (the URL connected to).
+type Balance = Arc<dyn Fn(&str) -> String + Send + Sync>;
+
 /// A browser without a screen: cookies per host, redirects followed, forms read and posted.
 #[derive(Default)]
 struct UserAgent {
     cookies: HashMap<String, HashMap<String, String>>,
     http: Option<HyperClient<HttpConnector, Full<Bytes>>>,
+    /// A balancer: the URL a request really goes to (cookies stay the public origin's).
+    balance: Option<Balance>,
 }
 
 fn authority(url: &str) -> String {
@@ -321,6 +344,26 @@ impl UserAgent {
         UserAgent {
             cookies: HashMap::new(),
             http: Some(HyperClient::builder(TokioExecutor::new()).build_http()),
+            balance: None,
+        }
+    }
+
+    /// A browser whose connections come from `ip` (127.0.0.2: another client than 127.0.0.1).
+    fn from_address(ip: IpAddr) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_local_address(Some(ip));
+        UserAgent {
+            cookies: HashMap::new(),
+            http: Some(HyperClient::builder(TokioExecutor::new()).build(connector)),
+            balance: None,
+        }
+    }
+
+    /// A browser behind a balancer that sends each request where `balance` says.
+    fn balanced(balance: Balance) -> Self {
+        UserAgent {
+            balance: Some(balance),
+            ..UserAgent::new()
         }
     }
 
@@ -331,7 +374,11 @@ impl UserAgent {
         headers: &[(&str, &str)],
         body: Option<String>,
     ) -> Page {
-        let mut request = Request::builder().method(method).uri(url);
+        let target = self
+            .balance
+            .as_ref()
+            .map_or_else(|| url.to_owned(), |b| b(url));
+        let mut request = Request::builder().method(method).uri(&target);
         for (k, v) in headers {
             request = request.header(*k, *v);
         }
@@ -442,6 +489,8 @@ struct AgentStep {
     redirect_uri: String,
     user: String,
     seen: Arc<std::sync::Mutex<Vec<String>>>,
+    /// The address its connections come from.
+    from: Option<IpAddr>,
 }
 
 impl UserStep for AgentStep {
@@ -452,9 +501,10 @@ impl UserStep for AgentStep {
     fn authorize<'a>(&'a self, url: &'a str) -> UserStepFuture<'a> {
         Box::pin(async move {
             self.seen.lock().unwrap().push(url.to_owned());
-            let back = UserAgent::new()
-                .sign_in(url, &self.redirect_uri, &self.user)
-                .await;
+            let mut ua = self
+                .from
+                .map_or_else(UserAgent::new, UserAgent::from_address);
+            let back = ua.sign_in(url, &self.redirect_uri, &self.user).await;
             Ok(Callback::from_url(&back))
         })
     }
@@ -467,6 +517,7 @@ fn agent(user: &str) -> (AgentStep, Arc<std::sync::Mutex<Vec<String>>>) {
             redirect_uri: format!("http://127.0.0.1:{}/callback", free_port()),
             user: user.to_owned(),
             seen: seen.clone(),
+            from: None,
         },
         seen,
     )
@@ -1531,4 +1582,800 @@ async fn the_python_sdk_client_signs_in_through_the_proxy_in_both_eras() {
         let steps = drive(command, callback, "alice").await;
         expect_sdk_run(&steps, revision);
     }
+}
+
+// --- the official conformance suite's authorization scenarios ------------------------------------
+
+/// A child process killed when dropped (a failing test leaves nothing running).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Every check of every `checks.json` under `dir`: (scenario directory, id, status).
+fn suite_checks(dir: &Path) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        let file = path.join("checks.json");
+        if !file.exists() {
+            continue;
+        }
+        let checks: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let scenario = path.file_name().unwrap().to_string_lossy().into_owned();
+        for c in checks.as_array().unwrap() {
+            out.push((
+                scenario.clone(),
+                c["id"].as_str().unwrap().to_owned(),
+                c["status"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_authorization_scenarios_pass_against_the_example() {
+    let suite = std::env::var("SAKE_CONFORMANCE").unwrap_or_else(|_| {
+        panic!("SAKE_CONFORMANCE is not set: run scripts/test.sh, which installs the pinned suite into .tools/ and exports it")
+    });
+    let (node, _) = oidc::node();
+    let port = free_port();
+    let idp = upstream(&[port], &[]);
+    let example = Example::start(port, &idp);
+    // The suite's client: a public client registered at the proxy, redirecting to the suite's
+    // callback server (the suite authenticates with `none` whenever the server offers it).
+    let callback_port = free_port();
+    let callback = format!("http://127.0.0.1:{callback_port}/callback");
+    let mut ua = UserAgent::new();
+    let page = ua
+        .send(
+            Method::POST,
+            &format!("{}/oauth/register", example.base),
+            &[(CONTENT_TYPE.as_str(), "application/json")],
+            Some(json!({"redirect_uris": [callback], "client_name": "MCP conformance suite", "token_endpoint_auth_method": "none"}).to_string()),
+        )
+        .await;
+    assert_eq!(page.status, StatusCode::CREATED, "{}", page.body);
+    let client_id = serde_json::from_str::<Value>(&page.body).unwrap()["client_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = std::env::temp_dir().join(format!("sake-auth-conformance-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut child = Killed(
+        Command::new(&node)
+            .arg(&suite)
+            .arg("authorization")
+            .args(["--url", &example.base])
+            .args(["--client-id", &client_id])
+            .args(["--resource", &example.mcp()])
+            .args(["-p", &callback_port.to_string()])
+            .arg("-o")
+            .arg(&out)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("running the conformance suite"),
+    );
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // The suite prints the authorization URL for a person to open; this test is that person:
+    // it opens it, consents at the proxy, logs in upstream, and ends at the suite's callback.
+    let mut printed = Vec::new();
+    let mut next_is_url = false;
+    let mut signed_in = false;
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(120), rx.recv())
+        .await
+        .unwrap_or_else(|_| panic!("the suite went quiet; it printed:\n{}", printed.join("\n")))
+    {
+        printed.push(line.clone());
+        if next_is_url {
+            next_is_url = false;
+            let url = line.trim();
+            assert!(
+                url.starts_with(&format!("{}/oauth/authorize?", example.base)),
+                "{url}"
+            );
+            let back = UserAgent::new().sign_in(url, &callback, "grace").await;
+            let q = oidc::query(&back);
+            assert_eq!(
+                q.get("iss").map(String::as_str),
+                Some(example.base.as_str())
+            );
+            assert!(q.contains_key("code") && q.contains_key("state"), "{back}");
+            let page = UserAgent::new().get(&back).await;
+            assert_eq!(
+                page.status,
+                StatusCode::OK,
+                "the suite's callback: {}",
+                page.body
+            );
+            signed_in = true;
+        } else if line.contains("Access the following URL in your browser") {
+            next_is_url = true;
+        }
+    }
+    let status = child.0.wait().unwrap();
+    let log = printed.join("\n");
+    assert!(signed_in, "the suite printed no authorization URL:\n{log}");
+    assert!(status.success(), "the suite failed ({status}):\n{log}");
+    assert!(log.contains("Total: 3 passed, 0 failed"), "{log}");
+    // Every check, by its status: SUCCESS only (a WARNING or a SKIPPED check fails the run).
+    let checks: Vec<(String, String)> = suite_checks(&out)
+        .into_iter()
+        .map(|(_, id, status)| (id, status))
+        .collect();
+    let _ = std::fs::remove_dir_all(&out);
+    assert_eq!(
+        checks,
+        [
+            ("authorization-code-grant", "SUCCESS"),
+            ("authorization-server-metadata", "SUCCESS"),
+            ("authorization-server-metadata-cimd", "SUCCESS"),
+        ]
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .to_vec(),
+        "{log}"
+    );
+}
+
+// --- sign-ins under way, per client address ---------------------------------------------------
+
+/// An authorization request of `ua` for `client_id`: `Ok(consent page)` when a sign-in started,
+/// `Err(error_description)` when it was sent back with `temporarily_unavailable`.
+async fn start_sign_in(
+    ua: &mut UserAgent,
+    base: &str,
+    client_id: &str,
+    redirect: &str,
+    state: &str,
+    headers: &[(&str, &str)],
+) -> Result<Page, String> {
+    let p = pkce();
+    let url = authorize_url(base, client_id, redirect, &p.challenge, &[("state", state)]);
+    let page = ua.send(Method::GET, &url, headers, None).await;
+    if page.status == StatusCode::OK {
+        assert!(page.body.contains("name=\"approve\""), "{}", page.body);
+        return Ok(page);
+    }
+    assert_eq!(page.status, StatusCode::FOUND, "{}", page.body);
+    let location = page.location.unwrap();
+    assert!(location.starts_with(redirect), "{location}");
+    let q = oidc::query(&location);
+    assert_eq!(q["error"], "temporarily_unavailable", "{location}");
+    assert_eq!(q["state"], state);
+    assert!(!q.contains_key("code"));
+    Err(q["error_description"].clone())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_address_flooding_authorize_leaves_room_for_another_to_sign_in() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let idp = upstream(&[port], &[]);
+    // Default bounds; the store kept in reach to see what the flood holds.
+    let store = Arc::new(MemoryProxyStore::default());
+    let kept = store.clone();
+    let (base, _proxy) = in_process(&idp, listener, move |b| b.store(kept), |a| a).await;
+    let attacker_ip: IpAddr = "127.0.0.1".parse().unwrap();
+    let mut attacker = UserAgent::from_address(attacker_ip);
+    let redirect = format!("http://127.0.0.1:{}/cb", free_port());
+    let client_id = register(&mut attacker, &base, &redirect).await;
+    // 200 authorization requests from one address, each with the longest state allowed.
+    let state = "s".repeat(2048);
+    let (mut started, mut refused, mut last) = (0, 0, None);
+    for _ in 0..200 {
+        match start_sign_in(&mut attacker, &base, &client_id, &redirect, &state, &[]).await {
+            Ok(page) => {
+                started += 1;
+                last = Some(page);
+            }
+            Err(why) => {
+                refused += 1;
+                assert_eq!(
+                    why,
+                    "too many sign-ins are under way from your network address (at most 64, each ending when finished or after 10 minutes); finish one or try again later"
+                );
+            }
+        }
+    }
+    assert_eq!((started, refused), (64, 136));
+    assert_eq!(store.len(), 64, "only the admitted sign-ins are held");
+    let held = store.bytes();
+    eprintln!(
+        "64 sign-ins under way from one address hold {held} bytes in the store ({} each, with a 2048-byte state)",
+        held / 64
+    );
+    assert!(held < 64 * 4096, "{held} bytes");
+
+    // Another address signs in meanwhile: sake's client, its browser on 127.0.0.2.
+    let (mut step, _) = agent("heidi");
+    step.from = Some("127.0.0.2".parse().unwrap());
+    let oauth = OAuth::authorization_code(step)
+        .client_name("another address")
+        .build()
+        .unwrap();
+    let client = client_builder()
+        .auth(oauth)
+        .connect(&format!("{base}/mcp"))
+        .await
+        .unwrap();
+    let who: Value = client.call("whoami", json!({})).await.unwrap();
+    assert_eq!(who, json!({"subject": "heidi"}));
+
+    // The flooding address is still held to its 64; denying one of its consents frees one.
+    assert!(
+        start_sign_in(&mut attacker, &base, &client_id, &redirect, "x", &[])
+            .await
+            .is_err()
+    );
+    let page = last.unwrap();
+    let fields: Vec<(String, String)> = form_fields(&page.body)
+        .into_iter()
+        .filter(|(n, _)| n != "approve")
+        .collect();
+    let denied = attacker
+        .post_form(&form_action(&page.body, &page.url), &fields, &page.url)
+        .await;
+    assert_eq!(denied.status, StatusCode::SEE_OTHER, "{}", denied.body);
+    assert_eq!(
+        oidc::query(denied.location.as_deref().unwrap())["error"],
+        "access_denied"
+    );
+    assert!(
+        start_sign_in(&mut attacker, &base, &client_id, &redirect, "y", &[])
+            .await
+            .is_ok()
+    );
+    assert!(
+        start_sign_in(&mut attacker, &base, &client_id, &redirect, "z", &[])
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_share_is_per_ipv6_64_behind_a_reverse_proxy_and_the_total_is_bounded() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    // No sign-in finishes here: the upstream is never asked.
+    let proxy = AuthProxy::builder(
+        &base,
+        "/mcp",
+        Upstream::oidc("http://127.0.0.1:9", UPSTREAM_ID, UPSTREAM_SECRET),
+    )
+    .scopes_supported(["mcp:tools"])
+    .max_pending_sign_ins_per_client(2)
+    .max_pending_sign_ins(5)
+    .build()
+    .unwrap();
+    let service = sake::Server::from_registry()
+        .authorization(proxy.authorization())
+        .client_ip_header("x-forwarded-for")
+        .build()
+        .unwrap();
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    let mut ua = UserAgent::new();
+    let redirect = format!("http://127.0.0.1:{}/cb", free_port());
+    let client_id = register(&mut ua, &base, &redirect).await;
+    let per_client = "too many sign-ins are under way from your network address (at most 2, each ending when finished or after 10 minutes); finish one or try again later";
+    let in_all = "too many sign-ins are under way on this server; try again in a few minutes";
+    // (the header the reverse proxy sets, what happens)
+    let cases: [(&str, Result<(), &str>); 9] = [
+        ("2001:db8:7:1::1", Ok(())),
+        ("2001:db8:7:1:ffff:ffff:ffff:ffff", Ok(())),
+        // The same /64: another address in it is the same client.
+        ("2001:db8:7:1::9", Err(per_client)),
+        // The rightmost address is the one the reverse proxy saw.
+        ("2001:db8:7:2::1, 2001:db8:7:1::a", Err(per_client)),
+        ("2001:db8:7:1::a, 2001:db8:7:2::1", Ok(())),
+        // An IPv4-mapped address is its IPv4 address.
+        ("::ffff:192.0.2.1", Ok(())),
+        ("192.0.2.1", Ok(())),
+        ("192.0.2.1", Err(per_client)),
+        // Five are under way: every other client waits.
+        ("203.0.113.9", Err(in_all)),
+    ];
+    for (i, (forwarded, expected)) in cases.into_iter().enumerate() {
+        let got = start_sign_in(
+            &mut ua,
+            &base,
+            &client_id,
+            &redirect,
+            &format!("case-{i}"),
+            &[("x-forwarded-for", forwarded)],
+        )
+        .await
+        .map(drop);
+        assert_eq!(got, expected.map_err(str::to_owned), "{forwarded}");
+    }
+}
+
+// --- replicas sharing Redis ----------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_redis_store_is_atomic_bounded_and_expires_by_redis_ttls() {
+    let mut redis = redis_server::Redis::start();
+    let url = redis.url();
+    // Two replicas' stores on one Redis.
+    let a = Arc::new(RedisProxyStore::new(&url).unwrap());
+    let b = Arc::new(RedisProxyStore::new(&url).unwrap());
+    let minute = Duration::from_secs(60);
+    let cli = |args: &[&str]| redis.cli(args).unwrap().trim().to_owned();
+
+    // What one writes the other reads; Redis holds it with its TTL.
+    a.put("code:x", b"1".to_vec(), minute).await.unwrap();
+    assert_eq!(b.get("code:x").await.unwrap(), Some(b"1".to_vec()));
+    let pttl: i64 = cli(&["PTTL", "{sake}:proxy:code:x"]).parse().unwrap();
+    assert!((55_000..=60_000).contains(&pttl), "{pttl}");
+    assert_eq!(b.get("code:none").await.unwrap(), None);
+
+    // `take` and `insert_new` succeed once, whichever replica races.
+    for round in 0..4 {
+        let key = format!("code:race{round}");
+        a.put(&key, b"v".to_vec(), minute).await.unwrap();
+        let mut racers = Vec::new();
+        for i in 0..16 {
+            let (s, key) = (if i % 2 == 0 { a.clone() } else { b.clone() }, key.clone());
+            racers.push(tokio::spawn(async move { s.take(&key).await.unwrap() }));
+        }
+        let mut taken = 0;
+        for r in racers {
+            taken += usize::from(r.await.unwrap().is_some());
+        }
+        assert_eq!(taken, 1, "round {round}");
+        let key = format!("jag:race{round}");
+        let mut racers = Vec::new();
+        for i in 0..16 {
+            let (s, key) = (if i % 2 == 0 { a.clone() } else { b.clone() }, key.clone());
+            racers.push(tokio::spawn(async move {
+                s.insert_new(&key, b"1".to_vec(), minute).await.unwrap()
+            }));
+        }
+        let mut inserted = 0;
+        for r in racers {
+            inserted += usize::from(r.await.unwrap());
+        }
+        assert_eq!(inserted, 1, "round {round}");
+    }
+
+    // A bound admits its limit, across replicas racing for it.
+    let mut racers = Vec::new();
+    for i in 0..40 {
+        let s = if i % 2 == 0 { a.clone() } else { b.clone() };
+        racers.push(tokio::spawn(async move {
+            let bounds = [
+                Bound {
+                    name: "pending:one",
+                    limit: 10,
+                },
+                Bound {
+                    name: "pending",
+                    limit: 100,
+                },
+            ];
+            s.insert_bounded(&format!("signin:{i}"), b"s".to_vec(), minute, &bounds)
+                .await
+                .unwrap()
+        }));
+    }
+    let mut outcomes = HashMap::new();
+    for r in racers {
+        *outcomes
+            .entry(format!("{:?}", r.await.unwrap()))
+            .or_insert(0) += 1;
+    }
+    assert_eq!(
+        outcomes,
+        HashMap::from([("Stored".to_owned(), 10), ("Full(0)".to_owned(), 30)])
+    );
+    assert_eq!(cli(&["ZCARD", "{sake}:proxy-bound:pending:one"]), "10");
+    assert_eq!(cli(&["ZCARD", "{sake}:proxy-bound:pending"]), "10");
+    let stored: Vec<String> = (0..40)
+        .map(|i| format!("signin:{i}"))
+        .filter(|k| cli(&["EXISTS", &format!("{{sake}}:proxy:{k}")]) == "1")
+        .collect();
+    assert_eq!(stored.len(), 10);
+    let one = [Bound {
+        name: "pending:one",
+        limit: 10,
+    }];
+    // Rewriting an entry keeps it counted; taking and deleting release it.
+    b.put(&stored[0], b"approved".to_vec(), minute)
+        .await
+        .unwrap();
+    assert_eq!(a.get(&stored[0]).await.unwrap(), Some(b"approved".to_vec()));
+    assert_eq!(
+        a.insert_bounded("signin:new", b"s".to_vec(), minute, &one)
+            .await
+            .unwrap(),
+        Insertion::Full(0)
+    );
+    assert_eq!(
+        a.take(&stored[0]).await.unwrap(),
+        Some(b"approved".to_vec())
+    );
+    b.delete(&stored[1]).await.unwrap();
+    assert_eq!(cli(&["ZCARD", "{sake}:proxy-bound:pending:one"]), "8");
+    for k in ["signin:new", "signin:new2"] {
+        assert_eq!(
+            b.insert_bounded(k, b"s".to_vec(), minute, &one)
+                .await
+                .unwrap(),
+            Insertion::Stored
+        );
+    }
+    assert_eq!(
+        b.insert_bounded("signin:new", b"s".to_vec(), minute, &one)
+            .await
+            .unwrap(),
+        Insertion::Exists
+    );
+
+    // Expiry is Redis's: an entry and its bound are gone when their TTL ends, and the bound
+    // admits again.
+    let short = [Bound {
+        name: "short",
+        limit: 1,
+    }];
+    let second = Duration::from_secs(1);
+    assert_eq!(
+        a.insert_bounded("signin:s1", b"s".to_vec(), second, &short)
+            .await
+            .unwrap(),
+        Insertion::Stored
+    );
+    assert_eq!(
+        b.insert_bounded("signin:s2", b"s".to_vec(), second, &short)
+            .await
+            .unwrap(),
+        Insertion::Full(0)
+    );
+    let pttl: i64 = cli(&["PTTL", "{sake}:proxy-bound:short"]).parse().unwrap();
+    assert!((1..=1000).contains(&pttl), "{pttl}");
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert_eq!(cli(&["EXISTS", "{sake}:proxy:signin:s1"]), "0");
+    assert_eq!(cli(&["EXISTS", "{sake}:proxy-bound:short"]), "0");
+    assert_eq!(a.get("signin:s1").await.unwrap(), None);
+    assert_eq!(
+        b.insert_bounded("signin:s2", b"s".to_vec(), second, &short)
+            .await
+            .unwrap(),
+        Insertion::Stored
+    );
+
+    // Values and names are bounded; nothing is truncated.
+    let e = a
+        .put("grant:big", vec![b'x'; 64 * 1024 + 1], minute)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.reason,
+        "a value of 65537 bytes is larger than the store's limit of 65536 (RedisProxyStore::max_value_bytes)"
+    );
+    assert_eq!(cli(&["EXISTS", "{sake}:proxy:grant:big"]), "0");
+    let small = RedisProxyStore::new(&url).unwrap().max_value_bytes(16);
+    assert!(small.insert_new("k", vec![0; 17], minute).await.is_err());
+    assert!(a.put("a key", b"1".to_vec(), minute).await.is_err());
+    assert!(a.get(&"k".repeat(513)).await.is_err());
+    // Prefixes keep servers apart.
+    let other = RedisProxyStore::with_prefix(&url, "other").unwrap();
+    assert_eq!(other.get("code:x").await.unwrap(), None);
+
+    // Redis down: an error that says so, and nothing of what Redis or the network said.
+    redis.kill();
+    let port = url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    for e in [
+        a.get("code:x").await.unwrap_err(),
+        a.take("code:x").await.unwrap_err(),
+        a.put("code:y", b"1".to_vec(), minute).await.unwrap_err(),
+        a.insert_bounded("signin:z", b"1".to_vec(), minute, &one)
+            .await
+            .unwrap_err(),
+    ] {
+        assert_eq!(
+            e.reason,
+            "Redis is unreachable, too slow, or refused the command (the server's log has the details)"
+        );
+        assert!(!e.to_string().contains(&port), "{e}");
+    }
+    // Back: the same store works again, without a restart.
+    redis.up();
+    a.put("code:back", b"1".to_vec(), minute).await.unwrap();
+    assert_eq!(b.get("code:back").await.unwrap(), Some(b"1".to_vec()));
+}
+
+/// Random text for secrets.
+fn random_text() -> String {
+    B64.encode(rand32()) + &B64.encode(rand32())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sign_in_begun_on_one_replica_finishes_on_another() {
+    let mut redis = redis_server::Redis::start();
+    let (pa, pb, pc) = (free_port(), free_port(), free_port());
+    // One public origin (A's address here) in front of every replica: the issuer, the resource
+    // and the upstream callback are its.
+    let public = format!("http://127.0.0.1:{pa}");
+    let idp = upstream(&[pa], &[]);
+    let (secret, session_key, url) = (random_text(), random_text(), redis.url());
+    let shared = [
+        ("PUBLIC_URL", public.as_str()),
+        ("PROXY_SECRET", secret.as_str()),
+        ("SAKE_SESSION_KEY", session_key.as_str()),
+    ];
+    let with_redis: Vec<(&str, &str)> = shared
+        .iter()
+        .copied()
+        .chain([("REDIS_URL", url.as_str())])
+        .collect();
+    let replica_a = Example::start_with(pa, &idp, &with_redis);
+    let replica_b = Example::start_with(pb, &idp, &with_redis);
+    // C shares the secret but keeps its sign-ins in its own memory: the control.
+    let _replica_c = Example::start_with(pc, &idp, &shared);
+    let at = |port: u16| format!("http://127.0.0.1:{port}");
+
+    // The balancer: which replica serves each of the proxy's paths (changed as the test goes),
+    // and what each served.
+    let routes: Arc<std::sync::Mutex<HashMap<&'static str, u16>>> =
+        Arc::new(std::sync::Mutex::new(HashMap::from([
+            ("/oauth/authorize", pa),
+            ("/oauth/consent", pb),
+            ("/oauth/callback", pc),
+        ])));
+    let served = Arc::new(std::sync::Mutex::new(Vec::<(String, u16)>::new()));
+    let balance: Balance = {
+        let (routes, served, public) = (routes.clone(), served.clone(), public.clone());
+        Arc::new(move |url: &str| {
+            let Some(rest) = url.strip_prefix(&public) else {
+                return url.to_owned();
+            };
+            let path = rest.split('?').next().unwrap_or_default().to_owned();
+            let port = routes
+                .lock()
+                .unwrap()
+                .get(path.as_str())
+                .copied()
+                .unwrap_or(pa);
+            served.lock().unwrap().push((path, port));
+            format!("http://127.0.0.1:{port}{rest}")
+        })
+    };
+
+    // A client registered on B is known to A (the registration is signed with the secret).
+    let redirect = format!("http://127.0.0.1:{}/cb", free_port());
+    let client_id = register(&mut UserAgent::new(), &at(pb), &redirect).await;
+    let p = pkce();
+    let mut ua = UserAgent::balanced(balance.clone());
+    let consent = ua
+        .get(&authorize_url(
+            &public,
+            &client_id,
+            &redirect,
+            &p.challenge,
+            &[],
+        ))
+        .await;
+    assert_eq!(consent.status, StatusCode::OK, "{}", consent.body);
+    let mut fields = form_fields(&consent.body);
+    fields.push(("approve".into(), "1".into()));
+    let approved = ua
+        .post_form(
+            &form_action(&consent.body, &consent.url),
+            &fields,
+            &consent.url,
+        )
+        .await;
+    assert_eq!(approved.status, StatusCode::SEE_OTHER, "{}", approved.body);
+    let callback = ua
+        .sign_in(
+            approved.location.as_deref().unwrap(),
+            &format!("{public}/oauth/callback"),
+            "erin",
+        )
+        .await;
+    // C, without the shared store, has never heard of this sign-in.
+    let page = ua.get(&callback).await;
+    assert_eq!(page.status, StatusCode::BAD_REQUEST);
+    assert!(page.body.contains("Sign-in expired"), "{}", page.body);
+    // B finishes it.
+    routes.lock().unwrap().insert("/oauth/callback", pb);
+    let page = ua.get(&callback).await;
+    assert_eq!(page.status, StatusCode::FOUND, "{}", page.body);
+    let back = oidc::query(page.location.as_deref().unwrap());
+    assert_eq!(back["state"], "st-1");
+    assert_eq!(back["iss"], public);
+    assert_eq!(
+        served.lock().unwrap().clone(),
+        [
+            ("/oauth/authorize".to_owned(), pa),
+            ("/oauth/consent".to_owned(), pb),
+            ("/oauth/callback".to_owned(), pc),
+            ("/oauth/callback".to_owned(), pb),
+        ]
+    );
+
+    // The token on B; its iss and aud are the public ones, and A accepts it.
+    let code_fields = |code: &str| {
+        vec![
+            ("grant_type".to_owned(), "authorization_code".to_owned()),
+            ("code".to_owned(), code.to_owned()),
+            ("code_verifier".to_owned(), p.verifier.clone()),
+            ("redirect_uri".to_owned(), redirect.clone()),
+            ("client_id".to_owned(), client_id.clone()),
+        ]
+    };
+    let send = |base: String, v: Vec<(String, String)>| async move {
+        let refs: Vec<(&str, &str)> = v.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        token_request(&mut UserAgent::new(), &base, &refs, None).await
+    };
+    let (s, tokens) = send(at(pb), code_fields(&back["code"])).await;
+    assert_eq!(s, StatusCode::OK, "{tokens}");
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let claims = oidc::claims(&access);
+    assert_eq!(claims["iss"], public);
+    assert_eq!(claims["aud"], format!("{public}/mcp"));
+    for replica in [&replica_a, &replica_b] {
+        let (s, _, body) = call(
+            &replica.mcp(),
+            "whoami",
+            &[("authorization", &format!("Bearer {access}"))],
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+        assert_eq!(
+            body["result"]["structuredContent"],
+            json!({"subject": "erin"})
+        );
+    }
+    // Refresh tokens rotate across replicas; the old one used again ends the sign-in
+    // everywhere.
+    let refresh = |t: &str| {
+        vec![
+            ("grant_type".to_owned(), "refresh_token".to_owned()),
+            ("refresh_token".to_owned(), t.to_owned()),
+            ("client_id".to_owned(), client_id.clone()),
+        ]
+    };
+    let first = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let (s, second) = send(at(pa), refresh(&first)).await;
+    assert_eq!(s, StatusCode::OK, "{second}");
+    let second = second["refresh_token"].as_str().unwrap().to_owned();
+    assert_ne!(second, first);
+    let (s, e) = send(at(pb), refresh(&first)).await;
+    assert_eq!(
+        (s, e["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
+        "{e}"
+    );
+    let (s, e) = send(at(pa), refresh(&second)).await;
+    assert_eq!(
+        (s, e["error"].as_str(), e["error_description"].as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("invalid_grant"),
+            Some("the sign-in ended; sign in again")
+        ),
+        "revoked on every replica"
+    );
+    // The code is used up on every replica.
+    let (s, e) = send(at(pa), code_fields(&back["code"])).await;
+    assert_eq!(
+        (s, e["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_grant")),
+        "{e}"
+    );
+
+    // A code redeemed on A and B at once gives tokens at most once: one replica takes it, the
+    // other finds it used (and revokes what it gave, RFC 6749 section 4.1.2, which may come
+    // before the first answered: then neither gets tokens).
+    for round in 0..3 {
+        let code = code_for_balanced(&balance, &public, &client_id, &redirect, &p).await;
+        let (ra, rb) = tokio::join!(
+            send(at(pa), code_fields(&code)),
+            send(at(pb), code_fields(&code))
+        );
+        let issued = [&ra, &rb].iter().filter(|r| r.0 == StatusCode::OK).count();
+        assert!(issued <= 1, "round {round}: {ra:?} {rb:?}");
+        for r in [&ra, &rb] {
+            assert!(
+                r.0 == StatusCode::OK
+                    || (r.0 == StatusCode::BAD_REQUEST && r.1["error"] == "invalid_grant"),
+                "round {round}: {r:?}"
+            );
+        }
+    }
+
+    // Everything the proxy keeps in Redis expires by itself.
+    let keys = redis
+        .cli(&["--scan", "--pattern", "{sake}:proxy*"])
+        .unwrap();
+    let keys: Vec<&str> = keys.lines().filter(|k| !k.is_empty()).collect();
+    assert!(keys.len() >= 4, "{keys:?}");
+    for key in keys {
+        let pttl: i64 = redis.cli(&["PTTL", key]).unwrap().trim().parse().unwrap();
+        assert!(pttl > 0 && pttl <= 30 * 86_400_000, "{key}: {pttl}");
+    }
+
+    // Redis down: sign-ins and token requests fail with OAuth's own words, nothing of Redis.
+    redis.kill();
+    let redis_port = url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    let page = UserAgent::balanced(balance.clone())
+        .get(&authorize_url(
+            &public,
+            &client_id,
+            &redirect,
+            &p.challenge,
+            &[],
+        ))
+        .await;
+    assert_eq!(page.status, StatusCode::FOUND, "{}", page.body);
+    let q = oidc::query(page.location.as_deref().unwrap());
+    assert_eq!(q["error"], "temporarily_unavailable");
+    assert_eq!(
+        q["error_description"],
+        "the authorization server is busy; try again shortly"
+    );
+    let (s, e) = send(at(pb), refresh(&second)).await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        e,
+        json!({"error": "temporarily_unavailable", "error_description": "the authorization server is busy"})
+    );
+    for text in [page.location.unwrap_or_default(), e.to_string()] {
+        assert!(
+            !text.contains("Redis") && !text.contains(&redis_port) && !text.contains("refused"),
+            "{text}"
+        );
+    }
+    // Redis back: sign-ins cross replicas again, no restart.
+    redis.up();
+    routes.lock().unwrap().insert("/oauth/callback", pa);
+    let code = code_for_balanced(&balance, &public, &client_id, &redirect, &p).await;
+    let (s, tokens) = send(at(pb), code_fields(&code)).await;
+    assert_eq!(s, StatusCode::OK, "{tokens}");
+}
+
+/// A whole sign-in through the balancer: its code.
+async fn code_for_balanced(
+    balance: &Balance,
+    public: &str,
+    client_id: &str,
+    redirect: &str,
+    p: &Pkce,
+) -> String {
+    let url = authorize_url(public, client_id, redirect, &p.challenge, &[]);
+    let back = UserAgent::balanced(balance.clone())
+        .sign_in(&url, redirect, "erin")
+        .await;
+    oidc::query(&back)["code"].clone()
 }

@@ -1,7 +1,8 @@
 //! Replicas sharing through Redis (feature `redis`): [`RedisBus`], the [`EventBus`](crate::bus::EventBus) that
 //! carries list changes, resource updates, task changes and ended sessions between replicas
-//! over Redis pub/sub, and [`RedisTaskStore`], the [`TaskStore`](crate::tasks::TaskStore) any
-//! replica can serve any task from.
+//! over Redis pub/sub, [`RedisTaskStore`], the [`TaskStore`](crate::tasks::TaskStore) any
+//! replica can serve any task from, and (with `auth-proxy`) `RedisProxyStore`, the
+//! authorization proxy's store, so that any replica finishes any sign-in.
 //!
 //! Both connect lazily and never stop the server: with Redis down at start, a replica serves
 //! what it can alone (its own listeners hear its own events; task calls fail with -32603),
@@ -13,6 +14,8 @@
 //! several of them.
 
 mod bus;
+#[cfg(feature = "auth-proxy")]
+mod proxy;
 mod tasks;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +24,9 @@ use std::time::Duration;
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 pub use self::bus::RedisBus;
+#[cfg(feature = "auth-proxy")]
+#[cfg_attr(docsrs, doc(cfg(feature = "auth-proxy")))]
+pub use self::proxy::RedisProxyStore;
 pub use self::tasks::RedisTaskStore;
 
 /// How long a command may take before it counts as failed: a slow Redis delays a request by

@@ -1,6 +1,7 @@
 //! The proxy's HTTP endpoints: metadata, keys, registration, authorization with consent, the
 //! upstream callback, and the token endpoint.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
@@ -20,9 +21,10 @@ use serde_json::{Value, json};
 
 use super::clients::{Kind, KnownClient, MetadataFetcher, Method};
 use super::html::{self, Value as Slot};
+use super::store::{Bound, Insertion};
 use super::tokens::{Grant, Refresh, grant_key, s256, ttl};
 use super::upstream::UpstreamError;
-use super::{Inner, JWT_BEARER, clip, constant_eq, digest, now, random};
+use super::{B64, ClientAddr, Inner, JWT_BEARER, clip, constant_eq, digest, now, random};
 use crate::auth::dpop;
 use crate::net::fetch::{form_decode, form_encode};
 
@@ -499,12 +501,38 @@ async fn authorize(State(p): State<Arc<Inner>>, request: Request) -> Response {
         upstream_verifier: None,
         nonce: None,
     };
-    if let Err(e) = p.save_sign_in(&id, &sign_in).await {
-        tracing::warn!(error = %e, "cannot keep a sign-in");
-        return fail(
-            "temporarily_unavailable",
-            "the authorization server is busy; try again shortly",
-        );
+    match p
+        .start_sign_in(&id, &sign_in, client_addr(request.extensions()))
+        .await
+    {
+        Ok(Started::Yes) => {}
+        Ok(Started::ClientFull) => {
+            tracing::debug!(client_id = %clip(client_id), "a sign-in was refused: its client address has the most sign-ins under way");
+            return fail(
+                "temporarily_unavailable",
+                &format!(
+                    "too many sign-ins are under way from your network address (at most {}, each ending when finished or after 10 minutes); finish one or try again later",
+                    p.max_pending_per_client
+                ),
+            );
+        }
+        Ok(Started::AllFull) => {
+            tracing::warn!(
+                max = p.max_pending,
+                "a sign-in was refused: the most sign-ins are under way (AuthProxyBuilder::max_pending_sign_ins)"
+            );
+            return fail(
+                "temporarily_unavailable",
+                "too many sign-ins are under way on this server; try again in a few minutes",
+            );
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot keep a sign-in");
+            return fail(
+                "temporarily_unavailable",
+                "the authorization server is busy; try again shortly",
+            );
+        }
     }
     let name = client.name.clone().unwrap_or_else(|| client.id.clone());
     let kind = match client.kind {
@@ -553,7 +581,90 @@ fn clip_long(id: &str) -> String {
     }
 }
 
+/// The network address a request to the proxy came from: as the HTTP transport found it,
+/// else the connection's peer; `None` when the application serving the routes gives neither.
+fn client_addr(extensions: &http::Extensions) -> Option<IpAddr> {
+    extensions.get::<ClientAddr>().map(|c| c.0).or_else(|| {
+        extensions
+            .get::<axum::extract::ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip())
+    })
+}
+
+/// The network a client address stands for: an IPv4 address, or the /64 of an IPv6 one (one
+/// subscriber's network: a client holds a whole /64 and picks addresses in it freely). An
+/// IPv4-mapped IPv6 address is its IPv4 address.
+pub(crate) fn address_group(ip: IpAddr) -> String {
+    let v6 = match ip {
+        IpAddr::V4(v4) => return v4.to_string(),
+        IpAddr::V6(v6) => v6,
+    };
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return v4.to_string();
+    }
+    let s = v6.segments();
+    format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+}
+
+/// Whether a sign-in could start.
+enum Started {
+    Yes,
+    /// Its client's address has `max_pending_per_client` under way.
+    ClientFull,
+    /// `max_pending` are under way.
+    AllFull,
+}
+
+/// The store's count of every sign-in under way.
+const PENDING: &str = "pending";
+
 impl Inner {
+    /// Keeps a new sign-in, counted in all and under its client's address (the address is
+    /// keyed: the store never holds it).
+    async fn start_sign_in(
+        &self,
+        id: &str,
+        s: &SignIn,
+        addr: Option<IpAddr>,
+    ) -> Result<Started, String> {
+        let bytes = serde_json::to_vec(s).map_err(|e| e.to_string())?;
+        let group = addr.map(|ip| {
+            let tag = super::hmac(&self.secret, "client-address", address_group(ip).as_bytes());
+            format!("{PENDING}:{}", B64.encode(&tag[..12]))
+        });
+        if group.is_none()
+            && !self
+                .no_address_logged
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!(
+                "the authorization proxy sees no client addresses (serve its router with ConnectInfo): sign-ins under way are bounded in all only, not per client"
+            );
+        }
+        let mut bounds = Vec::with_capacity(2);
+        if let Some(g) = &group {
+            bounds.push(Bound {
+                name: g,
+                limit: self.max_pending_per_client,
+            });
+        }
+        bounds.push(Bound {
+            name: PENDING,
+            limit: self.max_pending,
+        });
+        match self
+            .store
+            .insert_bounded(&sign_in_key(id), bytes, ttl(self.sign_in_ttl), &bounds)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            Insertion::Stored => Ok(Started::Yes),
+            Insertion::Full(i) if i + 1 < bounds.len() => Ok(Started::ClientFull),
+            Insertion::Full(_) => Ok(Started::AllFull),
+            _ => Err("a sign-in id was drawn twice".into()),
+        }
+    }
+
     async fn save_sign_in(&self, id: &str, s: &SignIn) -> Result<(), String> {
         let bytes = serde_json::to_vec(s).map_err(|e| e.to_string())?;
         self.store
@@ -1454,4 +1565,26 @@ async fn jwt_bearer_grant(
         false,
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::address_group;
+
+    #[test]
+    fn a_client_is_an_ipv4_address_or_an_ipv6_64() {
+        let group = |s: &str| address_group(s.parse().unwrap());
+        assert_eq!(group("192.0.2.1"), "192.0.2.1");
+        assert_ne!(group("192.0.2.1"), group("192.0.2.2"));
+        // An IPv4-mapped IPv6 address is its IPv4 address.
+        assert_eq!(group("::ffff:192.0.2.1"), "192.0.2.1");
+        // Every address of a /64 is one client; the next /64 is another.
+        assert_eq!(group("2001:db8:7:1::1"), "2001:db8:7:1::/64");
+        assert_eq!(
+            group("2001:db8:7:1:ffff:ffff:ffff:ffff"),
+            group("2001:db8:7:1::1")
+        );
+        assert_ne!(group("2001:db8:7:2::1"), group("2001:db8:7:1::1"));
+        assert_eq!(group("::1"), "0:0:0:0::/64");
+    }
 }

@@ -46,7 +46,9 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest as _, Sha256};
 
 pub use super::upstream_session::UpstreamSession;
-pub use store::{MemoryProxyStore, ProxyStore, ProxyStoreError, ProxyStoreFuture};
+pub use store::{
+    Bound, Insertion, MemoryProxyStore, ProxyStore, ProxyStoreError, ProxyStoreFuture,
+};
 pub use upstream::{Upstream, UpstreamAuth};
 
 use super::dpop::DpopVerifier;
@@ -55,6 +57,17 @@ use crate::net::fetch::{Fetcher, Limits};
 
 pub(crate) const B64: base64::engine::GeneralPurpose =
     base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+/// The default bound on sign-ins under way, in all.
+const DEFAULT_MAX_PENDING: usize = 10_000;
+/// The default bound on sign-ins under way from one client address.
+const DEFAULT_MAX_PENDING_PER_CLIENT: usize = 64;
+
+/// The network address of the browser or client of a request to the proxy's routes, as the
+/// HTTP transport found it (the peer, or the trusted reverse proxy's header); without it, the
+/// connection's `ConnectInfo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ClientAddr(pub(crate) std::net::IpAddr);
 
 /// The grant type of the JWT bearer grant (RFC 7523), which carries an ID-JAG.
 pub(crate) const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -206,6 +219,11 @@ pub(crate) struct Inner {
     pub(crate) sign_in_ttl: Duration,
     pub(crate) secure_cookies: bool,
     pub(crate) resource_name: Option<String>,
+    /// At most this many sign-ins under way, in all and per client address.
+    pub(crate) max_pending: usize,
+    pub(crate) max_pending_per_client: usize,
+    /// Whether the missing client address was logged (once).
+    pub(crate) no_address_logged: std::sync::atomic::AtomicBool,
 }
 
 impl Inner {
@@ -259,6 +277,8 @@ pub struct AuthProxyBuilder {
     access_ttl: Duration,
     refresh_ttl: Duration,
     resource_name: Option<String>,
+    max_pending: usize,
+    max_pending_per_client: usize,
 }
 
 impl std::fmt::Debug for AuthProxyBuilder {
@@ -295,6 +315,8 @@ impl AuthProxy {
             access_ttl: Duration::from_secs(900),
             refresh_ttl: Duration::from_secs(30 * 86_400),
             resource_name: None,
+            max_pending: DEFAULT_MAX_PENDING,
+            max_pending_per_client: DEFAULT_MAX_PENDING_PER_CLIENT,
         }
     }
 
@@ -408,6 +430,26 @@ impl AuthProxyBuilder {
         self
     }
 
+    /// At most this many sign-ins under way at once, from every browser together (default
+    /// 10 000; at least 1). A sign-in is under way from the authorization request until its
+    /// upstream callback, its denial, or 10 minutes; past the bound, new ones are sent back to
+    /// their client with `temporarily_unavailable`. With a shared store the bound is the
+    /// replicas' together.
+    pub fn max_pending_sign_ins(mut self, n: usize) -> Self {
+        self.max_pending = n.max(1);
+        self
+    }
+
+    /// At most this many of them started from one network address (default 64; at least 1):
+    /// an IPv4 address, or an IPv6 /64 (one subscriber's network). The address is the
+    /// connection's peer, or with `Server::client_ip_header` the one the reverse proxy
+    /// names. Behind a NAT every user shares one; raise it where many people sign in through
+    /// one address within 10 minutes.
+    pub fn max_pending_sign_ins_per_client(mut self, n: usize) -> Self {
+        self.max_pending_per_client = n.max(1);
+        self
+    }
+
     /// Builds the proxy.
     pub fn build(self) -> Result<AuthProxy, AuthError> {
         let bad = |r: String| AuthError::misconfigured(r);
@@ -498,6 +540,9 @@ impl AuthProxyBuilder {
                 sign_in_ttl: Duration::from_secs(600),
                 secure_cookies: https,
                 resource_name: self.resource_name,
+                max_pending: self.max_pending,
+                max_pending_per_client: self.max_pending_per_client,
+                no_address_logged: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }

@@ -30,14 +30,45 @@ impl ProxyStoreError {
 pub type ProxyStoreFuture<'a, T> =
     Pin<Box<dyn Future<Output = Result<T, ProxyStoreError>> + Send + 'a>>;
 
+/// One of the counts an entry stored with [`ProxyStore::insert_bounded`] is kept under: at
+/// most `limit` live entries (not taken, deleted or expired) count under one `name`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound<'a> {
+    /// The count's name: a short string of visible ASCII the proxy makes (`pending` for every
+    /// sign-in under way, `pending:<digest of the client's address>` for one client's).
+    pub name: &'a str,
+    /// How many live entries may count under it.
+    pub limit: usize,
+}
+
+/// What [`ProxyStore::insert_bounded`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Insertion {
+    /// Stored, and counted under every bound until it is taken, deleted or expires.
+    Stored,
+    /// Not stored: something is already stored under the key.
+    Exists,
+    /// Not stored: the bound at this index of the list holds its limit of live entries.
+    Full(usize),
+}
+
 /// Expiring key-value storage for the authorization proxy. Keys are short ASCII strings the
 /// proxy makes (a kind and a random or hashed id); values are small JSON documents. Every
 /// value is stored with a time to live and must be gone (or never returned) after it.
 ///
-/// [`take`](ProxyStore::take) and [`insert_new`](ProxyStore::insert_new) must be atomic: a
-/// code or a refresh token is taken once, by one request, whichever replica serves it.
+/// [`take`](ProxyStore::take), [`insert_new`](ProxyStore::insert_new) and
+/// [`insert_bounded`](ProxyStore::insert_bounded) must be atomic: a code or a refresh token is
+/// taken once, by one request, and a bound admits no more entries than its limit, whichever
+/// replica serves them.
+///
+/// Errors are logged by the proxy and answered with a generic `temporarily_unavailable`; still,
+/// keep backend details (addresses, server messages) out of [`ProxyStoreError::reason`] and in
+/// your own logs: a tool may show an upstream session's error to its caller.
 pub trait ProxyStore: Send + Sync {
-    /// Stores `value` under `key` for `ttl`, replacing what was there.
+    /// Stores `value` under `key` for `ttl`, replacing what was there. An entry stored with
+    /// [`insert_bounded`](Self::insert_bounded) stays counted under its bounds, until the new
+    /// `ttl` ends.
     fn put<'a>(&'a self, key: &'a str, value: Vec<u8>, ttl: Duration) -> ProxyStoreFuture<'a, ()>;
     /// Stores `value` under `key` for `ttl` only if nothing is there; `true` when stored.
     fn insert_new<'a>(
@@ -46,6 +77,17 @@ pub trait ProxyStore: Send + Sync {
         value: Vec<u8>,
         ttl: Duration,
     ) -> ProxyStoreFuture<'a, bool>;
+    /// Stores `value` under `key` for `ttl` only if nothing is there and every bound of
+    /// `bounds` has room, atomically; the entry then counts under each until it is taken,
+    /// deleted or expires. The proxy keeps what anonymous browsers start (sign-ins under way)
+    /// this way: per client and in all.
+    fn insert_bounded<'a>(
+        &'a self,
+        key: &'a str,
+        value: Vec<u8>,
+        ttl: Duration,
+        bounds: &'a [Bound<'a>],
+    ) -> ProxyStoreFuture<'a, Insertion>;
     /// The value under `key`, if any.
     fn get<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, Option<Vec<u8>>>;
     /// Removes and returns the value under `key`, atomically.
@@ -54,10 +96,49 @@ pub trait ProxyStore: Send + Sync {
     fn delete<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, ()>;
 }
 
+/// A shared store is a store: keep an `Arc` to look at it (a [`MemoryProxyStore`]'s size) while
+/// the proxy uses it.
+impl<S: ProxyStore + ?Sized> ProxyStore for std::sync::Arc<S> {
+    fn put<'a>(&'a self, key: &'a str, value: Vec<u8>, ttl: Duration) -> ProxyStoreFuture<'a, ()> {
+        (**self).put(key, value, ttl)
+    }
+
+    fn insert_new<'a>(
+        &'a self,
+        key: &'a str,
+        value: Vec<u8>,
+        ttl: Duration,
+    ) -> ProxyStoreFuture<'a, bool> {
+        (**self).insert_new(key, value, ttl)
+    }
+
+    fn insert_bounded<'a>(
+        &'a self,
+        key: &'a str,
+        value: Vec<u8>,
+        ttl: Duration,
+        bounds: &'a [Bound<'a>],
+    ) -> ProxyStoreFuture<'a, Insertion> {
+        (**self).insert_bounded(key, value, ttl, bounds)
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, Option<Vec<u8>>> {
+        (**self).get(key)
+    }
+
+    fn take<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, Option<Vec<u8>>> {
+        (**self).take(key)
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, ()> {
+        (**self).delete(key)
+    }
+}
+
 /// The default store: in this process's memory, at most `max_entries` entries and
-/// `max_bytes` bytes of keys and values (100 000 and 64 MiB by default). Expired entries are
-/// dropped as new ones come; a full store refuses new entries (a sign-in then fails with
-/// `temporarily_unavailable`) rather than dropping live ones.
+/// `max_bytes` bytes of keys, values and bound names (100 000 and 64 MiB by default). Expired
+/// entries are dropped as new ones come; a full store refuses new entries (a sign-in then
+/// fails with `temporarily_unavailable`) rather than dropping live ones.
 #[derive(Debug)]
 pub struct MemoryProxyStore {
     inner: Mutex<Memory>,
@@ -65,11 +146,27 @@ pub struct MemoryProxyStore {
     max_bytes: usize,
 }
 
+#[derive(Debug)]
+struct Entry {
+    value: Vec<u8>,
+    at: (Instant, u64),
+    /// The bounds it counts under.
+    bounds: Vec<String>,
+}
+
+impl Entry {
+    fn size(&self, key: &str) -> usize {
+        key.len() + self.value.len() + self.bounds.iter().map(String::len).sum::<usize>()
+    }
+}
+
 #[derive(Debug, Default)]
 struct Memory {
-    entries: HashMap<String, (Vec<u8>, (Instant, u64))>,
+    entries: HashMap<String, Entry>,
     /// Expiry order, to drop expired entries cheaply.
     expiries: BTreeMap<(Instant, u64), String>,
+    /// Live entries per bound (only bounds with some).
+    counts: HashMap<String, usize>,
     seq: u64,
     bytes: usize,
 }
@@ -100,6 +197,12 @@ impl MemoryProxyStore {
         self.len() == 0
     }
 
+    /// The bytes held: keys, values and bound names (expired entries not yet dropped
+    /// included).
+    pub fn bytes(&self) -> usize {
+        self.inner.lock().map_or(0, |m| m.bytes)
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut Memory) -> T) -> Result<T, ProxyStoreError> {
         let mut m = self
             .inner
@@ -109,34 +212,59 @@ impl MemoryProxyStore {
         Ok(f(&mut m))
     }
 
+    /// Stores an entry; `only_new`: not over an existing one; counted under `bounds` (given
+    /// only with `only_new`).
     fn store(
         &self,
         key: &str,
         value: Vec<u8>,
         ttl: Duration,
         only_new: bool,
-    ) -> Result<bool, ProxyStoreError> {
+        bounds: &[Bound<'_>],
+    ) -> Result<Insertion, ProxyStoreError> {
         let (max_entries, max_bytes) = (self.max_entries, self.max_bytes);
         self.with(|m| {
             if only_new && m.entries.contains_key(key) {
-                return Ok(false);
+                return Ok(Insertion::Exists);
             }
-            m.remove(key);
-            let size = key.len() + value.len();
+            if let Some(i) = bounds
+                .iter()
+                .position(|b| m.counts.get(b.name).copied().unwrap_or(0) >= b.limit)
+            {
+                return Ok(Insertion::Full(i));
+            }
+            // A replaced entry keeps counting under its bounds.
+            let kept = m.remove(key, false).map(|e| e.bounds).unwrap_or_default();
+            let entry = Entry {
+                value,
+                at: (Instant::now() + ttl, m.seq + 1),
+                bounds: if bounds.is_empty() {
+                    kept
+                } else {
+                    bounds.iter().map(|b| b.name.to_owned()).collect()
+                },
+            };
+            let size = entry.size(key);
             if m.entries.len() >= max_entries || m.bytes + size > max_bytes {
+                // The entry it replaced (never one of `insert_bounded`, which replaces
+                // nothing) is gone: so are its counts.
+                if bounds.is_empty() {
+                    m.release(&entry.bounds);
+                }
                 return Err(ProxyStoreError::new(format!(
                     "the memory store is full ({} entries, {} bytes held)",
                     m.entries.len(),
                     m.bytes
                 )));
             }
-            let at = Instant::now() + ttl;
+            for b in bounds {
+                *m.counts.entry(b.name.to_owned()).or_insert(0) += 1;
+            }
             m.seq += 1;
-            let seq = m.seq;
-            m.expiries.insert((at, seq), key.to_owned());
+            m.expiries.insert(entry.at, key.to_owned());
             m.bytes += size;
-            m.entries.insert(key.to_owned(), (value, (at, seq)));
-            Ok(true)
+            m.entries.insert(key.to_owned(), entry);
+            Ok(Insertion::Stored)
         })?
     }
 }
@@ -148,23 +276,39 @@ impl Memory {
                 break;
             }
             let key = entry.remove();
-            if let Some((v, _)) = self.entries.remove(&key) {
-                self.bytes -= key.len() + v.len();
+            if let Some(e) = self.entries.remove(&key) {
+                self.bytes -= e.size(&key);
+                self.release(&e.bounds);
             }
         }
     }
 
-    fn remove(&mut self, key: &str) -> Option<Vec<u8>> {
-        let (v, at) = self.entries.remove(key)?;
-        self.bytes -= key.len() + v.len();
-        self.expiries.remove(&at);
-        Some(v)
+    /// Removes an entry; `release`: it no longer counts under its bounds.
+    fn remove(&mut self, key: &str, release: bool) -> Option<Entry> {
+        let e = self.entries.remove(key)?;
+        self.bytes -= e.size(key);
+        self.expiries.remove(&e.at);
+        if release {
+            self.release(&e.bounds);
+        }
+        Some(e)
+    }
+
+    fn release(&mut self, bounds: &[String]) {
+        for b in bounds {
+            if let Some(n) = self.counts.get_mut(b) {
+                *n -= 1;
+                if *n == 0 {
+                    self.counts.remove(b);
+                }
+            }
+        }
     }
 }
 
 impl ProxyStore for MemoryProxyStore {
     fn put<'a>(&'a self, key: &'a str, value: Vec<u8>, ttl: Duration) -> ProxyStoreFuture<'a, ()> {
-        Box::pin(async move { self.store(key, value, ttl, false).map(drop) })
+        Box::pin(async move { self.store(key, value, ttl, false, &[]).map(drop) })
     }
 
     fn insert_new<'a>(
@@ -173,19 +317,32 @@ impl ProxyStore for MemoryProxyStore {
         value: Vec<u8>,
         ttl: Duration,
     ) -> ProxyStoreFuture<'a, bool> {
-        Box::pin(async move { self.store(key, value, ttl, true) })
+        Box::pin(async move {
+            self.store(key, value, ttl, true, &[])
+                .map(|i| i == Insertion::Stored)
+        })
+    }
+
+    fn insert_bounded<'a>(
+        &'a self,
+        key: &'a str,
+        value: Vec<u8>,
+        ttl: Duration,
+        bounds: &'a [Bound<'a>],
+    ) -> ProxyStoreFuture<'a, Insertion> {
+        Box::pin(async move { self.store(key, value, ttl, true, bounds) })
     }
 
     fn get<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, Option<Vec<u8>>> {
-        Box::pin(async move { self.with(|m| m.entries.get(key).map(|(v, _)| v.clone())) })
+        Box::pin(async move { self.with(|m| m.entries.get(key).map(|e| e.value.clone())) })
     }
 
     fn take<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, Option<Vec<u8>>> {
-        Box::pin(async move { self.with(|m| m.remove(key)) })
+        Box::pin(async move { self.with(|m| m.remove(key, true).map(|e| e.value)) })
     }
 
     fn delete<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, ()> {
-        Box::pin(async move { self.with(|m| m.remove(key)).map(drop) })
+        Box::pin(async move { self.with(|m| m.remove(key, true)).map(drop) })
     }
 }
 
@@ -232,5 +389,92 @@ mod tests {
                 .await
                 .is_err()
         );
+    }
+
+    #[tokio::test]
+    async fn bounded_entries_count_until_taken_deleted_or_expired() {
+        let s = MemoryProxyStore::default();
+        let minute = Duration::from_secs(60);
+        let bounds = |client| {
+            [
+                Bound {
+                    name: client,
+                    limit: 2,
+                },
+                Bound {
+                    name: "all",
+                    limit: 3,
+                },
+            ]
+        };
+        let (a, b) = (bounds("a"), bounds("b"));
+        async fn put(
+            s: &MemoryProxyStore,
+            key: &str,
+            bounds: &[Bound<'_>],
+            ttl: Duration,
+        ) -> Insertion {
+            s.insert_bounded(key, b"x".to_vec(), ttl, bounds)
+                .await
+                .unwrap()
+        }
+        // `a` holds its two; a third of `a` is refused by its own bound (index 0).
+        assert_eq!(put(&s, "a1", &a, minute).await, Insertion::Stored);
+        assert_eq!(put(&s, "a2", &a, minute).await, Insertion::Stored);
+        assert_eq!(put(&s, "a3", &a, minute).await, Insertion::Full(0));
+        assert_eq!(put(&s, "a1", &a, minute).await, Insertion::Exists);
+        // `b` gets one; then the global bound (index 1) is reached.
+        assert_eq!(
+            put(&s, "b1", &b, Duration::from_millis(30)).await,
+            Insertion::Stored
+        );
+        assert_eq!(put(&s, "b2", &b, minute).await, Insertion::Full(1));
+        // A refused entry is not stored.
+        assert_eq!(s.get("a3").await.unwrap(), None);
+        // Rewriting an entry keeps it counted.
+        s.put("a1", b"y".to_vec(), minute).await.unwrap();
+        assert_eq!(put(&s, "a3", &a, minute).await, Insertion::Full(0));
+        // Taking and deleting release it.
+        assert_eq!(s.take("a1").await.unwrap(), Some(b"y".to_vec()));
+        assert_eq!(put(&s, "a3", &a, minute).await, Insertion::Stored);
+        s.delete("a2").await.unwrap();
+        // Expiry too: `b1` lapses, and `b` has room again.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(put(&s, "b2", &b, minute).await, Insertion::Stored);
+        assert_eq!(put(&s, "b3", &b, minute).await, Insertion::Stored);
+        assert_eq!(put(&s, "a4", &a, minute).await, Insertion::Full(1));
+        assert_eq!(s.len(), 3);
+        // Every count is gone with its entries; bytes with them.
+        for k in ["a3", "b2", "b3"] {
+            s.delete(k).await.unwrap();
+        }
+        assert!(s.is_empty());
+        assert_eq!(s.bytes(), 0);
+        assert!(s.inner.lock().unwrap().counts.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_full_store_refuses_a_bounded_entry_without_counting_it() {
+        let s = MemoryProxyStore::new(1, 1000);
+        let minute = Duration::from_secs(60);
+        let bound = [Bound {
+            name: "c",
+            limit: 5,
+        }];
+        s.put("other", b"1".to_vec(), minute).await.unwrap();
+        assert!(
+            s.insert_bounded("k", b"1".to_vec(), minute, &bound)
+                .await
+                .is_err()
+        );
+        assert!(s.inner.lock().unwrap().counts.is_empty());
+        // A put over a counted entry that no longer fits drops its count with it.
+        let s = MemoryProxyStore::new(10, 40);
+        s.insert_bounded("k", b"1".to_vec(), minute, &bound)
+            .await
+            .unwrap();
+        assert!(s.put("k", vec![0; 64], minute).await.is_err());
+        assert!(s.inner.lock().unwrap().counts.is_empty());
+        assert_eq!(s.bytes(), 0);
     }
 }

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
+#[cfg(feature = "auth-proxy")]
+use axum::extract::State;
 use axum::response::Response;
 use http::header::{ACCESS_CONTROL_ALLOW_ORIGIN, CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, StatusCode};
@@ -74,18 +76,40 @@ fn unavailable(e: &AuthError) -> Response {
 /// The protected resource metadata, at the path-inserted well-known URI of the resource and
 /// at the root form. Public, cacheable, readable from any origin (browser clients discover
 /// it too).
-pub(crate) fn metadata_routes<S: Clone + Send + Sync + 'static>(
-    auth: &Arc<Authorization>,
-) -> Router<S> {
+pub(crate) fn metadata_routes(auth: &Arc<Authorization>) -> Router<Arc<Endpoint>> {
     let doc = serde_json::to_vec(&auth.metadata()).unwrap_or_default();
     let doc = bytes::Bytes::from(doc);
     let mut router = Router::new();
-    // The authorization proxy, on the same origin (feature `auth-proxy`).
+    // The authorization proxy, on the same origin (feature `auth-proxy`), told each request's
+    // client address as admission finds it (the peer, or the trusted proxy's header): its
+    // sign-ins under way are bounded per address.
     #[cfg(feature = "auth-proxy")]
     if let Some(proxy) = &auth.proxy {
         let service = proxy.router();
         for path in proxy.paths() {
-            router = router.route_service(&path, service.clone());
+            let service = service.clone();
+            router = router.route(
+                &path,
+                axum::routing::any(
+                    move |State(ep): State<Arc<Endpoint>>, request: axum::extract::Request| {
+                        let service = service.clone();
+                        async move {
+                            use tower::ServiceExt as _;
+                            let (mut parts, body) = request.into_parts();
+                            if let Some(peer) = super::peer(&ep.http, &parts) {
+                                parts
+                                    .extensions
+                                    .insert(crate::auth::proxy::ClientAddr(peer.0));
+                            }
+                            let request = axum::extract::Request::from_parts(parts, body);
+                            match service.oneshot(request).await {
+                                Ok(response) => response,
+                                Err(never) => match never {},
+                            }
+                        }
+                    },
+                ),
+            );
         }
     }
     for path in auth.metadata_paths() {
