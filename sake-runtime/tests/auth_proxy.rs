@@ -754,13 +754,7 @@ async fn sakes_client_signs_in_to_the_example_in_both_eras_and_steps_up() {
         assert_eq!(claims["aud"], example.mcp());
         assert_eq!(claims["sub"], "alice");
         assert_eq!(claims["scope"], "mcp:tools");
-        if revision != sake::Revision::V2026_07_28 {
-            // The handshake era answers a tools/call from a session as a JSON-RPC error in a
-            // 200 response (transport/http/legacy.rs `respond`), so the 403 challenge that
-            // starts a step-up never reaches the client there: see the branch's report.
-            continue;
-        }
-        // Step-up: admin_report needs `admin`; the client asks again, without registering again.
+        // Step-up (the 403 challenge, in the session too): admin_report needs `admin`; the client asks again, without registering again.
         let report: String = client.call("admin_report", json!({})).await.unwrap();
         assert_eq!(report, "Report for alice: 3 servers up, 0 down.");
         let stepped = oauth.tokens(&example.mcp()).await.unwrap().unwrap();
@@ -1521,21 +1515,23 @@ fn expect_sdk_run(steps: &HashMap<String, Value>, revision: &str) {
         json!(1),
         "registered once: {steps:?}"
     );
-    if revision == "2026-07-28" {
-        assert_eq!(
-            steps["admin_report"],
-            json!(["Report for alice: 3 servers up, 0 down."])
-        );
-        assert_eq!(
-            steps["authorizations"],
-            json!(2),
-            "signed in, then stepped up: {steps:?}"
-        );
-        let scope = steps["scope"].as_str().unwrap();
-        assert!(scope.split(' ').any(|s| s == "admin"), "{scope}");
-    } else {
-        assert_eq!(steps["authorizations"], json!(1), "{steps:?}");
-    }
+    // A 2025-11-25 client steps up exactly as a 2026-07-28 one: the session's 403 carries the
+    // insufficient_scope challenge.
+    assert_eq!(
+        steps["admin_report"],
+        json!(["Report for alice: 3 servers up, 0 down."]),
+        "{revision}: {steps:?}"
+    );
+    assert_eq!(
+        steps["authorizations"],
+        json!(2),
+        "{revision}: signed in, then stepped up: {steps:?}"
+    );
+    let scope = steps["scope"].as_str().unwrap();
+    assert!(
+        scope.split(' ').any(|s| s == "admin"),
+        "{revision}: {scope}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -52,6 +52,21 @@ fn public_echo(text: String) -> String {
     text
 }
 
+/// Drafts the report of a server, for admins.
+#[prompt(scopes("admin"), complete = complete_server)]
+fn admin_prompt(
+    /// The server.
+    server: String,
+) -> String {
+    format!("Report on {server}")
+}
+
+/// Completes a server's name, for the caller it names.
+async fn complete_server(req: CompletionRequest) -> Vec<String> {
+    let who = req.principal.as_ref().map_or("anonymous", |p| p.subject());
+    vec![format!("{who}-{}", req.value)]
+}
+
 /// Asks a question (2026-07-28: an `input_required` round with a `requestState`).
 #[tool]
 async fn ask(ctx: Context) -> Result<String, String> {
@@ -450,6 +465,98 @@ async fn ping_in(s: &Served, sid: &str, token: Option<&str>) -> Reply {
     .await
 }
 
+/// Opens a handshake session of `revision`, with a token if given: its id.
+async fn open_session_at(s: &Served, revision: &str, token: Option<&str>) -> String {
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let headers: Vec<(&str, &str)> = bearer
+        .iter()
+        .map(|b| ("authorization", b.as_str()))
+        .collect();
+    let r = send(
+        "POST",
+        &s.url,
+        &headers,
+        Some(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": revision, "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["result"]["protocolVersion"], revision);
+    r.headers["mcp-session-id"].to_str().unwrap().to_owned()
+}
+
+/// A `tools/call` in a handshake session.
+async fn call_in(s: &Served, revision: &str, sid: &str, token: Option<&str>, tool: &str) -> Reply {
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("mcp-session-id", sid), ("mcp-protocol-version", revision)];
+    if let Some(b) = &bearer {
+        headers.push(("authorization", b));
+    }
+    send(
+        "POST",
+        &s.url,
+        &headers,
+        Some(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                    "params": {"name": tool, "arguments": {}}})),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_session_gets_the_same_403_and_401_challenges_on_every_handshake_revision() {
+    let s = serve(|a| a.allow_anonymous(true)).await;
+    for revision in ["2025-11-25", "2025-06-18", "2025-03-26"] {
+        // A token without the scope: 403 with insufficient_scope naming it, so the client can
+        // step up (2025-11-25 "Scope Challenge Handling"), exactly as on 2026-07-28.
+        let sid = open_session_at(&s, revision, Some("alice")).await;
+        let r = call_in(&s, revision, &sid, Some("alice"), "admin_report").await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{revision}: {}", r.body);
+        assert_eq!(
+            r.challenge(),
+            format!(
+                r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp", scope="admin", error="insufficient_scope", error_description="tool `admin_report` needs the scopes admin""#,
+                s.base
+            ),
+            "{revision}"
+        );
+        assert_eq!(
+            r.body,
+            json!({"jsonrpc": "2.0", "id": 9, "error": {"code": -32000,
+                "message": "Forbidden: tool `admin_report` needs the scopes admin; sign in again with them"}}),
+            "{revision}"
+        );
+        // The session still works, and other errors stay JSON-RPC errors in a 200.
+        let r = call_in(&s, revision, &sid, Some("alice"), "whoami").await;
+        assert_eq!(r.status, StatusCode::OK, "{revision}: {}", r.body);
+        assert_eq!(text(&r), "alice", "{revision}");
+        let r = call_in(&s, revision, &sid, Some("alice"), "no_such_tool").await;
+        assert_eq!(
+            (r.status, &r.body["error"]["code"]),
+            (StatusCode::OK, &json!(-32602)),
+            "{revision}: {}",
+            r.body
+        );
+        // An anonymous session reaching a function that takes a Principal: 401 with the
+        // challenge asking for the scopes.
+        let anonymous = open_session_at(&s, revision, None).await;
+        let r = call_in(&s, revision, &anonymous, None, "whoami").await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{revision}: {}", r.body);
+        assert_eq!(
+            r.challenge(),
+            format!(
+                r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools""#,
+                s.base
+            ),
+            "{revision}"
+        );
+        assert_eq!(r.body["id"], 9, "{revision}");
+        assert_eq!(r.body["error"]["code"], -32000, "{revision}");
+    }
+}
+
 #[tokio::test]
 async fn a_session_belongs_to_the_caller_who_opened_it() {
     let s = serve(|a| a.allow_anonymous(true)).await;
@@ -691,8 +798,14 @@ async fn scoped_skills_need_their_scopes_on_every_method_and_revision() {
             .await
         }
     };
-    // (As for a function in a session: the refusal is the JSON-RPC error, in the session.)
+    // As for a function in a session: the 403 with its challenge.
     let r = read("alice").await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert!(
+        r.challenge().contains(r#"error="insufficient_scope""#),
+        "{}",
+        r.challenge()
+    );
     assert_eq!(
         r.body["error"],
         json!({"code": -32000, "message": "Forbidden: resource `skill://hello/SKILL.md` needs the scopes admin; sign in again with them"})
@@ -730,4 +843,68 @@ async fn scoped_skills_need_their_scopes_on_every_method_and_revision() {
         ),
         2
     );
+}
+
+#[tokio::test]
+async fn completions_are_authorized_as_their_prompt_and_see_the_caller() {
+    let s = serve(|a| a).await;
+    let complete = json!({"ref": {"type": "ref/prompt", "name": "admin_prompt"},
+                          "argument": {"name": "server", "value": "db"}});
+    // 2026-07-28: a token without the scope gets the prompt's 403, before the completion runs.
+    let r = modern(&s, "alice", "completion/complete", complete.clone()).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert_eq!(
+        r.challenge(),
+        format!(
+            r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp", scope="admin", error="insufficient_scope", error_description="prompt `admin_prompt` needs the scopes admin""#,
+            s.base
+        )
+    );
+    assert_eq!(
+        r.body["error"],
+        json!({"code": -32000, "message": "Forbidden: prompt `admin_prompt` needs the scopes admin; sign in again with them"})
+    );
+    // With it, the completion runs and sees who asks.
+    let r = modern(&s, "root", "completion/complete", complete.clone()).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["result"]["completion"]["values"], json!(["root-db"]));
+    // A 2025-11-25 session: the same.
+    for (token, status) in [("alice", StatusCode::FORBIDDEN), ("root", StatusCode::OK)] {
+        let sid = open_session_at(&s, "2025-11-25", Some(token)).await;
+        let bearer = format!("Bearer {token}");
+        let r = send(
+            "POST",
+            &s.url,
+            &[
+                ("mcp-session-id", sid.as_str()),
+                ("mcp-protocol-version", "2025-11-25"),
+                ("authorization", bearer.as_str()),
+            ],
+            Some(
+                json!({"jsonrpc": "2.0", "id": 6, "method": "completion/complete",
+                        "params": complete}),
+            ),
+        )
+        .await;
+        assert_eq!(r.status, status, "{token}: {}", r.body);
+        if status == StatusCode::OK {
+            assert_eq!(r.body["result"]["completion"]["values"], json!(["root-db"]));
+        } else {
+            assert!(
+                r.challenge().contains(r#"error="insufficient_scope""#),
+                "{}",
+                r.challenge()
+            );
+        }
+    }
+    // An unknown prompt is still -32602.
+    let r = modern(
+        &s,
+        "root",
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "nope"},
+               "argument": {"name": "x", "value": ""}}),
+    )
+    .await;
+    assert_eq!(r.body["error"]["code"], -32602, "{}", r.body);
 }

@@ -85,11 +85,10 @@ try {
   step = 'whoami';
   const who = await authorized(() => client.callTool({ name: 'whoami', arguments: {} }));
   out('whoami', who.structuredContent);
-  if (revision === '2026-07-28') {
-    step = 'admin_report';
-    const report = await authorized(() => client.callTool({ name: 'admin_report', arguments: {} }));
-    out('admin_report', report.content.filter((c) => c.type === 'text').map((c) => c.text));
-  }
+  // Step-up: admin_report needs `admin`; the 403's insufficient_scope asks for it, on both eras.
+  step = 'admin_report';
+  const report = await authorized(() => client.callTool({ name: 'admin_report', arguments: {} }));
+  out('admin_report', report.content.filter((c) => c.type === 'text').map((c) => c.text));
   out('registrations', registrations);
   out('scope', tokens?.scope ?? null);
   await client.close();

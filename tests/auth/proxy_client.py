@@ -99,10 +99,11 @@ async def main():
                 step = "whoami"
                 result = await client.call_tool("whoami", {})
                 out("whoami", result.structured_content)
-                if revision == "2026-07-28":
-                    step = "admin_report"
-                    result = await client.call_tool("admin_report", {})
-                    out("admin_report", [c.text for c in result.content if getattr(c, "type", "") == "text"])
+                # Step-up: admin_report needs `admin`; the 403's insufficient_scope asks for
+                # it, on both eras.
+                step = "admin_report"
+                result = await client.call_tool("admin_report", {})
+                out("admin_report", [c.text for c in result.content if getattr(c, "type", "") == "text"])
                 out("registrations", storage.registrations)
                 out("scope", storage.tokens.scope if storage.tokens else None)
     except Exception as e:  # noqa: BLE001 - every failure is reported

@@ -149,7 +149,11 @@ pub type PromptFuture = BoxFuture<Result<GetPromptResult, RpcError>>;
 pub type CompleteFn = fn(CompletionRequest) -> BoxFuture<Completion>;
 
 /// What a client asks to complete.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// `#[non_exhaustive]`: the spec adds to what a completion request carries; in a unit test,
+/// make one with [`CompletionRequest::new`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CompletionRequest {
     /// The argument (prompt) or variable (resource template) being completed.
     pub argument: String,
@@ -157,6 +161,39 @@ pub struct CompletionRequest {
     pub value: String,
     /// Values of other arguments already resolved (2025-06-18 and later).
     pub context: std::collections::BTreeMap<String, String>,
+    /// The signed-in caller, on a server that checks tokens (feature `auth`); `None` for an
+    /// anonymous one. A completion runs only for a caller who may use its prompt or template
+    /// (its `scopes`, and a signed-in caller when it takes a `Principal`).
+    #[cfg(feature = "auth")]
+    pub principal: Option<crate::auth::Principal>,
+}
+
+impl CompletionRequest {
+    /// A request to complete `argument`, typed so far as `value`, with no context and no
+    /// caller.
+    pub fn new(argument: impl Into<String>, value: impl Into<String>) -> Self {
+        CompletionRequest {
+            argument: argument.into(),
+            value: value.into(),
+            context: std::collections::BTreeMap::new(),
+            #[cfg(feature = "auth")]
+            principal: None,
+        }
+    }
+
+    /// With the values of other arguments already resolved.
+    pub fn with_context(mut self, context: std::collections::BTreeMap<String, String>) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// With the caller (feature `auth`).
+    #[cfg(feature = "auth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "auth")))]
+    pub fn with_principal(mut self, principal: crate::auth::Principal) -> Self {
+        self.principal = Some(principal);
+        self
+    }
 }
 
 /// Adapts an async completion function to a [`CompleteFn`] body.

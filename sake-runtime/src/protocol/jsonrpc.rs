@@ -150,6 +150,19 @@ impl RpcError {
         self
     }
 
+    /// The error as a handshake session answers it: a JSON-RPC message with 200 whatever it
+    /// holds, except an authorization refusal, which keeps its 401 or 403 and its
+    /// `WWW-Authenticate` challenge — the authorization pages of 2025-03-26 and later send
+    /// those statuses, and a 2025-11-25 client steps up to more scopes only on the 403's
+    /// `insufficient_scope` ("Scope Challenge Handling").
+    pub(crate) fn in_session(self) -> Self {
+        if self.challenge.is_some() {
+            self
+        } else {
+            self.with_status(200)
+        }
+    }
+
     /// The HTTP status the error is sent with: the one fixed for it, else 200 (a JSON-RPC
     /// error in a successful HTTP response).
     pub(crate) fn status(&self) -> u16 {

@@ -235,7 +235,7 @@ impl Shared {
                 .read_resource(parts, params)
                 .unwrap_or_else(|e| Dispatched::err(rev, e)),
             Method::Complete => self
-                .complete(rev, params)
+                .complete(&parts, params)
                 .unwrap_or_else(|e| Dispatched::err(rev, e)),
             Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => self
                 .task_method(parts, method, params)
@@ -582,9 +582,10 @@ impl Shared {
 
     fn complete(
         self: &Arc<Self>,
-        rev: Revision,
+        parts: &RequestParts,
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
+        let rev = parts.revision;
         #[derive(Deserialize)]
         #[serde(tag = "type")]
         enum Ref {
@@ -636,29 +637,42 @@ impl Shared {
             }
             _ => CompletionContext::default(),
         };
+        // A completion runs for whoever may use its prompt or template, as prompts/get and
+        // resources/read check: the same 401 or 403, before anything of it runs.
         let completer: Option<CompleteFn> = match &reference {
             Ref::Prompt { name } => {
-                self.registry
+                let def = self
+                    .registry
                     .prompt(name)
-                    .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?
-                    .complete
+                    .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+                self.authorize(
+                    &parts.extensions,
+                    format_args!("prompt `{name}`"),
+                    def.scopes,
+                    def.principal,
+                )?;
+                def.complete
             }
-            Ref::Resource { uri } => match self
-                .registry
-                .templates
-                .iter()
-                .find(|t| t.def.uri == uri.as_str())
-            {
-                Some(t) => t.def.complete,
-                None => {
-                    self.registry
-                        .static_resource(uri)
-                        .ok_or_else(|| {
-                            RpcError::invalid_params(format!("Unknown resource or template: {uri}"))
-                        })?
-                        .complete
-                }
-            },
+            Ref::Resource { uri } => {
+                let def = match self
+                    .registry
+                    .templates
+                    .iter()
+                    .find(|t| t.def.uri == uri.as_str())
+                {
+                    Some(t) => t.def,
+                    None => self.registry.static_resource(uri).ok_or_else(|| {
+                        RpcError::invalid_params(format!("Unknown resource or template: {uri}"))
+                    })?,
+                };
+                self.authorize(
+                    &parts.extensions,
+                    format_args!("resource `{uri}`"),
+                    def.scopes,
+                    def.principal,
+                )?;
+                def.complete
+            }
         };
         let shared = self.clone();
         let render = move |c: Completion| {
@@ -673,11 +687,13 @@ impl Shared {
         let Some(complete) = completer else {
             return Ok(Dispatched::Ready(Ok(render(Completion::default()))));
         };
-        let request = CompletionRequest {
-            argument: argument.name,
-            value: argument.value,
-            context: context.arguments.unwrap_or_default(),
-        };
+        #[allow(unused_mut)]
+        let mut request = CompletionRequest::new(argument.name, argument.value)
+            .with_context(context.arguments.unwrap_or_default());
+        #[cfg(feature = "auth")]
+        {
+            request.principal = parts.extensions.get::<crate::auth::Principal>().cloned();
+        }
         // Logged under the prompt's name or the template's URI.
         let label = match reference {
             Ref::Prompt { name } => name,

@@ -270,7 +270,8 @@ enum Running {
 /// sent (the client cancelled it). It holds the request's slots until it ends.
 pub(crate) struct Run {
     id: Option<RequestId>,
-    era: Era,
+    /// What the request's error is sent with: its era's status, or a session's 200.
+    settle: fn(RpcError) -> RpcError,
     running: Running,
     slot: Option<Slot>,
     _inflight: Option<InflightGuard>,
@@ -285,10 +286,9 @@ impl std::future::Future for Run {
     ) -> std::task::Poll<Option<Answer>> {
         use std::task::Poll;
         let this = &mut *self;
-        let era = this.era;
-        let one = |id: &mut Option<RequestId>, out: Outcome| {
-            Answer::One(id.take(), out.map_err(|e| e.settled(era)))
-        };
+        let settle = this.settle;
+        let one =
+            |id: &mut Option<RequestId>, out: Outcome| Answer::One(id.take(), out.map_err(settle));
         let answer = match &mut this.running {
             Running::Plain(f) => match f.as_mut().poll(cx) {
                 Poll::Pending => return Poll::Pending,
@@ -362,12 +362,12 @@ impl Reply {
         Reply::now(era, id, Err(e))
     }
 
-    /// A session request's answer, known now: sent as a JSON-RPC message with 200, whatever
-    /// it holds.
+    /// A session request's answer, known now: a JSON-RPC message with 200, whatever it
+    /// holds but an authorization refusal (`RpcError::in_session`).
     fn in_session(id: RequestId, out: Outcome) -> Reply {
         Reply::of(Answering::Now(Answer::One(
             Some(id),
-            out.map_err(|e| e.with_status(200)),
+            out.map_err(RpcError::in_session),
         )))
     }
 
@@ -836,7 +836,7 @@ impl Connection {
                 };
                 let run = Run {
                     id: Some(id),
-                    era: Era::Modern,
+                    settle: |e| e.settled(Era::Modern),
                     running,
                     slot: Some(slot),
                     _inflight: inflight,
@@ -1056,7 +1056,7 @@ impl Connection {
                     Started::Running(fut) => {
                         let run = Run {
                             id: Some(id),
-                            era: Era::Legacy,
+                            settle: RpcError::in_session,
                             running: Running::Cancellable(fut),
                             slot,
                             _inflight: None,
@@ -1130,7 +1130,7 @@ impl Connection {
             Started::Running(fut) => Reply::of(Answering::Later(
                 Run {
                     id: Some(id),
-                    era: Era::Legacy,
+                    settle: RpcError::in_session,
                     running: Running::Cancellable(fut),
                     slot: Some(slot),
                     _inflight: None,
@@ -1198,7 +1198,7 @@ impl Connection {
             Some(all) => Reply::of(Answering::Later(
                 Run {
                     id: None,
-                    era: Era::Legacy,
+                    settle: RpcError::in_session,
                     running: Running::Batch(all),
                     slot: None,
                     _inflight: None,

@@ -117,9 +117,10 @@ fn finished(
         queued.push(msg);
     }
     if queued.is_empty() {
-        // A session's answer is sent with 200 whatever it holds (a JSON-RPC error too).
+        // A session's answer is sent with 200 whatever it holds but an authorization
+        // refusal (the connection settled its status).
         return match out {
-            Some(answer) => sse::json(200, answer.to_bytes()),
+            Some(answer) => sse::answer(&answer),
             None => sse::sse_response(Body::empty()),
         };
     }
