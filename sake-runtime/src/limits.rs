@@ -39,6 +39,10 @@ pub struct Limits {
     pub(crate) max_tracked_sessions: usize,
     pub(crate) max_records_per_client: usize,
     pub(crate) max_subscriptions_per_session: usize,
+    pub(crate) max_held_bytes_per_client: usize,
+    pub(crate) max_held_bytes: usize,
+    pub(crate) max_task_request_bytes: usize,
+    pub(crate) ipv6_client_prefix: u8,
     pub(crate) event_buffer: usize,
     pub(crate) stream_buffer: usize,
     pub(crate) request_timeout: Duration,
@@ -66,6 +70,10 @@ impl Default for Limits {
             max_tracked_sessions: 100_000,
             max_records_per_client: 10_000,
             max_subscriptions_per_session: 1024,
+            max_held_bytes_per_client: 1 << 20,
+            max_held_bytes: 256 << 20,
+            max_task_request_bytes: 64 << 10,
+            ipv6_client_prefix: 64,
             event_buffer: 1024,
             stream_buffer: 64,
             request_timeout: Duration::from_secs(600),
@@ -181,6 +189,43 @@ impl Limits {
     /// Defaults to 1024.
     pub fn max_subscriptions_per_session(mut self, uris: usize) -> Self {
         self.max_subscriptions_per_session = uris.max(1);
+        self
+    }
+
+    /// How many bytes of state one client may make the server keep while it is connected or
+    /// its sessions live: the URIs of its resource subscriptions and of its open
+    /// `subscriptions/listen` filters (each counted with 64 bytes of bookkeeping). A client
+    /// is a signed-in principal, or an anonymous network address (an IPv6 address counts as
+    /// its /64: [`ipv6_client_prefix`](Self::ipv6_client_prefix)). Past it, the subscription
+    /// or stream is refused with -32000 (429 on 2026-07-28) until the client unsubscribes or
+    /// closes a stream. Defaults to 1 MiB.
+    pub fn max_held_bytes_per_client(mut self, bytes: usize) -> Self {
+        self.max_held_bytes_per_client = bytes.max(1);
+        self
+    }
+
+    /// How many bytes of such state all clients together may make the server keep; past it,
+    /// new subscriptions and streams are refused with -32000 (503). Defaults to 256 MiB.
+    pub fn max_held_bytes(mut self, bytes: usize) -> Self {
+        self.max_held_bytes = bytes.max(1);
+        self
+    }
+
+    /// The largest request a task keeps a copy of (its tool's name and arguments, to run it
+    /// again when the client answers its questions): a task-augmented `tools/call` whose
+    /// arguments are longer is refused with -32602, before the task is created. Defaults to
+    /// 64 KiB.
+    pub fn max_task_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_task_request_bytes = bytes;
+        self
+    }
+
+    /// How many leading bits of an anonymous caller's IPv6 address make one client, for
+    /// every per-client bound: whoever holds one address of a /64 usually holds all of it,
+    /// so 64 by default; 128 counts every address apart. An IPv4-mapped address is its IPv4
+    /// address.
+    pub fn ipv6_client_prefix(mut self, bits: u8) -> Self {
+        self.ipv6_client_prefix = bits.clamp(1, 128);
         self
     }
 

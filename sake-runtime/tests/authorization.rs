@@ -67,6 +67,30 @@ async fn complete_server(req: CompletionRequest) -> Vec<String> {
     vec![format!("{who}-{}", req.value)]
 }
 
+/// A yes or no.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Confirm {
+    ok: bool,
+}
+
+/// Asks for a confirmation, then reports: an admin's task.
+#[tool(task = "required", scopes("admin"))]
+async fn admin_task(ctx: Context) -> Result<String, InputError> {
+    // Work first: the call becomes a task before it asks.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let answer = ctx.elicit::<Confirm>("confirm", "Proceed?").await?;
+    Ok(format!(
+        "confirmed: {}",
+        answer.accepted().is_some_and(|c| c.ok)
+    ))
+}
+
+/// An admin's notes.
+#[resource(uri = "notes://{name}", name = "notes", scopes("admin"))]
+fn notes(name: String) -> String {
+    format!("notes on {name}")
+}
+
 /// Asks a question (2026-07-28: an `input_required` round with a `requestState`).
 #[tool]
 async fn ask(ctx: Context) -> Result<String, String> {
@@ -92,6 +116,8 @@ impl TokenVerifier for Tokens {
                 "alice" => p("alice", &["mcp:tools"]),
                 "bob" => p("bob", &["mcp:tools"]),
                 "root" => p("root", &["mcp:tools", "admin"]),
+                // root again, signed in without `admin`.
+                "root-narrow" => p("root", &["mcp:tools"]),
                 "files" => p("carol", &["mcp:tools", "files"]),
                 "down" => Err(AuthError::Unavailable {
                     reason: "the issuer's keys could not be fetched".into(),
@@ -907,4 +933,179 @@ async fn completions_are_authorized_as_their_prompt_and_see_the_caller() {
     )
     .await;
     assert_eq!(r.body["error"]["code"], -32602, "{}", r.body);
+}
+
+#[tokio::test]
+async fn subscriptions_and_listen_filters_need_the_resources_scopes() {
+    let s = serve(|a| a).await;
+    let challenge = format!(
+        r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp", scope="admin", error="insufficient_scope", error_description="resource `notes://db` needs the scopes admin""#,
+        s.base
+    );
+    let forbidden = json!({"code": -32000,
+        "message": "Forbidden: resource `notes://db` needs the scopes admin; sign in again with them"});
+    // A 2025-11-25 session: resources/subscribe is checked as resources/read is.
+    for (token, status) in [("alice", StatusCode::FORBIDDEN), ("root", StatusCode::OK)] {
+        let sid = open_session_at(&s, "2025-11-25", Some(token)).await;
+        let bearer = format!("Bearer {token}");
+        let r = send(
+            "POST",
+            &s.url,
+            &[
+                ("mcp-session-id", sid.as_str()),
+                ("mcp-protocol-version", "2025-11-25"),
+                ("authorization", bearer.as_str()),
+            ],
+            Some(
+                json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+                        "params": {"uri": "notes://db"}}),
+            ),
+        )
+        .await;
+        assert_eq!(r.status, status, "{token}: {}", r.body);
+        if status == StatusCode::OK {
+            assert_eq!(r.body, json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+        } else {
+            assert_eq!(r.challenge(), challenge);
+            assert_eq!(r.body["error"], forbidden);
+        }
+    }
+    // 2026-07-28: a listen filter naming it is refused with the same challenge.
+    let filter = json!({"notifications": {"resourceSubscriptions": ["notes://db"]}});
+    let r = modern(&s, "alice", "subscriptions/listen", filter.clone()).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert_eq!(r.challenge(), challenge);
+    assert_eq!(r.body["error"], forbidden);
+}
+
+#[tokio::test]
+async fn a_listen_filter_with_the_scope_is_acknowledged() {
+    let s = serve(|a| a).await;
+    // The stream stays open: read its head and first event only.
+    let listener = s.url.split('/').nth(2).unwrap().to_owned();
+    let mut tcp = tokio::net::TcpStream::connect(&listener).await.unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": ["notes://db", "nothing://here"]},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {listener}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: subscriptions/listen\r\nauthorization: Bearer root\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let text = loop {
+        let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut buf))
+            .await
+            .expect("the acknowledgement in time")
+            .unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if text.contains("acknowledged") && text.contains("}\n") {
+            break text;
+        }
+    };
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    let data = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .and_then(|d| serde_json::from_str::<Value>(d).ok())
+        .unwrap_or_else(|| panic!("no event: {text}"));
+    // The URI the server does not serve is left out.
+    assert_eq!(
+        data["params"]["notifications"],
+        json!({"resourceSubscriptions": ["notes://db"]})
+    );
+}
+
+#[tokio::test]
+async fn a_tasks_answer_is_authorized_again_under_the_updaters_token() {
+    let s = serve(|a| a).await;
+    const EXT: &str = "io.modelcontextprotocol/tasks";
+    let caps = json!({"elicitation": {}, "extensions": {EXT: {}}});
+    let rpc = |token: &'static str, id: u64, method: &'static str, params: Value| {
+        let caps = caps.clone();
+        let s = &s;
+        async move {
+            let mut params = params;
+            let name = params["taskId"]
+                .as_str()
+                .map_or_else(|| "admin_task".to_owned(), str::to_owned);
+            params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": caps});
+            let bearer = format!("Bearer {token}");
+            let mut headers = vec![
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", method),
+                ("authorization", bearer.as_str()),
+            ];
+            headers.push(("mcp-name", name.as_str()));
+            send(
+                "POST",
+                &s.url,
+                &headers,
+                Some(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})),
+            )
+            .await
+        }
+    };
+    let created = rpc(
+        "root",
+        1,
+        "tools/call",
+        json!({"name": "admin_task", "arguments": {}}),
+    )
+    .await;
+    let task = created.body["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {}", created.body))
+        .to_owned();
+    // It waits for its answer.
+    let mut status = Value::Null;
+    for _ in 0..100 {
+        let got = rpc("root", 2, "tasks/get", json!({"taskId": task})).await;
+        status = got.body["result"]["status"].clone();
+        if status == "input_required" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, "input_required", "{}", rpc("root", 2, "tasks/get", json!({"taskId": task})).await.body);
+    let answer = json!({"taskId": task, "inputResponses": {
+        "confirm": {"action": "accept", "content": {"ok": true}}}});
+    // The same caller with a token without `admin`: the answer would run the tool again,
+    // so it gets the tool's 403, and nothing is taken.
+    let r = rpc("root-narrow", 3, "tasks/update", answer.clone()).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert_eq!(
+        r.body["error"],
+        json!({"code": -32000, "message": "Forbidden: tool `admin_task` needs the scopes admin; sign in again with them"})
+    );
+    let got = rpc("root", 4, "tasks/get", json!({"taskId": task})).await;
+    assert_eq!(
+        got.body["result"]["status"], "input_required",
+        "{}",
+        got.body
+    );
+    // With it, the task goes on to its result.
+    let r = rpc("root", 5, "tasks/update", answer).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        last = rpc("root", 6, "tasks/get", json!({"taskId": task}))
+            .await
+            .body;
+        if last["result"]["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        last["result"]["result"]["content"][0]["text"], "confirmed: true",
+        "{last}"
+    );
 }

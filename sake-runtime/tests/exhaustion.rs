@@ -637,8 +637,9 @@ const LISTEN: [(&str, &str); 2] = [
 ];
 
 /// 30 `subscriptions/listen` requests whose filters name 150,000 URIs each (almost 4 MiB, the
-/// largest body) are refused while read; 30 streams of the largest filter allowed (1024 URIs)
-/// are held in little memory; others are served.
+/// largest body) are refused while read; streams of the largest filter allowed (1024 URIs)
+/// are held until the client's 1 MiB of held bytes is spent, then refused with 429; an IPv6
+/// neighbour is the same client; others are served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_listen_filters_are_refused_while_read() {
     let _serial = SERIAL.lock().await;
@@ -659,11 +660,12 @@ async fn huge_listen_filters_are_refused_while_read() {
     let refused = rss_kib().saturating_sub(before);
     println!("huge listen filters: RSS grew by {refused} KiB (30 refused, nothing held)");
     assert!(refused < 64 * 1024, "RSS grew by {refused} KiB");
-    // The largest filter allowed, on 30 streams held open.
+    // The largest filter allowed, on streams held open: each holds 1024 × (15 + 64) bytes
+    // of its client's 1 MiB, so the 13th is refused.
     let before = rss_kib();
     let allowed: Vec<String> = (0..1024).map(|i| format!("doc://d{i:08}")).collect();
     let mut streams = Vec::new();
-    for id in 0..30 {
+    for id in 0..12 {
         let (reply, tcp) =
             post_until_first_event(addr, ATTACKER, &LISTEN, &listen(id, &allowed)).await;
         assert_eq!(reply.status, 200, "{reply:?}");
@@ -680,15 +682,92 @@ async fn huge_listen_filters_are_refused_while_read() {
         );
         streams.push(tcp);
     }
+    let over = json!({"jsonrpc": "2.0", "id": 12, "error": {"code": -32000, "message":
+        "Too Many Requests: this stream's filter needs 80896 bytes, and this client already has the server keep 970752 of its 1048576 (Limits::max_held_bytes_per_client); unsubscribe or close a stream first"}});
+    let reply = post(addr, ATTACKER, &LISTEN, &listen(12, &allowed)).await;
+    assert_eq!((reply.status, reply.json()), (429, over.clone()));
+    // URIs the server does not serve are left out of the acknowledgement, and hold nothing.
+    let unserved: Vec<String> = (0..1023).map(|i| format!("nothing://{i:0>3000}")).collect();
+    let (reply, tcp) = post_until_first_event(
+        addr,
+        ATTACKER,
+        &LISTEN,
+        &listen(13, &[unserved, vec!["doc://kept".to_owned()]].concat()),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.events().len(), 1, "{reply:?}");
+    assert_eq!(
+        reply.events()[0]["params"]["notifications"],
+        json!({"resourceSubscriptions": ["doc://kept"]})
+    );
+    streams.push(tcp);
     honest_client_is_served(addr).await;
     let grown = rss_kib().saturating_sub(before);
-    println!("30 streams of 1024 URIs: RSS grew by {grown} KiB");
+    println!("12 streams of 1024 URIs (the 13th refused): RSS grew by {grown} KiB");
     assert!(grown < 32 * 1024, "RSS grew by {grown} KiB");
+    // Once streams close, their bytes come back.
+    drop(streams.drain(..3));
+    let mut status = 0;
+    for _ in 0..50 {
+        let (reply, tcp) =
+            post_until_first_event(addr, ATTACKER, &LISTEN, &listen(12, &allowed)).await;
+        status = reply.status;
+        if status == 200 {
+            streams.push(tcp);
+            break;
+        }
+        assert_eq!((reply.status, reply.json()), (429, over.clone()));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, 200, "a closed stream's bytes came back");
 }
 
-/// 3000 short-lived handshake sessions each subscribe to a resource and never send DELETE.
-/// Each client keeps at most `max_records_per_client` subscriptions (the oldest go first);
-/// URIs the server does not serve, or longer than 4 KiB, are refused; others still subscribe.
+/// Anonymous IPv6 callers count by /64: each address of one network is the same client for
+/// every per-client bound, the next /64 is another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ipv6_network_is_one_client() {
+    let _serial = SERIAL.lock().await;
+    let addr = serve(
+        server()
+            .client_ip_header("x-forwarded-for")
+            .limits(|l| l.max_held_bytes_per_client(200)),
+    )
+    .await;
+    let from = |ip: &'static str| {
+        [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "subscriptions/listen"),
+            ("x-forwarded-for", ip),
+        ]
+    };
+    let one = vec!["doc://a".to_owned()];
+    // 71 bytes each: two streams fit in 200.
+    let mut held = Vec::new();
+    for ip in ["2001:db8:0:1::1", "2001:db8:0:1::2"] {
+        let (reply, tcp) =
+            post_until_first_event(addr, ATTACKER, &from(ip), &listen(1, &one)).await;
+        assert_eq!(reply.status, 200, "{ip}: {reply:?}");
+        held.push(tcp);
+    }
+    let reply = post(
+        addr,
+        ATTACKER,
+        &from("2001:db8:0:1:ffff::9"),
+        &listen(2, &one),
+    )
+    .await;
+    assert_eq!(reply.status, 429, "the same /64: {reply:?}");
+    let (reply, _tcp) =
+        post_until_first_event(addr, ATTACKER, &from("2001:db8:0:2::1"), &listen(3, &one)).await;
+    assert_eq!(reply.status, 200, "another /64: {reply:?}");
+    honest_client_is_served(addr).await;
+}
+
+/// 3000 short-lived handshake sessions each subscribe to a resource of 2 KiB and never send
+/// DELETE. The client's subscriptions hold at most its 1 MiB of held bytes: the 507th is
+/// refused with -32000 (in the session, a 200); URIs the server does not serve, or longer than
+/// 4 KiB, are refused; others still subscribe.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscriptions_do_not_outlive_their_bounds() {
     let _serial = SERIAL.lock().await;
@@ -704,9 +783,16 @@ async fn subscriptions_do_not_outlive_their_bounds() {
             &subscribe(1, format!("doc://{i:0>2000}")),
         )
         .await;
+        // 2006 + 64 bytes each, 506 of them in 1 MiB.
+        let expected = if i < 506 {
+            json!({"jsonrpc": "2.0", "id": 1, "result": {}})
+        } else {
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message":
+                "Too Many Requests: this subscription needs 2070 bytes, and this client already has the server keep 1047420 of its 1048576 (Limits::max_held_bytes_per_client); unsubscribe or close a stream first"}})
+        };
         assert_eq!(
             (reply.status, reply.json()),
-            (200, json!({"jsonrpc": "2.0", "id": 1, "result": {}})),
+            (200, expected),
             "subscription {i}"
         );
     }

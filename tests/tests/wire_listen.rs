@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 
 #[path = "../fixtures/noop.rs"]
 mod noop;
+// `users://{id}/profile`: a filter may name only what the server serves.
+#[path = "../fixtures/profile.rs"]
+mod profile;
 
 /// Says the tool list changed, from inside a request.
 #[tool]

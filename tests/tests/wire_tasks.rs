@@ -1086,3 +1086,20 @@ async fn the_same_through_the_test_client() {
     }
     panic!("the task never completed");
 }
+
+#[tokio::test]
+async fn a_task_keeps_only_a_bounded_copy_of_its_request() {
+    let w = Wire::new(server().limits(|l| l.max_task_request_bytes(1000)));
+    // Ignored padding past the bound: refused before a task exists.
+    let pad = "x".repeat(2000);
+    let reply = w.send(call(7, "only_task", json!({"pad": pad}))).await;
+    reply.assert_json(
+        200,
+        json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32602, "message":
+            "Invalid params: the arguments have 2010 bytes, and a task keeps at most 1000 of its request (Limits::max_task_request_bytes); send less, or call `only_task` without a task"}}),
+    );
+    // Within it, the task is made.
+    let id = create(&w, "only_task", json!({"pad": "x".repeat(900)})).await;
+    let done = until(&w, &id, status("completed")).await;
+    assert_eq!(done["status"], "completed", "{done}");
+}

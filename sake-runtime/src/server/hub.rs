@@ -1,12 +1,13 @@
 //! What the server remembers of handshake sessions besides their signed ids: resource
 //! subscriptions, `logging/setLevel`, and each session's standalone GET stream.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
+use super::quota::Held;
 use super::records::Records;
 use super::session::Session;
 use crate::protocol::types::LoggingLevel;
@@ -22,7 +23,8 @@ pub(crate) enum SubscribeRefused {
 /// counts against the client that made it (see `records`).
 pub(crate) struct Hub {
     /// `resources/subscribe` of handshake sessions, by session id.
-    subscriptions: Mutex<Records<String, HashSet<Box<str>>>>,
+    /// Each URI with the bytes it holds of its client's share (`Shared::hold`).
+    subscriptions: Mutex<Records<String, HashMap<Box<str>, Held>>>,
     /// `logging/setLevel` of handshake sessions, by session id, for clients that keep sending
     /// the session id of `initialize` rather than the re-minted one that carries the level.
     log_levels: Mutex<Records<String, LoggingLevel>>,
@@ -58,19 +60,28 @@ impl Hub {
     /// Records a session's subscription to `uri` (a resource the server serves: the front
     /// checks). Refused when the session holds as many as it may. When the table is full, a
     /// record of the same client makes room (see `records`).
-    pub fn subscribe(&self, session: &Session, uri: &str) -> Result<(), SubscribeRefused> {
+    pub fn subscribe(
+        &self,
+        session: &Session,
+        uri: &str,
+        held: Held,
+    ) -> Result<(), SubscribeRefused> {
         let Ok(mut subs) = self.subscriptions.lock() else {
             return Ok(());
         };
         let now = Instant::now();
         if let Some(set) = subs.get_mut(&session.sid, now) {
-            if !set.contains(uri) && set.len() >= self.max_per_session {
+            if set.contains_key(uri) {
+                // Already held: the new share goes back.
+                return Ok(());
+            }
+            if set.len() >= self.max_per_session {
                 return Err(SubscribeRefused::TooManyForSession(self.max_per_session));
             }
-            set.insert(uri.into());
+            set.insert(uri.into(), held);
             return Ok(());
         }
-        let set = HashSet::from([Box::<str>::from(uri)]);
+        let set = HashMap::from([(Box::<str>::from(uri), held)]);
         subs.insert(
             session.sid.clone(),
             set,
@@ -97,7 +108,7 @@ impl Hub {
             .lock()
             .map(|s| {
                 s.get(&sid.to_owned(), Instant::now())
-                    .is_some_and(|set| set.contains(uri))
+                    .is_some_and(|set| set.contains_key(uri))
             })
             .unwrap_or(false)
     }
@@ -205,11 +216,11 @@ mod tests {
         let hub = Hub::new(100, 10, 8);
         let victim = session("victim");
         hub.set_log_level(&victim, LoggingLevel::Error);
-        hub.subscribe(&victim, "test://a").unwrap();
+        hub.subscribe(&victim, "test://a", held()).unwrap();
         for _ in 0..1000 {
             let s = session("attacker");
             hub.set_log_level(&s, LoggingLevel::Debug);
-            hub.subscribe(&s, "test://a").unwrap();
+            hub.subscribe(&s, "test://a", held()).unwrap();
         }
         assert_eq!(hub.log_level(&victim.sid), Some(LoggingLevel::Error));
         assert!(hub.is_subscribed(&victim.sid, "test://a"));
@@ -232,18 +243,50 @@ mod tests {
         assert!(!other.is_cancelled());
     }
 
+    /// A share of a budget no test reaches.
+    fn held() -> Held {
+        let q = std::sync::Arc::new(crate::server::quota::Quotas::default());
+        let k = crate::server::quota::Keys::default().of("c");
+        Held::new(
+            q.take(k, 1, usize::MAX).unwrap(),
+            q.take(k, 1, usize::MAX).unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_subscription_gives_its_bytes_back_when_it_goes() {
+        let hub = Hub::new(4, 4, 4);
+        let q = std::sync::Arc::new(crate::server::quota::Quotas::default());
+        let k = crate::server::quota::Keys::default().of("c");
+        let take = || Held::new(q.take(k, 10, 100).unwrap(), q.take(k, 10, 100).unwrap());
+        let s = session("x");
+        hub.subscribe(&s, "a://1", take()).unwrap();
+        hub.subscribe(&s, "a://2", take()).unwrap();
+        // The same URI again holds nothing more.
+        hub.subscribe(&s, "a://2", take()).unwrap();
+        assert_eq!(q.held(k), 40);
+        hub.unsubscribe(&s.sid, "a://1");
+        assert_eq!(q.held(k), 20);
+        hub.end_session(&s.sid);
+        assert_eq!(
+            q.held(k),
+            0,
+            "an ended session's subscriptions hold nothing"
+        );
+    }
+
     #[test]
     fn subscriptions_are_bounded_per_session() {
         let hub = Hub::new(4, 4, 2);
         let s = session("x");
-        assert_eq!(hub.subscribe(&s, "a://1"), Ok(()));
-        assert_eq!(hub.subscribe(&s, "a://2"), Ok(()));
-        assert_eq!(hub.subscribe(&s, "a://2"), Ok(()));
+        assert_eq!(hub.subscribe(&s, "a://1", held()), Ok(()));
+        assert_eq!(hub.subscribe(&s, "a://2", held()), Ok(()));
+        assert_eq!(hub.subscribe(&s, "a://2", held()), Ok(()));
         assert_eq!(
-            hub.subscribe(&s, "a://3"),
+            hub.subscribe(&s, "a://3", held()),
             Err(SubscribeRefused::TooManyForSession(2))
         );
         hub.unsubscribe(&s.sid, "a://1");
-        assert_eq!(hub.subscribe(&s, "a://3"), Ok(()));
+        assert_eq!(hub.subscribe(&s, "a://3", held()), Ok(()));
     }
 }

@@ -173,6 +173,8 @@ pub(crate) struct Shared {
     /// slots, and the keys they are counted under.
     pub requests_by: Arc<quota::Quotas>,
     pub streams_by: Arc<quota::Quotas>,
+    /// Bytes of state held per client, and in all (`Shared::hold`).
+    pub held_by: Arc<quota::Quotas>,
     pub quota_keys: quota::Keys,
     /// Long-lived streams: bounded by `max_streams`.
     pub streams_open: Arc<tokio::sync::Semaphore>,
@@ -326,6 +328,7 @@ impl Shared {
             )),
             requests_by: Arc::default(),
             streams_by: Arc::default(),
+            held_by: Arc::default(),
             quota_keys: quota::Keys::default(),
             streams_open: Arc::new(tokio::sync::Semaphore::new(config.limits.max_streams)),
             tasks,
@@ -427,29 +430,48 @@ impl Shared {
         )
     }
 
-    /// Whether `uri` names something the server serves (a static resource, or a match of a
-    /// template) and is no longer than [`MAX_URI_BYTES`]: the URIs a client may make the
-    /// server remember (subscriptions).
-    pub(crate) fn servable_uri(&self, uri: &str) -> Result<(), RpcError> {
+    /// Whether the caller may follow `uri` (a subscription, a listen filter): the server
+    /// serves it (a static resource, a match of a template, a skill file, a view), it is no
+    /// longer than [`MAX_URI_BYTES`], and the caller may read it — its scopes, and a
+    /// signed-in caller where it takes a `Principal`, as `resources/read` checks. A client
+    /// may make the server remember only URIs it could read.
+    pub(crate) fn followable_uri(
+        &self,
+        extensions: &http::Extensions,
+        uri: &str,
+    ) -> Result<(), RpcError> {
         if uri.len() > MAX_URI_BYTES {
             return Err(RpcError::invalid_params(format!(
                 "Invalid params: the URI has {} bytes; this server serves none longer than {MAX_URI_BYTES}",
                 uri.len()
             )));
         }
-        let served = self.registry.static_resource(uri).is_some()
-            || self.registry.skills.file(uri).is_some()
-            || self.registry.view(uri).is_some()
-            || self
+        let (scopes, principal): (&[&str], bool) =
+            if let Some(def) = self.registry.static_resource(uri) {
+                (def.scopes, def.principal)
+            } else if let Some(file) = self.registry.skills.file(uri) {
+                match file {
+                    crate::skills::FileAt::Static(f) => (f.scopes, false),
+                    crate::skills::FileAt::Dynamic(skill, _) => (skill.scopes, false),
+                }
+            } else if self.registry.view(uri).is_some() {
+                (&[], false)
+            } else if let Some(t) = self
                 .registry
                 .templates
                 .iter()
-                .any(|t| t.template.matches(uri).is_some());
-        if served {
-            Ok(())
-        } else {
-            Err(RpcError::resource_not_found(uri))
-        }
+                .find(|t| t.template.matches(uri).is_some())
+            {
+                (t.def.scopes, t.def.principal)
+            } else {
+                return Err(RpcError::resource_not_found(uri));
+            };
+        self.authorize(
+            extensions,
+            format_args!("resource `{uri}`"),
+            scopes,
+            principal,
+        )
     }
 
     /// Who a request's records count against ([`records`]): the caller's digest, else the
@@ -460,10 +482,10 @@ impl Shared {
             return p;
         }
         match extensions.get::<PeerAddr>() {
-            Some(PeerAddr(ip)) => self
-                .sessions
-                .signer()
-                .digest(crate::signing::Domain::Principal, &format!("peer {ip}")),
+            Some(PeerAddr(ip)) => self.sessions.signer().digest(
+                crate::signing::Domain::Principal,
+                &format!("peer {}", self.client_network(*ip)),
+            ),
             None => "anonymous".to_owned(),
         }
     }
@@ -475,9 +497,15 @@ impl Shared {
             return self.quota_keys.of(("p", p));
         }
         match extensions.get::<PeerAddr>() {
-            Some(PeerAddr(ip)) => self.quota_keys.of(("a", ip)),
+            Some(PeerAddr(ip)) => self.quota_keys.of(("a", self.client_network(*ip))),
             None => self.quota_keys.of("local"),
         }
+    }
+
+    /// The network an anonymous caller's address stands for: an IPv4 address (an IPv4-mapped
+    /// IPv6 one too), or the `Limits::ipv6_client_prefix` of an IPv6 one.
+    pub(crate) fn client_network(&self, ip: std::net::IpAddr) -> std::net::IpAddr {
+        quota::client_network(ip, self.config.limits.ipv6_client_prefix)
     }
 
     /// Whether a caller digest stored in a token is this request's caller (strictly: an

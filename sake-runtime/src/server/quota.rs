@@ -47,6 +47,25 @@ impl Keys {
     }
 }
 
+/// The network `ip` stands for as a client: an IPv4 address as it is (an IPv4-mapped IPv6
+/// address as its IPv4 address), an IPv6 address cut to its first `prefix` bits — one
+/// subscriber holds a whole /64 and picks addresses in it freely, so counting each /128 apart
+/// would give one client as many shares as it likes.
+pub(crate) fn client_network(ip: std::net::IpAddr, prefix: u8) -> std::net::IpAddr {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let bits = u32::from(prefix.clamp(1, 128));
+                let mask = u128::MAX << (128 - bits);
+                IpAddr::V6((u128::from(v6) & mask).into())
+            }
+        },
+    }
+}
+
 /// Units out per key.
 #[derive(Debug, Default)]
 pub(crate) struct Quotas {
@@ -99,6 +118,21 @@ impl Quotas {
     }
 }
 
+/// Bytes of state a client made the server keep (a subscription, a listen filter): its share
+/// and everyone's, given back together when dropped.
+#[derive(Debug)]
+pub(crate) struct Held {
+    _shares: [Share; 2],
+}
+
+impl Held {
+    pub fn new(client: Share, all: Share) -> Held {
+        Held {
+            _shares: [client, all],
+        }
+    }
+}
+
 impl Drop for Share {
     fn drop(&mut self) {
         let mut out = self
@@ -118,6 +152,18 @@ impl Drop for Share {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ipv6_client_is_its_network() {
+        let net = |ip: &str, prefix| client_network(ip.parse().unwrap(), prefix).to_string();
+        assert_eq!(net("2001:db8:7:1::1", 64), "2001:db8:7:1::");
+        assert_eq!(net("2001:db8:7:1:ffff:1:2:3", 64), "2001:db8:7:1::");
+        assert_eq!(net("2001:db8:7:2::1", 64), "2001:db8:7:2::");
+        assert_eq!(net("2001:db8:7:1::1", 48), "2001:db8:7::");
+        assert_eq!(net("2001:db8:7:1::1", 128), "2001:db8:7:1::1");
+        assert_eq!(net("::ffff:192.0.2.7", 64), "192.0.2.7");
+        assert_eq!(net("192.0.2.7", 64), "192.0.2.7");
+    }
 
     #[test]
     fn shares_are_bounded_per_key_and_given_back() {

@@ -148,8 +148,9 @@ pub(crate) fn listen(
     id: RequestId,
     params: &Params<'_>,
     meta: &RequestMeta,
-    principal: Option<String>,
+    extensions: &http::Extensions,
 ) -> Result<impl Stream<Item = Frame> + Send + 'static, RpcError> {
+    let principal = shared.principal_of(extensions);
     let raw = params.notifications.ok_or_else(|| {
         RpcError::invalid_params("Invalid params: `subscriptions/listen` needs `notifications` (a SubscriptionFilter object)")
     })?;
@@ -188,7 +189,36 @@ pub(crate) fn listen(
             )));
         }
     }
-    let filter = filter.honoured(shared);
+    let mut filter = filter.honoured(shared);
+    // Only what the server serves is honoured (the acknowledgement leaves the rest out), and
+    // only what the caller may read: a resource it may not read is refused with the same
+    // 401 or 403 as `resources/read`, so that it can sign in with more.
+    if let Some(uris) = &mut filter.resource_subscriptions {
+        let mut kept = Uris::default();
+        for uri in std::mem::take(&mut uris.listed) {
+            match shared.followable_uri(extensions, &uri) {
+                Ok(()) => {
+                    kept.set.insert(uri.clone());
+                    kept.listed.push(uri);
+                }
+                Err(e) if e.challenge().is_some() => return Err(e),
+                Err(_) => {}
+            }
+        }
+        *uris = kept;
+    }
+    // What the stream keeps, counted against the client's bytes until it ends.
+    let bytes = filter.resource_subscriptions.as_ref().map_or(0, |u| {
+        u.listed
+            .iter()
+            .map(|uri| uri.len() + super::front::HELD_OVERHEAD)
+            .sum::<usize>()
+    }) + filter.task_ids.as_ref().map_or(0, |ids| {
+        ids.iter()
+            .map(|id| id.len() + super::front::HELD_OVERHEAD)
+            .sum::<usize>()
+    });
+    let held = shared.hold(extensions, bytes, "this stream's filter")?;
     let tasks = match (&shared.tasks, &filter.task_ids) {
         (Some(tasks), Some(ids)) => {
             let mut poll = tokio::time::interval(tasks.poll_interval);
@@ -217,6 +247,7 @@ pub(crate) fn listen(
         closed: false,
         tasks,
         outbox: VecDeque::new(),
+        _held: held,
     };
     Ok(futures_util::stream::unfold(state, next))
 }
@@ -232,6 +263,8 @@ struct State {
     tasks: Option<TaskWatch>,
     /// Frames decided and not yet sent.
     outbox: VecDeque<Bytes>,
+    /// The bytes of its filter, in its client's share until the stream ends.
+    _held: super::front::Held,
 }
 
 /// The tasks a stream reports on (`notifications/tasks`).
@@ -417,7 +450,7 @@ mod tests {
             RequestId::Number(1),
             &params,
             &RequestMeta::default(),
-            None,
+            &http::Extensions::new(),
         ) {
             Ok(_) => panic!("accepted {params:?}"),
             Err(e) => e.message,

@@ -296,6 +296,15 @@ impl Shared {
             return Err(RpcError::internal("tasks are not enabled on this server"));
         };
         let rev = parts.revision;
+        // The task keeps its request to run it again when the client answers: a bounded copy.
+        let kept = arguments.map_or(0, |a| a.get().len());
+        let most = self.config.limits.max_task_request_bytes;
+        if kept > most {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: the arguments have {kept} bytes, and a task keeps at most {most} of its request (Limits::max_task_request_bytes); send less, or call `{}` without a task",
+                def.name
+            )));
+        }
         let principal = self.principal_of(&parts.extensions);
         key.principal = principal.clone();
         let round = Arc::new(Mrtr::start(
@@ -476,6 +485,17 @@ impl Shared {
         responses: Map<String, Value>,
         extensions: http::Extensions,
     ) -> Result<(), RpcError> {
+        // The answer runs the tool again, under the updater's token: it must still be allowed
+        // to (a narrower token than the one the task began with gets the 401 or 403).
+        if let Some(entry) = self.registry.tool(&record.request.name) {
+            let def = entry.def;
+            self.authorize(
+                &extensions,
+                format_args!("tool `{}`", def.name),
+                def.scopes,
+                def.principal,
+            )?;
+        }
         // A key that is not outstanding is ignored whatever its value ("A server SHOULD ignore
         // any inputResponses … mapped to a key that is not currently outstanding"); an answer
         // to an outstanding one must have its result's shape, or nothing is taken.

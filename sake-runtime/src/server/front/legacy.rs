@@ -117,13 +117,22 @@ impl Shared {
                 if method == Method::ResourcesUnsubscribe {
                     self.hub.unsubscribe(&session.sid, &uri);
                 } else {
-                    // Only to what the server serves: a subscription to anything else is
-                    // memory held for nothing.
-                    if let Err(e) = self.servable_uri(&uri) {
+                    // Only to what the server serves, and the caller may read: a
+                    // subscription to anything else is memory held for nothing, or a
+                    // way around the resource's scopes.
+                    if let Err(e) = self.followable_uri(&inbound.extensions, &uri) {
                         return done(Err(render::error(rev, e)));
                     }
+                    let held = match self.hold(
+                        &inbound.extensions,
+                        uri.len() + super::HELD_OVERHEAD,
+                        "this subscription",
+                    ) {
+                        Ok(held) => held,
+                        Err(e) => return done(Err(e)),
+                    };
                     if let Err(SubscribeRefused::TooManyForSession(n)) =
-                        self.hub.subscribe(session, &uri)
+                        self.hub.subscribe(session, &uri, held)
                     {
                         return done(Err(RpcError::internal(format!(
                             "This session holds {n} resource subscriptions, the most it may; unsubscribe from one first"

@@ -169,6 +169,51 @@ impl Shared {
     }
 }
 
+pub(crate) use super::quota::Held;
+
+/// The bookkeeping a held URI costs besides its bytes (its box, its set entry).
+pub(crate) const HELD_OVERHEAD: usize = 64;
+
+impl Shared {
+    /// `bytes` of state for the request's client (`what` names it in the refusal): -32000
+    /// with 429 past the client's share, 503 past everyone's.
+    pub(crate) fn hold(
+        &self,
+        extensions: &http::Extensions,
+        bytes: usize,
+        what: &str,
+    ) -> Result<Held, RpcError> {
+        let limits = &self.config.limits;
+        let limit = limits.max_held_bytes_per_client;
+        let mine = self
+            .held_by
+            .take(self.caller_key(extensions), bytes, limit)
+            .map_err(|held| {
+                RpcError::new(
+                    jsonrpc::code::TRANSPORT_REFUSED,
+                    format!(
+                        "Too Many Requests: {what} needs {bytes} bytes, and this client already has the server keep {held} of its {limit} (Limits::max_held_bytes_per_client); unsubscribe or close a stream first"
+                    ),
+                )
+                .with_status(429)
+            })?;
+        let all = self
+            .held_by
+            .take(
+                self.quota_keys.of("held in all"),
+                bytes,
+                limits.max_held_bytes,
+            )
+            .map_err(|_| {
+                busy(&format!(
+                    "{} bytes of subscriptions and streams",
+                    limits.max_held_bytes
+                ))
+            })?;
+        Ok(Held::new(mine, all))
+    }
+}
+
 /// Held while requests run or a stream is open: a share of the global budget and of the
 /// caller's and session's.
 #[derive(Debug)]

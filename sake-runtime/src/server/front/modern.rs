@@ -96,13 +96,12 @@ impl Shared {
         inbound: Inbound,
     ) -> Answer {
         if method == Method::Listen {
-            let principal = self.principal_of(&inbound.extensions);
             return match super::super::subscriptions::listen(
                 self,
                 id.clone(),
                 params,
                 &meta,
-                principal,
+                &inbound.extensions,
             ) {
                 Ok(frames) => Answer::Listen(Box::new(Box::pin(frames))),
                 Err(e) => Answer::Ready(Err(e)),
