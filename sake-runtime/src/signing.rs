@@ -120,6 +120,15 @@ impl Signer {
         B64.encode(&tag[..16])
     }
 
+    /// The digests of `text` under every key, the current one first: what a record made
+    /// under any of them holds.
+    pub fn digests(&self, domain: Domain, text: &str) -> Vec<String> {
+        self.keys
+            .iter()
+            .map(|k| B64.encode(&self.mac(k, domain, text).finalize().into_bytes()[..16]))
+            .collect()
+    }
+
     /// Whether `digest` is the digest of `text` under any of the keys (one made before a key
     /// rotation still matches).
     pub fn is_digest_of(&self, domain: Domain, digest: &str, text: &str) -> bool {

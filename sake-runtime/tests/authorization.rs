@@ -1074,7 +1074,14 @@ async fn a_tasks_answer_is_authorized_again_under_the_updaters_token() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(status, "input_required", "{}", rpc("root", 2, "tasks/get", json!({"taskId": task})).await.body);
+    assert_eq!(
+        status,
+        "input_required",
+        "{}",
+        rpc("root", 2, "tasks/get", json!({"taskId": task}))
+            .await
+            .body
+    );
     let answer = json!({"taskId": task, "inputResponses": {
         "confirm": {"action": "accept", "content": {"ok": true}}}});
     // The same caller with a token without `admin`: the answer would run the tool again,

@@ -979,3 +979,46 @@ async fn stdio_flood_is_bounded() {
         json!({"jsonrpc": "2.0", "id": 6000, "result": {"content": [{"type": "text", "text": "quick"}]}})
     );
 }
+
+/// Ends a handshake session with DELETE.
+async fn delete(addr: SocketAddr, from: IpAddr, sid: &str) -> Reply {
+    let mut tcp = connect(addr, from).await;
+    let req = format!(
+        "DELETE /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\nmcp-session-id: {sid}\r\nmcp-protocol-version: {LEGACY}\r\n\r\n"
+    );
+    tcp.write_all(req.as_bytes()).await.unwrap();
+    read_reply(&mut tcp).await
+}
+
+/// The attack, scaled down (a table of 100 ended sessions, 10 per client): a victim
+/// ends its session; a dozen addresses then open and end 20 sessions each, and one more
+/// address ends one. The victim's session id stays ended (404) — the ends pushed out of the
+/// table became cut-offs, never forgotten — and others are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_session_stays_ended_under_table_pressure() {
+    let _serial = SERIAL.lock().await;
+    let addr =
+        serve(server().limits(|l| l.max_tracked_sessions(100).max_records_per_client(10))).await;
+    let victim_ip = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9));
+    let victim = handshake(addr, victim_ip).await;
+    assert_eq!(delete(addr, victim_ip, &victim).await.status, 200);
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let gone = |reply: &Reply| {
+        assert_eq!(reply.status, 404, "{reply:?}");
+        assert_eq!(reply.json()["error"]["code"], -32001, "{reply:?}");
+    };
+    gone(&post(addr, victim_ip, &in_session(&victim), &ping).await);
+    for n in 0..=12u8 {
+        let from = IpAddr::V4(Ipv4Addr::new(127, 0, 1, n));
+        let rounds = if n == 12 { 1 } else { 20 };
+        for _ in 0..rounds {
+            let sid = handshake(addr, from).await;
+            // 404 once the address's own ends were pushed out: its sessions opened until then
+            // (within this second) are cut off.
+            let status = delete(addr, from, &sid).await.status;
+            assert!(matches!(status, 200 | 404), "{status}");
+        }
+        gone(&post(addr, victim_ip, &in_session(&victim), &ping).await);
+    }
+    honest_client_is_served(addr).await;
+}

@@ -46,6 +46,10 @@ pub(crate) const MAX_URI_BYTES: usize = 4096;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PeerAddr(pub std::net::IpAddr);
 
+/// Whether a caller digest stored in a record is a given request's caller
+/// ([`Shared::owner_test`]).
+pub(crate) type OwnerTest = Arc<dyn Fn(Option<&str>) -> bool + Send + Sync>;
+
 /// Names the authenticated caller of a request.
 pub(crate) type PrincipalFn = Arc<dyn Fn(&http::Extensions) -> Option<String> + Send + Sync>;
 
@@ -403,18 +407,22 @@ impl Shared {
     /// Ends every handshake session the caller named `name` opened until now, here and on
     /// every replica.
     pub(crate) fn sign_out(&self, name: &str) {
-        let principal = self
+        let at = session::now_secs();
+        // Under every key: a session opened before a key rotation carries the digest made
+        // under the key of its day, and must end too.
+        for principal in self
             .sessions
             .signer()
-            .digest(crate::signing::Domain::Principal, name);
-        let at = session::now_secs();
-        let until = self.sessions.sign_out(&principal, at);
-        if let Some(relay) = &self.relay {
-            relay.publish(&BusMessage::SignedOut {
-                principal,
-                at,
-                until,
-            });
+            .digests(crate::signing::Domain::Principal, name)
+        {
+            let until = self.sessions.sign_out(&principal, at);
+            if let Some(relay) = &self.relay {
+                relay.publish(&BusMessage::SignedOut {
+                    principal,
+                    at,
+                    until,
+                });
+            }
         }
     }
 
@@ -517,6 +525,17 @@ impl Shared {
             stored,
             self.caller_name(extensions).as_deref(),
         )
+    }
+
+    /// Whether a caller digest stored in a record (a task's creator) is this request's
+    /// caller, under any of the server's keys: a record made before a key rotation stays its
+    /// caller's.
+    pub(crate) fn owner_test(self: &Arc<Self>, extensions: &http::Extensions) -> OwnerTest {
+        let name = self.caller_name(extensions);
+        let shared = self.clone();
+        Arc::new(move |stored| {
+            crate::handler::input::same_caller(shared.sessions.signer(), stored, name.as_deref())
+        })
     }
 
     pub(crate) fn caller_name(&self, extensions: &http::Extensions) -> Option<String> {

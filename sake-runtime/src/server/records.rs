@@ -21,6 +21,14 @@ struct Entry<V> {
     owner: Owner,
 }
 
+/// A record pushed out to make room.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Evicted<K, V> {
+    pub key: K,
+    pub value: V,
+    pub owner: Owner,
+}
+
 /// Expiring records by key, bounded per owner and in all.
 pub(crate) struct Records<K, V> {
     entries: HashMap<K, Entry<V>>,
@@ -91,7 +99,8 @@ impl<K: Clone + Eq + Hash + Ord, V> Records<K, V> {
 
     /// Keeps `value` for `key` until `expires`, made by `owner`; replaces an earlier record of
     /// the key. Drops expired records first, then makes room as the module says. Returns the
-    /// keys evicted to make room (not the expired ones).
+    /// records evicted to make room (not the expired ones), with their owners: a table whose
+    /// records must not be forgotten (ended sessions) keeps what they said another way.
     pub fn insert(
         &mut self,
         key: K,
@@ -99,7 +108,7 @@ impl<K: Clone + Eq + Hash + Ord, V> Records<K, V> {
         expires: Instant,
         owner: &str,
         now: Instant,
-    ) -> Vec<K> {
+    ) -> Vec<Evicted<K, V>> {
         self.purge(now);
         self.remove(&key);
         let mut evicted = Vec::new();
@@ -108,17 +117,16 @@ impl<K: Clone + Eq + Hash + Ord, V> Records<K, V> {
             .get(owner)
             .is_some_and(|set| set.len() >= self.max_per_owner)
             && let Some(k) = self.soonest_of(owner)
+            && let Some(e) = self.take(&k)
         {
-            self.remove(&k);
-            evicted.push(k);
+            evicted.push(e);
         }
         if self.entries.len() >= self.max_total {
             let k = self
                 .soonest_of(owner)
                 .or_else(|| self.by_expiry.first().map(|(_, _, k)| k.clone()));
-            if let Some(k) = k {
-                self.remove(&k);
-                evicted.push(k);
+            if let Some(e) = k.and_then(|k| self.take(&k)) {
+                evicted.push(e);
             }
         }
         let seq = self.next;
@@ -149,6 +157,10 @@ impl<K: Clone + Eq + Hash + Ord, V> Records<K, V> {
 
     /// Forgets `key`; its value, if it had one.
     pub fn remove(&mut self, key: &K) -> Option<V> {
+        self.take(key).map(|e| e.value)
+    }
+
+    fn take(&mut self, key: &K) -> Option<Evicted<K, V>> {
         let e = self.entries.remove(key)?;
         self.by_expiry.remove(&(e.expires, e.seq, key.clone()));
         if let Some(set) = self.owners.get_mut(&e.owner) {
@@ -157,7 +169,11 @@ impl<K: Clone + Eq + Hash + Ord, V> Records<K, V> {
                 self.owners.remove(&e.owner);
             }
         }
-        Some(e.value)
+        Some(Evicted {
+            key: key.clone(),
+            value: e.value,
+            owner: e.owner,
+        })
     }
 
     /// Drops every record expired at `now`: O(log n) each, and only those.
@@ -229,10 +245,17 @@ mod tests {
         r.insert(4, (), at(now, 70), "b", now);
         // Full: b's soonest goes, not a's (which expires sooner).
         let evicted = r.insert(5, (), at(now, 80), "b", now);
-        assert_eq!(evicted, vec![2]);
+        assert_eq!(evicted.iter().map(|e| e.key).collect::<Vec<_>>(), vec![2]);
         assert!(r.contains(&1, now));
         // A new owner in a full table: the soonest of all goes.
         let evicted = r.insert(6, (), at(now, 90), "c", now);
-        assert_eq!(evicted, vec![1]);
+        assert_eq!(
+            evicted,
+            vec![Evicted {
+                key: 1,
+                value: (),
+                owner: "a".into()
+            }]
+        );
     }
 }

@@ -130,9 +130,17 @@ pub(crate) struct Sessions {
     pub lifetime: Duration,
     /// A token older than this is replaced by a fresh one on the next response.
     pub refresh_after: Duration,
-    /// Sessions ended with DELETE, until they would have expired; bounded per owner and in
-    /// all (see `records`).
-    ended: Mutex<Records<String, ()>>,
+    /// Sessions ended with DELETE, until they would have expired (the value: when, in Unix
+    /// seconds); bounded per owner and in all (see `records`). An end is never forgotten: a
+    /// record pushed out to make room becomes a cut-off of its owner.
+    ended: Mutex<Records<String, u64>>,
+    /// Per owner whose ended sessions did not all fit: every session of theirs opened at or
+    /// before this (Unix seconds) is refused, until the last could have expired. One per
+    /// owner, bounded in all; one pushed out raises `cut_off_all`.
+    cut_offs: Mutex<Records<String, u64>>,
+    /// Every session opened at or before this (Unix seconds) is refused: the last resort when
+    /// the cut-offs do not fit either. 0: none.
+    cut_off_all: std::sync::atomic::AtomicU64,
     /// Callers signed out (`Service::end_sessions_of`), by principal digest: when. Sessions
     /// of theirs opened then or before are refused; kept until the last could have expired.
     signed_out: Mutex<Records<String, u64>>,
@@ -161,6 +169,8 @@ impl Sessions {
             lifetime,
             refresh_after,
             ended: Mutex::new(Records::new(max_ended, max_ended_per_owner)),
+            cut_offs: Mutex::new(Records::new(max_ended, 1)),
+            cut_off_all: std::sync::atomic::AtomicU64::new(0),
             signed_out: Mutex::new(Records::new(max_ended, max_ended_per_owner)),
             verified: Mutex::new(HashMap::new()),
         }
@@ -222,6 +232,18 @@ impl Sessions {
             return Err(Refused::Ended);
         }
         drop(ended);
+        let opened = self.opened_at(&session);
+        if opened <= self.cut_off_all.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Refused::Ended);
+        }
+        let cut_offs = self.cut_offs.lock().map_err(|_| Refused::Invalid)?;
+        if cut_offs
+            .get(&session.owner, Instant::now())
+            .is_some_and(|&cut| opened <= cut)
+        {
+            return Err(Refused::Ended);
+        }
+        drop(cut_offs);
         if let Some(p) = &session.principal {
             let out = self.signed_out.lock().map_err(|_| Refused::Invalid)?;
             if let Some(&at) = out.get(p, Instant::now())
@@ -264,8 +286,41 @@ impl Sessions {
         let Some(at) = instant_at(until, now) else {
             return;
         };
-        if let Ok(mut ended) = self.ended.lock() {
-            ended.insert(sid.to_owned(), (), at, owner, now);
+        let evicted = match self.ended.lock() {
+            Ok(mut ended) => ended.insert(sid.to_owned(), until, at, owner, now),
+            Err(_) => return,
+        };
+        // Never forgotten: an end pushed out (its owner has ended as many sessions as it may
+        // be remembered for, or the table is full) becomes its owner's cut-off.
+        for e in evicted {
+            let opened = e.value.saturating_sub(self.lifetime.as_secs());
+            self.cut_off(&e.owner, opened, now);
+        }
+    }
+
+    /// Refuses every session of `owner` opened at or before `opened` (Unix seconds).
+    fn cut_off(&self, owner: &str, opened: u64, now: Instant) {
+        let Ok(mut cut_offs) = self.cut_offs.lock() else {
+            return;
+        };
+        let cut = cut_offs
+            .get(&owner.to_owned(), now)
+            .map_or(opened, |&c| c.max(opened));
+        let Some(until) = instant_at(cut.saturating_add(self.lifetime.as_secs()), now) else {
+            return;
+        };
+        tracing::debug!(
+            "an owner's ended sessions do not all fit in the table: its sessions opened until {cut} are refused"
+        );
+        for e in cut_offs.insert(owner.to_owned(), cut, until, owner, now) {
+            // Even the cut-offs do not fit: every session opened until then is refused (their
+            // clients start new ones); ended sessions stay ended.
+            tracing::warn!(
+                "the table of ended sessions is full (Limits::max_tracked_sessions): every session opened until {} is refused",
+                e.value
+            );
+            self.cut_off_all
+                .fetch_max(e.value, std::sync::atomic::Ordering::Relaxed);
         }
     }
 
@@ -438,15 +493,58 @@ mod tests {
         victim.owner = "victim".into();
         let token = s.mint(&victim);
         s.end(&s.verify(&token).unwrap());
+        let mut bystander =
+            Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+        bystander.owner = "bystander".into();
+        let bystanders = s.mint(&bystander);
         for _ in 0..1000 {
             let mut throwaway =
                 Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
             throwaway.owner = "attacker".into();
-            let t = s.mint(&throwaway);
-            s.end(&s.verify(&t).unwrap());
+            // (Its own earlier ends, pushed out, cut its sessions off: its new ones are
+            // refused within the second. It ends them all the same.)
+            s.end(&throwaway);
         }
         assert_eq!(s.verify(&token), Err(Refused::Ended));
         assert!(s.ended.lock().unwrap().len() <= 4);
+        // Only the attacker's own sessions are cut off.
+        assert!(s.verify(&bystanders).is_ok());
+    }
+
+    /// The attack of the issue: an ended session's id must not work again however many
+    /// sessions other owners end, and the owners' other sessions opened later still work.
+    #[test]
+    fn an_ended_session_stays_ended_under_table_pressure() {
+        let s = sessions(3600);
+        let open = |owner: &str, later: u64| {
+            let mut session =
+                Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+            session.owner = owner.into();
+            // Opened `later` seconds from now (its end is fixed by its lifetime).
+            session.expires = now_secs() + 3600 + later;
+            let token = s.mint(&session);
+            (session, token)
+        };
+        let (victim, token) = open("victim", 0);
+        let (others, other_token) = open("bystander", 0);
+        s.end(&victim);
+        // Twelve owners end sessions until the table (4, 4 per owner) has pushed out
+        // everything, the victim's record first of all.
+        for round in 0..20 {
+            for owner in 0..12 {
+                s.end(&open(&format!("attacker{owner}"), 0).0);
+                assert_eq!(s.verify(&token), Err(Refused::Ended), "round {round}");
+            }
+        }
+        assert!(s.ended.lock().unwrap().len() <= 4);
+        assert!(s.cut_offs.lock().unwrap().len() <= 4);
+        // The last resort was reached: sessions opened until then are refused (fail closed;
+        // their clients start new ones) …
+        assert_eq!(s.verify(&other_token), Err(Refused::Ended));
+        drop(others);
+        // … and a session opened afterwards works, the victim's or a newcomer's.
+        assert!(s.verify(&open("victim", 5).1).is_ok());
+        assert!(s.verify(&open("newcomer", 5).1).is_ok());
     }
 
     #[test]

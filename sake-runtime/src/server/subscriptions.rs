@@ -150,7 +150,7 @@ pub(crate) fn listen(
     meta: &RequestMeta,
     extensions: &http::Extensions,
 ) -> Result<impl Stream<Item = Frame> + Send + 'static, RpcError> {
-    let principal = shared.principal_of(extensions);
+    let owns = shared.owner_test(extensions);
     let raw = params.notifications.ok_or_else(|| {
         RpcError::invalid_params("Invalid params: `subscriptions/listen` needs `notifications` (a SubscriptionFilter object)")
     })?;
@@ -226,7 +226,7 @@ pub(crate) fn listen(
             Some(TaskWatch {
                 tasks: tasks.clone(),
                 changes: tasks.subscribe(),
-                principal,
+                owns,
                 requested: ids.clone(),
                 watched: HashMap::new(),
                 poll,
@@ -272,7 +272,8 @@ struct TaskWatch {
     tasks: Arc<Tasks>,
     /// Tasks that changed in this process.
     changes: broadcast::Receiver<Arc<str>>,
-    principal: Option<String>,
+    /// Whether a task's caller digest is this stream's caller.
+    owns: super::OwnerTest,
     requested: Vec<String>,
     /// Each unfinished task followed, with the version last reported.
     watched: HashMap<String, u64>,
@@ -290,7 +291,7 @@ impl TaskWatch {
             if agreed.contains(&task) {
                 continue;
             }
-            if let Ok(record) = self.tasks.find(&task, self.principal.as_deref()).await {
+            if let Ok(record) = self.tasks.find(&task, &*self.owns).await {
                 out.push_back(task_notification(&record, id));
                 if !record.status.is_terminal() {
                     self.watched.insert(task.clone(), record.version);
@@ -310,7 +311,7 @@ impl TaskWatch {
             None => self.watched.keys().cloned().collect(),
         };
         for task in ids {
-            match self.tasks.find(&task, self.principal.as_deref()).await {
+            match self.tasks.find(&task, &*self.owns).await {
                 Ok(record) => {
                     if self.watched.get(&task) != Some(&record.version) {
                         out.push_back(task_notification(&record, id));

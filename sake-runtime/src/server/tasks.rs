@@ -197,13 +197,19 @@ impl Tasks {
 
     /// The task `id` if `principal` created it: another caller's task answers exactly like
     /// an unknown one, so that its existence does not leak.
-    pub async fn find(&self, id: &str, principal: Option<&str>) -> Result<TaskRecord, RpcError> {
+    /// `owns` says whether a record's caller digest is the caller's (under any of the
+    /// server's keys: a task created before a key rotation stays its creator's).
+    pub async fn find(
+        &self,
+        id: &str,
+        owns: &(dyn Fn(Option<&str>) -> bool + Send + Sync),
+    ) -> Result<TaskRecord, RpcError> {
         self.sweep().await;
         self.store
             .get(id)
             .await
             .map_err(store_error)?
-            .filter(|r| r.belongs_to(principal))
+            .filter(|r| owns(r.principal.as_deref()))
             .ok_or_else(|| not_found(id))
     }
 }
@@ -443,11 +449,11 @@ impl Shared {
             _ => None,
         };
         let rev = parts.revision;
-        let principal = self.principal_of(&parts.extensions);
+        let owns = self.owner_test(&parts.extensions);
         let shared = self.clone();
         Ok(Dispatched::Pending(Box::pin(async move {
             let answer = async {
-                let record = tasks.find(&id, principal.as_deref()).await?;
+                let record = tasks.find(&id, &*owns).await?;
                 match (method, responses) {
                     (Method::TasksUpdate, Some(responses)) => {
                         shared
