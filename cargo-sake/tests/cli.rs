@@ -6,9 +6,11 @@
 //! 2. `schemas` prints the lists of all four revisions, equal to the crate's snapshot; `--table`
 //!    and `--profile` print the table and a compatibility report; `--check` passes;
 //! 3. `dev`, with a 2025-11-25 session and its GET stream open: a build error leaves the
-//!    running server serving; a changed doc comment restarts it, and the same session id lists
-//!    the new description, its reconnected stream opens with
-//!    `notifications/tools/list_changed`, and so does a 2026-07-28 listen stream;
+//!    running server serving; a changed doc comment restarts it (the table of what each
+//!    revision lists and its warnings printed), and the same session id lists the new
+//!    description, a 2026-07-28 `requestState` from before the restart completes its call, the
+//!    session's reconnected stream opens with `notifications/tools/list_changed`, and so does a
+//!    2026-07-28 listen stream;
 //! 4. `schemas --check` then fails, naming the changed description;
 //! 5. Ctrl-C (`SIGINT` to `cargo sake` alone) stops the server, the watcher and the MCP Inspector
 //!    it started (`--inspector`, the pinned one from `$SAKE_NODE_MODULES`): no process is left.
@@ -34,6 +36,28 @@ const CARGO_SAKE: &str = env!("CARGO_BIN_EXE_cargo-sake");
 
 /// The longest a step of `cargo sake dev` may take (a build of the crate, on a busy machine).
 const SAKE_WAIT: u64 = 120;
+
+/// A tool the test adds to the new crate: it asks the user's name.
+const ASK_NAME: &str = r#"
+#[derive(serde::Deserialize, JsonSchema)]
+struct NameForm {
+    name: String,
+}
+
+/// Asks the user's name, then greets them.
+#[tool]
+async fn ask_name(ctx: Context) -> Result<String, InputError> {
+    Ok(
+        match ctx.elicit::<NameForm>("user_name", "What is your name?").await? {
+            Elicitation::Accepted(form) => format!("Hello, {}!", form.name),
+            Elicitation::Declined | Elicitation::Cancelled => "Hello, stranger!".into(),
+        },
+    )
+}
+"#;
+
+/// `ask_name`'s description.
+const ASKS: &str = "Asks the user's name, then greets them.";
 
 /// This workspace: the sake checkout the new crate depends on.
 fn workspace() -> PathBuf {
@@ -355,7 +379,34 @@ impl Http {
         sid
     }
 
-    /// The tool descriptions the session lists.
+    /// A 2026-07-28 `tools/call` of `name` (no session: everything in `_meta`), with the client
+    /// able to answer elicitation; `more` goes into the params (`inputResponses`,
+    /// `requestState`). The result.
+    async fn call_modern(&self, id: u64, name: &str, more: Value) -> Value {
+        let mut params = json!({"name": name, "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+            "io.modelcontextprotocol/clientInfo": {"name": "cargo-sake-test", "version": "1.0.0"}}});
+        if let Value::Object(m) = more {
+            params.as_object_mut().unwrap().extend(m);
+        }
+        let resp = self
+            .post(
+                None,
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}),
+            )
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", name)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let body: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        body["result"].clone()
+    }
+
+    /// The tool names and descriptions the session lists, by name.
     async fn descriptions(&self, sid: &str) -> Value {
         let resp = self
             .post(
@@ -368,12 +419,12 @@ impl Http {
         assert_eq!(resp.status(), 200, "the session is served");
         let body: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
         let tools = body["result"]["tools"].as_array().unwrap();
-        Value::Array(
-            tools
-                .iter()
-                .map(|t| json!([t["name"], t["description"]]))
-                .collect(),
-        )
+        let mut pairs: Vec<Value> = tools
+            .iter()
+            .map(|t| json!([t["name"], t["description"]]))
+            .collect();
+        pairs.sort_by_key(|p| p[0].as_str().unwrap_or_default().to_owned());
+        Value::Array(pairs)
     }
 
     /// The session's GET stream.
@@ -610,6 +661,13 @@ async fn a_new_server_tested_served_and_kept_across_restarts() {
         "{stderr}"
     );
 
+    // A second tool, one that asks the user (on 2026-07-28: `input_required` and a signed
+    // `requestState`, which the client sends back with the answer).
+    let main_rs = krate.join("src/main.rs");
+    let mut source = std::fs::read_to_string(&main_rs).unwrap();
+    source.push_str(ASK_NAME);
+    std::fs::write(&main_rs, &source).unwrap();
+
     // 3. dev, with a 2025-11-25 session open across a failed build and a restart. (What an
     // earlier run of this test kept of its server goes: this run's first start is a first.)
     let _ = std::fs::remove_dir_all(target_dir().join("sake/demo-bin-demo"));
@@ -642,14 +700,20 @@ async fn a_new_server_tested_served_and_kept_across_restarts() {
     let sid = http.open_session().await;
     assert_eq!(
         http.descriptions(&sid).await,
-        json!([["greet", "Greets someone by name."]])
+        json!([["ask_name", ASKS], ["greet", "Greets someone by name."]])
     );
     let mut stream = http.get_stream(&sid).await;
     assert_eq!(stream.next().await, Event::Comment(": stream open".into()));
+    // A 2026-07-28 call that asks: its question and its state, answered after the restart.
+    let asked = http.call_modern(3, "ask_name", json!({})).await;
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    assert_eq!(
+        asked["inputRequests"]["user_name"]["method"],
+        "elicitation/create"
+    );
+    let request_state = asked["requestState"].as_str().unwrap().to_owned();
 
     // A build error: shown, and the server keeps serving the session.
-    let main_rs = krate.join("src/main.rs");
-    let source = std::fs::read_to_string(&main_rs).unwrap();
     std::fs::write(&main_rs, format!("{source}\nfn broken( {{\n")).unwrap();
     let failed = dev
         .wait_for("the failed build", |l| l.contains("the build failed"))
@@ -666,7 +730,7 @@ async fn a_new_server_tested_served_and_kept_across_restarts() {
     );
     assert_eq!(
         http.descriptions(&sid).await,
-        json!([["greet", "Greets someone by name."]])
+        json!([["ask_name", ASKS], ["greet", "Greets someone by name."]])
     );
 
     // The fix, with a new doc comment: a restart under the same key.
@@ -675,6 +739,16 @@ async fn a_new_server_tested_served_and_kept_across_restarts() {
     std::fs::write(&main_rs, &changed).unwrap();
     let second = dev.serving(port).await;
     assert_ne!(second, first, "a new process");
+    // At each start: the table of what each revision lists, and the warnings.
+    dev.wait_for("the table", |l| {
+        l.split_whitespace().collect::<Vec<_>>() == ["tools", "2", "2", "2", "2"]
+    })
+    .await;
+    dev.wait_for("the warnings", |l| l == "warnings:").await;
+    dev.wait_for("a profile's finding", |l| {
+        l.starts_with("  openai-strict: error [openai.additional-properties] tool `ask_name`")
+    })
+    .await;
     assert!(stat(first).is_none_or(|s| s.2), "the old server is gone");
     // The old process's stream ended with it.
     loop {
@@ -687,7 +761,21 @@ async fn a_new_server_tested_served_and_kept_across_restarts() {
     // The same session id lists the new description.
     assert_eq!(
         http.descriptions(&sid).await,
-        json!([["greet", "Greets someone warmly."]])
+        json!([["ask_name", ASKS], ["greet", "Greets someone warmly."]])
+    );
+    // The requestState of the process before is good: the answer completes the call.
+    let answered = http
+        .call_modern(
+            4,
+            "ask_name",
+            json!({"requestState": request_state,
+                   "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}}}),
+        )
+        .await;
+    assert_eq!(answered["resultType"], "complete", "{answered}");
+    assert_eq!(
+        answered["content"],
+        json!([{"type": "text", "text": "Hello, Ada!"}])
     );
     // Its reconnected stream opens with the news, once.
     let mut stream = http.get_stream(&sid).await;
@@ -733,10 +821,16 @@ async fn a_new_server_tested_served_and_kept_across_restarts() {
     drop(listen);
 
     // 5. Ctrl-C: SIGINT to cargo sake alone stops everything it started.
-    dev.wait_for("the Inspector", |l| {
-        l.contains("MCP Inspector Web is up and running")
-    })
-    .await;
+    // The Inspector said it is up (at the first start, before the restart), and serves.
+    assert!(
+        dev.output().contains("MCP Inspector Web is up and running"),
+        "{}",
+        dev.output()
+    );
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", client_port.parse::<u16>().unwrap())).is_ok(),
+        "the Inspector's web UI listens on CLIENT_PORT"
+    );
     let root = dev.child.id();
     let pids: HashSet<u32> = descendants(root).into_iter().collect();
     let groups: HashSet<u32> = pids.iter().filter_map(|p| stat(*p).map(|s| s.1)).collect();
