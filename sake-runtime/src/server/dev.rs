@@ -254,8 +254,16 @@ mod tests {
     fn the_same_lists_announce_nothing() {
         let restart = Restart::compare(&previous(json!([])), &empty(), 8);
         assert!(restart.changed.is_empty());
-        assert!(restart.for_session(&session(now_secs() - 60), LIFETIME).is_empty());
-        assert!(restart.for_listen(&RequestId::Number(1), |_| true).is_empty());
+        assert!(
+            restart
+                .for_session(&session(now_secs() - 60), LIFETIME)
+                .is_empty()
+        );
+        assert!(
+            restart
+                .for_listen(&RequestId::Number(1), |_| true)
+                .is_empty()
+        );
         // Revisions and lists the document leaves out are not compared, or empty.
         let restart = Restart::compare(&json!({}), &empty(), 8);
         assert!(restart.changed.is_empty());
@@ -274,8 +282,16 @@ mod tests {
         );
         assert!(restart.for_session(&old, LIFETIME).is_empty(), "told once");
         // A session this process opened saw its lists (one opened in its first second too).
-        assert!(restart.for_session(&session(now_secs() + 5), LIFETIME).is_empty());
-        assert!(restart.for_session(&session(restart.started), LIFETIME).is_empty());
+        assert!(
+            restart
+                .for_session(&session(now_secs() + 5), LIFETIME)
+                .is_empty()
+        );
+        assert!(
+            restart
+                .for_session(&session(restart.started), LIFETIME)
+                .is_empty()
+        );
     }
 
     #[test]
@@ -300,8 +316,10 @@ mod tests {
         let id = RequestId::Number(7);
         assert_eq!(
             methods(&restart.for_listen(&id, |e| *e == Event::ResourcesChanged)),
-            [json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed",
-                    "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 7}}})]
+            [
+                json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed",
+                    "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 7}}})
+            ]
         );
         assert!(restart.for_listen(&id, |_| false).is_empty());
     }
