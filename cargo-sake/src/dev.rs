@@ -203,6 +203,9 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, Error> {
             changed = watcher.changed() => {
                 eprintln!("{} {} changed: rebuilding", style::bold("sake dev:"), describe(&changed));
                 rebuild = true;
+                if changed.iter().any(|p| p.file_name().is_some_and(|n| n == "Cargo.toml")) {
+                    dev.reload(&mut watcher).await;
+                }
             }
             () = signals.recv() => {
                 dev.stop().await;
@@ -327,6 +330,35 @@ impl Dev {
                 );
             }
         }
+    }
+
+    /// After a manifest changed: what cargo says of the package now (a path dependency added
+    /// is watched from now on). A manifest cargo cannot read keeps the last good description;
+    /// the build shows the error.
+    async fn reload(&mut self, watcher: &mut Watcher) {
+        let Ok(project) = project::load(&self.target).await else {
+            return;
+        };
+        if project.watched != self.project.watched {
+            match Watcher::new(&project.watched, vec![project.target_directory.clone()]) {
+                Ok(w) => *watcher = w,
+                Err(e) => {
+                    eprintln!("{} {e}", style::warning("sake dev:"));
+                    return;
+                }
+            }
+            let dirs: Vec<String> = project
+                .watched
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            eprintln!(
+                "{} now watching {}",
+                style::bold("sake dev:"),
+                dirs.join(", ")
+            );
+        }
+        self.project = project;
     }
 
     /// Stops the server and the Inspector.
