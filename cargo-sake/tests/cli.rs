@@ -15,6 +15,8 @@
 //! 5. Ctrl-C (`SIGINT` to `cargo sake` alone) stops the server, the watcher and the MCP Inspector
 //!    it started (`--inspector`, the pinned one from `$SAKE_NODE_MODULES`): no process is left.
 //!
+//! `new --axum --auth --redis` writes a crate that compiles without a warning and is formatted.
+//!
 //! And `card`: on the new crate, which has no listing, what to do; on `examples/installable`
 //! (`sake-demo`), its server card as served and its `server.json` as `sake-demo --server-json`
 //! prints it.
@@ -517,8 +519,74 @@ fn snapshot_lists(krate: &Path) -> Value {
     serde_json::from_str(body).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_new_server_tested_served_and_kept_across_restarts() {
+/// One test at a time: each builds into the shared target directory, whose lock would make the
+/// others' timed steps wait.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[test]
+fn a_new_server_tested_served_and_kept_across_restarts() {
+    let _serial = serial();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(new_test_serve_restart_stop());
+}
+
+/// `cargo sake new` with every option writes a crate that compiles without a warning (its code
+/// and its tests; the plain crate's tests run above).
+#[test]
+fn new_with_every_option_compiles() {
+    let _serial = serial();
+    let scratch = Scratch::new("options");
+    let out = cargo_sake(
+        &scratch.0,
+        &[
+            "new",
+            "full",
+            "--axum",
+            "--auth",
+            "--redis",
+            "--sake-path",
+            workspace().to_str().unwrap(),
+            "--vcs",
+            "none",
+        ],
+    );
+    ok("cargo sake new --axum --auth --redis", &out);
+    let krate = scratch.0.join("full");
+    let cargo_toml = std::fs::read_to_string(krate.join("Cargo.toml")).unwrap();
+    assert!(
+        cargo_toml.contains("features = [\"auth\", \"redis\"]") && cargo_toml.contains("axum = "),
+        "{cargo_toml}"
+    );
+    std::fs::copy(workspace().join("Cargo.lock"), krate.join("Cargo.lock")).unwrap();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = command(&cargo, &krate)
+        .args(["check", "--all-targets", "--message-format=short"])
+        .output()
+        .unwrap();
+    ok("cargo check in the new crate", &out);
+    let warnings: Vec<String> = text(&out.stderr)
+        .lines()
+        .filter(|l| l.contains("warning"))
+        .map(str::to_owned)
+        .collect();
+    assert!(warnings.is_empty(), "{warnings:#?}");
+    let out = command(&cargo, &krate)
+        .args(["fmt", "--check"])
+        .output()
+        .unwrap();
+    ok("cargo fmt --check in the new crate", &out);
+}
+
+async fn new_test_serve_restart_stop() {
     let node_modules = std::env::var_os("SAKE_NODE_MODULES").map(PathBuf::from).expect(
         "SAKE_NODE_MODULES: the pinned MCP Inspector (scripts/test.sh installs it into .tools/)",
     );
@@ -885,6 +953,7 @@ async fn a_new_server_tested_served_and_kept_across_restarts() {
 
 #[test]
 fn card_prints_the_server_card_and_the_registry_server_json() {
+    let _serial = serial();
     let ws = workspace();
     let manifest = ws.join("Cargo.toml");
     let args = [
