@@ -4,8 +4,9 @@
 # drives the examples in tests/tests/interop_inspector.rs, oidc-provider, the MCP Apps host
 # bridge with esbuild and playwright-core) into .tools/, and Debian's redis-server, nginx and
 # chromium, then runs the Rust tests (unit, integration, wire, interop,
-# UI, doc, those of features `auth` and `otel`, and those against a real Redis), the
-# conformance suite, and three replicas behind nginx sharing one Redis (deploy/replicas.sh).
+# UI, doc, those of features `auth` and `otel`, those against a real Redis, and `cargo sake`
+# end to end: a new crate, its tests, dev with the pinned MCP Inspector), the conformance
+# suite, and three replicas behind nginx sharing one Redis (deploy/replicas.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -39,6 +40,9 @@ scripts/public-api.sh
 
 # --- Rust tests -----------------------------------------------------------------------------
 echo "==> cargo test"
+# With cargo-sake/tests/cli.rs: `cargo sake new` makes a crate outside the workspace that builds
+# into this target directory (its dependencies compiled once), and `dev --inspector` runs the
+# Inspector of $SAKE_NODE_MODULES.
 cargo test --workspace --all-targets
 cargo test --workspace --doc
 # Feature `auth`: the verifiers' tests, and the end-to-end test against oidc-provider.

@@ -516,7 +516,10 @@ impl Server {
             #[cfg(feature = "auth")]
             auth,
         )?);
-        Ok(Service { shared, endpoint })
+        let service = Service { shared, endpoint };
+        // `cargo sake card`: the registry's server.json, when asked for (`server/dev.rs`).
+        crate::server::dev::write_server_json(|| service.registry_server_json());
+        Ok(service)
     }
 
     /// An axum `Router` serving the endpoint at the configured path, to merge into an

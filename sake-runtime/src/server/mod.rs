@@ -5,6 +5,7 @@
 //! The public builder ([`Server`](crate::Server)) and the built [`Service`](crate::Service)
 //! live above the transports, in `service.rs`.
 
+pub(crate) mod dev;
 pub(crate) mod dispatch;
 pub(crate) mod front;
 pub(crate) mod hub;
@@ -184,6 +185,9 @@ pub(crate) struct Shared {
     pub streams_open: Arc<tokio::sync::Semaphore>,
     /// The tasks extension, when a tool may run as a task.
     pub tasks: Option<Arc<tasks::Tasks>>,
+    /// What the process before this one listed (`SAKE_PREVIOUS_LISTS`): the changes its
+    /// clients are told of.
+    restart: Option<dev::Restart>,
 }
 
 impl Shared {
@@ -305,7 +309,9 @@ impl Shared {
             discover[rev.index()] =
                 Bytes::from(render::result_value(rev, &env, Cache::Cacheable, result));
         }
+        let restart = dev::Restart::from_env(&registry, config.limits.max_tracked_sessions);
         Ok(Shared {
+            restart,
             pending: Arc::new(Pending::new(
                 config.limits.max_pending_inputs,
                 config.limits.max_pending_inputs_per_session,
@@ -381,6 +387,29 @@ impl Shared {
                 until,
             } => self.sessions.signed_out_until(&principal, at, until),
         }
+    }
+
+    /// The notifications a session's standalone stream opens with after a restart: the lists
+    /// that changed since the process before this one, for a session that process opened,
+    /// once (`SAKE_PREVIOUS_LISTS`, see `dev`).
+    pub(crate) fn restart_notices(&self, session: &session::Session) -> Vec<Bytes> {
+        self.restart
+            .as_ref()
+            .map(|r| r.for_session(session, self.config.session_lifetime))
+            .unwrap_or_default()
+    }
+
+    /// The same for a `subscriptions/listen` stream, tagged with its id, for the changes its
+    /// filter `wants`.
+    pub(crate) fn restart_listen_notices(
+        &self,
+        id: &crate::protocol::jsonrpc::RequestId,
+        wants: impl Fn(&crate::handler::events::Event) -> bool,
+    ) -> Vec<Bytes> {
+        self.restart
+            .as_ref()
+            .map(|r| r.for_listen(id, wants))
+            .unwrap_or_default()
     }
 
     /// Ends a handshake session (DELETE): here, and on every replica through the event bus.

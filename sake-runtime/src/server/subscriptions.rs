@@ -383,6 +383,13 @@ async fn next(mut state: State) -> Option<(Frame, State)> {
             &json!({ "notifications": filter.to_json(), "_meta": { SUBSCRIPTION_ID: &state.id } }),
         );
         state.outbox = snapshots;
+        // After a restart: the lists that changed since the process before (`server/dev.rs`).
+        let filter = &state.filter;
+        state.outbox.extend(
+            state
+                .shared
+                .restart_listen_notices(&state.id, |e| filter.wants(e)),
+        );
         // The first tick of an interval is immediate; consume it so keep-alives start later.
         state.tick.tick().await;
         return Some((Frame::Message(Bytes::from(ack)), state));

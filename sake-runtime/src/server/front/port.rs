@@ -1234,6 +1234,8 @@ impl Connection {
         let slot = self.shared.stream_slot(self.caller)?;
         Ok(Some(SessionStream {
             shared: self.shared.clone(),
+            // After a restart: the lists that changed since the process before (`server/dev.rs`).
+            restarted: self.shared.restart_notices(&session),
             sid: session.sid,
             slot,
         }))
@@ -1264,6 +1266,8 @@ impl Drop for Connection {
 /// keeps them) a response stream resumed.
 pub(crate) struct SessionStream {
     shared: Arc<Shared>,
+    /// Notifications the standalone stream opens with (list changes after a restart).
+    restarted: Vec<Bytes>,
     /// The session's id.
     pub sid: String,
     slot: Slot,
@@ -1275,8 +1279,10 @@ impl SessionStream {
     /// the session replaces it, the session ends, or the server shuts down.
     pub(crate) fn events(self) -> Frames {
         let frames = self.shared.session_events(&self.sid, OnLag::End);
+        use futures_util::StreamExt as _;
+        let restarted = futures_util::stream::iter(self.restarted.into_iter().map(Frame::Message));
         Frames {
-            frames: Box::new(Box::pin(frames)),
+            frames: Box::new(Box::pin(restarted.chain(frames))),
             _slot: Some(self.slot),
             cancelled: None,
         }
