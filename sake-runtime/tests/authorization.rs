@@ -119,6 +119,13 @@ impl TokenVerifier for Tokens {
                 // root again, signed in without `admin`.
                 "root-narrow" => p("root", &["mcp:tools"]),
                 "files" => p("carol", &["mcp:tools", "files"]),
+                // A verifier that takes its time (an introspection endpoint under load).
+                t if t.starts_with("slow-") => {
+                    tokio::time::sleep(Duration::from_secs(3)).await;
+                    Err(AuthError::InvalidToken {
+                        reason: "unknown token".into(),
+                    })
+                }
                 "down" => Err(AuthError::Unavailable {
                     reason: "the issuer's keys could not be fetched".into(),
                 }),
@@ -1114,5 +1121,61 @@ async fn a_tasks_answer_is_authorized_again_under_the_updaters_token() {
     assert_eq!(
         last["result"]["result"]["content"][0]["text"], "confirmed: true",
         "{last}"
+    );
+}
+
+/// One raw POST from a given loopback address: the status line's code.
+async fn status_from(url: &str, from: [u8; 4], token: &str) -> u16 {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let host = url.split('/').nth(2).unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::from((from, 0))).unwrap();
+    let mut tcp = socket.connect(host.parse().unwrap()).await.unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "public_echo", "arguments": {"text": "hi"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: public_echo\r\nauthorization: Bearer {token}\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tcp.write_all(req.as_bytes()).await.unwrap();
+    let mut head = [0u8; 12];
+    tcp.read_exact(&mut head).await.unwrap();
+    std::str::from_utf8(&head[9..12]).unwrap().parse().unwrap()
+}
+
+/// Abuse control before authentication: one address floods the server with tokens its
+/// verifier takes seconds to refuse. At most its 64 (`max_bodies_per_client`) are checked at
+/// once, the rest get 429 without a check; another address is served at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_tokens_is_checked_only_within_its_addresss_share() {
+    let s = serve(|a| a).await;
+    let url = s.url.clone();
+    let flood: Vec<_> = (0..200)
+        .map(|i| {
+            let url = url.clone();
+            tokio::spawn(
+                async move { status_from(&url, [127, 0, 0, 1], &format!("slow-{i}")).await },
+            )
+        })
+        .collect();
+    // Let the flood arrive.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = std::time::Instant::now();
+    assert_eq!(status_from(&url, [127, 0, 0, 2], "alice").await, 200);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the honest client waited {:?}",
+        started.elapsed()
+    );
+    let mut statuses = std::collections::BTreeMap::new();
+    for f in flood {
+        *statuses.entry(f.await.unwrap()).or_insert(0) += 1;
+    }
+    assert_eq!(
+        statuses,
+        std::collections::BTreeMap::from([(401, 64), (429, 136)])
     );
 }

@@ -219,8 +219,13 @@ async fn admit(ep: &Endpoint, request: Request) -> Result<(Connection, HeaderMap
     }
     let (mut parts, _) = request.into_parts();
     note_peer(cfg, &mut parts);
+    // The token is checked in the address's admission share, as a POST's is.
+    let admitting = ep
+        .reading_slot(ep.engine.caller_key(&parts.extensions))
+        .map_err(|e| sse::error(None, &e))?;
     #[cfg(feature = "auth")]
     auth::authenticate(ep, &parts.method, &parts.headers, &mut parts.extensions).await?;
+    drop(admitting);
     let caller = ep.engine.caller_key(&parts.extensions);
     Ok((ep.connection(parts.extensions, caller), parts.headers))
 }
@@ -411,6 +416,15 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     {
         return sse::error(None, &admission::too_large(max_body));
     }
+    // Admission — the token checked, then the body read — holds a reading slot of the
+    // network address before anything else costs (abuse control before authentication: a
+    // flood of random bearer tokens holds its address's `max_bodies_per_client`, never more
+    // token checks), never a request slot: a client that sends half a body holds its own
+    // share of the reading budget, for seconds.
+    let reading = match ep.reading_slot(ep.engine.caller_key(&parts.extensions)) {
+        Ok(slot) => slot,
+        Err(e) => return sse::error(None, &e),
+    };
     // Who is calling, before the body is read: a request without a usable token costs
     // nothing more.
     #[cfg(feature = "auth")]
@@ -420,13 +434,8 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
         return resp;
     }
     let caller = ep.engine.caller_key(&parts.extensions);
-    // A body being read holds a reading slot, never a request slot: a client that sends
-    // half a body holds its own share of the reading budget, for seconds.
     let body = {
-        let _reading = match ep.reading_slot(caller) {
-            Ok(slot) => slot,
-            Err(e) => return sse::error(None, &e),
-        };
+        let _reading = reading;
         match read_body(cfg, body, max_body).await {
             Ok(b) => b,
             Err(e) => return sse::error(None, &e),
