@@ -1,10 +1,21 @@
-//! Revocation that holds across key rotation: a caller signed out after the session key was
-//! rotated loses the sessions it opened under the old key too.
+//! Revocation that holds: a caller signed out after the session key was rotated loses the
+//! sessions it opened under the old key too; a sign-out ends the caller's running requests
+//! and open streams, and no one else's.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use sake::prelude::*;
 use sake_tests::rpc::ok;
 use sake_tests::{Handshake, Req, Wire};
 use serde_json::json;
+
+/// Works for an hour.
+#[tool]
+async fn wait_long() -> String {
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    "done".to_owned()
+}
 
 #[path = "../fixtures/noop.rs"]
 mod noop;
@@ -68,4 +79,84 @@ async fn signing_out_after_a_key_rotation_ends_sessions_opened_before_it() {
         .send_as("2025-11-25", ping(&again, 4, "ada"))
         .await
         .assert_json(200, ok(4, json!({})));
+}
+
+#[tokio::test]
+async fn a_sign_out_ends_the_callers_running_requests_and_open_streams() {
+    let w = Arc::new(Wire::new(server(NEW, &[])));
+    let listen = |id: i64, who: &'static str| {
+        Req::modern(
+            id,
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        )
+        .extension(Who(who))
+    };
+    let call = |id: i64, who: &'static str| {
+        let w = w.clone();
+        tokio::spawn(async move {
+            w.send(
+                Req::modern(
+                    id,
+                    "tools/call",
+                    json!({"name": "wait_long", "arguments": {}}),
+                )
+                .extension(Who(who)),
+            )
+            .await
+        })
+    };
+    // Ada: a running call, a listen stream, a session's GET stream. Bob: the same.
+    let ada_call = call(1, "ada");
+    let bob_call = call(2, "bob");
+    let mut ada_listen = w.open(listen(3, "ada")).await;
+    let mut bob_listen = w.open(listen(4, "bob")).await;
+    for s in [&mut ada_listen, &mut bob_listen] {
+        assert_eq!(
+            s.message().await["method"],
+            "notifications/subscriptions/acknowledged"
+        );
+    }
+    let ada = w
+        .handshake_with("2025-11-25", json!({}), |r| r.extension(Who("ada")))
+        .await;
+    let get = |session: &Handshake, who: &'static str| {
+        Req::get()
+            .header("mcp-session-id", &session.id)
+            .header("mcp-protocol-version", "2025-11-25")
+            .extension(Who(who))
+    };
+    let mut ada_get = w.open(get(&ada, "ada")).await;
+    assert_eq!(ada_get.status, 200);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    w.service().end_sessions_of("ada");
+
+    // Ada's call ends with the refusal, her listen stream with its closing result, her GET
+    // stream closes.
+    let reply = tokio::time::timeout(Duration::from_secs(5), ada_call)
+        .await
+        .expect("the call ended")
+        .unwrap();
+    reply.assert_json(
+        403,
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message":
+            "Unauthorized: the caller was signed out while the request ran; sign in again"}}),
+    );
+    assert_eq!(
+        ada_listen.message().await,
+        json!({"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/subscriptionId": 3,
+                "io.modelcontextprotocol/serverInfo": {"name": "revocation", "version": "1.0.0"}}}})
+    );
+    ada_listen.assert_end().await;
+    tokio::time::timeout(Duration::from_secs(5), ada_get.assert_end())
+        .await
+        .expect("the GET stream ended");
+    // Bob's go on.
+    bob_listen
+        .assert_quiet_for(Duration::from_millis(200))
+        .await;
+    assert!(!bob_call.is_finished());
+    bob_call.abort();
 }

@@ -351,6 +351,15 @@ impl Authorization {
         )
     }
 
+    /// The refusal of a request whose caller was signed out while it ran: 401 with the
+    /// challenge, to sign in again.
+    pub(crate) fn signed_out(&self, message: &str) -> RpcError {
+        RpcError::unauthorized(
+            message,
+            self.challenge_header(None, &self.challenge(), None),
+        )
+    }
+
     /// The refusal of a token that lacks some of `scopes`: 403 `insufficient_scope` naming all
     /// the scopes the operation needs, at once.
     pub(crate) fn insufficient_scope(&self, what: &str, scopes: &[&str]) -> RpcError {

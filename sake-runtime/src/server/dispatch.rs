@@ -183,6 +183,29 @@ impl Shared {
         method: Method,
         params: &Params<'_>,
     ) -> Dispatched {
+        // A signed-in caller's request that runs ends when the caller is signed out.
+        let watch = self.watch_caller(&parts.extensions);
+        match (self.dispatch_now(parts, method, params), watch) {
+            (Dispatched::Pending(fut), Some(watch)) => {
+                let shared = self.clone();
+                Dispatched::Pending(Box::pin(async move {
+                    tokio::select! {
+                        biased;
+                        out = fut => out,
+                        () = watch.revoked() => Err(shared.signed_out()),
+                    }
+                }))
+            }
+            (dispatched, _) => dispatched,
+        }
+    }
+
+    fn dispatch_now(
+        self: &Arc<Self>,
+        parts: RequestParts,
+        method: Method,
+        params: &Params<'_>,
+    ) -> Dispatched {
         let rev = parts.revision;
         let page = |pages: &Pages, kind: &str| -> Dispatched {
             let cursor = match params

@@ -12,6 +12,7 @@ pub(crate) mod hub;
 pub(crate) mod inflight;
 pub(crate) mod quota;
 pub(crate) mod records;
+pub(crate) mod revocation;
 pub(crate) mod session;
 pub(crate) mod skills;
 pub(crate) mod subscriptions;
@@ -180,6 +181,8 @@ pub(crate) struct Shared {
     pub streams_by: Arc<quota::Quotas>,
     /// Bytes of state held per client, and in all (`Shared::hold`).
     pub held_by: Arc<quota::Quotas>,
+    /// Each signed-in caller's running requests and streams, ended by a sign-out.
+    pub live: Arc<revocation::Live>,
     pub quota_keys: quota::Keys,
     /// Long-lived streams: bounded by `max_streams`.
     pub streams_open: Arc<tokio::sync::Semaphore>,
@@ -339,6 +342,7 @@ impl Shared {
             requests_by: Arc::default(),
             streams_by: Arc::default(),
             held_by: Arc::default(),
+            live: Arc::default(),
             quota_keys: quota::Keys::default(),
             streams_open: Arc::new(tokio::sync::Semaphore::new(config.limits.max_streams)),
             tasks,
@@ -385,7 +389,10 @@ impl Shared {
                 principal,
                 at,
                 until,
-            } => self.sessions.signed_out_until(&principal, at, until),
+            } => {
+                self.sessions.signed_out_until(&principal, at, until);
+                self.live.revoke(&principal);
+            }
         }
     }
 
@@ -445,6 +452,7 @@ impl Shared {
             .digests(crate::signing::Domain::Principal, name)
         {
             let until = self.sessions.sign_out(&principal, at);
+            self.live.revoke(&principal);
             if let Some(relay) = &self.relay {
                 relay.publish(&BusMessage::SignedOut {
                     principal,
@@ -554,6 +562,23 @@ impl Shared {
             stored,
             self.caller_name(extensions).as_deref(),
         )
+    }
+
+    /// A hold on the signed-in caller's token, ended by a sign-out; `None` for an anonymous
+    /// caller.
+    pub(crate) fn watch_caller(&self, extensions: &http::Extensions) -> Option<revocation::Watch> {
+        self.principal_of(extensions).map(|p| self.live.watch(p))
+    }
+
+    /// The refusal of a request whose caller was signed out while it ran.
+    pub(crate) fn signed_out(&self) -> RpcError {
+        let message =
+            "Unauthorized: the caller was signed out while the request ran; sign in again";
+        #[cfg(feature = "auth")]
+        if let Some(auth) = &self.auth {
+            return auth.signed_out(message);
+        }
+        RpcError::new(crate::protocol::jsonrpc::code::TRANSPORT_REFUSED, message).with_status(403)
     }
 
     /// Whether a caller digest stored in a record (a task's creator) is this request's

@@ -151,6 +151,7 @@ pub(crate) fn listen(
     extensions: &http::Extensions,
 ) -> Result<impl Stream<Item = Frame> + Send + 'static, RpcError> {
     let owns = shared.owner_test(extensions);
+    let revoked = shared.watch_caller(extensions);
     let raw = params.notifications.ok_or_else(|| {
         RpcError::invalid_params("Invalid params: `subscriptions/listen` needs `notifications` (a SubscriptionFilter object)")
     })?;
@@ -248,6 +249,7 @@ pub(crate) fn listen(
         tasks,
         outbox: VecDeque::new(),
         _held: held,
+        revoked,
     };
     Ok(futures_util::stream::unfold(state, next))
 }
@@ -265,6 +267,16 @@ struct State {
     outbox: VecDeque<Bytes>,
     /// The bytes of its filter, in its client's share until the stream ends.
     _held: super::front::Held,
+    /// The caller's hold: the stream ends when the caller is signed out.
+    revoked: Option<super::revocation::Watch>,
+}
+
+/// Completes when the stream's caller is signed out; never for an anonymous one.
+async fn signed_out(watch: Option<&super::revocation::Watch>) {
+    match watch {
+        Some(w) => w.revoked().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The tasks a stream reports on (`notifications/tasks`).
@@ -429,6 +441,11 @@ async fn next(mut state: State) -> Option<(Frame, State)> {
                 }
             },
             () = state.shared.shutdown.cancelled() => {
+                state.closed = true;
+                let bye = closing(&state);
+                return Some((Frame::Message(bye), state));
+            }
+            () = signed_out(state.revoked.as_ref()) => {
                 state.closed = true;
                 let bye = closing(&state);
                 return Some((Frame::Message(bye), state));

@@ -1236,6 +1236,8 @@ impl Connection {
             shared: self.shared.clone(),
             // After a restart: the lists that changed since the process before (`server/dev.rs`).
             restarted: self.shared.restart_notices(&session),
+            // Ends when the session's caller is signed out.
+            revoked: session.principal.clone().map(|p| self.shared.live.watch(p)),
             sid: session.sid,
             slot,
         }))
@@ -1268,6 +1270,8 @@ pub(crate) struct SessionStream {
     shared: Arc<Shared>,
     /// Notifications the standalone stream opens with (list changes after a restart).
     restarted: Vec<Bytes>,
+    /// The session's caller's hold: the stream ends when the caller is signed out.
+    revoked: Option<crate::server::revocation::Watch>,
     /// The session's id.
     pub sid: String,
     slot: Slot,
@@ -1281,8 +1285,15 @@ impl SessionStream {
         let frames = self.shared.session_events(&self.sid, OnLag::End);
         use futures_util::StreamExt as _;
         let restarted = futures_util::stream::iter(self.restarted.into_iter().map(Frame::Message));
+        let revoked = self.revoked;
+        let frames = restarted.chain(frames).take_until(async move {
+            match revoked {
+                Some(watch) => watch.revoked().await,
+                None => std::future::pending().await,
+            }
+        });
         Frames {
-            frames: Box::new(Box::pin(restarted.chain(frames))),
+            frames: Box::new(Box::pin(frames)),
             _slot: Some(self.slot),
             cancelled: None,
         }
