@@ -416,10 +416,24 @@ async fn opaque_tokens_by_introspection() {
     let token = client_credentials(&server, client, resource, "mcp:tools").await;
     assert_eq!(token.split('.').count(), 1, "an opaque token");
 
-    // The endpoint found through the issuer's metadata; client_secret_basic.
+    // The endpoint found through the issuer's metadata; client_secret_basic. (oidc-provider
+    // answers with `aud`, which is required by default.)
+    // Its answer for a client's own token names no `sub`, only `client_id`: refused by
+    // default (that name could be a user's `sub`), the client is the caller where the server
+    // says so.
+    let strict = IntrospectionVerifier::builder(resource, client.0, client.1)
+        .issuer(server.issuer.clone())
+        .build()
+        .unwrap();
+    assert_eq!(
+        strict.verify(&token).await,
+        Err(AuthError::InvalidToken {
+            reason: "it names no subject (sub); a token a client got for itself is accepted only where the server takes its client_id as the subject (client_id_as_subject)".into()
+        })
+    );
     let basic = IntrospectionVerifier::builder(resource, client.0, client.1)
         .issuer(server.issuer.clone())
-        .require_audience(true)
+        .client_id_as_subject(true)
         .build()
         .unwrap();
     let p = basic.verify(&token).await.unwrap();
@@ -431,6 +445,7 @@ async fn opaque_tokens_by_introspection() {
     let post = IntrospectionVerifier::builder(resource, "sake-post", "sake-post-secret")
         .endpoint(server.url("/token/introspection"))
         .client_auth(ClientAuth::SecretPost)
+        .client_id_as_subject(true)
         .build()
         .unwrap();
     assert_eq!(

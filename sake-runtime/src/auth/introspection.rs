@@ -31,10 +31,13 @@ pub enum ClientAuth {
 /// The resource server authenticates as a client of the authorization server
 /// (`client_secret_basic` by default, or `client_secret_post`). The endpoint is configured,
 /// or read from the issuer's metadata (`introspection_endpoint`). A token is accepted when
-/// the answer says `"active": true` and, when present, its `exp` has not passed, its `nbf`
-/// has, its `iss` is the configured issuer, its `aud` names this resource (RFC 8707) and its
-/// `token_type` is `Bearer`; with [`require_audience`](IntrospectionVerifierBuilder::require_audience)
-/// an answer without `aud` is refused too.
+/// the answer says `"active": true`, names this resource in its `aud` (RFC 8707; an answer
+/// without `aud` is refused unless [`require_audience(false)`](IntrospectionVerifierBuilder::require_audience)
+/// says the authorization server never sends one) and names a subject (`sub`; a token a
+/// client got for itself names only its `client_id`, accepted as the subject with
+/// [`client_id_as_subject`](IntrospectionVerifierBuilder::client_id_as_subject)), and, when
+/// present, its `exp` has not passed, its `nbf` has, its `iss` is the configured issuer and its
+/// `token_type` is `Bearer`.
 ///
 /// Active answers are remembered (under the token's SHA-256) until the token's `exp` or for
 /// the cache TTL (60 s by default), whichever comes first, in a bounded cache; so a revoked
@@ -70,6 +73,7 @@ struct Inner {
     client_secret: String,
     client_auth: ClientAuth,
     require_audience: bool,
+    client_id_as_subject: bool,
     leeway_ms: u64,
     cache: ExpiryCache<Principal>,
     cache_ttl: Duration,
@@ -103,6 +107,7 @@ pub struct IntrospectionVerifierBuilder {
     endpoint: Option<String>,
     issuer: Option<String>,
     require_audience: bool,
+    client_id_as_subject: bool,
     leeway: Duration,
     cache_ttl: Duration,
     max_cache_entries: usize,
@@ -138,7 +143,8 @@ impl IntrospectionVerifier {
             client_auth: ClientAuth::default(),
             endpoint: None,
             issuer: None,
-            require_audience: false,
+            require_audience: true,
+            client_id_as_subject: false,
             leeway: Duration::from_secs(60),
             cache_ttl: Duration::from_secs(60),
             max_cache_entries: 10_000,
@@ -333,7 +339,7 @@ impl IntrospectionVerifier {
                 reason: format!("its aud does not name {}", expected()),
             });
         }
-        principal_from_claims(answer)
+        principal_from_claims(answer, inner.client_id_as_subject)
     }
 }
 
@@ -393,11 +399,22 @@ impl IntrospectionVerifierBuilder {
         self
     }
 
-    /// Refuses answers that name no audience (default: accepted, since not every
-    /// authorization server returns `aud`; the MCP authorization pages require that a token
-    /// be checked to be meant for this resource, so turn this on when yours does).
+    /// Whether answers that name no audience are refused (default: refused). The MCP
+    /// authorization pages require that a token be checked to be meant for this resource;
+    /// turn it off only for an authorization server that never returns `aud` and issues
+    /// tokens for no other resource, since a token for any of its resources is then taken
+    /// for this one.
     pub fn require_audience(mut self, require: bool) -> Self {
         self.require_audience = require;
+        self
+    }
+
+    /// Accepts an answer without `sub` whose `client_id` then names the caller (a token a
+    /// client got for itself, with the client credentials grant). Off by default: such a
+    /// caller would share its name with a user whose `sub` is that client id, and be taken
+    /// for them wherever the server keys something by the subject.
+    pub fn client_id_as_subject(mut self, allow: bool) -> Self {
+        self.client_id_as_subject = allow;
         self
     }
 
@@ -477,6 +494,7 @@ impl IntrospectionVerifierBuilder {
                 client_secret: self.client_secret,
                 client_auth: self.client_auth,
                 require_audience: self.require_audience,
+                client_id_as_subject: self.client_id_as_subject,
                 leeway_ms: u64::try_from(self.leeway.as_millis()).unwrap_or(u64::MAX),
                 cache: ExpiryCache::new(self.max_cache_entries),
                 cache_ttl: self.cache_ttl,

@@ -380,12 +380,18 @@ async fn typ_values_and_audience_lists() {
     claims["aud"] = json!("https://mcp.example.com/mcp");
     assert!(v.verify(&a.sign(Some("a"), &claims)).await.is_ok());
 
-    // sub absent: the client is the subject (client_credentials); scopes as `scp` list.
+    // sub absent (client_credentials): refused by default — the client id could be a user's
+    // sub — and the client is the subject where the server says so; scopes as `scp` list.
     let mut claims = mock.claims();
     claims.as_object_mut().unwrap().remove("sub");
     claims.as_object_mut().unwrap().remove("scope");
     claims["scp"] = json!(["x", "y"]);
-    let p = v.verify(&a.sign(Some("a"), &claims)).await.unwrap();
+    assert_invalid(
+        v.verify(&a.sign(Some("a"), &claims)).await,
+        "names no subject (sub)",
+    );
+    let clients = mock.verifier().client_id_as_subject(true).build().unwrap();
+    let p = clients.verify(&a.sign(Some("a"), &claims)).await.unwrap();
     assert_eq!(p.subject(), "app");
     assert!(p.has_scope("x") && p.has_scope("y"));
 
@@ -1307,16 +1313,19 @@ async fn introspection_checks_audience_issuer_and_times() {
         v.verify("empty-aud").await,
         Err(AuthError::WrongAudience { .. })
     ));
+    // An answer without aud is refused by default, accepted where the resource opts out.
     with("no-aud", "aud", Value::Null);
-    assert!(
-        v.verify("no-aud").await.is_ok(),
-        "aud is checked when present"
+    assert_eq!(
+        v.verify("no-aud").await,
+        Err(AuthError::WrongAudience {
+            reason: format!("the introspection answer names no audience; expected {RESOURCE:?}")
+        })
     );
-    let strict = introspector(&mock).require_audience(true).build().unwrap();
-    assert!(matches!(
-        strict.verify("no-aud").await,
-        Err(AuthError::WrongAudience { .. })
-    ));
+    let lax = introspector(&mock).require_audience(false).build().unwrap();
+    assert!(
+        lax.verify("no-aud").await.is_ok(),
+        "aud checked when present"
+    );
 
     with("other-iss", "iss", json!("https://evil.example"));
     assert!(matches!(
@@ -1335,12 +1344,23 @@ async fn introspection_checks_audience_issuer_and_times() {
         v.verify("refresh").await,
         Err(AuthError::InvalidToken { .. })
     ));
-    // No sub: the client is the subject.
+    // No sub: refused, unless the client is taken as the subject.
     let mut a = base.clone();
     a.as_object_mut().unwrap().remove("sub");
     a["client_id"] = json!("machine");
     active(&mock, "client-creds", a);
-    assert_eq!(v.verify("client-creds").await.unwrap().subject(), "machine");
+    assert!(matches!(
+        v.verify("client-creds").await,
+        Err(AuthError::InvalidToken { reason }) if reason.contains("client_id_as_subject")
+    ));
+    let clients = introspector(&mock)
+        .client_id_as_subject(true)
+        .build()
+        .unwrap();
+    assert_eq!(
+        clients.verify("client-creds").await.unwrap().subject(),
+        "machine"
+    );
 }
 
 #[tokio::test]
@@ -1382,7 +1402,11 @@ async fn introspection_endpoint_down_or_refusing() {
 #[tokio::test]
 async fn introspection_endpoint_from_the_issuer_metadata() {
     let mock = Mock::issuer(&[]).await;
-    active(&mock, "opaque", json!({"active": true, "sub": "carol"}));
+    active(
+        &mock,
+        "opaque",
+        json!({"active": true, "sub": "carol", "aud": RESOURCE}),
+    );
     let v = IntrospectionVerifier::builder(RESOURCE, "rs", "secret")
         .issuer(mock.issuer_url())
         .build()
@@ -1405,12 +1429,12 @@ async fn introspection_answers_are_cached_until_exp_or_ttl() {
     active(
         &mock,
         "short",
-        json!({"active": true, "sub": "bob", "exp": exp}),
+        json!({"active": true, "sub": "bob", "aud": RESOURCE, "exp": exp}),
     );
     active(
         &mock,
         "long",
-        json!({"active": true, "sub": "bob", "exp": now() + 3600}),
+        json!({"active": true, "sub": "bob", "aud": RESOURCE, "exp": now() + 3600}),
     );
     let v = introspector(&mock).build().unwrap().with_clock(clock);
     v.verify("short").await.unwrap();
