@@ -1255,16 +1255,23 @@ async fn introspection_active_and_inactive() {
     );
     assert_eq!(form, "token=opaque-1&token_type_hint=access_token");
 
-    // Inactive (unknown, revoked): refused, and not remembered.
-    assert_eq!(
-        v.verify("opaque-2").await,
-        Err(AuthError::InvalidToken {
-            reason: "the authorization server reports it inactive (expired, revoked or unknown)"
-                .to_owned()
-        })
-    );
-    assert!(v.verify("opaque-2").await.is_err());
-    assert_eq!(mock.hits("/introspect"), 3);
+    // Inactive (unknown, revoked): refused, and remembered briefly (10 s): asking again
+    // costs no request.
+    let inactive = Err(AuthError::InvalidToken {
+        reason: "the authorization server reports it inactive (expired, revoked or unknown)"
+            .to_owned(),
+    });
+    assert_eq!(v.verify("opaque-2").await, inactive);
+    assert_eq!(v.verify("opaque-2").await, inactive);
+    assert_eq!(mock.hits("/introspect"), 2);
+    // Without the refusal cache, each asks.
+    let forgetful = introspector(&mock)
+        .refusal_ttl(Duration::ZERO)
+        .build()
+        .unwrap();
+    assert_eq!(forgetful.verify("opaque-2").await, inactive);
+    assert_eq!(forgetful.verify("opaque-2").await, inactive);
+    assert_eq!(mock.hits("/introspect"), 4);
 
     // client_secret_post.
     let v = introspector(&mock)
@@ -1272,7 +1279,7 @@ async fn introspection_active_and_inactive() {
         .build()
         .unwrap();
     v.verify("opaque-1").await.unwrap();
-    let (auth, form) = mock.state.introspections.lock().unwrap()[3].clone();
+    let (auth, form) = mock.state.introspections.lock().unwrap()[4].clone();
     assert_eq!(auth, None);
     assert_eq!(
         form,
@@ -1284,7 +1291,7 @@ async fn introspection_active_and_inactive() {
         v.verify("a b").await,
         Err(AuthError::InvalidToken { .. })
     ));
-    assert_eq!(mock.hits("/introspect"), 4);
+    assert_eq!(mock.hits("/introspect"), 5);
 }
 
 #[tokio::test]
@@ -1452,6 +1459,41 @@ async fn introspection_answers_are_cached_until_exp_or_ttl() {
     at.store(start + 61_000, Ordering::Relaxed);
     v.verify("long").await.unwrap();
     assert_eq!(mock.hits("/introspect"), 4);
+}
+
+#[tokio::test]
+async fn introspections_of_one_token_are_shared_and_their_number_is_bounded() {
+    let mock = Mock::issuer(&[]).await;
+    active(
+        &mock,
+        "shared",
+        json!({"active": true, "sub": "bob", "aud": RESOURCE, "exp": now() + 600}),
+    );
+    // Twenty checks of one token at once: one request.
+    let v = introspector(&mock).build().unwrap();
+    let all = futures_util::future::join_all((0..20).map(|_| v.verify("shared"))).await;
+    assert!(all.iter().all(|p| p.as_ref().unwrap().subject() == "bob"));
+    assert_eq!(mock.hits("/introspect"), 1);
+    // One slot: of two tokens checked at once, the second is not sent (503), and the
+    // refusal is not remembered (it is the server's state, not the token's).
+    let one = introspector(&mock)
+        .max_concurrent_introspections(1)
+        .build()
+        .unwrap();
+    let (a, b) = tokio::join!(one.verify("unknown-a"), one.verify("unknown-b"));
+    assert!(matches!(a, Err(AuthError::InvalidToken { .. })), "{a:?}");
+    assert_eq!(
+        b,
+        Err(AuthError::Unavailable {
+            reason: "1 token introspections are in flight, the most this server makes at once (max_concurrent_introspections)".into()
+        })
+    );
+    assert_eq!(mock.hits("/introspect"), 2);
+    assert!(matches!(
+        one.verify("unknown-b").await,
+        Err(AuthError::InvalidToken { .. })
+    ));
+    assert_eq!(mock.hits("/introspect"), 3);
 }
 
 // --- the cache over the JWT verifier --------------------------------------------------------
