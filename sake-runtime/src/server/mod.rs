@@ -73,6 +73,9 @@ pub(crate) struct Config {
     pub listing: Option<crate::card::Listing>,
     /// The public URL of the server without the endpoint's path (`Server::public_url`).
     pub public_url: Option<String>,
+    /// What the server does with a client's trace context (`Server::client_trace_context`).
+    #[cfg(feature = "otel")]
+    pub client_trace_context: crate::otel::ClientTraceContext,
 }
 
 impl Default for Config {
@@ -102,6 +105,8 @@ impl Default for Config {
             task_lease: Duration::from_secs(30),
             listing: None,
             public_url: None,
+            #[cfg(feature = "otel")]
+            client_trace_context: crate::otel::ClientTraceContext::default(),
         }
     }
 }
