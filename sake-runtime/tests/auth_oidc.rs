@@ -636,3 +636,60 @@ async fn a_flood_of_made_up_tokens_costs_at_most_the_concurrent_introspections()
     }
     assert_eq!(introspections(&server).await.0, after + 1);
 }
+
+/// Serves the registry on a free port behind `verifier`; the endpoint's URL.
+async fn serve_behind(server: &AuthorizationServer, resource: &str, verifier: IntrospectionVerifier) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let service = sake::Server::from_registry()
+        .name("hiding")
+        .version("1.0.0")
+        .authorization(Authorization::new(
+            resource,
+            server.issuer.clone(),
+            verifier,
+        ))
+        .build()
+        .unwrap();
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    url
+}
+
+/// What went wrong with introspection stays in the server's log: the real authorization
+/// server refusing the resource server's credentials (the endpoint's URL and status would be
+/// in the verifier's words), and an endpoint nobody answers on, both reach the client as one
+/// stable 503, word for word.
+#[tokio::test]
+async fn a_failing_introspection_is_not_described_to_clients() {
+    let server = AuthorizationServer::start(&[]);
+    let resource = "http://127.0.0.1:4100/opaque";
+    let client = ("sake-confidential", "sake-confidential-secret");
+    let token = client_credentials(&server, client, resource, "mcp:tools").await;
+    let wrong_secret = IntrospectionVerifier::builder(resource, client.0, "not-the-secret")
+        .issuer(server.issuer.clone())
+        .build()
+        .unwrap();
+    assert!(matches!(
+        wrong_secret.verify(&token).await,
+        Err(AuthError::Misconfigured { reason }) if reason.contains("/token/introspection")
+    ));
+    let nobody = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let gone = format!("http://{}/introspect", nobody.local_addr().unwrap());
+    drop(nobody);
+    let unreachable = IntrospectionVerifier::builder(resource, client.0, client.1)
+        .endpoint(gone)
+        .build()
+        .unwrap();
+    let browser = Browser::new();
+    for verifier in [wrong_secret, unreachable] {
+        let url = serve_behind(&server, resource, verifier).await;
+        assert_eq!(
+            ping(&browser, &url, &token).await,
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"jsonrpc": "2.0", "error": {"code": -32000,
+                    "message": "Service Unavailable: the bearer token could not be checked right now; retry shortly"}})
+            )
+        );
+    }
+}

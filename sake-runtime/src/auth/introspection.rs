@@ -399,8 +399,10 @@ impl IntrospectionVerifier {
         if let Some(token_type) = answer.get("token_type").and_then(Value::as_str)
             && !token_type.eq_ignore_ascii_case("bearer")
         {
+            // The authorization server's word, clipped: it reaches the client.
             return Err(AuthError::invalid(format!(
-                "it is a {token_type:?} token, not a bearer access token"
+                "it is a {:?} token, not a bearer access token",
+                crate::protocol::jsonrpc::clip_at(token_type, 40)
             )));
         }
         if let (Some(expected), Some(iss)) = (&inner.issuer, answer.get("iss"))
