@@ -509,7 +509,9 @@ async fn ping(browser: &Browser, url: &str, token: &str) -> (StatusCode, Value) 
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "server/discover")
         .header("authorization", format!("Bearer {token}"))
-        .body(http_body_util::Full::new(bytes::Bytes::from(body.to_string())))
+        .body(http_body_util::Full::new(bytes::Bytes::from(
+            body.to_string(),
+        )))
         .unwrap();
     let response = tokio::time::timeout(Duration::from_secs(30), browser.client.request(request))
         .await
@@ -518,13 +520,21 @@ async fn ping(browser: &Browser, url: &str, token: &str) -> (StatusCode, Value) 
     let status = response.status();
     use http_body_util::BodyExt as _;
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 /// How many introspection requests reached the authorization server, and the most in flight
 /// at once.
 async fn introspections(server: &AuthorizationServer) -> (u64, u64) {
-    let origin: String = server.issuer.split('/').take(3).collect::<Vec<_>>().join("/");
+    let origin: String = server
+        .issuer
+        .split('/')
+        .take(3)
+        .collect::<Vec<_>>()
+        .join("/");
     let counts = Browser::new()
         .get(&format!("{origin}/_test/introspections"))
         .await
@@ -578,7 +588,10 @@ async fn a_flood_of_made_up_tokens_costs_at_most_the_concurrent_introspections()
     // The signed-in client, checked once.
     let (status, pong) = ping(&browser, &url, &token).await;
     assert_eq!(status, StatusCode::OK, "{pong}");
-    assert_eq!(pong["result"]["supportedVersions"][0], "2026-07-28", "{pong}");
+    assert_eq!(
+        pong["result"]["supportedVersions"][0], "2026-07-28",
+        "{pong}"
+    );
     let (before, _) = introspections(&server).await;
     assert_eq!(before, 1);
 
@@ -589,7 +602,10 @@ async fn a_flood_of_made_up_tokens_costs_at_most_the_concurrent_introspections()
         let mut served = 0;
         for _ in 0..20 {
             tokio::time::sleep(Duration::from_millis(20)).await;
-            assert_eq!(ping(&browser, &url, &token).await, (StatusCode::OK, pong.clone()));
+            assert_eq!(
+                ping(&browser, &url, &token).await,
+                (StatusCode::OK, pong.clone())
+            );
             served += 1;
         }
         served
@@ -638,7 +654,11 @@ async fn a_flood_of_made_up_tokens_costs_at_most_the_concurrent_introspections()
 }
 
 /// Serves the registry on a free port behind `verifier`; the endpoint's URL.
-async fn serve_behind(server: &AuthorizationServer, resource: &str, verifier: IntrospectionVerifier) -> String {
+async fn serve_behind(
+    server: &AuthorizationServer,
+    resource: &str,
+    verifier: IntrospectionVerifier,
+) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let service = sake::Server::from_registry()

@@ -320,8 +320,10 @@ async fn a_clients_4_mib_strings_reach_the_log_clipped() {
     let mut stdio = Stdio::start(server().build().unwrap());
     for (id, method) in [(json!(big('J')), "nope".to_owned()), (json!(1), big('S'))] {
         stdio
-            .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {
-                "_meta": sake_tests::meta()}}))
+            .send(
+                &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {
+                "_meta": sake_tests::meta()}}),
+            )
             .await;
         let answer = stdio.recv_raw().await;
         assert_eq!(answer["error"]["code"], -32601, "{}", answer["error"]);
@@ -356,7 +358,10 @@ async fn a_clients_4_mib_strings_reach_the_log_clipped() {
         "the name is logged on one line, escaped"
     );
     assert!(!logs.lines().any(|l| l.starts_with("FORGED-LINE")));
-    assert!(!logs.contains('\u{1b}'), "no terminal escape reaches the log");
+    assert!(
+        !logs.contains('\u{1b}'),
+        "no terminal escape reaches the log"
+    );
     // No line is long: the longest holds a few clipped fields.
     let longest = logs.lines().map(str::len).max().unwrap_or(0);
     assert!(longest < 8 * 1024, "the longest line has {longest} bytes");

@@ -461,9 +461,7 @@ impl Inner {
     /// The envelope in `bytes` when it is sealed with the replicas' key (and, when `live`,
     /// was sent within [`MAX_AGE_MS`] of now); refused and logged otherwise.
     fn open(&self, bytes: &[u8], live: bool) -> Option<Envelope> {
-        let Some(key) = self.key.get() else {
-            return None;
-        };
+        let key = self.key.get()?;
         let Some(json) = std::str::from_utf8(bytes)
             .ok()
             .and_then(|sealed| key.open(CONTEXT, sealed))
