@@ -48,7 +48,7 @@ pub mod apps {
 /// the in-process default, and the messages replicas exchange (see docs/deploying.md). The
 /// Redis bus is [`redis::RedisBus`](crate::redis) (feature `redis`).
 pub mod bus {
-    pub use crate::handler::events::{BusMessage, Event, EventBus, Inbox, LocalBus};
+    pub use crate::handler::events::{BusMessage, Event, EventBus, Inbox, LocalBus, ReplicaKey};
 }
 mod error;
 pub(crate) mod handler;

@@ -282,6 +282,10 @@ impl Server {
     /// end with the process, and a warning says so). The server's name (`Server::name`) is
     /// part of every signature: two services that share a key do not accept each other's
     /// tokens.
+    ///
+    /// The key the replicas authenticate their bus messages and task records with is derived
+    /// from it ([`ReplicaKey`](crate::bus::ReplicaKey)): a shared
+    /// [`event_bus`](Self::event_bus) or a Redis task store needs it configured.
     pub fn session_key(mut self, key: impl AsRef<[u8]>) -> Self {
         self.config.session_key = Some(key.as_ref().to_vec());
         self
@@ -297,6 +301,17 @@ impl Server {
         K: AsRef<[u8]>,
     {
         self.config.previous_session_keys = keys.into_iter().map(|k| k.as_ref().to_vec()).collect();
+        self
+    }
+
+    /// What the server does with the trace context a client puts in `params._meta` (feature
+    /// `otel`): by default its span is *linked* from the request's span, which stays in the
+    /// server's trace under the server's sampling; [`Adopt`](crate::otel::ClientTraceContext::Adopt)
+    /// makes it the parent, for clients the server trusts. See docs/observability.md.
+    #[cfg(feature = "otel")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+    pub fn client_trace_context(mut self, policy: crate::otel::ClientTraceContext) -> Self {
+        self.config.client_trace_context = policy;
         self
     }
 

@@ -19,7 +19,8 @@ use base64::Engine as _;
 use http::header::LOCATION;
 use http::{Method, StatusCode};
 use sake_runtime::auth::{
-    AuthError, ClientAuth, IntrospectionVerifier, JwtVerifier, Principal, TokenVerifier,
+    AuthError, Authorization, ClientAuth, IntrospectionVerifier, JwtVerifier, Principal,
+    TokenVerifier,
 };
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -416,10 +417,24 @@ async fn opaque_tokens_by_introspection() {
     let token = client_credentials(&server, client, resource, "mcp:tools").await;
     assert_eq!(token.split('.').count(), 1, "an opaque token");
 
-    // The endpoint found through the issuer's metadata; client_secret_basic.
+    // The endpoint found through the issuer's metadata; client_secret_basic. (oidc-provider
+    // answers with `aud`, which is required by default.)
+    // Its answer for a client's own token names no `sub`, only `client_id`: refused by
+    // default (that name could be a user's `sub`), the client is the caller where the server
+    // says so.
+    let strict = IntrospectionVerifier::builder(resource, client.0, client.1)
+        .issuer(server.issuer.clone())
+        .build()
+        .unwrap();
+    assert_eq!(
+        strict.verify(&token).await,
+        Err(AuthError::InvalidToken {
+            reason: "it names no subject (sub); a token a client got for itself is accepted only where the server takes its client_id as the subject (client_id_as_subject)".into()
+        })
+    );
     let basic = IntrospectionVerifier::builder(resource, client.0, client.1)
         .issuer(server.issuer.clone())
-        .require_audience(true)
+        .client_id_as_subject(true)
         .build()
         .unwrap();
     let p = basic.verify(&token).await.unwrap();
@@ -431,6 +446,7 @@ async fn opaque_tokens_by_introspection() {
     let post = IntrospectionVerifier::builder(resource, "sake-post", "sake-post-secret")
         .endpoint(server.url("/token/introspection"))
         .client_auth(ClientAuth::SecretPost)
+        .client_id_as_subject(true)
         .build()
         .unwrap();
     assert_eq!(
@@ -478,4 +494,222 @@ async fn opaque_tokens_by_introspection() {
         fresh.verify("not-a-token").await,
         Err(AuthError::InvalidToken { .. })
     ));
+}
+
+/// A 2026-07-28 `server/discover` to `url` with `token`: the status and the body.
+async fn ping(browser: &Browser, url: &str, token: &str) -> (StatusCode, Value) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let request = http::Request::builder()
+        .method(Method::POST)
+        .uri(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "server/discover")
+        .header("authorization", format!("Bearer {token}"))
+        .body(http_body_util::Full::new(bytes::Bytes::from(
+            body.to_string(),
+        )))
+        .unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(30), browser.client.request(request))
+        .await
+        .expect("answered within 30 s")
+        .expect("an answer");
+    let status = response.status();
+    use http_body_util::BodyExt as _;
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// How many introspection requests reached the authorization server, and the most in flight
+/// at once.
+async fn introspections(server: &AuthorizationServer) -> (u64, u64) {
+    let origin: String = server
+        .issuer
+        .split('/')
+        .take(3)
+        .collect::<Vec<_>>()
+        .join("/");
+    let counts = Browser::new()
+        .get(&format!("{origin}/_test/introspections"))
+        .await
+        .json();
+    (
+        counts["total"].as_u64().unwrap(),
+        counts["maxInFlight"].as_u64().unwrap(),
+    )
+}
+
+fn made_up_token() -> String {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).unwrap();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// Introspection as an amplifier: every token a client makes up would cost a request to the
+/// authorization server, made with the resource server's own credentials. Against the real
+/// authorization server (slowed to 100 ms an introspection), 300 made-up tokens sent at once
+/// to a sake server cost at most `max_concurrent_introspections` (4) requests in flight; the
+/// tokens that find no free slot are answered 503 at once, the others 401; a client signed in
+/// before is served throughout; and one bad token sent again and again is introspected once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_made_up_tokens_costs_at_most_the_concurrent_introspections() {
+    const MAX: u64 = 4;
+    const FLOOD: usize = 300;
+    let server = AuthorizationServer::start(&[("AS_INTROSPECTION_DELAY_MS", "100")]);
+    let resource = "http://127.0.0.1:4100/opaque";
+    let client = ("sake-confidential", "sake-confidential-secret");
+    let token = client_credentials(&server, client, resource, "mcp:tools").await;
+    let verifier = IntrospectionVerifier::builder(resource, client.0, client.1)
+        .issuer(server.issuer.clone())
+        .client_id_as_subject(true)
+        .max_concurrent_introspections(MAX as usize)
+        .build()
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let service = sake::Server::from_registry()
+        .name("flooded")
+        .version("1.0.0")
+        .authorization(Authorization::new(
+            resource,
+            server.issuer.clone(),
+            verifier,
+        ))
+        .build()
+        .unwrap();
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    let browser = Browser::new();
+    // The signed-in client, checked once.
+    let (status, pong) = ping(&browser, &url, &token).await;
+    assert_eq!(status, StatusCode::OK, "{pong}");
+    assert_eq!(
+        pong["result"]["supportedVersions"][0], "2026-07-28",
+        "{pong}"
+    );
+    let (before, _) = introspections(&server).await;
+    assert_eq!(before, 1);
+
+    let flood = futures_util::future::join_all(
+        (0..FLOOD).map(|_| async { ping(&browser, &url, &made_up_token()).await }),
+    );
+    let signed_in = async {
+        let mut served = 0;
+        for _ in 0..20 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert_eq!(
+                ping(&browser, &url, &token).await,
+                (StatusCode::OK, pong.clone())
+            );
+            served += 1;
+        }
+        served
+    };
+    let (answers, served) = tokio::join!(flood, signed_in);
+    assert_eq!(served, 20);
+    let (after, max_in_flight) = introspections(&server).await;
+    let (mut refused, mut busy) = (0u64, 0u64);
+    for (status, body) in &answers {
+        match *status {
+            StatusCode::UNAUTHORIZED => {
+                refused += 1;
+                assert_eq!(
+                    body["error"]["message"],
+                    "Unauthorized: the bearer token was refused: invalid token: the authorization server reports it inactive (expired, revoked or unknown)",
+                    "{body}"
+                );
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                busy += 1;
+                assert_eq!(
+                    *body,
+                    json!({"jsonrpc": "2.0", "error": {"code": -32000,
+                        "message": "Service Unavailable: the bearer token could not be checked right now; retry shortly"}})
+                );
+            }
+            other => panic!("{other}: {body}"),
+        }
+    }
+    assert_eq!(refused + busy, FLOOD as u64);
+    eprintln!(
+        "{FLOOD} made-up tokens: {refused} introspected and refused (401), {busy} answered 503, at most {max_in_flight} introspections in flight"
+    );
+    // Never more than 4 in flight, and all 4 were used: the flood did saturate them.
+    assert_eq!(max_in_flight, MAX, "at most {MAX} introspections at once");
+    // Each 401 cost one introspection; each 503 none.
+    assert_eq!(after - before, refused, "{refused} refused, {busy} busy");
+    assert!(busy > 0, "the flood found the slots taken");
+
+    // One bad token, sent again and again: its refusal is remembered (10 s).
+    let bad = made_up_token();
+    for _ in 0..20 {
+        assert_eq!(ping(&browser, &url, &bad).await.0, StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(introspections(&server).await.0, after + 1);
+}
+
+/// Serves the registry on a free port behind `verifier`; the endpoint's URL.
+async fn serve_behind(
+    server: &AuthorizationServer,
+    resource: &str,
+    verifier: IntrospectionVerifier,
+) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let service = sake::Server::from_registry()
+        .name("hiding")
+        .version("1.0.0")
+        .authorization(Authorization::new(
+            resource,
+            server.issuer.clone(),
+            verifier,
+        ))
+        .build()
+        .unwrap();
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    url
+}
+
+/// What went wrong with introspection stays in the server's log: the real authorization
+/// server refusing the resource server's credentials (the endpoint's URL and status would be
+/// in the verifier's words), and an endpoint nobody answers on, both reach the client as one
+/// stable 503, word for word.
+#[tokio::test]
+async fn a_failing_introspection_is_not_described_to_clients() {
+    let server = AuthorizationServer::start(&[]);
+    let resource = "http://127.0.0.1:4100/opaque";
+    let client = ("sake-confidential", "sake-confidential-secret");
+    let token = client_credentials(&server, client, resource, "mcp:tools").await;
+    let wrong_secret = IntrospectionVerifier::builder(resource, client.0, "not-the-secret")
+        .issuer(server.issuer.clone())
+        .build()
+        .unwrap();
+    assert!(matches!(
+        wrong_secret.verify(&token).await,
+        Err(AuthError::Misconfigured { reason }) if reason.contains("/token/introspection")
+    ));
+    let nobody = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let gone = format!("http://{}/introspect", nobody.local_addr().unwrap());
+    drop(nobody);
+    let unreachable = IntrospectionVerifier::builder(resource, client.0, client.1)
+        .endpoint(gone)
+        .build()
+        .unwrap();
+    let browser = Browser::new();
+    for verifier in [wrong_secret, unreachable] {
+        let url = serve_behind(&server, resource, verifier).await;
+        assert_eq!(
+            ping(&browser, &url, &token).await,
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"jsonrpc": "2.0", "error": {"code": -32000,
+                    "message": "Service Unavailable: the bearer token could not be checked right now; retry shortly"}})
+            )
+        );
+    }
 }

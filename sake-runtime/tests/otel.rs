@@ -5,7 +5,11 @@
 //! The receiver is a small HTTP server that takes `POST /v1/traces` and `POST /v1/metrics`
 //! and decodes the bodies with the official protobuf messages (`opentelemetry-proto`). The
 //! process installs one pipeline (`sake::otel::Otel`) pointed at it; each test sends its
-//! requests with a trace id of its own and finds its spans by it.
+//! requests with a trace id of its own and finds its spans by it (or, for a server that links
+//! its clients' context instead of adopting it, by the link).
+//!
+//! Most servers here adopt the client's context (`ClientTraceContext::Adopt`, the conventions'
+//! propagation); the default, which links it, has its own tests.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -20,7 +24,7 @@ use opentelemetry_proto::tonic::trace::v1::{Span, span::SpanKind, status::Status
 use prost::Message as _;
 use sake::client::Client;
 use sake::prelude::*;
-use sake_runtime::otel::Otel;
+use sake_runtime::otel::{ClientTraceContext, Otel};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
@@ -120,11 +124,18 @@ fn protobuf_ok() -> axum::response::Response {
         .unwrap()
 }
 
-/// Serves the registry over HTTP on a free port; the endpoint's URL.
+/// Serves the registry over HTTP on a free port, adopting clients' trace context; the
+/// endpoint's URL.
 async fn serve_http() -> String {
+    serve_http_with(ClientTraceContext::Adopt).await
+}
+
+/// Serves the registry over HTTP on a free port, doing `policy` with clients' trace context.
+async fn serve_http_with(policy: ClientTraceContext) -> String {
     let router = Server::from_registry()
         .name("otel-test")
         .version("1.0.0")
+        .client_trace_context(policy)
         .into_router()
         .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -352,6 +363,7 @@ async fn a_session_over_stdio_is_traced_from_initialize_on() {
     let service = Server::from_registry()
         .name("otel-test")
         .version("1.0.0")
+        .client_trace_context(ClientTraceContext::Adopt)
         .build()
         .unwrap();
     let (client, server) = tokio::io::duplex(1 << 16);
@@ -461,6 +473,191 @@ async fn sakes_client_puts_its_span_in_meta_and_the_server_span_is_its_child() {
         let client_span = named(&spans, "caller");
         assert_eq!(hex(&client_span.span_id), span_id);
     }
+}
+
+/// The spans that link to trace `trace_id` (hex), once `n` of them arrived.
+async fn spans_linking(trace_id: &str, n: usize) -> Vec<Span> {
+    let setup = setup();
+    for _ in 0..100 {
+        setup.otel.force_flush().unwrap();
+        let found: Vec<Span> = setup
+            .received
+            .lock()
+            .unwrap()
+            .spans
+            .iter()
+            .filter(|s| s.links.iter().any(|l| hex(&l.trace_id) == trace_id))
+            .cloned()
+            .collect();
+        if found.len() >= n {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("fewer than {n} spans linking trace {trace_id} arrived");
+}
+
+/// By default a client's context is linked, not adopted: the request's span stays in the
+/// server's own trace (under the HTTP request's span here) and names the client's span in a
+/// link — so a client neither puts the server's spans in a trace it chose nor decides their
+/// sampling — over HTTP in both eras and on stdio.
+#[tokio::test]
+async fn by_default_a_clients_context_is_linked_not_adopted() {
+    setup();
+    let url = serve_http_with(ClientTraceContext::default()).await;
+    for (n, revision) in [(11, Revision::V2026_07_28), (12, Revision::V2025_11_25)] {
+        let client = Client::builder()
+            .revision(revision)
+            .connect(&url)
+            .await
+            .unwrap();
+        let (tp, trace, parent) = traceparent(n);
+        client
+            .request(
+                "tools/call",
+                json!({"name": "add", "arguments": {"a": 1, "b": 2},
+                       "_meta": {"traceparent": tp, "tracestate": "congo=t61rcWkgMzE"}}),
+            )
+            .await
+            .unwrap();
+        let spans = spans_linking(&trace, 1).await;
+        let span = named(&spans, "tools/call add");
+        assert_eq!(span.kind, SpanKind::Server as i32);
+        assert_ne!(
+            hex(&span.trace_id),
+            trace,
+            "{revision}: not the client's trace"
+        );
+        assert_ne!(hex(&span.parent_span_id), parent);
+        assert!(!span.parent_span_id.is_empty(), "under the HTTP span");
+        assert_eq!(span.links.len(), 1);
+        assert_eq!(hex(&span.links[0].span_id), parent);
+        assert_eq!(span.links[0].trace_state, "congo=t61rcWkgMzE");
+        // The client's trace holds none of the server's spans.
+        let setup = setup();
+        setup.otel.force_flush().unwrap();
+        assert!(
+            !setup
+                .received
+                .lock()
+                .unwrap()
+                .spans
+                .iter()
+                .any(|s| hex(&s.trace_id) == trace)
+        );
+    }
+    // stdio: the span is the root of a trace of its own, with the link.
+    let service = Server::from_registry()
+        .name("otel-test")
+        .version("1.0.0")
+        .build()
+        .unwrap();
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let (server_read, server_write) = tokio::io::split(server);
+    tokio::spawn(service.serve_io(server_read, server_write));
+    let (client_read, mut client_write) = tokio::io::split(client);
+    let mut lines = BufReader::new(client_read).lines();
+    let (tp, trace, parent) = traceparent(13);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "add", "arguments": {"a": 1, "b": 1},
+        "_meta": {"traceparent": tp, "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    client_write
+        .write_all(format!("{call}\n").as_bytes())
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let spans = spans_linking(&trace, 1).await;
+    let span = named(&spans, "tools/call add");
+    assert!(span.parent_span_id.is_empty(), "a root span");
+    assert_eq!(hex(&span.links[0].span_id), parent);
+    client_write.shutdown().await.unwrap();
+}
+
+/// `Ignore`: the client's context is not read at all (no parent, no link). The call names a
+/// tool of its own (unknown: the span is found by its `gen_ai.tool.name`).
+#[tokio::test]
+async fn a_server_may_ignore_a_clients_context() {
+    setup();
+    let url = serve_http_with(ClientTraceContext::Ignore).await;
+    let client = Client::connect(&url).await.unwrap();
+    let (tp, trace, parent) = traceparent(14);
+    let marker = "ignored-context-test";
+    let err = client
+        .request(
+            "tools/call",
+            json!({"name": marker, "arguments": {}, "_meta": {"traceparent": tp}}),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("Unknown tool"), "{err}");
+    let setup = setup();
+    let mut found = None;
+    for _ in 0..100 {
+        setup.otel.force_flush().unwrap();
+        found = setup
+            .received
+            .lock()
+            .unwrap()
+            .spans
+            .iter()
+            .find(|s| {
+                sakes(s)
+                    .iter()
+                    .any(|(k, v)| k == "gen_ai.tool.name" && v == marker)
+            })
+            .cloned();
+        if found.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let span = found.expect("the call's span arrived");
+    assert_ne!(hex(&span.trace_id), trace, "not the client's trace");
+    assert_ne!(hex(&span.parent_span_id), parent, "not the client's span");
+    assert!(!span.parent_span_id.is_empty(), "under the HTTP span");
+    assert!(span.links.is_empty(), "no link: {:?}", span.links);
+}
+
+/// What a client chose goes into span attributes clipped to 256 bytes, with a marker: a tool
+/// name of 1 MiB, an unknown method of 1 MiB, a string id of 1 MiB.
+#[tokio::test]
+async fn a_clients_long_strings_are_clipped_in_span_attributes() {
+    setup();
+    let url = serve_http().await;
+    let client = Client::builder()
+        .revision(Revision::V2025_11_25)
+        .connect(&url)
+        .await
+        .unwrap();
+    let (tp, trace, _) = traceparent(15);
+    let big = "n".repeat(1 << 20);
+    let err = client
+        .request(
+            "tools/call",
+            json!({"name": big, "arguments": {}, "_meta": {"traceparent": tp}}),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("Unknown tool"), "{err}");
+    let spans = spans_of(&trace, 1).await;
+    let span = named(&spans, "tools/call");
+    let name = sakes(span)
+        .into_iter()
+        .find(|(k, _)| k == "gen_ai.tool.name")
+        .expect("gen_ai.tool.name")
+        .1;
+    assert_eq!(
+        name,
+        format!("{}…[clipped: {} bytes]", "n".repeat(256), 1 << 20)
+    );
+    // The error's message (the span's status) is clipped too.
+    let status = span.status.clone().expect("a status");
+    assert!(status.message.len() < 400, "{}", status.message.len());
 }
 
 #[tokio::test]

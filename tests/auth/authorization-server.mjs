@@ -25,11 +25,17 @@
 //                      the proxy's confidential client with its exact callback URL.
 //   AS_LOGIN_FORM      `1`: the login prompt is an HTML form (field `login`) that the user agent
 //                      posts, as a person would, instead of logging in AS_USER by redirect.
+//   AS_INTROSPECTION_DELAY_MS  holds each introspection request this long before oidc-provider
+//                      answers it (a slow authorization server, for the tests of how many a
+//                      resource server has in flight).
 //   AS_ID_JAG          `1`: the token endpoint also takes the token exchange grant (RFC 8693) of
 //                      enterprise-managed authorization: a client trades an ID token this
 //                      provider issued to it for an identity assertion authorization grant
 //                      (ID-JAG, typ oauth-id-jag+jwt, signed with the provider's key) for the
 //                      `audience` and `resource` it names.
+//
+// `GET /_test/introspections` (outside the issuer) answers how many introspection requests
+// arrived so far and the most that were in flight at once: {"total": n, "maxInFlight": m}.
 //
 // Once listening it prints one line on stdout and keeps running until killed:
 //
@@ -92,6 +98,8 @@ const idJag = process.env.AS_ID_JAG === '1';
 const extraClients = JSON.parse(process.env.AS_CLIENTS ?? '[]');
 const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const SHORT_TTL = 2;
+const introspectionDelay = Number(process.env.AS_INTROSPECTION_DELAY_MS ?? '0');
+const introspections = { total: 0, inFlight: 0, maxInFlight: 0 };
 
 /** Whether `resource` names a resource server on this machine: http(s) on a loopback host. */
 function isLoopbackResource(resource) {
@@ -305,6 +313,18 @@ const wellKnown = ['/.well-known/oauth-authorization-server', '/.well-known/open
 server.on('request', async (req, res) => {
   try {
     const { pathname } = new URL(req.url, origin);
+    if (pathname === '/_test/introspections') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ total: introspections.total, maxInFlight: introspections.maxInFlight }));
+      return;
+    }
+    if (pathname.endsWith('/token/introspection')) {
+      introspections.total += 1;
+      introspections.inFlight += 1;
+      introspections.maxInFlight = Math.max(introspections.maxInFlight, introspections.inFlight);
+      res.on('close', () => { introspections.inFlight -= 1; });
+      if (introspectionDelay > 0) await new Promise((r) => setTimeout(r, introspectionDelay));
+    }
     if (issuerPath) {
       // The provider is mounted at the issuer path; the path-inserted well-known forms
       // (RFC 8414 section 3.1) live outside it and resolve to the provider's own routes.

@@ -238,9 +238,13 @@ fn logs() -> String {
     let buf = BUF.get_or_init(|| {
         let buf = Buffer(Arc::default());
         let writer = buf.clone();
+        // sake's own lines at every level (what a client chose must be clipped in all of
+        // them), the rest from `info`.
         tracing_subscriber::fmt()
             .with_ansi(false)
-            .with_max_level(tracing::Level::INFO)
+            .with_env_filter(tracing_subscriber::EnvFilter::new(
+                "info,sake_runtime=trace",
+            ))
             .with_writer(move || writer.clone())
             .init();
         buf
@@ -251,6 +255,116 @@ fn logs() -> String {
 /// A logged line with all of `parts`.
 fn logged(parts: &[&str]) -> bool {
     logs().lines().any(|l| parts.iter().all(|p| l.contains(p)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// What clients choose, in the log
+
+/// A method, a tool name, a URI, a request id, client info, a requested version: strings a
+/// client chooses, each of nearly 4 MiB (the most a body holds), over HTTP in both eras and on
+/// stdio. Every log line and every span field that names them holds at most their first 256
+/// bytes and a marker with their length, never the whole; control characters are escaped.
+#[tokio::test]
+async fn a_clients_4_mib_strings_reach_the_log_clipped() {
+    logs();
+    const BIG: usize = 4 * 1024 * 1024 - 1024;
+    let big = |c: char| c.to_string().repeat(BIG);
+    let marker = format!("…[clipped: {BIG} bytes]");
+    let w = Wire::new(server());
+    // 2026-07-28: an unknown method with a string id.
+    let body = json!({"jsonrpc": "2.0", "id": big('I'), "method": big('M'), "params": {
+        "_meta": sake_tests::meta()}});
+    let reply = w
+        .send_unchecked(
+            Req::post(body.to_string())
+                .header("mcp-protocol-version", MODERN)
+                .header("mcp-method", "tools/list"),
+        )
+        .await;
+    assert!(reply.status >= 400, "{}", reply.status);
+    // A session opened with a made-up version and client info, then a tool, a resource and a
+    // prompt named by the client.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": big('C'), "version": "1"}}});
+    w.send_unchecked(Req::post(init.to_string())).await;
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": big('V'), "capabilities": {},
+        "clientInfo": {"name": "c", "version": "1"}}});
+    let reply = w.send_unchecked(Req::post(init.to_string())).await;
+    let sid = reply.session_id().expect("a session").to_owned();
+    let revision = reply.json(200)["result"]["protocolVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let in_session = |body: Value| {
+        Req::post(body.to_string())
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", &revision)
+    };
+    for (method, params) in [
+        ("tools/call", json!({"name": big('T'), "arguments": {}})),
+        ("resources/read", json!({"uri": big('U')})),
+        ("prompts/get", json!({"name": big('P')})),
+    ] {
+        let req = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let reply = w.send_unchecked(in_session(req)).await;
+        assert!(reply.json(200)["error"].is_object(), "{method}");
+    }
+    // A name with a line break and a terminal escape: escaped, so it cannot forge a line.
+    let req = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "evil\nFORGED-LINE \u{1b}[31m", "arguments": {}}});
+    let reply = w.send_unchecked(in_session(req)).await;
+    assert!(reply.json(200)["error"].is_object());
+    // stdio: the held connection logs each request.
+    let mut stdio = Stdio::start(server().build().unwrap());
+    for (id, method) in [(json!(big('J')), "nope".to_owned()), (json!(1), big('S'))] {
+        stdio
+            .send(
+                &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {
+                "_meta": sake_tests::meta()}}),
+            )
+            .await;
+        let answer = stdio.recv_raw().await;
+        assert_eq!(answer["error"]["code"], -32601, "{}", answer["error"]);
+    }
+    stdio.close().await;
+
+    let logs = logs();
+    for c in ['I', 'M', 'C', 'V', 'T', 'U', 'P', 'J', 'S'] {
+        let run = c.to_string().repeat(300);
+        for line in logs.lines() {
+            assert!(
+                !line.contains(&run),
+                "{c}: a line holds more than 256 bytes of it: {}…",
+                &line[..line.len().min(400)]
+            );
+        }
+    }
+    // Those that are logged (the requested version, the names, stdio's method and id) are
+    // there clipped: the marker shows where.
+    for c in ['V', 'T', 'U', 'P', 'S'] {
+        let clipped = format!("{}{marker}", c.to_string().repeat(256));
+        assert!(
+            logs.contains(&clipped),
+            "{c} was logged clipped (…{marker})"
+        );
+    }
+    // A string id is shown as JSON (quoted): its first 255 bytes after the quote.
+    let clipped = format!("\"{}…[clipped: {} bytes]", "J".repeat(255), BIG + 2);
+    assert!(logs.contains(&clipped), "J was logged clipped");
+    assert!(
+        logged(&["evil", "FORGED-LINE"]),
+        "the name is logged on one line, escaped"
+    );
+    assert!(!logs.lines().any(|l| l.starts_with("FORGED-LINE")));
+    assert!(
+        !logs.contains('\u{1b}'),
+        "no terminal escape reaches the log"
+    );
+    // No line is long: the longest holds a few clipped fields.
+    let longest = logs.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 8 * 1024, "the longest line has {longest} bytes");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,15 +1,16 @@
 //! `RedisTaskStore` against a real `redis-server` (`sake_tests::redis`), through the
 //! `TaskStore` trait the engine uses: the bounds and their exact refusals, every change made
 //! atomically while replicas race, and expiry that fails a task whose holder stopped, then
-//! deletes it and frees its room.
+//! deletes it and frees its room. Each store is started with the replicas' key, as a server
+//! starts it; one that is not, or is given a key no other replica has, refuses.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use sake::redis::RedisTaskStore;
 use sake::tasks::{
-    CancelOutcome, Claim, NewTask, TaskOutcome, TaskRecord, TaskRequest, TaskStatus, TaskStore,
-    TaskStoreError, TaskUpdate, UpdateOutcome,
+    CancelOutcome, Claim, NewTask, ReplicaKey, TaskOutcome, TaskRecord, TaskRequest, TaskStatus,
+    TaskStore, TaskStoreError, TaskUpdate, UpdateOutcome,
 };
 use sake_tests::redis::Redis;
 use serde_json::{Map, Value, json};
@@ -42,6 +43,14 @@ fn long(id: &str, principal: Option<&str>) -> TaskRecord {
     )
 }
 
+/// A store on `redis`, started with the key replicas of a server named `tests` derive.
+fn store(redis: &Redis) -> RedisTaskStore {
+    let s = RedisTaskStore::new(&redis.url()).unwrap();
+    let key = ReplicaKey::new(b"the session key of these tests, 32+ bytes", &[], "tests");
+    s.start(&key.unwrap()).unwrap();
+    s
+}
+
 fn map(v: Value) -> Map<String, Value> {
     v.as_object().unwrap().clone()
 }
@@ -49,10 +58,7 @@ fn map(v: Value) -> Map<String, Value> {
 #[tokio::test]
 async fn bounds_in_all_and_per_caller_with_the_memory_stores_refusals() {
     let redis = Redis::start();
-    let s = RedisTaskStore::new(&redis.url())
-        .unwrap()
-        .max_tasks(3)
-        .max_tasks_per_principal(2);
+    let s = store(&redis).max_tasks(3).max_tasks_per_principal(2);
     s.create(long("1", Some("alice"))).await.unwrap();
     s.create(long("2", Some("alice"))).await.unwrap();
     let e = s.create(long("3", Some("alice"))).await.unwrap_err();
@@ -101,7 +107,7 @@ async fn long_like(id: &str, s: &RedisTaskStore) -> TaskRecord {
 #[tokio::test]
 async fn racing_changes_are_each_applied_once() {
     let redis = Redis::start();
-    let s = Arc::new(RedisTaskStore::new(&redis.url()).unwrap());
+    let s = Arc::new(store(&redis));
     s.create(long("t", None)).await.unwrap();
     let questions: Map<String, Value> = (0..20)
         .map(|i| (format!("q{i}"), json!({"method": "elicitation/create"})))
@@ -167,7 +173,7 @@ async fn racing_changes_are_each_applied_once() {
 #[tokio::test]
 async fn cancel_finish_and_a_lost_holder() {
     let redis = Redis::start();
-    let s = RedisTaskStore::new(&redis.url()).unwrap();
+    let s = store(&redis);
     s.create(long("t", None)).await.unwrap();
     assert_eq!(s.cancel("t").await.unwrap(), CancelOutcome::Requested);
     assert_eq!(
@@ -217,10 +223,7 @@ async fn cancel_finish_and_a_lost_holder() {
 #[tokio::test]
 async fn expiry_fails_a_task_whose_holder_stopped_then_deletes_it_and_frees_its_room() {
     let redis = Redis::start();
-    let s = RedisTaskStore::new(&redis.url())
-        .unwrap()
-        .max_tasks(1)
-        .max_tasks_per_principal(1);
+    let s = store(&redis).max_tasks(1).max_tasks_per_principal(1);
     s.create(task(
         "t",
         Some("p"),
@@ -260,4 +263,29 @@ async fn expiry_fails_a_task_whose_holder_stopped_then_deletes_it_and_frees_its_
         Some("0")
     );
     s.create(long("v", Some("p"))).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_store_not_started_with_a_shared_key_refuses() {
+    let redis = Redis::start();
+    // Not started: nothing is read or written.
+    let s = RedisTaskStore::new(&redis.url()).unwrap();
+    let e = s.create(long("t", None)).await.unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the task store failed: the Redis task store was not started: a server starts it with its replicas' key (TaskStore::start)"
+    );
+    assert!(s.get("t").await.is_err());
+    // Another server's key (another name, same session key) does not open this one's records.
+    let ours = store(&redis);
+    ours.create(long("t", Some("alice"))).await.unwrap();
+    let theirs = RedisTaskStore::new(&redis.url()).unwrap();
+    let key = ReplicaKey::new(b"the session key of these tests, 32+ bytes", &[], "other");
+    theirs.start(&key.unwrap()).unwrap();
+    let e = theirs.get("t").await.unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the task store failed: the record of task t in Redis is refused: its MAC does not verify"
+    );
+    assert_eq!(ours.get("t").await.unwrap().unwrap().id, "t");
 }

@@ -987,6 +987,30 @@ async fn listen_streams_report_the_tasks_they_name() {
             200,
             json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32602, "message": "Invalid params: a task id of 257 bytes in `notifications.taskIds`; this server's task ids have at most 256"}}),
         );
+    // At most 1024 ids a stream (the sessions' subscription limit), counted while read: a
+    // million ids in one body are refused without keeping them.
+    let many: Vec<&str> = vec!["t"; 1_000_000];
+    w.send(listen(3, json!(many), caps()))
+        .await
+        .assert_json(
+            200,
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "Invalid params: `notifications.taskIds` names 1000000 tasks; this server follows at most 1024 per stream"}}),
+        );
+    // Too many is told before too long; not an array is not a filter.
+    let mut both = vec![json!("x".repeat(300))];
+    both.extend((0..1024).map(|n| json!(n.to_string())));
+    w.send(listen(4, json!(both), caps()))
+        .await
+        .assert_json(
+            200,
+            json!({"jsonrpc": "2.0", "id": 4, "error": {"code": -32602, "message": "Invalid params: `notifications.taskIds` names 1025 tasks; this server follows at most 1024 per stream"}}),
+        );
+    w.send(listen(5, json!("x"), caps()))
+        .await
+        .assert_json(
+            200,
+            json!({"jsonrpc": "2.0", "id": 5, "error": {"code": -32602, "message": "Invalid params: `notifications` is not a SubscriptionFilter: invalid type: string \"x\", expected an array of task ids"}}),
+        );
     let id = create(&w, "held", json!({"gate_name": "listen"})).await;
     let mut s = w.open(listen(7, json!([id, "nope", id]), caps())).await;
     s.assert_sse();

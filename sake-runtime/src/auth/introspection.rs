@@ -1,13 +1,18 @@
 //! Opaque access tokens, checked by asking the authorization server (RFC 7662).
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
 use serde_json::{Map, Value};
 
-use super::cache::{Clock, ExpiryCache, system_ms, token_key};
+use super::cache::{
+    Clock, DEFAULT_MAX_REFUSAL_BYTES, DEFAULT_MAX_REFUSALS, ExpiryCache, Refusals, TokenKey,
+    system_ms, token_key,
+};
 use super::discovery::{self, check_issuer};
 use super::fetch::{FetchError, Fetcher, FormAuth, Limits};
 use super::jwt::principal_from_claims;
@@ -31,14 +36,26 @@ pub enum ClientAuth {
 /// The resource server authenticates as a client of the authorization server
 /// (`client_secret_basic` by default, or `client_secret_post`). The endpoint is configured,
 /// or read from the issuer's metadata (`introspection_endpoint`). A token is accepted when
-/// the answer says `"active": true` and, when present, its `exp` has not passed, its `nbf`
-/// has, its `iss` is the configured issuer, its `aud` names this resource (RFC 8707) and its
-/// `token_type` is `Bearer`; with [`require_audience`](IntrospectionVerifierBuilder::require_audience)
-/// an answer without `aud` is refused too.
+/// the answer says `"active": true`, names this resource in its `aud` (RFC 8707; an answer
+/// without `aud` is refused unless [`require_audience(false)`](IntrospectionVerifierBuilder::require_audience)
+/// says the authorization server never sends one) and names a subject (`sub`; a token a
+/// client got for itself names only its `client_id`, accepted as the subject with
+/// [`client_id_as_subject`](IntrospectionVerifierBuilder::client_id_as_subject)), and, when
+/// present, its `exp` has not passed, its `nbf` has, its `iss` is the configured issuer and its
+/// `token_type` is `Bearer`.
 ///
 /// Active answers are remembered (under the token's SHA-256) until the token's `exp` or for
 /// the cache TTL (60 s by default), whichever comes first, in a bounded cache; so a revoked
-/// token keeps working for at most the cache TTL. Refusals are not remembered.
+/// token keeps working for at most the cache TTL. Refusals are remembered for 10 s (at most
+/// 10 000 of them, in 2 MiB), so that a bad token sent again costs no request.
+///
+/// Each token a client sends costs a request to the authorization server, made with the
+/// resource server's own credentials: at most
+/// [`max_concurrent_introspections`](IntrospectionVerifierBuilder::max_concurrent_introspections)
+/// (16 by default) are in flight at once, and concurrent checks of one token share one
+/// request. A token that arrives while all are taken is not checked: the request gets `503`
+/// (retry shortly), and a flood of made-up tokens costs the authorization server no more than
+/// that many requests at a time while tokens already checked are served from the cache.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), sake_runtime::auth::AuthError> {
@@ -59,6 +76,10 @@ pub struct IntrospectionVerifier {
     inner: Arc<Inner>,
 }
 
+/// One introspection of one token, shared by the checks of that token that arrive while it
+/// runs.
+type Flight = Arc<tokio::sync::OnceCell<Result<Principal, AuthError>>>;
+
 struct Inner {
     /// The endpoint, once configured or discovered (read without a lock on every miss).
     endpoint: OnceLock<String>,
@@ -70,12 +91,40 @@ struct Inner {
     client_secret: String,
     client_auth: ClientAuth,
     require_audience: bool,
+    client_id_as_subject: bool,
     leeway_ms: u64,
     cache: ExpiryCache<Principal>,
     cache_ttl: Duration,
+    refusals: Refusals,
     fetcher: Fetcher,
     clock: Clock,
     max_token_bytes: usize,
+    /// Introspections in flight: at most `max_concurrent` at once.
+    slots: Arc<tokio::sync::Semaphore>,
+    max_concurrent: usize,
+    /// The introspection in flight for each token being checked.
+    flights: Mutex<HashMap<TokenKey, Flight>>,
+    /// Checks are being refused for want of a slot (logged once per episode).
+    saturated: AtomicBool,
+}
+
+/// Removes a token's flight when the check that made it ends (or is dropped).
+struct Landing<'a> {
+    flights: &'a Mutex<HashMap<TokenKey, Flight>>,
+    key: TokenKey,
+    flight: Flight,
+}
+
+impl Drop for Landing<'_> {
+    fn drop(&mut self) {
+        let mut flights = self.flights.lock().unwrap_or_else(PoisonError::into_inner);
+        if flights
+            .get(&self.key)
+            .is_some_and(|f| Arc::ptr_eq(f, &self.flight))
+        {
+            flights.remove(&self.key);
+        }
+    }
 }
 
 /// A failed discovery is not tried again sooner than this.
@@ -103,9 +152,14 @@ pub struct IntrospectionVerifierBuilder {
     endpoint: Option<String>,
     issuer: Option<String>,
     require_audience: bool,
+    client_id_as_subject: bool,
     leeway: Duration,
     cache_ttl: Duration,
     max_cache_entries: usize,
+    refusal_ttl: Duration,
+    max_cached_refusals: usize,
+    max_cached_refusal_bytes: usize,
+    max_concurrent: usize,
     fetch_timeout: Duration,
     max_response_bytes: usize,
     max_token_bytes: usize,
@@ -138,10 +192,15 @@ impl IntrospectionVerifier {
             client_auth: ClientAuth::default(),
             endpoint: None,
             issuer: None,
-            require_audience: false,
+            require_audience: true,
+            client_id_as_subject: false,
             leeway: Duration::from_secs(60),
             cache_ttl: Duration::from_secs(60),
             max_cache_entries: 10_000,
+            refusal_ttl: Duration::from_secs(10),
+            max_cached_refusals: DEFAULT_MAX_REFUSALS,
+            max_cached_refusal_bytes: DEFAULT_MAX_REFUSAL_BYTES,
+            max_concurrent: 16,
             fetch_timeout: Duration::from_secs(10),
             max_response_bytes: 64 * 1024,
             max_token_bytes: 16 * 1024,
@@ -202,9 +261,59 @@ impl IntrospectionVerifier {
         let inner = &*self.inner;
         check_bearer_token(token, inner.max_token_bytes)?;
         let key = token_key(token);
-        if let Some(principal) = inner.cache.get(&key, inner.clock.now_ms()) {
+        let now = inner.clock.now_ms();
+        if let Some(principal) = inner.cache.get(&key, now) {
             return Ok(principal);
         }
+        if let Some(refused) = inner.refusals.get(&key, now) {
+            return Err(refused);
+        }
+        // One introspection per token at a time: the checks of a token that arrive while it
+        // is introspected wait for that answer.
+        let flight = {
+            let mut flights = inner.flights.lock().unwrap_or_else(PoisonError::into_inner);
+            flights.entry(key).or_default().clone()
+        };
+        let _landing = Landing {
+            flights: &inner.flights,
+            key,
+            flight: flight.clone(),
+        };
+        flight
+            .get_or_init(|| self.introspect_once(token, key))
+            .await
+            .clone()
+    }
+
+    /// Introspects `token` holding one of the slots (refused when none is free), and
+    /// remembers the answer.
+    async fn introspect_once(&self, token: &str, key: TokenKey) -> Result<Principal, AuthError> {
+        let inner = &*self.inner;
+        let Ok(_slot) = inner.slots.clone().try_acquire_owned() else {
+            if !inner.saturated.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    max_concurrent_introspections = inner.max_concurrent,
+                    "token introspection is saturated: tokens not yet checked are answered 503 until a slot frees (a flood of unknown tokens, or a slow authorization server)"
+                );
+            }
+            return Err(AuthError::unavailable(format!(
+                "{} token introspections are in flight, the most this server makes at once (max_concurrent_introspections)",
+                inner.max_concurrent
+            )));
+        };
+        if inner.saturated.swap(false, Ordering::Relaxed) {
+            tracing::info!("token introspection has free slots again");
+        }
+        let result = self.introspect(token, key).await;
+        if let Err(e) = &result {
+            inner.refusals.remember(key, e, inner.clock.now_ms());
+        }
+        result
+    }
+
+    /// Asks the authorization server about `token`; remembers an active answer.
+    async fn introspect(&self, token: &str, key: TokenKey) -> Result<Principal, AuthError> {
+        let inner = &*self.inner;
         let url = self.endpoint().await?;
         let auth = match inner.client_auth {
             ClientAuth::SecretBasic => FormAuth::Basic {
@@ -290,8 +399,10 @@ impl IntrospectionVerifier {
         if let Some(token_type) = answer.get("token_type").and_then(Value::as_str)
             && !token_type.eq_ignore_ascii_case("bearer")
         {
+            // The authorization server's word, clipped: it reaches the client.
             return Err(AuthError::invalid(format!(
-                "it is a {token_type:?} token, not a bearer access token"
+                "it is a {:?} token, not a bearer access token",
+                crate::protocol::jsonrpc::clip_at(token_type, 40)
             )));
         }
         if let (Some(expected), Some(iss)) = (&inner.issuer, answer.get("iss"))
@@ -333,7 +444,7 @@ impl IntrospectionVerifier {
                 reason: format!("its aud does not name {}", expected()),
             });
         }
-        principal_from_claims(answer)
+        principal_from_claims(answer, inner.client_id_as_subject)
     }
 }
 
@@ -393,11 +504,44 @@ impl IntrospectionVerifierBuilder {
         self
     }
 
-    /// Refuses answers that name no audience (default: accepted, since not every
-    /// authorization server returns `aud`; the MCP authorization pages require that a token
-    /// be checked to be meant for this resource, so turn this on when yours does).
+    /// Whether answers that name no audience are refused (default: refused). The MCP
+    /// authorization pages require that a token be checked to be meant for this resource;
+    /// turn it off only for an authorization server that never returns `aud` and issues
+    /// tokens for no other resource, since a token for any of its resources is then taken
+    /// for this one.
     pub fn require_audience(mut self, require: bool) -> Self {
         self.require_audience = require;
+        self
+    }
+
+    /// Accepts an answer without `sub` whose `client_id` then names the caller (a token a
+    /// client got for itself, with the client credentials grant). Off by default: such a
+    /// caller would share its name with a user whose `sub` is that client id, and be taken
+    /// for them wherever the server keys something by the subject.
+    pub fn client_id_as_subject(mut self, allow: bool) -> Self {
+        self.client_id_as_subject = allow;
+        self
+    }
+
+    /// The most introspection requests in flight at once (default 16, at least 1): a token
+    /// not yet checked that arrives while all are taken is answered `503`.
+    pub fn max_concurrent_introspections(mut self, n: usize) -> Self {
+        self.max_concurrent = n.max(1);
+        self
+    }
+
+    /// How long a refusal (inactive, expired, for another audience…) is remembered under the
+    /// token's SHA-256 (default 10 s; zero: not at all).
+    pub fn refusal_ttl(mut self, ttl: Duration) -> Self {
+        self.refusal_ttl = ttl;
+        self
+    }
+
+    /// The most refusals remembered (default 10 000), and the most bytes they may take
+    /// (default 2 MiB); the ones expiring soonest go first.
+    pub fn max_cached_refusals(mut self, entries: usize, bytes: usize) -> Self {
+        self.max_cached_refusals = entries;
+        self.max_cached_refusal_bytes = bytes;
         self
     }
 
@@ -477,12 +621,22 @@ impl IntrospectionVerifierBuilder {
                 client_secret: self.client_secret,
                 client_auth: self.client_auth,
                 require_audience: self.require_audience,
+                client_id_as_subject: self.client_id_as_subject,
                 leeway_ms: u64::try_from(self.leeway.as_millis()).unwrap_or(u64::MAX),
                 cache: ExpiryCache::new(self.max_cache_entries),
                 cache_ttl: self.cache_ttl,
+                refusals: Refusals::new(
+                    self.refusal_ttl,
+                    self.max_cached_refusals,
+                    self.max_cached_refusal_bytes,
+                ),
                 fetcher,
                 clock: Clock::default(),
                 max_token_bytes: self.max_token_bytes,
+                slots: Arc::new(tokio::sync::Semaphore::new(self.max_concurrent)),
+                max_concurrent: self.max_concurrent,
+                flights: Mutex::new(HashMap::new()),
+                saturated: AtomicBool::new(false),
             }),
         })
     }

@@ -72,6 +72,8 @@ struct Inner {
     store: KeyStore,
     max_token_bytes: usize,
     require_at_jwt: bool,
+    /// A token without `sub` is its `client_id`'s (`client_id_as_subject`).
+    client_id_as_subject: bool,
     /// The only `typ` accepted, for JWTs other than access tokens (an ID-JAG).
     token_type: Option<&'static str>,
 }
@@ -113,6 +115,7 @@ pub struct JwtVerifierBuilder {
     max_keys: usize,
     max_token_bytes: usize,
     require_at_jwt: bool,
+    client_id_as_subject: bool,
     token_type: Option<&'static str>,
 }
 
@@ -136,6 +139,7 @@ impl JwtVerifier {
             max_keys: 64,
             max_token_bytes: 16 * 1024,
             require_at_jwt: false,
+            client_id_as_subject: false,
             token_type: None,
         }
     }
@@ -248,7 +252,7 @@ impl JwtVerifier {
                 ));
             }
         }
-        principal_from_claims(claims)
+        principal_from_claims(claims, inner.client_id_as_subject)
     }
 
     fn map_error(&self, kind: &ErrorKind, alg: Algorithm) -> AuthError {
@@ -478,7 +482,14 @@ fn accept_alg(alg: &str, accepted: &[Algorithm]) -> Result<Algorithm, AuthError>
 }
 
 /// The principal named by verified claims.
-pub(crate) fn principal_from_claims(claims: Map<String, Value>) -> Result<Principal, AuthError> {
+///
+/// A token without `sub` names its caller by its `client_id` only when `client_id_as_subject`
+/// says so (a token a client got for itself); otherwise it is refused, since that name could
+/// be a user's `sub` too.
+pub(crate) fn principal_from_claims(
+    claims: Map<String, Value>,
+    client_id_as_subject: bool,
+) -> Result<Principal, AuthError> {
     let text = |name: &str| -> Result<Option<String>, AuthError> {
         match claims.get(name) {
             None | Some(Value::Null) => Ok(None),
@@ -492,9 +503,14 @@ pub(crate) fn principal_from_claims(claims: Map<String, Value>) -> Result<Princi
     let subject = match text("sub")? {
         Some(sub) if sub.is_empty() => return Err(AuthError::invalid("its sub claim is empty")),
         Some(sub) => sub,
-        None => client_id
+        None if client_id_as_subject => client_id
             .clone()
             .ok_or_else(|| AuthError::invalid("it names no subject (neither sub nor client_id)"))?,
+        None => {
+            return Err(AuthError::invalid(
+                "it names no subject (sub); a token a client got for itself is accepted only where the server takes its client_id as the subject (client_id_as_subject)",
+            ));
+        }
     };
     let issuer = text("iss")?;
     let scopes = scopes_of(&claims)?;
@@ -630,6 +646,15 @@ impl JwtVerifierBuilder {
         self
     }
 
+    /// Accepts a token without `sub` whose `client_id` then names the caller (a token a
+    /// client got for itself, with the client credentials grant). Off by default: such a
+    /// caller would share its name with a user whose `sub` is that client id, and be taken
+    /// for them wherever the server keys something by the subject.
+    pub fn client_id_as_subject(mut self, allow: bool) -> Self {
+        self.client_id_as_subject = allow;
+        self
+    }
+
     /// Accepts only tokens typed `at+jwt` (RFC 9068 section 2.1), refusing `JWT` and untyped
     /// ones (default: those are accepted too, since many issuers still send them).
     pub fn require_at_jwt_type(mut self, require: bool) -> Self {
@@ -729,6 +754,7 @@ impl JwtVerifierBuilder {
                 store,
                 max_token_bytes: self.max_token_bytes,
                 require_at_jwt: self.require_at_jwt,
+                client_id_as_subject: self.client_id_as_subject,
                 token_type: self.token_type,
             }),
         })

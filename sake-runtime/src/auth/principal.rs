@@ -110,7 +110,8 @@ impl Principal {
     }
 
     /// The subject: the token's `sub`, or, for a token issued to a client on its own behalf
-    /// that names no `sub`, its `client_id`.
+    /// that names no `sub`, its `client_id` — only where the verifier was told to take it
+    /// (`client_id_as_subject`); otherwise such a token is refused.
     pub fn subject(&self) -> &str {
         &self.inner.subject
     }

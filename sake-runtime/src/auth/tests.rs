@@ -380,12 +380,18 @@ async fn typ_values_and_audience_lists() {
     claims["aud"] = json!("https://mcp.example.com/mcp");
     assert!(v.verify(&a.sign(Some("a"), &claims)).await.is_ok());
 
-    // sub absent: the client is the subject (client_credentials); scopes as `scp` list.
+    // sub absent (client_credentials): refused by default — the client id could be a user's
+    // sub — and the client is the subject where the server says so; scopes as `scp` list.
     let mut claims = mock.claims();
     claims.as_object_mut().unwrap().remove("sub");
     claims.as_object_mut().unwrap().remove("scope");
     claims["scp"] = json!(["x", "y"]);
-    let p = v.verify(&a.sign(Some("a"), &claims)).await.unwrap();
+    assert_invalid(
+        v.verify(&a.sign(Some("a"), &claims)).await,
+        "names no subject (sub)",
+    );
+    let clients = mock.verifier().client_id_as_subject(true).build().unwrap();
+    let p = clients.verify(&a.sign(Some("a"), &claims)).await.unwrap();
     assert_eq!(p.subject(), "app");
     assert!(p.has_scope("x") && p.has_scope("y"));
 
@@ -1249,16 +1255,23 @@ async fn introspection_active_and_inactive() {
     );
     assert_eq!(form, "token=opaque-1&token_type_hint=access_token");
 
-    // Inactive (unknown, revoked): refused, and not remembered.
-    assert_eq!(
-        v.verify("opaque-2").await,
-        Err(AuthError::InvalidToken {
-            reason: "the authorization server reports it inactive (expired, revoked or unknown)"
-                .to_owned()
-        })
-    );
-    assert!(v.verify("opaque-2").await.is_err());
-    assert_eq!(mock.hits("/introspect"), 3);
+    // Inactive (unknown, revoked): refused, and remembered briefly (10 s): asking again
+    // costs no request.
+    let inactive = Err(AuthError::InvalidToken {
+        reason: "the authorization server reports it inactive (expired, revoked or unknown)"
+            .to_owned(),
+    });
+    assert_eq!(v.verify("opaque-2").await, inactive);
+    assert_eq!(v.verify("opaque-2").await, inactive);
+    assert_eq!(mock.hits("/introspect"), 2);
+    // Without the refusal cache, each asks.
+    let forgetful = introspector(&mock)
+        .refusal_ttl(Duration::ZERO)
+        .build()
+        .unwrap();
+    assert_eq!(forgetful.verify("opaque-2").await, inactive);
+    assert_eq!(forgetful.verify("opaque-2").await, inactive);
+    assert_eq!(mock.hits("/introspect"), 4);
 
     // client_secret_post.
     let v = introspector(&mock)
@@ -1266,7 +1279,7 @@ async fn introspection_active_and_inactive() {
         .build()
         .unwrap();
     v.verify("opaque-1").await.unwrap();
-    let (auth, form) = mock.state.introspections.lock().unwrap()[3].clone();
+    let (auth, form) = mock.state.introspections.lock().unwrap()[4].clone();
     assert_eq!(auth, None);
     assert_eq!(
         form,
@@ -1278,7 +1291,7 @@ async fn introspection_active_and_inactive() {
         v.verify("a b").await,
         Err(AuthError::InvalidToken { .. })
     ));
-    assert_eq!(mock.hits("/introspect"), 4);
+    assert_eq!(mock.hits("/introspect"), 5);
 }
 
 #[tokio::test]
@@ -1307,16 +1320,19 @@ async fn introspection_checks_audience_issuer_and_times() {
         v.verify("empty-aud").await,
         Err(AuthError::WrongAudience { .. })
     ));
+    // An answer without aud is refused by default, accepted where the resource opts out.
     with("no-aud", "aud", Value::Null);
-    assert!(
-        v.verify("no-aud").await.is_ok(),
-        "aud is checked when present"
+    assert_eq!(
+        v.verify("no-aud").await,
+        Err(AuthError::WrongAudience {
+            reason: format!("the introspection answer names no audience; expected {RESOURCE:?}")
+        })
     );
-    let strict = introspector(&mock).require_audience(true).build().unwrap();
-    assert!(matches!(
-        strict.verify("no-aud").await,
-        Err(AuthError::WrongAudience { .. })
-    ));
+    let lax = introspector(&mock).require_audience(false).build().unwrap();
+    assert!(
+        lax.verify("no-aud").await.is_ok(),
+        "aud checked when present"
+    );
 
     with("other-iss", "iss", json!("https://evil.example"));
     assert!(matches!(
@@ -1335,12 +1351,23 @@ async fn introspection_checks_audience_issuer_and_times() {
         v.verify("refresh").await,
         Err(AuthError::InvalidToken { .. })
     ));
-    // No sub: the client is the subject.
+    // No sub: refused, unless the client is taken as the subject.
     let mut a = base.clone();
     a.as_object_mut().unwrap().remove("sub");
     a["client_id"] = json!("machine");
     active(&mock, "client-creds", a);
-    assert_eq!(v.verify("client-creds").await.unwrap().subject(), "machine");
+    assert!(matches!(
+        v.verify("client-creds").await,
+        Err(AuthError::InvalidToken { reason }) if reason.contains("client_id_as_subject")
+    ));
+    let clients = introspector(&mock)
+        .client_id_as_subject(true)
+        .build()
+        .unwrap();
+    assert_eq!(
+        clients.verify("client-creds").await.unwrap().subject(),
+        "machine"
+    );
 }
 
 #[tokio::test]
@@ -1382,7 +1409,11 @@ async fn introspection_endpoint_down_or_refusing() {
 #[tokio::test]
 async fn introspection_endpoint_from_the_issuer_metadata() {
     let mock = Mock::issuer(&[]).await;
-    active(&mock, "opaque", json!({"active": true, "sub": "carol"}));
+    active(
+        &mock,
+        "opaque",
+        json!({"active": true, "sub": "carol", "aud": RESOURCE}),
+    );
     let v = IntrospectionVerifier::builder(RESOURCE, "rs", "secret")
         .issuer(mock.issuer_url())
         .build()
@@ -1405,12 +1436,12 @@ async fn introspection_answers_are_cached_until_exp_or_ttl() {
     active(
         &mock,
         "short",
-        json!({"active": true, "sub": "bob", "exp": exp}),
+        json!({"active": true, "sub": "bob", "aud": RESOURCE, "exp": exp}),
     );
     active(
         &mock,
         "long",
-        json!({"active": true, "sub": "bob", "exp": now() + 3600}),
+        json!({"active": true, "sub": "bob", "aud": RESOURCE, "exp": now() + 3600}),
     );
     let v = introspector(&mock).build().unwrap().with_clock(clock);
     v.verify("short").await.unwrap();
@@ -1428,6 +1459,41 @@ async fn introspection_answers_are_cached_until_exp_or_ttl() {
     at.store(start + 61_000, Ordering::Relaxed);
     v.verify("long").await.unwrap();
     assert_eq!(mock.hits("/introspect"), 4);
+}
+
+#[tokio::test]
+async fn introspections_of_one_token_are_shared_and_their_number_is_bounded() {
+    let mock = Mock::issuer(&[]).await;
+    active(
+        &mock,
+        "shared",
+        json!({"active": true, "sub": "bob", "aud": RESOURCE, "exp": now() + 600}),
+    );
+    // Twenty checks of one token at once: one request.
+    let v = introspector(&mock).build().unwrap();
+    let all = futures_util::future::join_all((0..20).map(|_| v.verify("shared"))).await;
+    assert!(all.iter().all(|p| p.as_ref().unwrap().subject() == "bob"));
+    assert_eq!(mock.hits("/introspect"), 1);
+    // One slot: of two tokens checked at once, the second is not sent (503), and the
+    // refusal is not remembered (it is the server's state, not the token's).
+    let one = introspector(&mock)
+        .max_concurrent_introspections(1)
+        .build()
+        .unwrap();
+    let (a, b) = tokio::join!(one.verify("unknown-a"), one.verify("unknown-b"));
+    assert!(matches!(a, Err(AuthError::InvalidToken { .. })), "{a:?}");
+    assert_eq!(
+        b,
+        Err(AuthError::Unavailable {
+            reason: "1 token introspections are in flight, the most this server makes at once (max_concurrent_introspections)".into()
+        })
+    );
+    assert_eq!(mock.hits("/introspect"), 2);
+    assert!(matches!(
+        one.verify("unknown-b").await,
+        Err(AuthError::InvalidToken { .. })
+    ));
+    assert_eq!(mock.hits("/introspect"), 3);
 }
 
 // --- the cache over the JWT verifier --------------------------------------------------------

@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
+pub use crate::signing::ReplicaKey;
+
 /// Something clients may want to hear about.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -130,21 +132,33 @@ impl EventBus for LocalBus {
     }
 }
 
-/// Where an [`EventBus`] delivers the messages of other replicas.
+/// Where an [`EventBus`] delivers the messages of other replicas, and the key they
+/// authenticate them with.
 #[derive(Clone)]
 pub struct Inbox {
     deliver: Arc<dyn Fn(BusMessage) + Send + Sync>,
+    key: ReplicaKey,
 }
 
 impl Inbox {
-    pub(crate) fn new(deliver: Arc<dyn Fn(BusMessage) + Send + Sync>) -> Inbox {
-        Inbox { deliver }
+    pub(crate) fn new(deliver: Arc<dyn Fn(BusMessage) + Send + Sync>, key: ReplicaKey) -> Inbox {
+        Inbox { deliver, key }
     }
 
     /// Acts on a message of another replica: its streams hear the event, a task's followers
     /// read it again, an ended session is refused here too.
+    ///
+    /// A bus whose messages cross anything another party can write to (a Redis on a shared
+    /// network) delivers only what [`replica_key`](Self::replica_key) authenticates.
     pub fn deliver(&self, message: BusMessage) {
         (self.deliver)(message);
+    }
+
+    /// The key the replicas of this server share (derived from the session key): a bus seals
+    /// what it sends with it and opens what it receives, and drops (and logs) what does not
+    /// open. See [`ReplicaKey`].
+    pub fn replica_key(&self) -> &ReplicaKey {
+        &self.key
     }
 }
 

@@ -493,7 +493,7 @@ impl Mrtr {
                         if fits {
                             answers.insert(k, v);
                         } else {
-                            tracing::debug!(key = %k, "an answer to a question not asked was ignored");
+                            tracing::debug!(key = %crate::protocol::jsonrpc::Logged(&k), "an answer to a question not asked was ignored");
                         }
                     }
                 }

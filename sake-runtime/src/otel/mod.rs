@@ -4,10 +4,12 @@
 //! With the feature on, every request a sake server serves (on every transport, in both eras)
 //! is a `SERVER` span named `{mcp.method.name} {target}` (`tools/call add`) with the
 //! convention's attributes, and its duration is recorded in the `mcp.server.operation.duration`
-//! histogram. The span's parent is the trace context the client put in `params._meta`
-//! (`traceparent`, `tracestate`, `baggage`; the conventions' "Context propagation"), and sake's
-//! client puts the context of the span it is called in there. docs/observability.md has the
-//! attributes and an example.
+//! histogram. The trace context the client put in `params._meta` (`traceparent`,
+//! `tracestate`, `baggage`; the conventions' "Context propagation") is *linked* from the span
+//! by default, and becomes its parent when the server trusts its clients' trace context
+//! ([`ClientTraceContext`], `Server::client_trace_context`); sake's client puts the context of
+//! the span it is called in there. Whatever a client chose (a method, a name, a URI, an id) is
+//! recorded clipped to 256 bytes. docs/observability.md has the attributes and an example.
 //!
 //! sake is an instrumentation library: its spans are `tracing` spans, turned into OpenTelemetry
 //! spans by a [`tracing_opentelemetry`] layer; it reads and writes `_meta` with the
@@ -245,27 +247,92 @@ impl Extractor for MetaCarrier<'_> {
     }
 }
 
-/// Makes the trace context in a request's `_meta` the parent of `span` (which must not have
-/// been entered yet), and links the context the request arrived in (the transport's span),
-/// as the conventions' "Context propagation" says a server does. A `_meta` without a valid
-/// `traceparent` (or one the global propagator does not read) changes nothing: the span
-/// stays a child of the current one.
-pub(crate) fn adopt_parent(span: &tracing::Span, meta: Option<&RawValue>) {
-    let Some(carrier) = meta.and_then(|m| serde_json::from_str::<MetaCarrier<'_>>(m.get()).ok())
+/// What a server does with the trace context a client puts in `params._meta` (`traceparent`,
+/// `tracestate`, `baggage`), set with `Server::client_trace_context`.
+///
+/// A client's context decides more than where its spans show: with a parent-based sampler
+/// its *sampled* flag decides whether the server's spans are recorded (a client that marks
+/// every request sampled makes the server export every span), its trace id puts the server's
+/// spans in a trace the client named, and its baggage travels on to what the server calls.
+/// So the default links to it — the span names the client's span, and stays in the server's
+/// own trace under its own sampling — and a server adopts it only when its clients are its
+/// own (behind a gateway that sets or checks `traceparent`, or internal callers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClientTraceContext {
+    /// The request's span stays a child of the current context (the transport's span over
+    /// HTTP, a new trace on stdio) and gets a link to the client's span. The default.
+    #[default]
+    Link,
+    /// The client's span is the parent of the request's span, as the conventions' "Context
+    /// propagation" describes (with a link to the transport's span): for clients the server
+    /// trusts.
+    Adopt,
+    /// The client's context is not read at all.
+    Ignore,
+}
+
+/// The longest `traceparent` read (version 00 has 55 characters; later versions may add).
+const MAX_TRACEPARENT: usize = 256;
+/// The longest `tracestate` read (W3C Trace Context: propagate at least 512 characters).
+const MAX_TRACESTATE: usize = 512;
+/// The longest `baggage` read (W3C Baggage: at most 8192 bytes).
+const MAX_BAGGAGE: usize = 8192;
+
+/// Applies `policy` to the trace context in a request's `_meta` for `span` (which must not have
+/// been entered yet). A `_meta` without a valid `traceparent` (or one the global propagator
+/// does not read) changes nothing: the span stays a child of the current one. Fields longer
+/// than the W3C limits are not read.
+pub(crate) fn client_context(
+    span: &tracing::Span,
+    meta: Option<&RawValue>,
+    policy: ClientTraceContext,
+) {
+    if policy == ClientTraceContext::Ignore {
+        return;
+    }
+    let Some(mut carrier) =
+        meta.and_then(|m| serde_json::from_str::<MetaCarrier<'_>>(m.get()).ok())
     else {
         return;
     };
-    if carrier.traceparent.is_none() {
+    if carrier
+        .traceparent
+        .as_ref()
+        .is_none_or(|t| t.len() > MAX_TRACEPARENT)
+    {
         return;
+    }
+    if carrier
+        .tracestate
+        .as_ref()
+        .is_some_and(|t| t.len() > MAX_TRACESTATE)
+    {
+        carrier.tracestate = None;
+    }
+    if carrier
+        .baggage
+        .as_ref()
+        .is_some_and(|b| b.len() > MAX_BAGGAGE)
+    {
+        carrier.baggage = None;
     }
     let cx = global::get_text_map_propagator(|p| p.extract(&carrier));
-    if !cx.span().span_context().is_valid() {
+    let client = cx.span().span_context().clone();
+    if !client.is_valid() {
         return;
     }
-    let ambient = tracing::Span::current().context();
-    if span.set_parent(cx).is_ok() {
-        let ambient = ambient.span().span_context().clone();
-        span.add_link(ambient);
+    match policy {
+        ClientTraceContext::Adopt => {
+            let ambient = tracing::Span::current().context();
+            if span.set_parent(cx).is_ok() {
+                let ambient = ambient.span().span_context().clone();
+                span.add_link(ambient);
+            }
+        }
+        // The span keeps its place (and sampling) in the server's trace; the client's span
+        // is named, not followed. Neither its baggage nor its sampled flag is taken.
+        _ => span.add_link(client),
     }
 }
 

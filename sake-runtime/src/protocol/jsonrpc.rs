@@ -206,7 +206,7 @@ impl RpcError {
     pub fn method_not_found(method: &str) -> Self {
         RpcError::new(
             code::METHOD_NOT_FOUND,
-            format!("Method not found: {method}"),
+            format!("Method not found: {}", logged(method)),
         )
     }
 
@@ -539,6 +539,69 @@ pub fn request_bytes<P: Serialize>(id: &RequestId, method: &str, params: &P) -> 
     .unwrap_or_default()
 }
 
+/// The most bytes of a string a client chose (a method, a tool name, a URI, a request id,
+/// client info, a `_meta` value) that go into a log line or a span attribute.
+pub(crate) const LOGGED_BYTES: usize = 256;
+
+/// A string a client chose, as it goes into logs and spans: whole up to [`LOGGED_BYTES`],
+/// else its first bytes (cut at a character boundary) and `…[clipped: N bytes]`, so that a
+/// 4 MiB name costs a log line no more than a short one; control characters escaped (`\n`,
+/// `\u{1b}`), so that a name cannot start a forged log line or colour a terminal.
+pub(crate) fn logged(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.len() <= LOGGED_BYTES && !s.contains(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(Logged(s).to_string())
+}
+
+/// Something a client chose, displayed for logs and spans as [`logged`] does: at most
+/// [`LOGGED_BYTES`] of its text, control characters escaped, then `…[clipped: N bytes]`.
+/// Nothing is allocated.
+pub(crate) struct Logged<T>(pub T);
+
+impl<T: fmt::Display> fmt::Display for Logged<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        /// Passes on the first [`LOGGED_BYTES`] bytes (escaped), counts the rest.
+        struct Bounded<'a, 'b> {
+            out: &'a mut fmt::Formatter<'b>,
+            total: usize,
+        }
+        impl Bounded<'_, '_> {
+            fn escaped(&mut self, s: &str) -> fmt::Result {
+                let mut rest = s;
+                while let Some(i) = rest.find(char::is_control) {
+                    self.out.write_str(&rest[..i])?;
+                    let c = rest[i..].chars().next().unwrap_or_default();
+                    write!(self.out, "{}", c.escape_debug())?;
+                    rest = &rest[i + c.len_utf8()..];
+                }
+                self.out.write_str(rest)
+            }
+        }
+        impl fmt::Write for Bounded<'_, '_> {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                let room = LOGGED_BYTES.saturating_sub(self.total);
+                self.total += s.len();
+                if room >= s.len() {
+                    return self.escaped(s);
+                }
+                let mut end = room;
+                while !s.is_char_boundary(end) {
+                    end -= 1;
+                }
+                self.escaped(&s[..end])
+            }
+        }
+        let mut bounded = Bounded { out: f, total: 0 };
+        fmt::write(&mut bounded, format_args!("{}", self.0))?;
+        let total = bounded.total;
+        if total > LOGGED_BYTES {
+            write!(f, "…[clipped: {total} bytes]")?;
+        }
+        Ok(())
+    }
+}
+
 /// Shortens raw JSON for an error message.
 pub(crate) fn clip(s: &str) -> String {
     clip_at(s, 60)
@@ -562,6 +625,38 @@ mod tests {
 
     fn err_code(bytes: &[u8]) -> i32 {
         decode(bytes).unwrap_err().error.code
+    }
+
+    #[test]
+    fn client_strings_are_logged_clipped() {
+        assert_eq!(logged("tools/call"), "tools/call");
+        let exact = "a".repeat(LOGGED_BYTES);
+        assert_eq!(logged(&exact), exact);
+        let big = "é".repeat(2 * 1024 * 1024);
+        let l = logged(&big);
+        assert!(l.len() < LOGGED_BYTES + 40, "{}", l.len());
+        assert!(l.ends_with("…[clipped: 4194304 bytes]"), "{l}");
+        assert!(l.starts_with("éé"));
+        // The same through Display, without allocating the whole.
+        assert_eq!(Logged(&exact).to_string(), exact);
+        assert_eq!(Logged(&*big).to_string(), l);
+        let id = RequestId::String("x".repeat(1000).into());
+        let shown = Logged(&id).to_string();
+        assert!(shown.starts_with("\"xx"), "{shown}");
+        assert!(shown.ends_with("…[clipped: 1002 bytes]"), "{shown}");
+        assert_eq!(Logged(&RequestId::Number(7)).to_string(), "7");
+        // Control characters are escaped: no forged line, no terminal escape.
+        assert_eq!(
+            logged("tools/call\nINFO forged\u{1b}[31m"),
+            "tools/call\\nINFO forged\\u{1b}[31m"
+        );
+        assert_eq!(
+            Logged(&RequestId::String("a\rb".into())).to_string(),
+            "\"a\\rb\""
+        );
+        // An unknown method is echoed clipped too.
+        let e = RpcError::method_not_found(&"m".repeat(1 << 20));
+        assert!(e.message.len() < 400, "{}", e.message.len());
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! [`RedisBus`]: an [`EventBus`] over Redis pub/sub, with ended sessions and sign-outs also
 //! kept as keys that expire with them, so that a replica that (re)connects learns those it
-//! missed.
+//! missed. Every message is sealed with the replicas' key ([`ReplicaKey`]) and carries when
+//! it was sent; what does not open, or was sent too long ago, is refused and logged.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use ::redis::AsyncCommands as _;
@@ -11,8 +12,8 @@ use futures_util::StreamExt as _;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use super::{InvalidUrl, Link, tag};
-use crate::handler::events::{BusMessage, Event, EventBus, Inbox};
+use super::{InvalidUrl, Link, RedisConfig, Refusals, tag};
+use crate::handler::events::{BusMessage, Event, EventBus, Inbox, ReplicaKey};
 
 /// How many messages may wait to be sent to Redis; beyond, new ones are dropped (logged).
 const QUEUE: usize = 4096;
@@ -22,6 +23,11 @@ const BATCH: usize = 128;
 const PING_EVERY: Duration = Duration::from_secs(5);
 /// The longest wait between two attempts to subscribe again.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// How far from this replica's clock a live message's sending time may be: older ones (a
+/// genuine message replayed later) and ones from the future are refused.
+const MAX_AGE_MS: u64 = 60_000;
+/// What sealed bus messages are bound to ([`ReplicaKey::seal`]).
+const CONTEXT: &str = "bus";
 
 /// The [`EventBus`] of replicas sharing one Redis: each publishes on a channel all of them
 /// subscribe to, so a listener on any replica hears what any replica publishes, once.
@@ -50,6 +56,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 ///   listeners still hear its own; the subscription is retried every 0.1–2 s, and on
 ///   reconnecting a replica tells its listeners that every list may have changed (clients
 ///   list again) — missed resource updates are lost.
+/// - Every message is sealed with the replicas' key ([`Inbox::replica_key`], derived from the
+///   session key) and carries when it was sent: a message that does not verify (published by
+///   someone else, or changed), or that was sent more than 60 s before or after this
+///   replica's clock says (replayed), is refused and logged, never acted on.
 pub struct RedisBus {
     inner: Arc<Inner>,
 }
@@ -61,6 +71,9 @@ struct Inner {
     signed_out_prefix: String,
     /// This replica, to skip its own messages.
     origin: String,
+    /// The replicas' key, from the server when it starts the bus.
+    key: OnceLock<ReplicaKey>,
+    refusals: Refusals,
     queue: Mutex<Option<mpsc::Sender<Outgoing>>>,
     /// Messages are being dropped (queue full); logged once per episode.
     dropping: AtomicBool,
@@ -82,11 +95,14 @@ struct Outgoing {
     kept: Option<(String, u64)>,
 }
 
-/// A message as it crosses Redis.
+/// A message as it crosses Redis (sealed: `m1.<mac>.<this as JSON>`).
 #[derive(Serialize, Deserialize)]
 struct Envelope {
     /// The replica that sent it.
     o: String,
+    /// When it was sent (Unix milliseconds).
+    #[serde(rename = "ts")]
+    at: u64,
     #[serde(flatten)]
     m: Wire,
 }
@@ -161,26 +177,34 @@ impl Wire {
 }
 
 impl RedisBus {
-    /// A bus through the Redis at `url` (`redis://[user:password@]host[:port][/db]`), with
-    /// the prefix `sake`. Nothing connects until the server starts it.
+    /// A bus through the Redis at `url` (`redis://[user:password@]host[:port][/db]`, or
+    /// `rediss://…` for TLS with the system's roots), with the prefix `sake`. Nothing
+    /// connects until the server starts it.
     pub fn new(url: &str) -> Result<RedisBus, InvalidUrl> {
-        RedisBus::with_prefix(url, "sake")
+        RedisBus::from_config(&RedisConfig::new(url))
     }
 
     /// A bus whose channel and keys start with `{prefix}`: servers (not replicas of one
     /// server) sharing one Redis need different prefixes.
     pub fn with_prefix(url: &str, prefix: &str) -> Result<RedisBus, InvalidUrl> {
-        let tag = tag(prefix);
+        RedisBus::from_config(&RedisConfig::new(url).prefix(prefix))
+    }
+
+    /// A bus through the Redis `config` describes (its URL, prefix and TLS settings).
+    pub fn from_config(config: &RedisConfig) -> Result<RedisBus, InvalidUrl> {
+        let tag = tag(&config.prefix);
         let origin = crate::tasks::new_task_id()
             .map(|id| id[..16].to_owned())
             .unwrap_or_else(|| format!("pid{}", std::process::id()));
         Ok(RedisBus {
             inner: Arc::new(Inner {
-                link: Link::open(url, "event bus")?,
+                link: Link::open(config, "event bus")?,
                 channel: format!("{tag}:events"),
                 ended_prefix: format!("{tag}:ended:"),
                 signed_out_prefix: format!("{tag}:signed-out:"),
                 origin,
+                key: OnceLock::new(),
+                refusals: Refusals::new("event bus"),
                 queue: Mutex::new(None),
                 dropping: AtomicBool::new(false),
             }),
@@ -196,13 +220,19 @@ impl EventBus for RedisBus {
             Wire::Out { p, u, .. } => Some((format!("{}{p}", self.inner.signed_out_prefix), *u)),
             _ => None,
         };
-        let envelope = Envelope {
-            o: self.inner.origin.clone(),
-            m,
-        };
-        let Ok(bytes) = serde_json::to_vec(&envelope) else {
+        let Some(key) = self.inner.key.get() else {
+            tracing::debug!("event bus not started: message kept in this process");
             return;
         };
+        let envelope = Envelope {
+            o: self.inner.origin.clone(),
+            at: crate::tasks::now_ms(),
+            m,
+        };
+        let Ok(json) = serde_json::to_string(&envelope) else {
+            return;
+        };
+        let bytes = key.seal(CONTEXT, &json).into_bytes();
         let queue = self
             .inner
             .queue
@@ -237,6 +267,7 @@ impl EventBus for RedisBus {
             );
             return;
         };
+        let _ = self.inner.key.set(inbox.replica_key().clone());
         let (tx, rx) = mpsc::channel(QUEUE);
         {
             let mut queue = self
@@ -359,8 +390,7 @@ async fn listen(
             msg = stream.next() => {
                 let Some(msg) = msg else { return };
                 let Some(this) = inner.upgrade() else { return };
-                let Ok(envelope) = serde_json::from_slice::<Envelope>(msg.get_payload_bytes()) else {
-                    tracing::debug!("event bus: a message that is not sake's was ignored");
+                let Some(envelope) = this.open(msg.get_payload_bytes(), true) else {
                     continue;
                 };
                 if envelope.o != this.origin {
@@ -405,7 +435,8 @@ async fn catch_up(inner: &Inner, inbox: &Inbox, reconnected: bool) {
         match found {
             Ok(values) => {
                 for bytes in values.into_iter().flatten() {
-                    if let Ok(envelope) = serde_json::from_slice::<Envelope>(&bytes) {
+                    // Kept until they would have expired: their age is not checked.
+                    if let Some(envelope) = inner.open(&bytes, false) {
                         inbox.deliver(envelope.m.into_message());
                     }
                 }
@@ -423,5 +454,33 @@ async fn catch_up(inner: &Inner, inbox: &Inbox, reconnected: bool) {
         ] {
             inbox.deliver(BusMessage::Event(event));
         }
+    }
+}
+
+impl Inner {
+    /// The envelope in `bytes` when it is sealed with the replicas' key (and, when `live`,
+    /// was sent within [`MAX_AGE_MS`] of now); refused and logged otherwise.
+    fn open(&self, bytes: &[u8], live: bool) -> Option<Envelope> {
+        let key = self.key.get()?;
+        let Some(json) = std::str::from_utf8(bytes)
+            .ok()
+            .and_then(|sealed| key.open(CONTEXT, sealed))
+        else {
+            self.refusals.refused("its MAC does not verify", bytes);
+            return None;
+        };
+        let Ok(envelope) = serde_json::from_str::<Envelope>(json) else {
+            self.refusals
+                .refused("authenticated, but not a message this version reads", bytes);
+            return None;
+        };
+        if live && crate::tasks::now_ms().abs_diff(envelope.at) > MAX_AGE_MS {
+            self.refusals.refused(
+                "sent more than 60 s from now (a replayed message, or replicas' clocks apart)",
+                bytes,
+            );
+            return None;
+        }
+        Some(envelope)
     }
 }

@@ -17,7 +17,7 @@ use std::future::Future;
 use ::redis::Script;
 use ::redis::aio::ConnectionManager;
 
-use super::{InvalidUrl, Link, tag};
+use super::{InvalidUrl, Link, RedisConfig, tag};
 use crate::auth::proxy::{Bound, Insertion, ProxyStore, ProxyStoreError, ProxyStoreFuture};
 
 /// The one reason a Redis failure is given with: what Redis said stays in the server's log.
@@ -162,9 +162,15 @@ impl RedisProxyStore {
     /// A store whose keys start with `{prefix}` (servers sharing one Redis need different
     /// prefixes; the replicas of one server the same).
     pub fn with_prefix(url: &str, prefix: &str) -> Result<RedisProxyStore, InvalidUrl> {
+        RedisProxyStore::from_config(&RedisConfig::new(url).prefix(prefix))
+    }
+
+    /// A store through the Redis `config` describes (its URL, prefix and TLS settings: a
+    /// `rediss://` URL, a CA, a client certificate).
+    pub fn from_config(config: &RedisConfig) -> Result<RedisProxyStore, InvalidUrl> {
         Ok(RedisProxyStore {
-            link: Link::open(url, "authorization proxy store")?,
-            tag: tag(prefix),
+            link: Link::open(config, "authorization proxy store")?,
+            tag: tag(&config.prefix),
             max_value: 64 * 1024,
         })
     }

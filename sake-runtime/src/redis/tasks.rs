@@ -1,21 +1,25 @@
 //! [`RedisTaskStore`]: tasks kept in Redis, read and changed by every replica.
 //!
-//! Each task is a hash (`c`: a counter of writes, `r`: the [`TaskRecord`] as JSON) that
-//! expires with the task. A change reads the task, applies the transition of
+//! Each task is a hash (`c`: a counter of writes, `r`: the [`TaskRecord`] as JSON, sealed
+//! with the replicas' key) that expires with the task. A record that does not verify, or
+//! that names another task than its key, is refused (and logged), never acted on. A change reads the task, applies the transition of
 //! [`TaskRecord`] in Rust, and writes it back with a script that checks the counter is
 //! unchanged (compare-and-swap), retrying when another replica wrote in between. Three
 //! sorted sets index the tasks: all of them and each caller's by when they are deleted
 //! (for the bounds), and all by when time next decides something about them (for expiry).
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use ::redis::Script;
 
-use super::{InvalidUrl, Link, tag};
+use super::{InvalidUrl, Link, RedisConfig, Refusals, tag};
 use crate::tasks::{
-    CancelOutcome, Claim, Expiry, StoreFuture, TaskOutcome, TaskRecord, TaskStore, TaskStoreError,
-    TaskUpdate, UpdateOutcome, now_ms,
+    CancelOutcome, Claim, Expiry, ReplicaKey, StoreFuture, TaskOutcome, TaskRecord, TaskStore,
+    TaskStoreError, TaskUpdate, UpdateOutcome, now_ms,
 };
+
+/// What sealed task records are bound to ([`ReplicaKey::seal`]).
+const CONTEXT: &str = "task";
 
 /// How many times a change is tried again when other replicas keep changing the task.
 const CAS_ATTEMPTS: usize = 32;
@@ -87,13 +91,20 @@ return 1
 /// ones included until they expire. Every task key expires in Redis with the task.
 ///
 /// Redis unreachable or slower than 1 s: the call fails with -32603 and a message saying the
-/// task store failed; nothing is half-written (each change is one script). The replicas'
-/// clocks decide expiry: keep them synchronised (NTP).
+/// task store is unavailable (the detail goes to the log); nothing is half-written (each
+/// change is one script). The replicas' clocks decide expiry: keep them synchronised (NTP).
+///
+/// Each record is sealed with the replicas' key ([`TaskStore::start`] gives it; derived from
+/// the session key): a record someone else wrote or changed in Redis — another owner, another
+/// result — fails like an unreachable Redis and is logged, and expiry leaves it alone. The
+/// server refuses to start this store without a configured session key.
 pub struct RedisTaskStore {
     link: Link,
     tag: String,
     max_tasks: usize,
     max_per_principal: usize,
+    key: OnceLock<ReplicaKey>,
+    refusals: Refusals,
 }
 
 impl std::fmt::Debug for RedisTaskStore {
@@ -115,22 +126,68 @@ enum Write {
 
 type Read = Option<(String, TaskRecord)>;
 
+/// Why a stored record is not acted on.
+enum Unread {
+    /// Redis failed, or the store was not started.
+    Failed(TaskStoreError),
+    /// The record failed its integrity check (logged).
+    Refused(TaskStoreError),
+}
+
+impl From<TaskStoreError> for Unread {
+    fn from(e: TaskStoreError) -> Self {
+        Unread::Failed(e)
+    }
+}
+
+impl From<Unread> for TaskStoreError {
+    fn from(e: Unread) -> Self {
+        match e {
+            Unread::Failed(e) | Unread::Refused(e) => e,
+        }
+    }
+}
+
 impl RedisTaskStore {
-    /// A store in the Redis at `url`, with the prefix `sake`. Nothing connects until it is
-    /// first used.
+    /// A store in the Redis at `url` (`redis://[user:password@]host[:port][/db]`, or
+    /// `rediss://…` for TLS with the system's roots), with the prefix `sake`. Nothing
+    /// connects until it is first used.
     pub fn new(url: &str) -> Result<RedisTaskStore, InvalidUrl> {
-        RedisTaskStore::with_prefix(url, "sake")
+        RedisTaskStore::from_config(&RedisConfig::new(url))
     }
 
     /// A store whose keys start with `{prefix}` (servers sharing one Redis need different
     /// prefixes; the replicas of one server the same).
     pub fn with_prefix(url: &str, prefix: &str) -> Result<RedisTaskStore, InvalidUrl> {
+        RedisTaskStore::from_config(&RedisConfig::new(url).prefix(prefix))
+    }
+
+    /// A store in the Redis `config` describes (its URL, prefix and TLS settings).
+    pub fn from_config(config: &RedisConfig) -> Result<RedisTaskStore, InvalidUrl> {
         Ok(RedisTaskStore {
-            link: Link::open(url, "task store")?,
-            tag: tag(prefix),
+            link: Link::open(config, "task store")?,
+            tag: tag(&config.prefix),
             max_tasks: 10_000,
             max_per_principal: 1_000,
+            key: OnceLock::new(),
+            refusals: Refusals::new("task store"),
         })
+    }
+
+    /// The replicas' key, once a server started the store.
+    fn key(&self) -> Result<&ReplicaKey, TaskStoreError> {
+        self.key.get().ok_or_else(|| {
+            TaskStoreError::Backend(
+                "the Redis task store was not started: a server starts it with its replicas' key (TaskStore::start)".into(),
+            )
+        })
+    }
+
+    /// The record as kept: its JSON, sealed.
+    fn seal(&self, record: &TaskRecord) -> Result<String, TaskStoreError> {
+        let json =
+            serde_json::to_string(record).map_err(|e| TaskStoreError::Backend(e.to_string()))?;
+        Ok(self.key()?.seal(CONTEXT, &json))
     }
 
     /// At most this many tasks in all (at least 1).
@@ -170,7 +227,8 @@ impl RedisTaskStore {
 
     /// The task and the counter of its writes; `None` when absent or (unless `gone_too`)
     /// past its end.
-    async fn read(&self, id: &str, gone_too: bool) -> Result<Read, TaskStoreError> {
+    async fn read(&self, id: &str, gone_too: bool) -> Result<Read, Unread> {
+        let replica_key = self.key()?;
         let key = self.task_key(id);
         let (counter, json): (Option<String>, Option<String>) = self
             .link
@@ -184,11 +242,25 @@ impl RedisTaskStore {
             })
             .await
             .map_err(backend)?;
-        let (Some(counter), Some(json)) = (counter, json) else {
+        let (Some(counter), Some(sealed)) = (counter, json) else {
             return Ok(None);
         };
-        let record: TaskRecord = serde_json::from_str(&json)
-            .map_err(|e| TaskStoreError::Backend(format!("a stored task is unreadable: {e}")))?;
+        let refuse = |why: &str| {
+            self.refusals.refused(why, sealed.as_bytes());
+            Unread::Refused(TaskStoreError::Backend(format!(
+                "the record of task {id} in Redis is refused: {why}"
+            )))
+        };
+        let Some(json) = replica_key.open(CONTEXT, &sealed) else {
+            return Err(refuse("its MAC does not verify"));
+        };
+        let record: TaskRecord = match serde_json::from_str(json) {
+            Ok(r) => r,
+            Err(_) => return Err(refuse("authenticated, but not a record this version reads")),
+        };
+        if record.id != id {
+            return Err(refuse("it is another task's record"));
+        }
         if !gone_too && record.is_gone(now_ms()) {
             return Ok(None);
         }
@@ -207,8 +279,7 @@ impl RedisTaskStore {
         let done: i64 = match write {
             Write::Nothing => return Ok(true),
             Write::Put => {
-                let json = serde_json::to_string(record)
-                    .map_err(|e| TaskStoreError::Backend(e.to_string()))?;
+                let json = self.seal(record)?;
                 let (expires_at, due) = (record.expires_at, record.next_due());
                 self.link
                     .run(|mut conn| async move {
@@ -250,6 +321,16 @@ impl RedisTaskStore {
         gone_too: bool,
         change: impl Fn(&mut TaskRecord, u64) -> (T, Write),
     ) -> Result<Option<T>, TaskStoreError> {
+        Ok(self.change_or_refuse(id, gone_too, change).await?)
+    }
+
+    /// [`change`](Self::change), telling a refused record from a failure.
+    async fn change_or_refuse<T>(
+        &self,
+        id: &str,
+        gone_too: bool,
+        change: impl Fn(&mut TaskRecord, u64) -> (T, Write),
+    ) -> Result<Option<T>, Unread> {
         for _ in 0..CAS_ATTEMPTS {
             let Some((counter, mut record)) = self.read(id, gone_too).await? else {
                 return Ok(None);
@@ -259,9 +340,9 @@ impl RedisTaskStore {
                 return Ok(Some(out));
             }
         }
-        Err(TaskStoreError::Backend(format!(
+        Err(Unread::Failed(TaskStoreError::Backend(format!(
             "task {id} kept changing under {CAS_ATTEMPTS} attempts to change it"
-        )))
+        ))))
     }
 }
 
@@ -270,10 +351,19 @@ fn backend(e: ::redis::RedisError) -> TaskStoreError {
 }
 
 impl TaskStore for RedisTaskStore {
+    fn start(&self, key: &ReplicaKey) -> Result<(), TaskStoreError> {
+        if !key.is_configured() {
+            return Err(TaskStoreError::Backend(
+                "the Redis task store needs a session key every replica shares (Server::session_key or SAKE_SESSION_KEY, at least 32 random bytes): its records are authenticated with a key derived from it".into(),
+            ));
+        }
+        let _ = self.key.set(key.clone());
+        Ok(())
+    }
+
     fn create<'a>(&'a self, task: TaskRecord) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let json =
-                serde_json::to_string(&task).map_err(|e| TaskStoreError::Backend(e.to_string()))?;
+            let json = self.seal(&task)?;
             let keys = self.keys(&task);
             let (expires_at, due, id) = (task.expires_at, task.next_due(), task.id.clone());
             let (max_tasks, max_per) = (self.max_tasks, self.max_per_principal);
@@ -315,7 +405,13 @@ impl TaskStore for RedisTaskStore {
     }
 
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
-        Box::pin(async move { Ok(self.read(id, false).await?.map(|(_, r)| r)) })
+        Box::pin(async move {
+            Ok(self
+                .read(id, false)
+                .await
+                .map_err(TaskStoreError::from)?
+                .map(|(_, r)| r))
+        })
     }
 
     fn claim<'a>(&'a self, id: &'a str, claim: &'a Claim) -> StoreFuture<'a, Option<TaskRecord>> {
@@ -411,17 +507,25 @@ impl TaskStore for RedisTaskStore {
             let mut changed = 0;
             for id in due {
                 let outcome = self
-                    .change(&id, true, |r, now| match r.expire(now) {
+                    .change_or_refuse(&id, true, |r, now| match r.expire(now) {
                         Expiry::Delete => (true, Write::Delete),
                         Expiry::Changed(_) => (true, Write::Put),
                         // Nothing to do yet; writing it back refreshes when it is due.
                         Expiry::Keep(_) => (false, Write::Put),
                     })
-                    .await?;
+                    .await;
+                let outcome = match outcome {
+                    Ok(o) => o,
+                    // A record that failed its check is left alone (logged), and out of the
+                    // index of what is due, so that it does not stop the others' expiry.
+                    Err(Unread::Refused(_)) => None,
+                    Err(Unread::Failed(e)) => return Err(e),
+                };
                 match outcome {
                     Some(true) => changed += 1,
                     Some(false) => {}
-                    // The key expired by itself: drop it from the index of what is due.
+                    // The key expired by itself (or was refused): drop it from the index of
+                    // what is due.
                     None => {
                         let due_key = self.due_key();
                         let id = id.clone();

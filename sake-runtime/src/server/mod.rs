@@ -79,6 +79,9 @@ pub(crate) struct Config {
     pub listing: Option<crate::card::Listing>,
     /// The public URL of the server without the endpoint's path (`Server::public_url`).
     pub public_url: Option<String>,
+    /// What the server does with a client's trace context (`Server::client_trace_context`).
+    #[cfg(feature = "otel")]
+    pub client_trace_context: crate::otel::ClientTraceContext,
 }
 
 impl Default for Config {
@@ -108,6 +111,8 @@ impl Default for Config {
             task_lease: Duration::from_secs(30),
             listing: None,
             public_url: None,
+            #[cfg(feature = "otel")]
+            client_trace_context: crate::otel::ClientTraceContext::default(),
         }
     }
 }
@@ -159,6 +164,8 @@ pub(crate) struct Shared {
     pub bus: Arc<Bus>,
     /// The bus to the other replicas (`Server::event_bus`), when it is shared.
     pub relay: Option<Arc<dyn EventBus>>,
+    /// The key the replicas authenticate bus messages and task records with.
+    replica_key: crate::signing::ReplicaKey,
     pub notifier: Notifier,
     pub inflight: Arc<crate::server::inflight::Inflight>,
     /// Fired when the server shuts down: long-lived streams end with their final messages.
@@ -251,7 +258,14 @@ impl Shared {
                 ext
             }),
         };
-        let signer = signer(&config)?;
+        let (signer, replica_key) = signer(&config)?;
+        // Replicas authenticate what they leave for each other with a key derived from the
+        // session key: with a random one, no replica could read another's messages.
+        if relay.is_some() && !replica_key.is_configured() {
+            return Err(Error::Config(
+                "a shared event bus (Server::event_bus) needs a session key every replica shares (Server::session_key or SAKE_SESSION_KEY, at least 32 random bytes): replicas authenticate their messages with a key derived from it".into(),
+            ));
+        }
         let sessions = Sessions::new(
             signer,
             config.session_lifetime,
@@ -267,21 +281,31 @@ impl Shared {
         );
         // The tasks extension, when a tool may run as a task; advertised only by discovery
         // (the handshake revisions have no such extension).
-        let tasks = registry
+        let tasks = if registry
             .tools
             .iter()
             .any(|t| t.def.task_support != crate::handler::TaskSupport::Forbidden)
-            .then(|| {
-                let store =
-                    task_store.unwrap_or_else(|| Arc::new(crate::tasks::MemoryTaskStore::new()));
-                Arc::new(tasks::Tasks::new(
-                    store,
-                    config.task_ttl,
-                    config.task_poll_interval,
-                    config.task_lease,
-                    relay.clone(),
-                ))
-            });
+        {
+            let store =
+                task_store.unwrap_or_else(|| Arc::new(crate::tasks::MemoryTaskStore::new()));
+            store.start(&replica_key).map_err(|e| {
+                Error::Config(match e {
+                    crate::tasks::TaskStoreError::Backend(why) => {
+                        format!("the task store (Server::task_store) cannot start: {why}")
+                    }
+                    other => format!("the task store (Server::task_store) cannot start: {other}"),
+                })
+            })?;
+            Some(Arc::new(tasks::Tasks::new(
+                store,
+                config.task_ttl,
+                config.task_poll_interval,
+                config.task_lease,
+                relay.clone(),
+            )))
+        } else {
+            None
+        };
         // `server/discover`, rendered for each revision a client discovers.
         let mut discover: [Bytes; Revision::COUNT] = Default::default();
         for rev in Revision::ALL.into_iter().filter(|r| r.features().discover) {
@@ -325,6 +349,7 @@ impl Shared {
             },
             bus,
             relay,
+            replica_key,
             hub,
             sessions,
             inflight: Arc::default(),
@@ -361,11 +386,14 @@ impl Shared {
             return;
         };
         let shared = Arc::downgrade(self);
-        relay.start(Inbox::new(Arc::new(move |message| {
-            if let Some(shared) = shared.upgrade() {
-                shared.receive(message);
-            }
-        })));
+        relay.start(Inbox::new(
+            Arc::new(move |message| {
+                if let Some(shared) = shared.upgrade() {
+                    shared.receive(message);
+                }
+            }),
+            self.replica_key.clone(),
+        ));
     }
 
     /// A message of another replica.
@@ -707,8 +735,10 @@ impl Shared {
 
 /// The keys: the builder's, else `SAKE_SESSION_KEY` (and `SAKE_PREVIOUS_SESSION_KEYS`,
 /// comma-separated), else a random one — with a warning, or a start-up error when the server
-/// requires a configured key. The server's name is bound into every signature.
-fn signer(config: &Config) -> Result<Signer, Error> {
+/// requires a configured key. The server's name is bound into every signature. With them, the
+/// key the replicas share, derived from the same keys.
+fn signer(config: &Config) -> Result<(Signer, crate::signing::ReplicaKey), Error> {
+    use crate::signing::ReplicaKey;
     const MIN: usize = 32;
     let env_key = |name: &str| std::env::var_os(name).map(|v| v.into_encoded_bytes());
     let (current, previous, source) = match &config.session_key {
@@ -744,8 +774,12 @@ fn signer(config: &Config) -> Result<Signer, Error> {
                     )));
                 }
             }
-            Signer::with_keys(&key, &previous, audience)
-                .ok_or_else(|| Error::Config("the session key is unusable".into()))
+            let unusable = || Error::Config("the session key is unusable".into());
+            let previous_keys: Vec<&[u8]> = previous.iter().map(Vec::as_slice).collect();
+            Ok((
+                Signer::with_keys(&key, &previous, audience).ok_or_else(unusable)?,
+                ReplicaKey::new(&key, &previous_keys, audience).ok_or_else(unusable)?,
+            ))
         }
         None if config.require_session_key => Err(Error::Config(
             "no session key: set Server::session_key or SAKE_SESSION_KEY (at least 32 random bytes, the same on every replica), or drop Server::require_session_key".into(),
@@ -754,8 +788,11 @@ fn signer(config: &Config) -> Result<Signer, Error> {
             tracing::warn!(
                 "NO SESSION KEY configured (Server::session_key or SAKE_SESSION_KEY): a random key is used, so handshake sessions and requestState end when this process does, and REPLICAS DO NOT SHARE THEM; set a key shared by every replica, or Server::require_session_key(true) to make this a start-up error"
             );
-            Signer::random(audience)
-                .ok_or_else(|| Error::Config("no randomness available for a session key".into()))
+            let none = || Error::Config("no randomness available for a session key".into());
+            Ok((
+                Signer::random(audience).ok_or_else(none)?,
+                ReplicaKey::random(audience).ok_or_else(none)?,
+            ))
         }
     }
 }

@@ -32,9 +32,68 @@ struct Filter {
     resources_list_changed: bool,
     #[serde(default)]
     resource_subscriptions: Option<Uris>,
-    /// The tasks extension: `notifications/tasks` for these tasks.
-    #[serde(default)]
+    /// The tasks extension: `notifications/tasks` for these tasks. Read apart
+    /// ([`TaskIds`]), bounded while reading.
+    #[serde(skip)]
     task_ids: Option<Vec<String>>,
+}
+
+/// `notifications.taskIds` as it arrived, read after the filter (and only where the server
+/// has tasks): the filter's own reading skips it without keeping anything.
+#[derive(Deserialize)]
+struct RawTaskIds<'a> {
+    #[serde(borrow, default, rename = "taskIds")]
+    task_ids: Option<&'a serde_json::value::RawValue>,
+}
+
+/// Reads `taskIds` keeping at most `max` ids of at most [`MAX_TASK_ID_BYTES`] each: past
+/// either bound the rest is only counted (for the error), so that a list of a million ids in a
+/// 4 MiB body is never a million strings.
+struct TaskIds {
+    max: usize,
+}
+
+/// What [`TaskIds`] read.
+enum ReadIds {
+    Ids(Vec<String>),
+    /// More than `max` ids: how many.
+    TooMany(usize),
+    /// An id longer than [`MAX_TASK_ID_BYTES`]: its length.
+    TooLong(usize),
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for TaskIds {
+    type Value = ReadIds;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<ReadIds, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for TaskIds {
+    type Value = ReadIds;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an array of task ids")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<ReadIds, A::Error> {
+        let mut ids = Vec::new();
+        let mut long = None;
+        while ids.len() < self.max && long.is_none() {
+            match seq.next_element::<String>()? {
+                None => return Ok(ReadIds::Ids(ids)),
+                Some(id) if id.len() > MAX_TASK_ID_BYTES => long = Some(id.len()),
+                Some(id) => ids.push(id),
+            }
+        }
+        let mut count = ids.len() + usize::from(long.is_some());
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+            count += 1;
+        }
+        Ok(match long {
+            _ if count > self.max => ReadIds::TooMany(count),
+            Some(bytes) => ReadIds::TooLong(bytes),
+            None => ReadIds::Ids(ids),
+        })
+    }
 }
 
 /// The longest task id a `subscriptions/listen` filter may name (sake's are 32 bytes; a
@@ -168,27 +227,9 @@ pub(crate) fn listen(
             crate::handler::strip_position(&e)
         ))
     })?;
-    if let Some(ids) = filter.task_ids.as_ref().filter(|_| shared.tasks.is_some()) {
-        // The tasks extension: "-32021 … if a subscriptions/listen request includes taskIds"
-        // from a request that did not declare it. (A server without the extension does not
-        // know the member, and leaves it out of the acknowledgement.)
-        if !declared(&meta.client_capabilities) {
-            return Err(missing_extension());
-        }
-        let max = shared.config.limits.max_subscriptions_per_session;
-        if ids.len() > max {
-            return Err(RpcError::invalid_params(format!(
-                "Invalid params: `notifications.taskIds` names {} tasks; this server follows at most {max} per stream",
-                ids.len()
-            )));
-        }
-        // A stream holds its ids while it is open: no id longer than any task id can be.
-        if let Some(long) = ids.iter().find(|id| id.len() > MAX_TASK_ID_BYTES) {
-            return Err(RpcError::invalid_params(format!(
-                "Invalid params: a task id of {} bytes in `notifications.taskIds`; this server's task ids have at most {MAX_TASK_ID_BYTES}",
-                long.len()
-            )));
-        }
+    let mut filter = filter;
+    if shared.tasks.is_some() {
+        filter.task_ids = task_ids(shared, raw, meta)?;
     }
     let mut filter = filter.honoured(shared);
     // Only what the server serves is honoured (the acknowledgement leaves the rest out), and
@@ -252,6 +293,47 @@ pub(crate) fn listen(
         revoked,
     };
     Ok(futures_util::stream::unfold(state, next))
+}
+
+/// The filter's `taskIds`, checked: declared, at most the server's number, none longer than a
+/// task id can be (a stream holds its ids while it is open).
+fn task_ids(
+    shared: &Shared,
+    raw: &serde_json::value::RawValue,
+    meta: &RequestMeta,
+) -> Result<Option<Vec<String>>, RpcError> {
+    let not_a_filter = |e: serde_json::Error| {
+        RpcError::invalid_params(format!(
+            "Invalid params: `notifications` is not a SubscriptionFilter: {}",
+            crate::handler::strip_position(&e)
+        ))
+    };
+    let Some(ids) = serde_json::from_str::<RawTaskIds<'_>>(raw.get())
+        .map_err(not_a_filter)?
+        .task_ids
+        .filter(|ids| ids.get() != "null")
+    else {
+        return Ok(None);
+    };
+    // The tasks extension: "-32021 … if a subscriptions/listen request includes taskIds"
+    // from a request that did not declare it. (A server without the extension does not know
+    // the member, and leaves it out of the acknowledgement.)
+    if !declared(&meta.client_capabilities) {
+        return Err(missing_extension());
+    }
+    let max = shared.config.limits.max_subscriptions_per_session;
+    let mut reader = serde_json::Deserializer::from_str(ids.get());
+    let read = serde::de::DeserializeSeed::deserialize(TaskIds { max }, &mut reader)
+        .map_err(not_a_filter)?;
+    match read {
+        ReadIds::Ids(ids) => Ok(Some(ids)),
+        ReadIds::TooMany(n) => Err(RpcError::invalid_params(format!(
+            "Invalid params: `notifications.taskIds` names {n} tasks; this server follows at most {max} per stream"
+        ))),
+        ReadIds::TooLong(bytes) => Err(RpcError::invalid_params(format!(
+            "Invalid params: a task id of {bytes} bytes in `notifications.taskIds`; this server's task ids have at most {MAX_TASK_ID_BYTES}"
+        ))),
+    }
 }
 
 struct State {

@@ -236,7 +236,7 @@ fn store_error(e: TaskStoreError) -> RpcError {
         .with_status(if per_principal { 429 } else { 503 }),
         other => {
             tracing::error!(error = %other, "the task store failed");
-            RpcError::internal(format!("Internal error: {other}"))
+            crate::tasks::unavailable()
         }
     }
 }

@@ -28,6 +28,7 @@ pub use self::memory::MemoryTaskStore;
 use crate::protocol::jsonrpc::RpcError;
 pub use crate::protocol::tasks::{DetailedTask, EXTENSION, Task, TaskStatus};
 use crate::protocol::tasks::{error_object, timestamp};
+pub use crate::signing::ReplicaKey;
 
 /// The future a [`TaskStore`] method returns.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, TaskStoreError>> + Send + 'a>>;
@@ -76,6 +77,21 @@ pub trait TaskStore: Send + Sync + 'static {
     ///
     /// The engine calls it from time to time; a store may also do it on its own.
     fn expire(&self) -> StoreFuture<'_, usize>;
+
+    /// Called once, when a server is built with this store, with the key the server's
+    /// replicas share (derived from its session key). A store whose records others can write
+    /// (a database on a shared network) authenticates each record with it
+    /// ([`ReplicaKey::seal`], [`ReplicaKey::open`]) and refuses to act on one that does not
+    /// verify, so that whoever can write there cannot change a task's owner, arguments or
+    /// result. A store shared by replicas refuses a key that is not
+    /// [configured](ReplicaKey::is_configured) (no other replica has it): the server does not
+    /// start, with the error's message.
+    ///
+    /// The default does nothing: a store in this process needs no key.
+    fn start(&self, key: &ReplicaKey) -> Result<(), TaskStoreError> {
+        let _ = key;
+        Ok(())
+    }
 }
 
 impl<T: TaskStore + ?Sized> TaskStore for std::sync::Arc<T> {
@@ -105,6 +121,9 @@ impl<T: TaskStore + ?Sized> TaskStore for std::sync::Arc<T> {
     fn expire(&self) -> StoreFuture<'_, usize> {
         (**self).expire()
     }
+    fn start(&self, key: &ReplicaKey) -> Result<(), TaskStoreError> {
+        (**self).start(key)
+    }
 }
 
 /// Why a store refused.
@@ -126,6 +145,12 @@ pub enum TaskStoreError {
     /// The backend failed (a connection, a query).
     #[error("the task store failed: {0}")]
     Backend(String),
+}
+
+/// What a client is told when the task store failed: never the store's own words (they name
+/// the backend, its addresses, its keys), which go to the log.
+pub(crate) fn unavailable() -> RpcError {
+    RpcError::internal("Internal error: the task store is unavailable; retry shortly")
 }
 
 impl TaskStoreError {

@@ -240,7 +240,8 @@ impl TokenVerifier for ProxyVerifier {
         Box::pin(async move {
             let claims = self.proxy.check_access_token(token)?;
             let gid = claims.get("gid").and_then(Value::as_str).map(str::to_owned);
-            let principal = principal_from_claims(claims)?;
+            // The proxy's tokens always name a subject (`sub` is required).
+            let principal = principal_from_claims(claims, false)?;
             Ok(match gid {
                 Some(grant) => principal.with_upstream(UpstreamSession::new(GrantTokens {
                     proxy: self.proxy.clone(),

@@ -215,7 +215,7 @@ impl Shared {
             && let Ok(id) = serde_json::from_str::<RequestId>(raw.get())
         {
             let cancelled = self.inflight.cancel(scope, &id);
-            tracing::debug!(request = %id, cancelled, "client cancelled a request");
+            tracing::debug!(request = %jsonrpc::Logged(&id), cancelled, "client cancelled a request");
         }
         // `notifications/initialized`, `roots/list_changed`, progress: nothing to do.
     }
@@ -245,7 +245,7 @@ impl Shared {
             }
         };
         if !self.pending.resolve(scope, id, outcome) {
-            tracing::debug!(request = %id, "a response for no waiting request was ignored");
+            tracing::debug!(request = %jsonrpc::Logged(id), "a response for no waiting request was ignored");
         }
     }
 
@@ -346,7 +346,7 @@ impl Shared {
         if let Some(i) = &self.config.instructions {
             result["instructions"] = serde_json::Value::String(i.clone());
         }
-        tracing::debug!(revision = %revision, requested = %requested, "handshake session opened");
+        tracing::debug!(revision = %revision, requested = %jsonrpc::Logged(&requested), "handshake session opened");
         Ok((
             render::result(revision, &self.env, Shape::Plain, Cache::None, &result),
             session,

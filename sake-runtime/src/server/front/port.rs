@@ -674,7 +674,7 @@ impl Connection {
         };
         record_request(&method, &params);
         if self.held.is_some() {
-            tracing::info!(method = &*method, id = %id, "request");
+            tracing::info!(method = &*jsonrpc::logged(&method), id = %jsonrpc::Logged(&id), "request");
         }
         // Asked only of an `initialize`: whether it is sent inside a session. A held
         // connection's `initialize` starts its session over.
@@ -1311,9 +1311,9 @@ fn record_request(method: &str, params: &Params<'_>) {
     if span.is_disabled() {
         return;
     }
-    span.record("method", method);
+    span.record("method", &*jsonrpc::logged(method));
     if let Some(name) = params.name.or(params.uri).and_then(jsonrpc::raw_string) {
-        span.record("name", &*name);
+        span.record("name", &*jsonrpc::logged(&name));
     }
 }
 

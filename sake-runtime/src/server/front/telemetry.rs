@@ -6,8 +6,9 @@
 //! "Server"): `mcp.method.name`, `gen_ai.tool.name`, `jsonrpc.request.id`, … Without feature
 //! `otel` it is a plain `tracing` span: its fields are declared empty and recorded only when a
 //! subscriber wants the span. With `otel` it is also the OpenTelemetry span (`otel.name`,
-//! `otel.kind`, `otel.status_code` are read by `tracing-opentelemetry`), its parent is the
-//! context in `params._meta`, and the request's duration goes to
+//! `otel.kind`, `otel.status_code` are read by `tracing-opentelemetry`), the context in
+//! `params._meta` is linked or adopted as its parent (`Server::client_trace_context`), and the
+//! request's duration goes to
 //! `mcp.server.operation.duration`.
 
 use std::borrow::Cow;
@@ -15,7 +16,7 @@ use std::borrow::Cow;
 use tracing::field::Empty;
 
 use super::Outcome;
-use crate::protocol::jsonrpc::{RequestId, raw_string};
+use crate::protocol::jsonrpc::{RequestId, logged, raw_string};
 use crate::protocol::meta::{Params, RawMeta};
 use crate::protocol::methods::Method;
 use crate::protocol::version::Revision;
@@ -98,7 +99,10 @@ impl Shared {
         });
         let operation = tool_call.then_some("execute_tool");
         if enabled {
-            span.record("mcp.method.name", call.method);
+            // What the client chose goes in clipped (`logged`): a 4 MiB name is not a 4 MiB
+            // attribute.
+            span.record("mcp.method.name", &*logged(call.method));
+            let name = name.as_deref().map(logged);
             match call.known {
                 Some(Method::ToolsCall) => span.record("gen_ai.tool.name", name.as_deref()),
                 Some(Method::PromptsGet) => span.record("gen_ai.prompt.name", name.as_deref()),
@@ -108,7 +112,7 @@ impl Shared {
                     | Method::ResourcesUnsubscribe,
                 ) => {
                     let uri = call.params.and_then(|p| p.uri).and_then(raw_string);
-                    span.record("mcp.resource.uri", uri.as_deref())
+                    span.record("mcp.resource.uri", uri.as_deref().map(logged).as_deref())
                 }
                 _ => &span,
             };
@@ -118,7 +122,7 @@ impl Shared {
                 RequestId::Number(n) => {
                     span.record("jsonrpc.request.id", tracing::field::display(n))
                 }
-                RequestId::String(s) => span.record("jsonrpc.request.id", &**s),
+                RequestId::String(s) => span.record("jsonrpc.request.id", &*logged(s)),
             };
             span.record("mcp.protocol.version", call.rev.as_str());
             span.record("mcp.session.id", call.session);
@@ -128,13 +132,13 @@ impl Shared {
                 span.record("otel.kind", "server");
                 match registered {
                     Some(target) => span.record("otel.name", format!("{} {target}", call.method)),
-                    None => span.record("otel.name", call.method),
+                    None => span.record("otel.name", &*logged(call.method)),
                 };
                 let meta = call
                     .raw_meta
                     .and_then(RawMeta::get)
                     .or_else(|| call.params.and_then(|p| p.meta));
-                crate::otel::adopt_parent(&span, meta);
+                crate::otel::client_context(&span, meta, self.config.client_trace_context);
             }
         }
         #[cfg(feature = "otel")]
@@ -224,7 +228,8 @@ impl Telemetry {
             {
                 self.span.record("otel.status_code", "error");
                 if let Some(message) = message {
-                    self.span.record("otel.status_description", *message);
+                    self.span
+                        .record("otel.status_description", &*logged(message));
                 }
             }
         }

@@ -3,7 +3,9 @@
 //! resource metadata served at its well-known URIs (RFC 9728, RFC 6750; the MCP
 //! Authorization page of 2025-06-18 and later).
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -16,7 +18,7 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use super::{Endpoint, sse};
 use crate::auth::request::Refusal;
 use crate::auth::{AuthError, Authorization};
-use crate::protocol::jsonrpc::{RpcError, code};
+use crate::protocol::jsonrpc::{self, RpcError, code};
 
 /// Checks the request's credentials (`auth::request`: Bearer, or DPoP with its proof) and
 /// puts the verified [`Principal`] into its extensions. The refusal is the response to send:
@@ -43,7 +45,8 @@ pub(crate) async fn authenticate(
             &RpcError::new(code::TRANSPORT_REFUSED, format!("Bad Request: {why}")).with_status(400),
         )),
         Err(Refusal::Token(e)) => {
-            tracing::debug!(reason = %e, "a bearer token was refused");
+            // The reason may quote the token's header (a `kid`): clipped.
+            tracing::debug!(reason = %jsonrpc::Logged(&e), "a bearer token was refused");
             Err(sse::error(None, &auth.invalid_token(&e)))
         }
         Err(Refusal::Dpop(e)) => {
@@ -60,9 +63,15 @@ pub(crate) async fn authenticate(
 }
 
 /// 503: the token could not be checked (the authorization server or its keys are out of
-/// reach); the caller may retry. Logged: the deployment needs attention.
+/// reach, or every introspection slot is taken); the caller may retry. Logged, since the
+/// deployment needs attention, but at most once per [`UNAVAILABLE_LOGGED_EVERY`] with the
+/// count since: a flood of made-up tokens does not flood the log too. The client gets one
+/// stable message; what failed (an endpoint, its answer) stays in the log.
 fn unavailable(e: &AuthError) -> Response {
-    tracing::warn!(error = %e, "a bearer token could not be checked");
+    static LOG: Throttle = Throttle::new();
+    if let Some(count) = LOG.admit(UNAVAILABLE_LOGGED_EVERY) {
+        tracing::warn!(error = %e, refused = count, "a bearer token could not be checked (answered 503; further ones are counted and logged at most every 10 s)");
+    }
     super::sse::error(
         None,
         &RpcError::new(
@@ -71,6 +80,45 @@ fn unavailable(e: &AuthError) -> Response {
         )
         .with_status(503),
     )
+}
+
+/// How often a 503 for a token that could not be checked is logged at most.
+const UNAVAILABLE_LOGGED_EVERY: Duration = Duration::from_secs(10);
+
+/// Lets one event in per interval and counts the others.
+struct Throttle {
+    /// Events since the last one let in, that one included.
+    count: AtomicU64,
+    /// When one was last let in (milliseconds since `EPOCH`), or `u64::MAX` if never.
+    last_ms: AtomicU64,
+}
+
+impl Throttle {
+    const fn new() -> Self {
+        Throttle {
+            count: AtomicU64::new(0),
+            last_ms: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// Counts one event; `Some(n)` (the events since the last one let in) when `every` has
+    /// passed since then.
+    fn admit(&self, every: Duration) -> Option<u64> {
+        static EPOCH: OnceLock<Instant> = OnceLock::new();
+        let now = u64::try_from(EPOCH.get_or_init(Instant::now).elapsed().as_millis())
+            .unwrap_or(u64::MAX - 1);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        let last = self.last_ms.load(Ordering::Relaxed);
+        let every = u64::try_from(every.as_millis()).unwrap_or(u64::MAX);
+        if last != u64::MAX && now.saturating_sub(last) < every {
+            return None;
+        }
+        // One caller wins the interval.
+        self.last_ms
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .ok()?;
+        Some(self.count.swap(0, Ordering::Relaxed))
+    }
 }
 
 /// The protected resource metadata, at the path-inserted well-known URI of the resource and
@@ -134,4 +182,21 @@ pub(crate) fn metadata_routes(auth: &Arc<Authorization>) -> Router<Arc<Endpoint>
         );
     }
     router
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_throttle_lets_one_in_per_interval_and_counts_the_rest() {
+        let t = Throttle::new();
+        assert_eq!(t.admit(Duration::from_secs(3600)), Some(1));
+        for _ in 0..1000 {
+            assert_eq!(t.admit(Duration::from_secs(3600)), None);
+        }
+        // Once the interval passed, the next one is let in with the count since.
+        assert_eq!(t.admit(Duration::ZERO), Some(1001));
+        assert_eq!(t.admit(Duration::ZERO), Some(1));
+    }
 }
