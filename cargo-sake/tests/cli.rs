@@ -895,12 +895,17 @@ async fn new_test_serve_restart_stop() {
     drop(listen);
 
     // 5. Ctrl-C: SIGINT to cargo sake alone stops everything it started.
-    // The Inspector said it is up (at the first start, before the restart), and serves.
-    assert!(
-        dev.output().contains("MCP Inspector Web is up and running"),
-        "{}",
-        dev.output()
-    );
+    // The Inspector said it is up (it may take a while on a loaded machine: Node loads its
+    // bundles), and serves.
+    let deadline = Instant::now() + Duration::from_secs(SAKE_WAIT);
+    while !dev.output().contains("MCP Inspector Web is up and running") {
+        assert!(
+            Instant::now() < deadline,
+            "the Inspector did not start:\n{}",
+            dev.output()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert!(
         std::net::TcpStream::connect(("127.0.0.1", client_port.parse::<u16>().unwrap())).is_ok(),
         "the Inspector's web UI listens on CLIENT_PORT"

@@ -43,6 +43,8 @@ pub struct Limits {
     pub(crate) max_held_bytes: usize,
     pub(crate) max_task_request_bytes: usize,
     pub(crate) ipv6_client_prefix: u8,
+    /// `None`: 80% of the machine's (or cgroup's) memory; `Some(None)`: no watermark.
+    pub(crate) memory_watermark: Option<Option<u64>>,
     pub(crate) event_buffer: usize,
     pub(crate) stream_buffer: usize,
     pub(crate) request_timeout: Duration,
@@ -74,6 +76,7 @@ impl Default for Limits {
             max_held_bytes: 256 << 20,
             max_task_request_bytes: 64 << 10,
             ipv6_client_prefix: 64,
+            memory_watermark: None,
             event_buffer: 1024,
             stream_buffer: 64,
             request_timeout: Duration::from_secs(600),
@@ -226,6 +229,16 @@ impl Limits {
     /// address.
     pub fn ipv6_client_prefix(mut self, bits: u8) -> Self {
         self.ipv6_client_prefix = bits.clamp(1, 128);
+        self
+    }
+
+    /// The resident memory past which the server keeps no new state a client asks for —
+    /// handshake sessions, subscriptions, listen streams, tasks — and answers such requests
+    /// with 503 (-32000 naming this limit) until it uses less, while requests that keep
+    /// nothing are still served. `None` turns it off. By default 80% of the machine's memory,
+    /// or of the cgroup's limit when lower (Linux; elsewhere none).
+    pub fn memory_watermark(mut self, bytes: Option<u64>) -> Self {
+        self.memory_watermark = Some(bytes);
         self
     }
 

@@ -1022,3 +1022,61 @@ async fn an_ended_session_stays_ended_under_table_pressure() {
     }
     honest_client_is_served(addr).await;
 }
+
+/// Past the memory watermark (here 1 byte: always past it), the server keeps no new state —
+/// a handshake session, a subscription stream — and says so with 503, while a call that keeps
+/// nothing is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_memory_watermark_no_new_state_is_kept() {
+    let _serial = SERIAL.lock().await;
+    let addr = serve(server().limits(|l| l.memory_watermark(Some(1)))).await;
+    let refused = |reply: &Reply, id: Option<u64>, what: &str| {
+        assert_eq!(reply.status, 503, "{reply:?}");
+        let body = reply.json();
+        assert_eq!(body["id"], id.map_or(Value::Null, |i| json!(i)), "{body}");
+        assert_eq!(body["error"]["code"], -32000, "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("Service Unavailable: the server is at its limit of memory (")
+                && message.ends_with(&format!(
+                    " bytes resident, past the watermark of 1: Limits::memory_watermark); {what} is not kept; retry shortly"
+                )),
+            "{message}"
+        );
+    };
+    let init = post(
+        addr,
+        HONEST,
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": LEGACY, "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+    )
+    .await;
+    refused(&init, Some(0), "a new session");
+    let reply = post(addr, HONEST, &LISTEN, &listen(5, &["doc://a".to_owned()])).await;
+    refused(&reply, Some(5), "this stream's filter");
+    // A call that keeps nothing is served.
+    let reply = post(
+        addr,
+        HONEST,
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "quick"),
+        ],
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "quick", "arguments": {},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        }}),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        reply.json()["result"]["content"],
+        json!([{"type": "text", "text": "quick"}])
+    );
+}

@@ -10,6 +10,7 @@ pub(crate) mod dispatch;
 pub(crate) mod front;
 pub(crate) mod hub;
 pub(crate) mod inflight;
+pub(crate) mod memory;
 pub(crate) mod quota;
 pub(crate) mod records;
 pub(crate) mod revocation;
@@ -190,6 +191,8 @@ pub(crate) struct Shared {
     pub held_by: Arc<quota::Quotas>,
     /// Each signed-in caller's running requests and streams, ended by a sign-out.
     pub live: Arc<revocation::Live>,
+    /// Past it, no new state is kept (`Limits::memory_watermark`).
+    pub memory: memory::Watermark,
     pub quota_keys: quota::Keys,
     /// Long-lived streams: bounded by `max_streams`.
     pub streams_open: Arc<tokio::sync::Semaphore>,
@@ -368,6 +371,12 @@ impl Shared {
             streams_by: Arc::default(),
             held_by: Arc::default(),
             live: Arc::default(),
+            memory: memory::Watermark::new(
+                config
+                    .limits
+                    .memory_watermark
+                    .unwrap_or_else(memory::Watermark::default_limit),
+            ),
             quota_keys: quota::Keys::default(),
             streams_open: Arc::new(tokio::sync::Semaphore::new(config.limits.max_streams)),
             tasks,
@@ -590,6 +599,17 @@ impl Shared {
             stored,
             self.caller_name(extensions).as_deref(),
         )
+    }
+
+    /// -32000 with 503 when the process is past its memory watermark: `what` (new state) is
+    /// not kept.
+    pub(crate) fn check_memory(&self, what: &str) -> Result<(), RpcError> {
+        self.memory.check().map_err(|(resident, limit)| {
+            tracing::warn!(resident, limit, "past the memory watermark: {what} refused");
+            front::busy(&format!(
+                "memory ({resident} bytes resident, past the watermark of {limit}: Limits::memory_watermark); {what} is not kept"
+            ))
+        })
     }
 
     /// A hold on the signed-in caller's token, ended by a sign-out; `None` for an anonymous

@@ -311,6 +311,7 @@ impl Shared {
                 def.name
             )));
         }
+        self.check_memory("a new task")?;
         let principal = self.principal_of(&parts.extensions);
         key.principal = principal.clone();
         let round = Arc::new(Mrtr::start(

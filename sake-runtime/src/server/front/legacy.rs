@@ -261,6 +261,7 @@ impl Shared {
         sid: Option<String>,
         transport: &'static str,
     ) -> Result<(Vec<u8>, Session), RpcError> {
+        self.check_memory("a new session")?;
         // The revision the session will speak (the error of a malformed request is `initialize`'s own).
         let rev = params
             .protocol_version

@@ -183,6 +183,7 @@ impl Shared {
         bytes: usize,
         what: &str,
     ) -> Result<Held, RpcError> {
+        self.check_memory(what)?;
         let limits = &self.config.limits;
         let limit = limits.max_held_bytes_per_client;
         let mine = self
