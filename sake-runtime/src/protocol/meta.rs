@@ -346,11 +346,12 @@ fn check_modern_meta<'a>(fields: MetaFields<'a>, raw: RawMeta) -> Result<ModernM
                 "Invalid params: `_meta[\"{CLIENT_CAPABILITIES}\"]` must be an object"
             )));
         }
-        Some(v) => serde_json::from_str::<ClientCapabilities>(v.get()).map_err(|e| {
+        Some(v) if v.get() == "{}" => no_capabilities(),
+        Some(v) => Arc::new(serde_json::from_str::<ClientCapabilities>(v.get()).map_err(|e| {
             RpcError::invalid_meta(format!(
                 "Invalid params: `_meta[\"{CLIENT_CAPABILITIES}\"]` is not a valid ClientCapabilities object: {e}"
             ))
-        })?,
+        })?),
     };
     let client_info = match fields.client_info {
         None => None,
@@ -383,13 +384,20 @@ fn check_modern_meta<'a>(fields: MetaFields<'a>, raw: RawMeta) -> Result<ModernM
     Ok(ModernMeta {
         protocol_version,
         meta: RequestMeta {
-            client_capabilities: Arc::new(client_capabilities),
+            client_capabilities,
             client_info,
             log_level,
             progress_token,
             raw,
         },
     })
+}
+
+/// The capabilities of a client that declares none (`{}`, what most requests send), shared
+/// instead of read and allocated for each request.
+fn no_capabilities() -> Arc<ClientCapabilities> {
+    static NONE: OnceLock<Arc<ClientCapabilities>> = OnceLock::new();
+    NONE.get_or_init(Arc::default).clone()
 }
 
 /// Reads the progress token of a legacy request's `_meta`; the rest of it is kept raw.
