@@ -34,7 +34,7 @@ scripts/debian.sh valgrind valgrind
 TARGET=${CARGO_TARGET_DIR:-$ROOT/benches/target}
 if [ -n "$build" ]; then
   echo "==> perf guard: building the bench server and the driver (release)"
-  (cd benches && CARGO_TARGET_DIR="$TARGET" cargo build --release --quiet -p sake-bench-server -p sake-bench)
+  (cd benches && CARGO_TARGET_DIR="$TARGET" cargo build --release --quiet -p sake-bench-server -p sake-bench --bin sake-server --bin sake-server-1k --bin sake-bench)
 fi
 BIN="$TARGET/release"
 
