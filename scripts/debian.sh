@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests run (redis-server, nginx, chromium) when their
+# Installs the Debian packages the tests run (redis-server, nginx, chromium, valgrind) when their
 # command is missing, at the versions pinned below:
 #   scripts/debian.sh <command> <package> [<command> <package> ...]
 # Debian's archive keeps only the current version of a stable release's package: when a
@@ -15,6 +15,9 @@ declare -A PIN=(
   # MCP Apps in a real browser (tests/tests/apps_browser.rs), driven headless by
   # playwright-core from npm; never a browser download.
   [chromium]="156.0.8078.114-1~deb12u1"
+  # The performance guard's instruction counts (scripts/perf-guard.sh): its budgets were
+  # measured with this valgrind; another version may count a few instructions differently.
+  [valgrind]="1:3.19.0-1"
 )
 missing=()
 while [ $# -ge 2 ]; do

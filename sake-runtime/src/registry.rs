@@ -6,6 +6,7 @@
 //! with the descriptors taken from `inventory::iter::<ToolDef>()` or written by hand.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::Value;
 
@@ -84,19 +85,47 @@ pub(crate) struct TemplateEntry {
     pub template: UriTemplate,
 }
 
+/// Definitions by name. The index is built once from the program's own definitions and only
+/// looked up afterwards, so a client's name cannot lengthen any probe sequence: a keyed hash
+/// (SipHash, about 150 instructions for a short name, twice per call) buys nothing here, and
+/// FNV-1a does the same job in a few instructions per byte.
+type NameIndex = HashMap<&'static str, usize, BuildHasherDefault<Fnv1a>>;
+
+/// FNV-1a, 64 bits.
+#[derive(Debug)]
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv1a {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// Every tool, prompt and resource of the server, in a stable order.
 pub struct Registry {
     pub(crate) tools: Vec<ToolEntry>,
-    tool_index: HashMap<&'static str, usize>,
+    tool_index: NameIndex,
     pub(crate) prompts: Vec<&'static PromptDef>,
-    prompt_index: HashMap<&'static str, usize>,
+    prompt_index: NameIndex,
     pub(crate) resources: Vec<&'static ResourceDef>,
-    resource_index: HashMap<&'static str, usize>,
+    resource_index: NameIndex,
     pub(crate) templates: Vec<TemplateEntry>,
     /// The skills (the skills extension), their files and directories.
     pub(crate) skills: crate::skills::SkillSet,
     pub(crate) views: Vec<ViewEntry>,
-    view_index: HashMap<&'static str, usize>,
+    view_index: NameIndex,
     /// Whether a tool has a view or a visibility: known once, asked on every list request.
     tools_apps: bool,
 }
@@ -229,7 +258,7 @@ impl Registry {
                 .cmp(b.name)
                 .then(a.location.file.cmp(b.location.file))
         });
-        let mut tool_index = HashMap::new();
+        let mut tool_index = NameIndex::default();
         let mut entries = Vec::with_capacity(tools.len());
         for (i, def) in tools.iter().enumerate() {
             if i > 0 && tools[i - 1].name == def.name {
@@ -277,7 +306,7 @@ impl Registry {
 
         let mut prompts: Vec<&'static PromptDef> = prompts.into_iter().collect();
         prompts.sort_by(|a, b| a.name.cmp(b.name));
-        let mut prompt_index = HashMap::new();
+        let mut prompt_index = NameIndex::default();
         for (i, def) in prompts.iter().enumerate() {
             if i > 0 && prompts[i - 1].name == def.name {
                 return Err(Error::Duplicate {
@@ -303,7 +332,7 @@ impl Registry {
         }
         statics.sort_by(|a, b| a.uri.cmp(b.uri));
         templates.sort_by(|a, b| a.def.uri.cmp(b.def.uri));
-        let mut resource_index = HashMap::new();
+        let mut resource_index = NameIndex::default();
         for (i, def) in statics.iter().enumerate() {
             if i > 0 && statics[i - 1].uri == def.uri {
                 return Err(Error::Duplicate {
@@ -336,7 +365,7 @@ impl Registry {
             templates,
             skills: crate::skills::SkillSet::default(),
             views: Vec::new(),
-            view_index: HashMap::new(),
+            view_index: NameIndex::default(),
             tools_apps: false,
         };
         let registry = Registry {

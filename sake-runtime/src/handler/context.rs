@@ -225,7 +225,7 @@ impl Context {
 
     /// The client's name and version, when it gave them.
     pub fn client_info(&self) -> Option<&Implementation> {
-        self.inner.meta.client_info.as_ref()
+        self.inner.meta.client_info.get()
     }
 
     /// The progress token, when the client asked for progress.

@@ -353,12 +353,15 @@ pub struct DecodeError {
 
 /// Reads a JSON string, borrowing when it has no escapes; `None` for any other JSON value.
 pub fn raw_string(raw: &RawValue) -> Option<Cow<'_, str>> {
-    if let Ok(s) = serde_json::from_str::<&str>(raw.get()) {
-        return Some(Cow::Borrowed(s));
+    // A raw value is valid JSON without surrounding whitespace: a string without a backslash
+    // is exactly its bytes between the quotes (no parser needed).
+    let text = raw.get();
+    if let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"'))
+        && !inner.contains('\\')
+    {
+        return Some(Cow::Borrowed(inner));
     }
-    serde_json::from_str::<String>(raw.get())
-        .ok()
-        .map(Cow::Owned)
+    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
 }
 
 /// Decodes one JSON-RPC message (not a batch).

@@ -10,7 +10,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::jsonrpc::{RequestId, RpcError, clip};
-use super::types::{ClientCapabilities, Implementation, LoggingLevel};
+use super::types::{ClientCapabilities, Icon, Implementation, LoggingLevel};
 
 /// `_meta` key: the revision a 2026-07-28 request speaks.
 pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -210,13 +210,76 @@ pub struct RequestMeta {
     /// Shared: a session's requests all carry the capabilities of its `initialize`.
     pub client_capabilities: Arc<ClientCapabilities>,
     /// The client's name and version, when given.
-    pub client_info: Option<Implementation>,
+    pub client_info: ClientInfo,
     /// The lowest log level the request (2026-07-28) or the session (legacy) wants.
     pub log_level: Option<LoggingLevel>,
     /// The progress token, when the client asked for progress.
     pub progress_token: Option<ProgressToken>,
     /// The whole `_meta` object, as sent.
     pub raw: RawMeta,
+}
+
+/// The client's name and version: checked when the request is read, but built into an
+/// [`Implementation`] (owned strings) only when something asks for it
+/// ([`Context::client_info`](crate::Context::client_info), a task's record); most requests
+/// never do.
+#[derive(Clone, Debug, Default)]
+pub struct ClientInfo {
+    /// The checked JSON object, a view of the request's bytes, until it is read.
+    raw: Option<Bytes>,
+    cell: OnceLock<Option<Implementation>>,
+}
+
+impl ClientInfo {
+    /// A name and version already read (or none).
+    pub fn known(info: Option<Implementation>) -> Self {
+        ClientInfo {
+            raw: None,
+            cell: OnceLock::from(info),
+        }
+    }
+
+    /// The client's name and version, if it gave them.
+    pub fn get(&self) -> Option<&Implementation> {
+        self.cell
+            .get_or_init(|| {
+                let raw = self.raw.as_ref()?;
+                serde_json::from_slice(raw).ok()
+            })
+            .as_ref()
+    }
+}
+
+/// What `Implementation` accepts, read without building it: the strings borrowed from the
+/// request where they have no escapes. The test `client_info_checks_as_implementation_reads`
+/// holds the two to the same verdicts.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // read only to be checked
+struct ImplementationCheck<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow)]
+    version: Cow<'a, str>,
+    #[serde(borrow, default)]
+    title: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    description: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    website_url: Option<Cow<'a, str>>,
+    #[serde(default)]
+    icons: Option<Vec<Icon>>,
+}
+
+/// `part` as a view of `message` when it lies inside it (no copy), else copied.
+fn view_of(message: Option<&Bytes>, part: &str) -> Bytes {
+    if let Some(message) = message {
+        let start = (part.as_ptr() as usize).wrapping_sub(message.as_ptr() as usize);
+        if start <= message.len() && part.len() <= message.len() - start {
+            return message.slice(start..start + part.len());
+        }
+    }
+    Bytes::copy_from_slice(part.as_bytes())
 }
 
 /// A request's whole `_meta` object, as sent.
@@ -346,11 +409,12 @@ fn check_modern_meta<'a>(fields: MetaFields<'a>, raw: RawMeta) -> Result<ModernM
                 "Invalid params: `_meta[\"{CLIENT_CAPABILITIES}\"]` must be an object"
             )));
         }
-        Some(v) => serde_json::from_str::<ClientCapabilities>(v.get()).map_err(|e| {
+        Some(v) if v.get() == "{}" => no_capabilities(),
+        Some(v) => Arc::new(serde_json::from_str::<ClientCapabilities>(v.get()).map_err(|e| {
             RpcError::invalid_meta(format!(
                 "Invalid params: `_meta[\"{CLIENT_CAPABILITIES}\"]` is not a valid ClientCapabilities object: {e}"
             ))
-        })?,
+        })?),
     };
     let client_info = match fields.client_info {
         None => None,
@@ -359,11 +423,14 @@ fn check_modern_meta<'a>(fields: MetaFields<'a>, raw: RawMeta) -> Result<ModernM
                 "Invalid params: `_meta[\"{CLIENT_INFO}\"]` must be an object with `name` and `version`"
             )));
         }
-        Some(v) => Some(serde_json::from_str::<Implementation>(v.get()).map_err(|e| {
-            RpcError::invalid_meta(format!(
-                "Invalid params: `_meta[\"{CLIENT_INFO}\"]` must be an object with `name` and `version`: {e}"
-            ))
-        })?),
+        Some(v) => {
+            serde_json::from_str::<ImplementationCheck<'_>>(v.get()).map_err(|e| {
+                RpcError::invalid_meta(format!(
+                    "Invalid params: `_meta[\"{CLIENT_INFO}\"]` must be an object with `name` and `version`: {e}"
+                ))
+            })?;
+            Some(view_of(raw.message(), v.get()))
+        }
     };
     let log_level = match fields.log_level {
         None => None,
@@ -383,13 +450,23 @@ fn check_modern_meta<'a>(fields: MetaFields<'a>, raw: RawMeta) -> Result<ModernM
     Ok(ModernMeta {
         protocol_version,
         meta: RequestMeta {
-            client_capabilities: Arc::new(client_capabilities),
-            client_info,
+            client_capabilities,
+            client_info: ClientInfo {
+                raw: client_info,
+                cell: OnceLock::new(),
+            },
             log_level,
             progress_token,
             raw,
         },
     })
+}
+
+/// The capabilities of a client that declares none (`{}`, what most requests send), shared
+/// instead of read and allocated for each request.
+fn no_capabilities() -> Arc<ClientCapabilities> {
+    static NONE: OnceLock<Arc<ClientCapabilities>> = OnceLock::new();
+    NONE.get_or_init(Arc::default).clone()
 }
 
 /// Reads the progress token of a legacy request's `_meta`; the rest of it is kept raw.
@@ -527,7 +604,7 @@ mod tests {
             "{} {:?} {:?} {:?} {:?} {:?}",
             m.protocol_version,
             r.client_capabilities,
-            r.client_info,
+            r.client_info.get(),
             r.log_level,
             r.progress_token,
             r.raw.get().map(RawValue::get)
@@ -668,7 +745,7 @@ mod tests {
         let m = parse_modern_meta(Some(&r)).unwrap();
         assert_eq!(m.protocol_version, "2026-07-28");
         assert!(m.meta.client_capabilities.elicitation.is_some());
-        assert_eq!(m.meta.client_info.unwrap().name, "c");
+        assert_eq!(m.meta.client_info.get().unwrap().name, "c");
         assert_eq!(m.meta.log_level, Some(LoggingLevel::Info));
         assert_eq!(m.meta.progress_token, Some(RequestId::from("p1")));
     }
@@ -729,6 +806,53 @@ mod tests {
         assert!(Params::parse(Some(&raw("{}"))).is_ok());
     }
 
+    /// The check of `clientInfo` accepts exactly what `Implementation` reads, and the
+    /// `Implementation` built later is the one read directly.
+    #[test]
+    fn client_info_checks_as_implementation_reads() {
+        let infos = [
+            r#"{"name":"c","version":"1"}"#,
+            r#"{"name":"c\u0041","version":"1","title":"T\n"}"#,
+            r#"{"name":"c","version":"1","title":null,"description":"d","websiteUrl":"https://x.example"}"#,
+            r#"{"name":"c","version":"1","icons":[{"src":"https://x.example/i.png","sizes":["48x48"]}]}"#,
+            r#"{"name":"c","version":"1","icons":[{"sizes":["48x48"]}]}"#,
+            r#"{"name":"c","version":"1","icons":{}}"#,
+            r#"{"name":"c","version":"1","website_url":5,"other":[1]}"#,
+            r#"{"name":"c","version":"1","websiteUrl":5}"#,
+            r#"{"name":"c","version":"1","title":7}"#,
+            r#"{"name":"c","version":"1","name":"d"}"#,
+            r#"{"name":"c"}"#,
+            r#"{"version":"1"}"#,
+            r#"{"name":1,"version":"1"}"#,
+            r#"{"name":"c","version":null}"#,
+            r#"{}"#,
+        ];
+        for info in infos {
+            let direct = serde_json::from_str::<Implementation>(info).ok();
+            let r = raw(&format!(
+                r#"{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{info}}}"#
+            ));
+            match parse_modern_meta(Some(&r)) {
+                Ok(m) => assert_eq!(m.meta.client_info.get(), direct.as_ref(), "{info}"),
+                Err(e) => {
+                    assert!(direct.is_none(), "{info}: {e}");
+                    assert_eq!(e.code, -32602);
+                }
+            }
+            // The same through the one-pass reader, whose check keeps a view of the body.
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"_meta":{}}}}}"#,
+                r.get()
+            );
+            let bytes = Bytes::from(body);
+            let fast = decode_modern_request(&bytes);
+            assert_eq!(fast.is_some(), direct.is_some(), "{info}");
+            if let Some(req) = fast {
+                assert_eq!(req.meta.meta.client_info.get(), direct.as_ref(), "{info}");
+            }
+        }
+    }
+
     #[test]
     fn client_info_is_optional() {
         let r = raw(
@@ -739,6 +863,7 @@ mod tests {
                 .unwrap()
                 .meta
                 .client_info
+                .get()
                 .is_none()
         );
     }

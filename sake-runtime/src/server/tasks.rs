@@ -37,7 +37,7 @@ use crate::handler::events::{BusMessage, EventBus};
 use crate::handler::input::{InputChannel, Mrtr, RoundKey, RoundOutcome, check_answer};
 use crate::handler::{BoxFuture, ToolDef};
 use crate::protocol::jsonrpc::{RpcError, clip};
-use crate::protocol::meta::{Params, RequestMeta};
+use crate::protocol::meta::{ClientInfo, Params, RequestMeta};
 use crate::protocol::methods::Method;
 use crate::protocol::render::{self, Cache};
 use crate::protocol::tasks::{declared, missing_extension};
@@ -629,7 +629,7 @@ impl Shared {
             .and_then(|i| serde_json::from_value(i).ok());
         let meta = RequestMeta {
             client_capabilities: Arc::new(capabilities),
-            client_info,
+            client_info: ClientInfo::known(client_info),
             ..RequestMeta::default()
         };
         let arguments = req
@@ -706,7 +706,7 @@ fn task_request(
         serde_json::to_value(&*meta.client_capabilities).unwrap_or_default();
     request.client_info = meta
         .client_info
-        .as_ref()
+        .get()
         .and_then(|i| serde_json::to_value(i).ok());
     request
 }

@@ -18,7 +18,7 @@ use crate::handler::context::RequestParts;
 use crate::handler::input::{InputChannel, LegacyPeer};
 use crate::protocol::Era;
 use crate::protocol::jsonrpc::{self, RequestId, RpcError, clip};
-use crate::protocol::meta::{Params, RequestMeta, parse_legacy_meta};
+use crate::protocol::meta::{ClientInfo, Params, RequestMeta, parse_legacy_meta};
 use crate::protocol::methods::Method;
 use crate::protocol::render::{self, Cache, Shape};
 use crate::protocol::types::{Implementation, LoggingLevel};
@@ -151,7 +151,7 @@ impl Shared {
                     rev,
                     RequestMeta {
                         client_capabilities: session.capabilities.clone(),
-                        client_info: session.client_info(),
+                        client_info: ClientInfo::known(session.client_info()),
                         // The latest `logging/setLevel` this process saw wins over the one in
                         // an id a client kept from earlier.
                         log_level: self.hub.log_level(&session.sid).or(session.log_level),
