@@ -421,19 +421,23 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     // flood of random bearer tokens holds its address's `max_bodies_per_client`, never more
     // token checks), never a request slot: a client that sends half a body holds its own
     // share of the reading budget, for seconds.
-    let reading = match ep.reading_slot(ep.engine.caller_key(&parts.extensions)) {
+    #[cfg_attr(not(feature = "auth"), allow(unused_mut))]
+    let mut caller = ep.engine.caller_key(&parts.extensions);
+    let reading = match ep.reading_slot(caller) {
         Ok(slot) => slot,
         Err(e) => return sse::error(None, &e),
     };
     // Who is calling, before the body is read: a request without a usable token costs
-    // nothing more.
+    // nothing more. A verified token makes the caller its principal.
     #[cfg(feature = "auth")]
-    if let Err(resp) =
-        auth::authenticate(&ep, &parts.method, &parts.headers, &mut parts.extensions).await
-    {
-        return resp;
+    if ep.auth.is_some() {
+        if let Err(resp) =
+            auth::authenticate(&ep, &parts.method, &parts.headers, &mut parts.extensions).await
+        {
+            return resp;
+        }
+        caller = ep.engine.caller_key(&parts.extensions);
     }
-    let caller = ep.engine.caller_key(&parts.extensions);
     let body = {
         let _reading = reading;
         match read_body(cfg, body, max_body).await {
