@@ -1,6 +1,7 @@
 //! The conformance fixture: every tool, prompt and resource the official MCP conformance suite
 //! calls, written with sake's own macros and `Context` API. It serves all four revisions on
-//! one endpoint: `cargo run --example everything` (PORT overrides 3000).
+//! one endpoint: `cargo run --example everything` (PORT overrides 3000; `HOST` the address it
+//! listens on, 127.0.0.1 by default: `HOST=::` listens on every IPv6 and IPv4 address).
 
 use std::time::Duration;
 
@@ -717,6 +718,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_writer(std::io::stderr)
         .init();
     let port = std::env::var("PORT").unwrap_or_else(|_| "3000".to_owned());
+    let host = std::env::var("HOST").unwrap_or_else(|_| "127.0.0.1".to_owned());
+    // An IPv6 address in brackets: `::` is every address, IPv4 ones too (dual stack).
+    let addr = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
     let mut server = shared_through_redis(Server::from_registry())?
         .name("sake-everything")
         .version(env!("CARGO_PKG_VERSION"))
@@ -731,7 +739,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         server = server.public_url(url);
     }
     server
-        .serve_http_with_shutdown(format!("127.0.0.1:{port}"), async {
+        .serve_http_with_shutdown(addr, async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await?;

@@ -42,6 +42,10 @@ pub struct Limits {
     pub(crate) max_held_bytes_per_client: usize,
     pub(crate) max_held_bytes: usize,
     pub(crate) max_task_request_bytes: usize,
+    pub(crate) max_request_bytes_per_client: usize,
+    pub(crate) max_request_bytes: usize,
+    pub(crate) max_connections: usize,
+    pub(crate) max_connections_per_client: usize,
     pub(crate) ipv6_client_prefix: u8,
     /// `None`: 80% of the machine's (or cgroup's) memory; `Some(None)`: no watermark.
     pub(crate) memory_watermark: Option<Option<u64>>,
@@ -75,6 +79,10 @@ impl Default for Limits {
             max_held_bytes_per_client: 1 << 20,
             max_held_bytes: 256 << 20,
             max_task_request_bytes: 64 << 10,
+            max_request_bytes_per_client: 32 << 20,
+            max_request_bytes: 256 << 20,
+            max_connections: 32_768,
+            max_connections_per_client: 2048,
             ipv6_client_prefix: 64,
             memory_watermark: None,
             event_buffer: 1024,
@@ -223,6 +231,50 @@ impl Limits {
         self
     }
 
+    /// How many bytes of requests one client may have in flight: the messages of its requests
+    /// being served (each counted by its length until its answer is sent or it is cancelled)
+    /// and, over HTTP, its request bodies being received past their first 64 KiB (below that,
+    /// [`max_bodies_per_client`](Self::max_bodies_per_client) bounds them). A client is a
+    /// signed-in principal or an anonymous network address, as for
+    /// [`max_held_bytes_per_client`](Self::max_held_bytes_per_client). Past it, a request is
+    /// refused with -32000 (429) until earlier ones end; keep it above
+    /// [`max_body_bytes`](Self::max_body_bytes), or the largest requests are never served.
+    /// Defaults to 32 MiB.
+    pub fn max_request_bytes_per_client(mut self, bytes: usize) -> Self {
+        self.max_request_bytes_per_client = bytes.max(1);
+        self
+    }
+
+    /// How many bytes of requests all clients together may have in flight (counted as for
+    /// [`max_request_bytes_per_client`](Self::max_request_bytes_per_client)); past it, a
+    /// request is refused with -32000 (503). Defaults to 256 MiB.
+    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_bytes = bytes.max(1);
+        self
+    }
+
+    /// The most TCP connections the HTTP server keeps open at once
+    /// ([`Service::serve`](crate::Service::serve) and `serve_http*`); a connection beyond it
+    /// gets `503 Service Unavailable` with `Retry-After: 1` and is closed at once, before
+    /// anything of it is read — so a flood of connections cannot use up the process's file
+    /// descriptors. Defaults to 32768 (keep it below the process's descriptor limit).
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// The most TCP connections one network address keeps open at once (an IPv6 address
+    /// counts as its /64: [`ipv6_client_prefix`](Self::ipv6_client_prefix)); beyond it, `429
+    /// Too Many Requests` and the connection is closed, before a token is looked at. Behind a
+    /// proxy (`Server::client_ip_header`) every connection comes from the proxy, so only
+    /// [`max_connections`](Self::max_connections) applies. Each open stream is a connection
+    /// over HTTP/1.1: keep it above [`max_streams_per_client`](Self::max_streams_per_client).
+    /// Defaults to 2048.
+    pub fn max_connections_per_client(mut self, connections: usize) -> Self {
+        self.max_connections_per_client = connections.max(1);
+        self
+    }
+
     /// How many leading bits of an anonymous caller's IPv6 address make one client, for
     /// every per-client bound: whoever holds one address of a /64 usually holds all of it,
     /// so 64 by default; 128 counts every address apart. An IPv4-mapped address is its IPv4
@@ -294,5 +346,24 @@ impl Limits {
     pub fn detached_grace(mut self, grace: Duration) -> Self {
         self.detached_grace = grace;
         self
+    }
+}
+
+/// The network `ip` stands for as a client: an IPv4 address as it is (an IPv4-mapped IPv6
+/// address as its IPv4 address), an IPv6 address cut to its first `prefix` bits — one
+/// subscriber holds a whole /64 and picks addresses in it freely, so counting each /128 apart
+/// would give one client as many shares as it likes.
+pub(crate) fn client_network(ip: std::net::IpAddr, prefix: u8) -> std::net::IpAddr {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let bits = u32::from(prefix.clamp(1, 128));
+                let mask = u128::MAX << (128 - bits);
+                IpAddr::V6((u128::from(v6) & mask).into())
+            }
+        },
     }
 }

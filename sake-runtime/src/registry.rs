@@ -80,6 +80,26 @@ impl Audience {
 pub(crate) type Visible<'a> = &'a dyn Fn(&[&str]) -> bool;
 
 /// A registered resource template, parsed.
+/// What a resource URI names ([`Registry::named`]).
+pub(crate) enum Named<'a> {
+    SkillFile(crate::skills::FileAt<'a>),
+    View(&'a ViewEntry),
+    /// A static resource, or a template's, with the values of its variables.
+    Resource(&'static ResourceDef, Vec<(String, String)>),
+}
+
+impl Named<'_> {
+    /// What a caller needs to read it: the scopes, and whether it must be signed in.
+    pub(crate) fn access(&self) -> (&'static [&'static str], bool) {
+        match self {
+            Named::SkillFile(crate::skills::FileAt::Static(f)) => (f.scopes, false),
+            Named::SkillFile(crate::skills::FileAt::Dynamic(skill, _)) => (skill.scopes, false),
+            Named::View(_) => (&[], false),
+            Named::Resource(def, _) => (def.scopes, def.principal),
+        }
+    }
+}
+
 pub(crate) struct TemplateEntry {
     pub def: &'static ResourceDef,
     pub template: UriTemplate,
@@ -407,6 +427,26 @@ impl Registry {
     /// A view by URI.
     pub(crate) fn view(&self, uri: &str) -> Option<&ViewEntry> {
         self.view_index.get(uri).map(|&i| &self.views[i])
+    }
+
+    /// What a resource URI names, looked up in the one order every path uses (reading,
+    /// subscribing, a listen filter): a skill's file, a view, a static resource, the first
+    /// template that matches.
+    pub(crate) fn named(&self, uri: &str) -> Option<Named<'_>> {
+        if let Some(file) = self.skills.file(uri) {
+            return Some(Named::SkillFile(file));
+        }
+        if let Some(view) = self.view(uri) {
+            return Some(Named::View(view));
+        }
+        if let Some(def) = self.static_resource(uri) {
+            return Some(Named::Resource(def, Vec::new()));
+        }
+        self.templates.iter().find_map(|t| {
+            t.template
+                .matches(uri)
+                .map(|vars| Named::Resource(t.def, vars))
+        })
     }
 
     /// Checks that every tool's view is registered: a link to a view that does not exist

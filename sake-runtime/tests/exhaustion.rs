@@ -232,6 +232,34 @@ async fn post_until_first_event(
     }
 }
 
+/// Sends the head of a request declaring `declared` bytes: the reply when the server answers
+/// within 300 ms (refused before the body), else 10 bytes of the body and the connection,
+/// held open.
+async fn half_send(
+    addr: SocketAddr,
+    from: IpAddr,
+    headers: &[(&str, &str)],
+    declared: usize,
+) -> Result<TcpStream, Reply> {
+    let mut tcp = connect(addr, from).await;
+    tcp.write_all(&head(headers, declared)).await.unwrap();
+    let mut buf = [0u8; 4096];
+    match tokio::time::timeout(Duration::from_millis(300), tcp.read(&mut buf)).await {
+        Ok(Ok(n)) => {
+            let mut raw = buf[..n].to_vec();
+            let _ = tcp.read_to_end(&mut raw).await;
+            let (mut reply, at) = parse(&raw).expect("a reply");
+            reply.body = raw[at..].to_vec();
+            Err(reply)
+        }
+        Ok(Err(e)) => panic!("{e}"),
+        Err(_) => {
+            tcp.write_all(b"{\"jsonrpc\"").await.unwrap();
+            Ok(tcp)
+        }
+    }
+}
+
 /// One attack at a time: the process's memory is each test's measure.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -534,34 +562,15 @@ async fn half_sent_bodies_hold_no_request_slot() {
     // (unless refused at once) 10 bytes of the body.
     let attempts: Vec<_> = (0..200)
         .map(|_| {
-            tokio::spawn(async move {
-                let mut tcp = connect(addr, ATTACKER).await;
-                let req = head(
-                    &[
-                        ("mcp-protocol-version", "2026-07-28"),
-                        ("mcp-method", "tools/list"),
-                    ],
-                    1000,
-                );
-                tcp.write_all(&req).await.unwrap();
-                let mut buf = [0u8; 1024];
-                match tokio::time::timeout(Duration::from_millis(300), tcp.read(&mut buf)).await {
-                    Ok(Ok(n)) => {
-                        let mut raw = buf[..n].to_vec();
-                        let mut rest = Vec::new();
-                        let _ = tcp.read_to_end(&mut rest).await;
-                        raw.extend_from_slice(&rest);
-                        let (mut reply, at) = parse(&raw).expect("a reply");
-                        reply.body = raw[at..].to_vec();
-                        Err(reply)
-                    }
-                    Ok(Err(e)) => panic!("{e}"),
-                    Err(_) => {
-                        tcp.write_all(b"{\"jsonrpc\"").await.unwrap();
-                        Ok(tcp)
-                    }
-                }
-            })
+            tokio::spawn(half_send(
+                addr,
+                ATTACKER,
+                &[
+                    ("mcp-protocol-version", "2026-07-28"),
+                    ("mcp-method", "tools/list"),
+                ],
+                1000,
+            ))
         })
         .collect();
     let mut held = Vec::new();
@@ -1079,4 +1088,344 @@ async fn past_the_memory_watermark_no_new_state_is_kept() {
         reply.json()["result"]["content"],
         json!([{"type": "text", "text": "quick"}])
     );
+}
+
+/// A `slow` call padded to `len` bytes in all, in either era (it streams its progress, then
+/// waits an hour).
+fn padded_slow_call(id: u64, modern: bool, len: usize) -> Value {
+    let mut body = call(id, "slow", json!({"padding": ""}));
+    body["params"]["_meta"] = if modern {
+        json!({
+            "progressToken": id,
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        })
+    } else {
+        json!({"progressToken": id})
+    };
+    let short = body.to_string().len();
+    body["params"]["arguments"]["padding"] = json!("x".repeat(len - short));
+    assert_eq!(body.to_string().len(), len);
+    body
+}
+
+const MODERN_SLOW: [(&str, &str); 3] = [
+    ("mcp-protocol-version", "2026-07-28"),
+    ("mcp-method", "tools/call"),
+    ("mcp-name", "slow"),
+];
+
+/// One client sends calls of about 1 MiB each that run for an hour, in both eras: it holds at
+/// most its 32 MiB of requests in flight (`Limits::max_request_bytes_per_client`, 31 such
+/// calls); the next, stateless or in its session, is refused with 429 and the exact figures,
+/// before its body is read. A small request of its own still fits; one under 64 KiB that does
+/// not is refused once read, with its id. Another client is served, and the process grows by
+/// a bounded amount. Once its requests end, it is served again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_in_flight_are_bounded_in_bytes_per_client() {
+    let _serial = SERIAL.lock().await;
+    let addr = serve(server()).await;
+    let sid = handshake(addr, ATTACKER).await;
+    let before = rss_kib();
+    const LEN: usize = 1_081_000;
+    let mut held = Vec::new();
+    for id in 0..31u64 {
+        let modern = id % 2 == 0;
+        let headers: &[(&str, &str)] = if modern {
+            &MODERN_SLOW
+        } else {
+            &in_session(&sid)
+        };
+        let (reply, tcp) =
+            post_until_first_event(addr, ATTACKER, headers, &padded_slow_call(id, modern, LEN))
+                .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(
+            reply.events()[0]["method"],
+            "notifications/progress",
+            "{reply:?}"
+        );
+        held.push(tcp);
+    }
+    let full = format!(
+        "this request needs {LEN} bytes, and this client has {} bytes of requests in flight and may have {} (Limits::max_request_bytes_per_client)",
+        31 * LEN,
+        32 << 20
+    );
+    let reply = post(
+        addr,
+        ATTACKER,
+        &MODERN_SLOW,
+        &padded_slow_call(100, true, LEN),
+    )
+    .await;
+    assert_eq!(reply.status, 429, "{reply:?}");
+    assert_eq!(reply.json(), too_many(None, &full));
+    let reply = post(
+        addr,
+        ATTACKER,
+        &in_session(&sid),
+        &padded_slow_call(101, false, LEN),
+    )
+    .await;
+    assert_eq!(reply.status, 429, "{reply:?}");
+    assert_eq!(reply.json(), too_many(None, &full));
+    // A small request fits in what is left, and the body's first 64 KiB never count while
+    // they arrive: refused only once it runs, with its id.
+    let reply = post(
+        addr,
+        ATTACKER,
+        &in_session(&sid),
+        &call(102, "quick", json!({})),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let left = (32 << 20) - 31 * LEN;
+    assert_eq!(left, 43_432);
+    let reply = post(
+        addr,
+        ATTACKER,
+        &MODERN_SLOW,
+        &padded_slow_call(103, true, 50_000),
+    )
+    .await;
+    assert_eq!(reply.status, 429, "{reply:?}");
+    assert_eq!(
+        reply.json(),
+        too_many(
+            Some(103),
+            &format!(
+                "this request needs 50000 bytes, and this client has {} bytes of requests in flight and may have {} (Limits::max_request_bytes_per_client)",
+                31 * LEN,
+                32 << 20
+            )
+        )
+    );
+    honest_client_is_served(addr).await;
+    let grown = rss_kib().saturating_sub(before);
+    println!("31 requests of 1 MB in flight: RSS grew by {grown} KiB");
+    assert!(grown < 160 * 1024, "RSS grew by {grown} KiB");
+    // Hanging up ends the stateless calls: their bytes are given back (the session's run on
+    // for the resumption grace).
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (reply, _tcp) = post_until_first_event(
+            addr,
+            ATTACKER,
+            &MODERN_SLOW,
+            &padded_slow_call(104, true, 3 * LEN),
+        )
+        .await;
+        if reply.status == 200 {
+            assert_eq!(reply.events()[0]["method"], "notifications/progress");
+            break;
+        }
+        assert_eq!(reply.status, 429, "{reply:?}");
+        assert!(Instant::now() < deadline, "the bytes were not given back");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Bodies declared large count for their client from their first byte: a client that opens
+/// 64 bodies of 4,000,000 bytes and trickles them holds 8 (its 32 MiB); the others are refused
+/// at once with 429, and all clients together hold at most `max_request_bytes` (503).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_arriving_count_in_bytes() {
+    let _serial = SERIAL.lock().await;
+    // Trickles cut off after 2 s + 11 bytes at 2 bytes per second: all are held together.
+    let addr = serve(server().limits(|l| l.max_request_bytes(40_000_000).min_body_rate(2))).await;
+    const DECLARED: usize = 4_000_000;
+    let open = |from: IpAddr| half_send(addr, from, &MODERN_SLOW, DECLARED);
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for _ in 0..10 {
+        match open(ATTACKER).await {
+            Ok(tcp) => held.push(tcp),
+            Err(reply) => {
+                refused += 1;
+                assert_eq!(reply.status, 429, "{reply:?}");
+                assert_eq!(
+                    reply.json(),
+                    too_many(
+                        None,
+                        &format!(
+                            "this request needs {DECLARED} bytes, and this client has {} bytes of requests in flight and may have {} (Limits::max_request_bytes_per_client)",
+                            8 * DECLARED,
+                            32 << 20
+                        )
+                    )
+                );
+            }
+        }
+    }
+    assert_eq!((held.len(), refused), (8, 2));
+    // A second attacking address gets the 2 bodies left in everyone's 40,000,000 bytes.
+    let second: IpAddr = Ipv4Addr::new(127, 0, 0, 3).into();
+    held.push(open(second).await.expect("fits"));
+    held.push(open(second).await.expect("fits"));
+    let reply = open(second).await.expect_err("everyone's budget is spent");
+    assert_eq!(reply.status, 503, "{reply:?}");
+    assert_eq!(
+        reply.json(),
+        json!({"jsonrpc": "2.0", "error": {"code": -32000, "message": "Service Unavailable: the server is at its limit of 40000000 bytes of requests in flight; retry shortly"}})
+    );
+    // The trickles are cut off (408) and give their bytes back.
+    for tcp in &mut held {
+        assert_eq!(read_reply(tcp).await.status, 408);
+    }
+    honest_client_is_served(addr).await;
+    let (reply, _tcp) = post_until_first_event(
+        addr,
+        ATTACKER,
+        &MODERN_SLOW,
+        &padded_slow_call(1, true, 1 << 20),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+}
+
+/// stdio, 2026-07-28: the connection's client holds at most its 32 MiB of requests in flight —
+/// 31 calls of 1,081,000 bytes stream their progress, the 32nd is refused with its id and the
+/// figures, a small call still fits, and cancelling one gives its bytes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_requests_in_flight_are_bounded_in_bytes() {
+    let _serial = SERIAL.lock().await;
+    use tokio::io::AsyncBufReadExt as _;
+    const LEN: usize = 1_081_000;
+    let (client, server_side) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    let service = server().build().unwrap();
+    tokio::spawn(service.serve_io(server_read, server_write));
+    let (read, mut write) = tokio::io::split(client);
+    let mut lines = tokio::io::BufReader::new(read).lines();
+    let send = |v: Value| format!("{v}\n").into_bytes();
+    let writer = tokio::spawn(async move {
+        for id in 0..32u64 {
+            write
+                .write_all(&send(padded_slow_call(id, true, LEN)))
+                .await
+                .unwrap();
+        }
+        write
+    });
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the server keeps answering")
+            .unwrap()
+            .unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    let mut progressing = std::collections::BTreeSet::new();
+    let mut refused = Vec::new();
+    while progressing.len() + refused.len() < 32 {
+        let msg = next().await;
+        if msg["method"] == "notifications/progress" {
+            progressing.insert(msg["params"]["progressToken"].as_u64().unwrap());
+        } else {
+            refused.push(msg);
+        }
+    }
+    assert_eq!(progressing.len(), 31);
+    assert_eq!(
+        refused,
+        [too_many(
+            Some(31),
+            &format!(
+                "this request needs {LEN} bytes, and this client has {} bytes of requests in flight and may have {} (Limits::max_request_bytes_per_client)",
+                31 * LEN,
+                32 << 20
+            )
+        )]
+    );
+    let mut write = writer.await.unwrap();
+    let modern_quick = || {
+        let mut body = call(100, "quick", json!({}));
+        body["params"]["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        body
+    };
+    write.write_all(&send(modern_quick())).await.unwrap();
+    let answer = next().await;
+    assert_eq!(answer["id"], 100, "{answer}");
+    assert_eq!(
+        answer["result"]["content"],
+        json!([{"type": "text", "text": "quick"}])
+    );
+    // Cancelling one gives its bytes back: the same call again is served.
+    write
+        .write_all(&send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 0}})))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    write
+        .write_all(&send(padded_slow_call(200, true, LEN)))
+        .await
+        .unwrap();
+    let msg = next().await;
+    assert_eq!(
+        (&msg["method"], &msg["params"]["progressToken"]),
+        (&json!("notifications/progress"), &json!(200)),
+        "{msg}"
+    );
+}
+
+/// Reads what the server wrote before it closed a refused connection.
+async fn refused_connection(addr: SocketAddr, from: IpAddr) -> Reply {
+    let mut tcp = connect(addr, from).await;
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut raw))
+        .await
+        .expect("the refused connection is closed at once")
+        .unwrap();
+    let (mut reply, at) = parse(&raw).expect("a reply");
+    reply.body = raw[at..].to_vec();
+    reply
+}
+
+/// One address opens connections and sends nothing: it keeps 8 open
+/// (`max_connections_per_client` in the test), the next is answered 429 and closed before
+/// anything is read; another client is served; a second address takes the rest of
+/// `max_connections` (12), then everyone gets 503; once they close, everyone is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_are_bounded_per_address_and_in_all() {
+    let _serial = SERIAL.lock().await;
+    let addr =
+        serve(server().limits(|l| l.max_connections_per_client(8).max_connections(12))).await;
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        held.push(connect(addr, ATTACKER).await);
+    }
+    let reply = refused_connection(addr, ATTACKER).await;
+    assert_eq!(
+        (reply.status, reply.header("retry-after")),
+        (429, Some("1")),
+        "{reply:?}"
+    );
+    assert_eq!(
+        reply.json(),
+        too_many(
+            None,
+            "this address has 8 connections open and may have 8 (Limits::max_connections_per_client)"
+        )
+    );
+    honest_client_is_served(addr).await;
+    let second: IpAddr = Ipv4Addr::new(127, 0, 0, 3).into();
+    for _ in 0..4 {
+        held.push(connect(addr, second).await);
+    }
+    // Let the server accept them before the next one.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let reply = refused_connection(addr, HONEST).await;
+    assert_eq!(reply.status, 503, "{reply:?}");
+    assert_eq!(
+        reply.json(),
+        json!({"jsonrpc": "2.0", "error": {"code": -32000, "message": "Service Unavailable: the server is at its limit of 12 open connections; retry shortly"}})
+    );
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    honest_client_is_served(addr).await;
 }

@@ -1492,8 +1492,11 @@ async fn stream_server_child() {
     println!("LISTENING {}", listener.local_addr().unwrap());
     let service = server()
         .limits(|l| l.max_streams(stream_count()))
-        // One client opens them all here.
-        .limits(|l| l.max_streams_per_client(stream_count() + 1))
+        // One client opens them all here (each stream is a connection of its own).
+        .limits(|l| {
+            l.max_streams_per_client(stream_count() + 1)
+                .max_connections_per_client(stream_count() + 16)
+        })
         .keep_alive(Duration::from_millis(500))
         .build()
         .unwrap();

@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 
 use base64::Engine as _;
+use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use crate::protocol::jsonrpc::RpcError;
@@ -24,8 +25,10 @@ pub const SESSION_ID: &str = "mcp-session-id";
 /// The prefix of `Mcp-Param-{Name}`.
 pub const PARAM_PREFIX: &str = "mcp-param-";
 
-/// The names looked up on every request, prebuilt: a `&str` name is parsed and lowercased
-/// by `HeaderMap` on each lookup.
+/// The names as `HeaderName`s, prebuilt (a `&str` name is parsed and lowercased by
+/// `HeaderMap` on each lookup), for looking one header up alone; the server reads a request's
+/// headers in one walk (`RequestHeaders`).
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub mod name {
     use http::HeaderName;
 
@@ -107,11 +110,12 @@ pub fn display_name(lower: &str) -> String {
 /// `Ok(None)` when absent; -32020 when it appears more than once (a proxy may route on
 /// another line than the one checked), or holds anything but visible ASCII and interior
 /// spaces (a tab or a control byte must be sent Base64-encoded).
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub fn read<'h>(
     headers: &'h http::HeaderMap,
     name: &http::HeaderName,
 ) -> Result<Option<&'h str>, RpcError> {
-    read_as(headers, name, || display_name(name.as_str()))
+    Line::lookup(headers, name).read(name.as_str())
 }
 
 /// [`read`], with the header spelled as `display` in messages (`Mcp-Param-*` as declared).
@@ -120,28 +124,134 @@ pub fn read_as<'h>(
     name: &http::HeaderName,
     display: impl Fn() -> String,
 ) -> Result<Option<&'h str>, RpcError> {
-    let mut values = headers.get_all(name).into_iter();
-    let Some(value) = values.next() else {
-        return Ok(None);
-    };
-    if values.next().is_some() {
-        return Err(RpcError::header_mismatch(format!(
-            "Header mismatch: the {} header appears more than once; send it once",
-            display()
-        )));
+    Line::lookup(headers, name).read_as(display)
+}
+
+/// One header of a request: its first value, and whether another line repeats it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Line<'h> {
+    pub first: Option<&'h HeaderValue>,
+    pub repeated: bool,
+}
+
+impl<'h> Line<'h> {
+    /// The line of `name`, looked up in `headers` (for a name [`RequestHeaders`] does not
+    /// collect).
+    pub fn lookup(headers: &'h HeaderMap, name: &HeaderName) -> Line<'h> {
+        let mut values = headers.get_all(name).into_iter();
+        Line {
+            first: values.next(),
+            repeated: values.next().is_some(),
+        }
     }
-    let trimmed = value.as_bytes().trim_ascii();
-    if trimmed
-        .iter()
-        .any(|&b| !(b == b' ' || (0x21..=0x7e).contains(&b)))
-    {
-        return Err(RpcError::header_mismatch(format!(
-            "Header mismatch: the {} header holds characters that are not visible ASCII; encode such values as =?base64?…?=",
-            display()
-        )));
+
+    fn see(&mut self, value: &'h HeaderValue) {
+        if self.first.is_none() {
+            self.first = Some(value);
+        } else {
+            self.repeated = true;
+        }
     }
-    // Visible ASCII and spaces only, so this cannot fail.
-    Ok(Some(std::str::from_utf8(trimmed).unwrap_or_default()))
+
+    /// The first value as text, if it is text (what `HeaderMap::get` and `to_str` give).
+    pub fn str(self) -> Option<&'h str> {
+        self.first.and_then(|v| v.to_str().ok())
+    }
+
+    /// [`read`] of this line, the header named by its lowercase `name`.
+    pub fn read(self, name: &str) -> Result<Option<&'h str>, RpcError> {
+        self.read_as(|| display_name(name))
+    }
+
+    /// [`read_as`] of this line.
+    pub fn read_as(self, display: impl Fn() -> String) -> Result<Option<&'h str>, RpcError> {
+        let Some(value) = self.first else {
+            return Ok(None);
+        };
+        if self.repeated {
+            return Err(RpcError::header_mismatch(format!(
+                "Header mismatch: the {} header appears more than once; send it once",
+                display()
+            )));
+        }
+        let trimmed = value.as_bytes().trim_ascii();
+        if trimmed
+            .iter()
+            .any(|&b| !(b == b' ' || (0x21..=0x7e).contains(&b)))
+        {
+            return Err(RpcError::header_mismatch(format!(
+                "Header mismatch: the {} header holds characters that are not visible ASCII; encode such values as =?base64?…?=",
+                display()
+            )));
+        }
+        // Visible ASCII and spaces only, so this cannot fail.
+        Ok(Some(std::str::from_utf8(trimmed).unwrap_or_default()))
+    }
+}
+
+/// The headers of a request that the server reads, found in one walk over its map: a
+/// lookup hashes the name and probes the map, and a request is checked against about nine
+/// of them (admission's `Host`, `Origin`, `Content-Type` and `Content-Length`, the era's version header, the
+/// routing headers, the session id). `Mcp-Param-*` names depend on the tool and are looked
+/// up in `map` when a tool declares some.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RequestHeaders<'h> {
+    pub map: &'h HeaderMap,
+    pub host: Line<'h>,
+    pub origin: Line<'h>,
+    pub content_type: Line<'h>,
+    pub content_length: Line<'h>,
+    pub accept: Line<'h>,
+    pub protocol_version: Line<'h>,
+    pub method: Line<'h>,
+    pub name: Line<'h>,
+    pub session_id: Line<'h>,
+}
+
+impl<'h> RequestHeaders<'h> {
+    pub fn new(map: &'h HeaderMap) -> RequestHeaders<'h> {
+        let mut h = RequestHeaders {
+            map,
+            host: Line::default(),
+            origin: Line::default(),
+            content_type: Line::default(),
+            content_length: Line::default(),
+            accept: Line::default(),
+            protocol_version: Line::default(),
+            method: Line::default(),
+            name: Line::default(),
+            session_id: Line::default(),
+        };
+        // A map yields each name once, with all of its values one after the other.
+        for (name, value) in map {
+            let line = match name.as_str() {
+                "host" => &mut h.host,
+                "origin" => &mut h.origin,
+                "content-type" => &mut h.content_type,
+                "content-length" => &mut h.content_length,
+                "accept" => &mut h.accept,
+                PROTOCOL_VERSION => &mut h.protocol_version,
+                METHOD => &mut h.method,
+                NAME => &mut h.name,
+                SESSION_ID => &mut h.session_id,
+                _ => continue,
+            };
+            line.see(value);
+        }
+        h
+    }
+
+    /// Every value of `line`, the line of `name` (`Host` and `Origin`: each value must pass).
+    pub fn all(
+        &self,
+        line: Line<'h>,
+        name: &HeaderName,
+    ) -> impl Iterator<Item = &'h HeaderValue> + use<'h> {
+        let rest = line
+            .repeated
+            .then(|| self.map.get_all(name).into_iter().skip(1));
+        line.first.into_iter().chain(rest.into_iter().flatten())
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -308,7 +418,6 @@ pub(crate) fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::{HeaderMap, HeaderName, HeaderValue};
 
     #[test]
     fn sentinel_decoding_follows_the_spec_table() {
@@ -385,6 +494,42 @@ mod tests {
         }
         h.insert(NAME, HeaderValue::from_static("\t a b \t"));
         assert_eq!(read(&h, &name::NAME).unwrap(), Some("a b"));
+    }
+
+    #[test]
+    fn one_walk_finds_each_line_and_its_repeats() {
+        let mut h = HeaderMap::new();
+        h.append("host", HeaderValue::from_static("localhost"));
+        h.append(METHOD, HeaderValue::from_static("tools/call"));
+        h.append("Host", HeaderValue::from_static("evil.example"));
+        h.append(PROTOCOL_VERSION, HeaderValue::from_static(" 2026-07-28 "));
+        h.append("x-other", HeaderValue::from_static("x"));
+        h.append(METHOD, HeaderValue::from_static("tools/list"));
+        let r = RequestHeaders::new(&h);
+        let hosts: Vec<_> = r.all(r.host, &http::header::HOST).collect();
+        assert_eq!(hosts, ["localhost", "evil.example"]);
+        assert!(r.host.repeated && r.method.repeated);
+        assert!(!r.protocol_version.repeated);
+        assert_eq!(
+            r.protocol_version.read(PROTOCOL_VERSION).unwrap(),
+            Some("2026-07-28")
+        );
+        assert_eq!(
+            r.method.read(METHOD).unwrap_err().message,
+            "Header mismatch: the Mcp-Method header appears more than once; send it once"
+        );
+        assert!(r.name.first.is_none() && r.session_id.first.is_none());
+        assert_eq!(r.name.read(NAME).unwrap(), None);
+        assert_eq!(r.all(r.origin, &http::header::ORIGIN).count(), 0);
+        // The same verdicts as a lookup of one name.
+        for (line, name) in [
+            (r.method, &name::METHOD),
+            (r.protocol_version, &name::PROTOCOL_VERSION),
+            (r.name, &name::NAME),
+        ] {
+            let walked = line.read(name.as_str()).map_err(|e| e.message);
+            assert_eq!(walked, read(&h, name).map_err(|e| e.message));
+        }
     }
 
     #[test]

@@ -189,14 +189,18 @@ impl<'a> Params<'a> {
     }
 }
 
+/// `_meta`'s fields. `I` is how `clientInfo` is read: raw, to be checked with a message that
+/// says what is wrong (the careful path), or checked in the same pass (the one-pass reader,
+/// whose failures go to the careful path).
 #[derive(Deserialize)]
-struct MetaFields<'a> {
+#[serde(bound(deserialize = "I: Deserialize<'de>"))]
+struct MetaFields<'a, I = &'a RawValue> {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
     protocol_version: Option<&'a RawValue>,
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
     client_capabilities: Option<&'a RawValue>,
-    #[serde(rename = "io.modelcontextprotocol/clientInfo", borrow, default)]
-    client_info: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", default)]
+    client_info: Option<I>,
     #[serde(rename = "io.modelcontextprotocol/logLevel", borrow, default)]
     log_level: Option<&'a RawValue>,
     #[serde(rename = "progressToken", borrow, default)]
@@ -225,9 +229,18 @@ pub struct RequestMeta {
 /// never do.
 #[derive(Clone, Debug, Default)]
 pub struct ClientInfo {
-    /// The checked JSON object, a view of the request's bytes, until it is read.
-    raw: Option<Bytes>,
+    /// Where the checked object is, until it is read.
+    raw: Option<InfoSource>,
     cell: OnceLock<Option<Implementation>>,
+}
+
+/// Where a checked `clientInfo` is.
+#[derive(Clone, Debug)]
+enum InfoSource {
+    /// The object itself.
+    Object(Bytes),
+    /// In `params._meta` of these request bytes (kept for the request anyway).
+    Message(Bytes),
 }
 
 impl ClientInfo {
@@ -242,9 +255,9 @@ impl ClientInfo {
     /// The client's name and version, if it gave them.
     pub fn get(&self) -> Option<&Implementation> {
         self.cell
-            .get_or_init(|| {
-                let raw = self.raw.as_ref()?;
-                serde_json::from_slice(raw).ok()
+            .get_or_init(|| match self.raw.as_ref()? {
+                InfoSource::Object(raw) => serde_json::from_slice(raw).ok(),
+                InfoSource::Message(message) => info_of_message(message),
             })
             .as_ref()
     }
@@ -271,15 +284,63 @@ struct ImplementationCheck<'a> {
     icons: Option<Vec<Icon>>,
 }
 
-/// `part` as a view of `message` when it lies inside it (no copy), else copied.
-fn view_of(message: Option<&Bytes>, part: &str) -> Bytes {
-    if let Some(message) = message {
-        let start = (part.as_ptr() as usize).wrapping_sub(message.as_ptr() as usize);
-        if start <= message.len() && part.len() <= message.len() - start {
-            return message.slice(start..start + part.len());
+/// How `clientInfo` reaches [`check_modern_meta`].
+trait ClientInfoField {
+    /// Checks it; `raw` is the `_meta` it came from.
+    fn check(self, raw: &RawMeta) -> Result<InfoSource, RpcError>;
+}
+
+/// Raw: checked here, every failure said.
+impl ClientInfoField for &RawValue {
+    fn check(self, _: &RawMeta) -> Result<InfoSource, RpcError> {
+        if !self.get().starts_with('{') {
+            return Err(RpcError::invalid_meta(format!(
+                "Invalid params: `_meta[\"{CLIENT_INFO}\"]` must be an object with `name` and `version`"
+            )));
         }
+        serde_json::from_str::<ImplementationCheck<'_>>(self.get()).map_err(|e| {
+            RpcError::invalid_meta(format!(
+                "Invalid params: `_meta[\"{CLIENT_INFO}\"]` must be an object with `name` and `version`: {e}"
+            ))
+        })?;
+        Ok(InfoSource::Object(Bytes::copy_from_slice(
+            self.get().as_bytes(),
+        )))
     }
-    Bytes::copy_from_slice(part.as_bytes())
+}
+
+/// Checked while the request was read (an object, the same `ImplementationCheck`): found
+/// again in the request's bytes if something asks for it.
+impl ClientInfoField for ObjectOnly<ImplementationCheck<'_>> {
+    fn check(self, raw: &RawMeta) -> Result<InfoSource, RpcError> {
+        raw.message()
+            .cloned()
+            .map(InfoSource::Message)
+            .ok_or_else(|| {
+                RpcError::internal("a clientInfo read in one pass without its request's bytes")
+            })
+    }
+}
+
+/// `params._meta`'s `clientInfo` of a request that passed the one-pass reader.
+fn info_of_message(message: &[u8]) -> Option<Implementation> {
+    #[derive(Deserialize)]
+    struct Message {
+        params: InfoParams,
+    }
+    #[derive(Deserialize)]
+    struct InfoParams {
+        #[serde(rename = "_meta")]
+        meta: InfoMeta,
+    }
+    #[derive(Deserialize)]
+    struct InfoMeta {
+        #[serde(rename = "io.modelcontextprotocol/clientInfo")]
+        info: Implementation,
+    }
+    serde_json::from_slice::<Message>(message)
+        .ok()
+        .map(|m| m.params.meta.info)
 }
 
 /// A request's whole `_meta` object, as sent.
@@ -385,7 +446,10 @@ pub fn parse_modern_meta(raw: Option<&RawValue>) -> Result<ModernMeta<'_>, RpcEr
 }
 
 /// Checks `_meta`'s fields (2026-07-28 Base Protocol, `_meta` "Per-request protocol fields"); `raw` is the object they came from.
-fn check_modern_meta<'a>(fields: MetaFields<'a>, raw: RawMeta) -> Result<ModernMeta<'a>, RpcError> {
+fn check_modern_meta<'a, I: ClientInfoField>(
+    fields: MetaFields<'a, I>,
+    raw: RawMeta,
+) -> Result<ModernMeta<'a>, RpcError> {
     let protocol_version = match fields.protocol_version {
         None => {
             return Err(RpcError::invalid_meta(format!(
@@ -418,19 +482,7 @@ fn check_modern_meta<'a>(fields: MetaFields<'a>, raw: RawMeta) -> Result<ModernM
     };
     let client_info = match fields.client_info {
         None => None,
-        Some(v) if !v.get().starts_with('{') => {
-            return Err(RpcError::invalid_meta(format!(
-                "Invalid params: `_meta[\"{CLIENT_INFO}\"]` must be an object with `name` and `version`"
-            )));
-        }
-        Some(v) => {
-            serde_json::from_str::<ImplementationCheck<'_>>(v.get()).map_err(|e| {
-                RpcError::invalid_meta(format!(
-                    "Invalid params: `_meta[\"{CLIENT_INFO}\"]` must be an object with `name` and `version`: {e}"
-                ))
-            })?;
-            Some(view_of(raw.message(), v.get()))
-        }
+        Some(v) => Some(v.check(&raw)?),
     };
     let log_level = match fields.log_level {
         None => None,
@@ -524,12 +576,7 @@ pub struct ModernRequest<'a> {
 /// [`parse_modern_meta`]), which names what is wrong. Whatever this accepts, that path
 /// accepts too, with the same result; the tests hold the two to that.
 pub fn decode_modern_request(message: &Bytes) -> Option<ModernRequest<'_>> {
-    // One UTF-8 check of the whole body instead of one per borrowed string.
-    let text = std::str::from_utf8(message).ok()?;
-    let typed: TypedRequest<'_> = serde_json::from_str(text).ok()?;
-    if typed.jsonrpc != "2.0" || typed.result.is_some() || typed.error.is_some() {
-        return None;
-    }
+    let typed: TypedRequest<'_, ModernParams<'_>> = TypedRequest::read(message)?;
     let (meta, params) = typed.params.0.take_meta();
     // `_meta`'s fields were cut out in the same pass; they are checked as the careful path
     // checks them (an error there is left to it, to be reported in its order).
@@ -542,18 +589,52 @@ pub fn decode_modern_request(message: &Bytes) -> Option<ModernRequest<'_>> {
     })
 }
 
-/// A request whose every member has the type the careful path wants.
+/// Reads a well-formed request in one pass over its bytes, the JSON-RPC envelope and
+/// `params`'s members together (`_meta` kept raw): what the careful path
+/// ([`decode`](super::jsonrpc::decode), then [`Params::parse`]) reads in two, cutting
+/// `params` out and reading it again.
+///
+/// `None` for anything else (notifications, responses, every malformed message): the caller
+/// then decodes it the careful way, which names what is wrong. Whatever this accepts, that
+/// path accepts too, with the same result; the tests hold the two to that.
+pub fn decode_request(message: &[u8]) -> Option<(RequestId, &str, Params<'_>)> {
+    let typed: TypedRequest<'_, Option<ObjectOnly<Params<'_>>>> = TypedRequest::read(message)?;
+    let params = typed.params.map(|p| p.0).unwrap_or_default();
+    Some((typed.id, typed.method, params))
+}
+
+/// `params` of a 2026-07-28 request read in one pass: `_meta`'s fields and `clientInfo`'s
+/// too.
+type ModernParams<'a> =
+    ObjectOnly<Params<'a, ObjectOnly<MetaFields<'a, ObjectOnly<ImplementationCheck<'a>>>>>>;
+
+/// A request whose every member has the type the careful path wants; `P` is how `params` is
+/// read (an absent `params` is `None` when `P` is an `Option`, else no request of this kind).
 #[derive(Deserialize)]
-struct TypedRequest<'a> {
+#[serde(bound(deserialize = "P: Deserialize<'de>"))]
+struct TypedRequest<'a, P> {
     jsonrpc: &'a str,
     id: RequestId,
     method: &'a str,
-    #[serde(borrow)]
-    params: ObjectOnly<Params<'a, ObjectOnly<MetaFields<'a>>>>,
+    params: P,
     #[serde(borrow, default, deserialize_with = "super::jsonrpc::present")]
     result: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "super::jsonrpc::present")]
     error: Option<&'a RawValue>,
+}
+
+impl<'a, P: Deserialize<'a>> TypedRequest<'a, P> {
+    /// The request, if `message` is one (JSON-RPC 2.0, no `result` or `error`).
+    #[inline(always)] // into each reader: the request is large, and moved once less
+    fn read(message: &'a [u8]) -> Option<Self> {
+        // One UTF-8 check of the whole body instead of one per borrowed string.
+        let text = std::str::from_utf8(message).ok()?;
+        let typed: Self = serde_json::from_str(text).ok()?;
+        if typed.jsonrpc != "2.0" || typed.result.is_some() || typed.error.is_some() {
+            return None;
+        }
+        Some(typed)
+    }
 }
 
 /// A `T` read only from a JSON object: serde reads a struct from an array too (by position),
@@ -726,6 +807,39 @@ mod tests {
             }
         }
         assert!(decode_modern_request(&Bytes::from(text.clone())).is_some());
+        // The reader of any request (`_meta` kept raw), on the same bodies and on what only
+        // a handshake session sends: no `params`, a `null` one, notifications, responses.
+        for extra in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/list","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","_meta":{"progressToken":3}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"ping","params":[]}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+        ] {
+            bodies.push(extra.to_owned());
+        }
+        let mut one_pass = 0;
+        for body in &bodies {
+            let careful = match crate::protocol::jsonrpc::decode(body.as_bytes()) {
+                Ok(crate::protocol::jsonrpc::Incoming::Request { id, method, params }) => {
+                    Params::parse(params)
+                        .ok()
+                        .map(|p| (id, method.into_owned(), format!("{p:?}")))
+                }
+                _ => None,
+            };
+            if let Some((id, method, params)) = decode_request(body.as_bytes()) {
+                one_pass += 1;
+                let got = (id, method.to_owned(), format!("{params:?}"));
+                assert_eq!(Some(got), careful, "{body}");
+            }
+        }
+        // Every body the careful path reads as a request but the two with escapes in the
+        // envelope's strings (borrowed, they cannot be unescaped); the count pins that down.
+        assert_eq!(one_pass, 181, "bodies read in one pass by decode_request");
+        assert!(decode_request(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).is_some());
         // The base and the mutations the careful path also accepts (values of fields read
         // later, absent optional ones, escapes in `_meta` strings, whitespace) take the fast
         // path; the count pins that down.

@@ -197,7 +197,8 @@ impl RedisTaskStore {
         self
     }
 
-    /// At most this many tasks per caller (at least 1). Anonymous callers share one count.
+    /// At most this many tasks per caller (at least 1): a principal, or an anonymous caller's
+    /// network (its address, or its /64).
     #[must_use]
     pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {
         self.max_per_principal = tasks.max(1);
@@ -215,7 +216,7 @@ impl RedisTaskStore {
             format!(
                 "{}:tasks:by:{}",
                 self.tag,
-                record.principal.as_deref().unwrap_or("-")
+                record.count_key().unwrap_or("-")
             ),
             self.due_key(),
         ]

@@ -31,7 +31,7 @@ use crate::protocol::tasks::{self, EXTENSION as TASKS};
 use crate::protocol::types::{
     CallToolResult, Completion, ReadResourceResult, ResourceContents, TextResourceContents,
 };
-use crate::registry::{ViewEntry, ViewHtml};
+use crate::registry::{Named, ViewEntry, ViewHtml};
 
 /// How a round of a user function ended.
 enum Step<T, I> {
@@ -501,20 +501,11 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let uri = required(params.uri, "uri")?.into_owned();
-        if let Some(file) = self.registry.skills.file(&uri) {
-            return self.read_skill_file(&parts, &uri, file);
-        }
-        if self.registry.view(&uri).is_some() {
-            return self.read_view(parts, params, uri);
-        }
-        let (def, vars) = match self.registry.static_resource(&uri) {
-            Some(def) => (def, Vec::new()),
-            None => self
-                .registry
-                .templates
-                .iter()
-                .find_map(|t| t.template.matches(&uri).map(|vars| (t.def, vars)))
-                .ok_or_else(|| RpcError::resource_not_found(&uri))?,
+        let (def, vars) = match self.registry.named(&uri) {
+            Some(Named::SkillFile(file)) => return self.read_skill_file(&parts, &uri, file),
+            Some(Named::View(view)) => return self.read_view(parts, params, view),
+            Some(Named::Resource(def, vars)) => (def, vars),
+            None => return Err(RpcError::resource_not_found(&uri)),
         };
         self.authorize(
             &parts.extensions,
@@ -556,11 +547,8 @@ impl Shared {
         self: &Arc<Self>,
         parts: RequestParts,
         params: &Params<'_>,
-        uri: String,
+        view: &ViewEntry,
     ) -> Result<Dispatched, RpcError> {
-        let Some(view) = self.registry.view(&uri) else {
-            return Err(RpcError::resource_not_found(&uri));
-        };
         let uri = view.def.uri;
         match view.def.html {
             ViewHtml::Embedded { text, .. } => {

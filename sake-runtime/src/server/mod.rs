@@ -183,12 +183,15 @@ pub(crate) struct Shared {
     views: std::sync::Mutex<std::collections::HashMap<Vec<bool>, Arc<Lists>>>,
     /// Requests being served (HTTP): bounded by `max_concurrent_requests`.
     pub requests: Arc<tokio::sync::Semaphore>,
-    /// Each session's and caller's share of the request slots, each caller's of the stream
-    /// slots, and the keys they are counted under.
+    /// Each session's and caller's share of the request slots (a caller's with the bytes of
+    /// its requests in flight), each caller's of the stream slots, and the keys they are
+    /// counted under.
     pub requests_by: Arc<quota::Quotas>,
     pub streams_by: Arc<quota::Quotas>,
     /// Bytes of state held per client, and in all (`Shared::hold`).
     pub held_by: Arc<quota::Quotas>,
+    /// Bytes of requests in flight in all (each client's are in its `requests_by` share).
+    pub request_bytes: Arc<quota::Pool>,
     /// Each signed-in caller's running requests and streams, ended by a sign-out.
     pub live: Arc<revocation::Live>,
     /// Past it, no new state is kept (`Limits::memory_watermark`).
@@ -370,6 +373,7 @@ impl Shared {
             requests_by: Arc::default(),
             streams_by: Arc::default(),
             held_by: Arc::default(),
+            request_bytes: Arc::new(quota::Pool::new(config.limits.max_request_bytes)),
             live: Arc::default(),
             memory: memory::Watermark::new(
                 config
@@ -528,26 +532,11 @@ impl Shared {
                 uri.len()
             )));
         }
-        let (scopes, principal): (&[&str], bool) =
-            if let Some(def) = self.registry.static_resource(uri) {
-                (def.scopes, def.principal)
-            } else if let Some(file) = self.registry.skills.file(uri) {
-                match file {
-                    crate::skills::FileAt::Static(f) => (f.scopes, false),
-                    crate::skills::FileAt::Dynamic(skill, _) => (skill.scopes, false),
-                }
-            } else if self.registry.view(uri).is_some() {
-                (&[], false)
-            } else if let Some(t) = self
-                .registry
-                .templates
-                .iter()
-                .find(|t| t.template.matches(uri).is_some())
-            {
-                (t.def.scopes, t.def.principal)
-            } else {
-                return Err(RpcError::resource_not_found(uri));
-            };
+        let (scopes, principal) = self
+            .registry
+            .named(uri)
+            .ok_or_else(|| RpcError::resource_not_found(uri))?
+            .access();
         self.authorize(
             extensions,
             format_args!("resource `{uri}`"),
@@ -579,9 +568,14 @@ impl Shared {
             return self.quota_keys.of(("p", p));
         }
         match extensions.get::<PeerAddr>() {
-            Some(PeerAddr(ip)) => self.quota_keys.of(("a", self.client_network(*ip))),
+            Some(PeerAddr(ip)) => self.address_key(*ip),
             None => self.quota_keys.of("local"),
         }
+    }
+
+    /// The quota key of an anonymous network address (its network: `client_network`).
+    pub(crate) fn address_key(&self, ip: std::net::IpAddr) -> quota::Key {
+        self.quota_keys.of(("a", self.client_network(ip)))
     }
 
     /// The network an anonymous caller's address stands for: an IPv4 address (an IPv4-mapped

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Whose share: a hash made by [`Keys`].
@@ -47,57 +48,77 @@ impl Keys {
     }
 }
 
-/// The network `ip` stands for as a client: an IPv4 address as it is (an IPv4-mapped IPv6
-/// address as its IPv4 address), an IPv6 address cut to its first `prefix` bits — one
-/// subscriber holds a whole /64 and picks addresses in it freely, so counting each /128 apart
-/// would give one client as many shares as it likes.
-pub(crate) fn client_network(ip: std::net::IpAddr, prefix: u8) -> std::net::IpAddr {
-    use std::net::IpAddr;
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let bits = u32::from(prefix.clamp(1, 128));
-                let mask = u128::MAX << (128 - bits);
-                IpAddr::V6((u128::from(v6) & mask).into())
-            }
-        },
-    }
-}
+pub(crate) use crate::limits::client_network;
 
-/// Units out per key.
+/// Units out per key, and the bytes that go with them.
 #[derive(Debug, Default)]
 pub(crate) struct Quotas {
-    out: Mutex<HashMap<Key, usize, BuildHasherDefault<KeyHasher>>>,
+    out: Mutex<HashMap<Key, Out, BuildHasherDefault<KeyHasher>>>,
 }
 
-/// `n` units of one key; given back on drop.
+/// What one key has out.
+#[derive(Clone, Copy, Debug, Default)]
+struct Out {
+    units: usize,
+    bytes: usize,
+}
+
+/// `n` units and `bytes` bytes of one key; given back on drop.
 #[derive(Debug)]
 pub(crate) struct Share {
     quotas: Arc<Quotas>,
     key: Key,
     n: usize,
+    bytes: usize,
+}
+
+/// Which bound of a key refused, and what the key holds of it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    Units(usize),
+    Bytes(usize),
 }
 
 impl Quotas {
     /// `n` more units for `key`, unless that would put it over `limit`; `Err` carries how many
     /// it holds.
     pub fn take(self: &Arc<Self>, key: Key, n: usize, limit: usize) -> Result<Share, usize> {
+        self.take_with_bytes(key, (n, limit), (0, usize::MAX))
+            .map_err(|r| match r {
+                Refused::Units(held) | Refused::Bytes(held) => held,
+            })
+    }
+
+    /// `units.0` more units and `bytes.0` more bytes for `key`, unless that would put it over
+    /// `units.1` or `bytes.1` — one lock for both.
+    pub fn take_with_bytes(
+        self: &Arc<Self>,
+        key: Key,
+        units: (usize, usize),
+        bytes: (usize, usize),
+    ) -> Result<Share, Refused> {
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        let held = out.entry(key).or_insert(0);
-        if held.saturating_add(n) > limit {
-            let was = *held;
-            if was == 0 {
+        let held = out.entry(key).or_default();
+        let refused = if held.units.saturating_add(units.0) > units.1 {
+            Some(Refused::Units(held.units))
+        } else if held.bytes.saturating_add(bytes.0) > bytes.1 {
+            Some(Refused::Bytes(held.bytes))
+        } else {
+            None
+        };
+        if let Some(refused) = refused {
+            if held.units == 0 && held.bytes == 0 {
                 out.remove(&key);
             }
-            return Err(was);
+            return Err(refused);
         }
-        *held += n;
+        held.units += units.0;
+        held.bytes += bytes.0;
         Ok(Share {
             quotas: self.clone(),
             key,
-            n,
+            n: units.0,
+            bytes: bytes.0,
         })
     }
 
@@ -105,7 +126,14 @@ impl Quotas {
     #[cfg(test)]
     pub fn held(&self, key: Key) -> usize {
         let out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        out.get(&key).copied().unwrap_or(0)
+        out.get(&key).map_or(0, |o| o.units)
+    }
+
+    /// The bytes `key` holds.
+    #[cfg(test)]
+    pub fn held_bytes(&self, key: Key) -> usize {
+        let out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        out.get(&key).map_or(0, |o| o.bytes)
     }
 
     /// How many keys hold units.
@@ -115,6 +143,160 @@ impl Quotas {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .len()
+    }
+}
+
+impl Share {
+    /// `more` bytes in this share, unless that would put its key over `limit`; `Err` carries
+    /// how many bytes the key holds.
+    pub fn grow_bytes(&mut self, more: usize, limit: usize) -> Result<(), usize> {
+        let mut out = self
+            .quotas
+            .out
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let held = out.entry(self.key).or_default();
+        if held.bytes.saturating_add(more) > limit {
+            return Err(held.bytes);
+        }
+        held.bytes += more;
+        self.bytes += more;
+        Ok(())
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        let mut out = self
+            .quotas
+            .out
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(held) = out.get_mut(&self.key) {
+            held.units = held.units.saturating_sub(self.n);
+            held.bytes = held.bytes.saturating_sub(self.bytes);
+            if held.units == 0 && held.bytes == 0 {
+                out.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// Units of one budget everyone draws from (bytes), counted without a lock.
+#[derive(Debug)]
+pub(crate) struct Pool {
+    used: AtomicUsize,
+    limit: usize,
+}
+
+/// Units drawn from a [`Pool`]; given back on drop.
+#[derive(Debug)]
+pub(crate) struct Drawn {
+    pool: Arc<Pool>,
+    n: usize,
+}
+
+impl Pool {
+    pub fn new(limit: usize) -> Pool {
+        Pool {
+            used: AtomicUsize::new(0),
+            limit,
+        }
+    }
+
+    /// The most units it gives out.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// `n` units, unless that would put the pool over its limit.
+    pub fn draw(self: &Arc<Self>, n: usize) -> Option<Drawn> {
+        self.add(n).then(|| Drawn {
+            pool: self.clone(),
+            n,
+        })
+    }
+
+    fn add(&self, n: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(n).filter(|&u| u <= self.limit)
+            })
+            .is_ok()
+    }
+
+    /// The units given out.
+    #[cfg(test)]
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+}
+
+impl Drawn {
+    /// `more` units, unless that would put the pool over its limit.
+    pub fn grow(&mut self, more: usize) -> bool {
+        let ok = self.pool.add(more);
+        if ok {
+            self.n += more;
+        }
+        ok
+    }
+}
+
+impl Drop for Drawn {
+    fn drop(&mut self) {
+        self.pool.used.fetch_sub(self.n, Ordering::AcqRel);
+    }
+}
+
+/// Bytes of a client's request in flight before it runs (a body arriving): in the client's
+/// share (no units: a request slot counts requests) and in everyone's pool.
+#[derive(Debug)]
+pub(crate) struct Flight {
+    share: Share,
+    drawn: Drawn,
+}
+
+/// Which budget refused bytes: the client's (what it holds), or everyone's.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Over {
+    Own(usize),
+    All,
+}
+
+impl Flight {
+    /// `bytes` for `key` (at most `limit` for it, with what its request slots hold) and of
+    /// `pool`.
+    pub fn take(
+        quotas: &Arc<Quotas>,
+        pool: &Arc<Pool>,
+        key: Key,
+        bytes: usize,
+        limit: usize,
+    ) -> Result<Flight, Over> {
+        let share = quotas
+            .take_with_bytes(key, (0, usize::MAX), (bytes, limit))
+            .map_err(|r| match r {
+                Refused::Units(held) | Refused::Bytes(held) => Over::Own(held),
+            })?;
+        let drawn = pool.draw(bytes).ok_or(Over::All)?;
+        Ok(Flight { share, drawn })
+    }
+
+    /// Grows to `total` bytes (never shrinks).
+    pub fn grow_to(&mut self, total: usize, limit: usize) -> Result<(), Over> {
+        let more = total.saturating_sub(self.share.bytes);
+        if more == 0 {
+            return Ok(());
+        }
+        if !self.drawn.grow(more) {
+            return Err(Over::All);
+        }
+        self.share.grow_bytes(more, limit).map_err(|held| {
+            self.drawn.pool.used.fetch_sub(more, Ordering::AcqRel);
+            self.drawn.n -= more;
+            Over::Own(held)
+        })
     }
 }
 
@@ -133,22 +315,6 @@ impl Held {
     }
 }
 
-impl Drop for Share {
-    fn drop(&mut self) {
-        let mut out = self
-            .quotas
-            .out
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(held) = out.get_mut(&self.key) {
-            *held = held.saturating_sub(self.n);
-            if *held == 0 {
-                out.remove(&self.key);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +329,50 @@ mod tests {
         assert_eq!(net("2001:db8:7:1::1", 128), "2001:db8:7:1::1");
         assert_eq!(net("::ffff:192.0.2.7", 64), "192.0.2.7");
         assert_eq!(net("192.0.2.7", 64), "192.0.2.7");
+    }
+
+    #[test]
+    fn bytes_count_for_their_key_with_its_units_and_for_everyone() {
+        let keys = Keys::default();
+        let (ka, kb) = (keys.of("a"), keys.of("b"));
+        let q = Arc::new(Quotas::default());
+        let pool = Arc::new(Pool::new(10));
+        // A request slot's share: a unit and its bytes, under one lock.
+        let slot = q.take_with_bytes(ka, (1, 2), (3, 6)).unwrap();
+        assert_eq!(
+            q.take_with_bytes(ka, (2, 2), (0, 6)).unwrap_err(),
+            Refused::Units(1)
+        );
+        assert_eq!(
+            q.take_with_bytes(ka, (1, 2), (4, 6)).unwrap_err(),
+            Refused::Bytes(3)
+        );
+        // A body arriving: bytes only, counted with the slot's.
+        let mut a = Flight::take(&q, &pool, ka, 1, 6).unwrap();
+        assert_eq!(Flight::take(&q, &pool, ka, 3, 6).unwrap_err(), Over::Own(4));
+        assert_eq!(a.grow_to(4, 6), Err(Over::Own(4)), "over the key's limit");
+        assert_eq!((q.held(ka), q.held_bytes(ka), pool.used()), (1, 4, 1));
+        a.grow_to(3, 6).unwrap();
+        a.grow_to(2, 6).unwrap();
+        assert_eq!((q.held_bytes(ka), pool.used()), (6, 3));
+        let b = Flight::take(&q, &pool, kb, 6, 6).unwrap();
+        assert_eq!(Flight::take(&q, &pool, kb, 1, 6).unwrap_err(), Over::Own(6));
+        drop(b);
+        let b = Flight::take(&q, &pool, kb, 5, 6).unwrap();
+        let kc = keys.of("c");
+        assert_eq!(Flight::take(&q, &pool, kc, 3, 6).unwrap_err(), Over::All);
+        assert_eq!(
+            (q.held_bytes(kc), q.keys()),
+            (0, 2),
+            "a refusal by the pool leaves the key's count as it was"
+        );
+        let mut c = Flight::take(&q, &pool, kc, 2, 6).unwrap();
+        assert_eq!(c.grow_to(3, 6), Err(Over::All), "everyone's pool is spent");
+        assert_eq!((q.held_bytes(kc), pool.used()), (2, 10));
+        drop((a, slot, c));
+        assert_eq!((q.held_bytes(ka), pool.used()), (0, 5));
+        drop(b);
+        assert_eq!((q.keys(), pool.used()), (0, 0));
     }
 
     #[test]

@@ -313,6 +313,11 @@ impl Shared {
         }
         self.check_memory("a new task")?;
         let principal = self.principal_of(&parts.extensions);
+        // An anonymous caller's tasks count under its network, not one count for all.
+        let counted_as = match principal {
+            Some(_) => None,
+            None => Some(self.owner_of(&parts.extensions)),
+        };
         key.principal = principal.clone();
         let round = Arc::new(Mrtr::start(
             self.sessions.signer(),
@@ -379,6 +384,7 @@ impl Shared {
                     let mut new =
                         NewTask::new(id, principal, request, tasks.ttl, tasks.poll_interval);
                     new.answers = round.answers().clone();
+                    new.counted_as = counted_as;
                     let mut record = TaskRecord::new(new, &claim, now_ms());
                     record.status_message = call.progress_so_far();
                     tasks.sweep().await;

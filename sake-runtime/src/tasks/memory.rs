@@ -14,9 +14,12 @@ type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 /// Tasks kept in this process's memory: the default [`TaskStore`].
 ///
 /// Bounded: at most [`max_tasks`](Self::max_tasks) tasks in all (10 000 by default) and
-/// [`max_tasks_per_principal`](Self::max_tasks_per_principal) per caller (1 000), finished
-/// ones included until they expire; beyond, a tool call that would create a task is refused
-/// (-32000, "try again later"). Expiry costs nothing while nothing is due: the tasks are
+/// [`max_tasks_per_principal`](Self::max_tasks_per_principal) per caller (1 000), holding at
+/// most [`max_task_bytes`](Self::max_task_bytes) in all (256 MiB) and
+/// [`max_task_bytes_per_principal`](Self::max_task_bytes_per_principal) per caller (16 MiB) —
+/// a task weighs what its record takes as JSON: its request, answers, questions and result —
+/// finished ones included until they expire; beyond, a tool call that would create a task is
+/// refused (-32000, "try again later"). Expiry costs nothing while nothing is due: the tasks are
 /// indexed by the time their next change is due, and only those are looked at.
 ///
 /// Tasks live as long as the process: after a restart every task id is unknown (`tasks/get`
@@ -25,6 +28,8 @@ pub struct MemoryTaskStore {
     inner: Mutex<Inner>,
     max_tasks: usize,
     max_per_principal: usize,
+    max_bytes: usize,
+    max_bytes_per_principal: usize,
     clock: Clock,
 }
 
@@ -34,6 +39,11 @@ impl std::fmt::Debug for MemoryTaskStore {
             .field("tasks", &self.len())
             .field("max_tasks", &self.max_tasks)
             .field("max_tasks_per_principal", &self.max_per_principal)
+            .field("max_task_bytes", &self.max_bytes)
+            .field(
+                "max_task_bytes_per_principal",
+                &self.max_bytes_per_principal,
+            )
             .finish()
     }
 }
@@ -43,12 +53,43 @@ struct Inner {
     tasks: HashMap<String, Slot>,
     /// (when due, id): the next time something happens to each task.
     due: BTreeSet<(u64, String)>,
-    per_principal: HashMap<Option<String>, usize>,
+    per_principal: HashMap<Option<String>, Owned>,
+    /// The weight of every task ([`weight`]).
+    bytes: usize,
+}
+
+/// What one caller's tasks hold.
+#[derive(Clone, Copy, Default)]
+struct Owned {
+    tasks: usize,
+    bytes: usize,
 }
 
 struct Slot {
     record: TaskRecord,
     due: u64,
+    /// Its [`weight`] when last changed.
+    bytes: usize,
+}
+
+/// What a task record weighs: the length of its JSON (its request, answers, questions, result
+/// and the rest), counted without writing it anywhere.
+fn weight(record: &TaskRecord) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing into a counter fails only if the record cannot be serialised, which a
+    // `TaskRecord` always can; a failure would only count less.
+    let _ = serde_json::to_writer(&mut count, record);
+    count.0
 }
 
 impl Default for MemoryTaskStore {
@@ -64,6 +105,8 @@ impl MemoryTaskStore {
             inner: Mutex::new(Inner::default()),
             max_tasks: 10_000,
             max_per_principal: 1_000,
+            max_bytes: 256 << 20,
+            max_bytes_per_principal: 16 << 20,
             clock: Arc::new(now_ms),
         }
     }
@@ -75,10 +118,28 @@ impl MemoryTaskStore {
         self
     }
 
-    /// At most this many tasks per caller (at least 1). Anonymous callers share one count.
+    /// At most this many tasks per caller (at least 1): a principal, or an anonymous caller's
+    /// network (its address, or its /64).
     #[must_use]
     pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {
         self.max_per_principal = tasks.max(1);
+        self
+    }
+
+    /// At most this many bytes of tasks in all (each task weighs its record's JSON: its
+    /// request, answers, questions and result).
+    #[must_use]
+    pub fn max_task_bytes(mut self, bytes: usize) -> Self {
+        self.max_bytes = bytes.max(1);
+        self
+    }
+
+    /// At most this many bytes of tasks per caller (a principal, or an anonymous caller's
+    /// network). A task that grows past it once made (its result) is kept; the caller's next
+    /// ones are refused until some expire.
+    #[must_use]
+    pub fn max_task_bytes_per_principal(mut self, bytes: usize) -> Self {
+        self.max_bytes_per_principal = bytes.max(1);
         self
     }
 
@@ -127,8 +188,19 @@ impl MemoryTaskStore {
                     false,
                 ));
             }
-            let mine = inner.per_principal.get(&record.principal).copied();
-            if mine.unwrap_or(0) >= self.max_per_principal {
+            let bytes = weight(&record);
+            if inner.bytes.saturating_add(bytes) > self.max_bytes {
+                return Err(TaskStoreError::full(
+                    format!(
+                        "the server's tasks hold {} bytes and this one needs {bytes}, past its limit of {} (MemoryTaskStore::max_task_bytes); retry once some have ended and expired",
+                        inner.bytes, self.max_bytes
+                    ),
+                    false,
+                ));
+            }
+            let counted = record.count_key().map(str::to_owned);
+            let mine = inner.per_principal.get(&counted).copied().unwrap_or_default();
+            if mine.tasks >= self.max_per_principal {
                 return Err(TaskStoreError::full(
                     format!(
                         "this caller holds {} tasks, the limit per caller; retry once some have ended and expired",
@@ -137,16 +209,27 @@ impl MemoryTaskStore {
                     true,
                 ));
             }
+            if mine.bytes.saturating_add(bytes) > self.max_bytes_per_principal {
+                return Err(TaskStoreError::full(
+                    format!(
+                        "this caller's tasks hold {} bytes and this one needs {bytes}, past the limit per caller of {} (MemoryTaskStore::max_task_bytes_per_principal); retry once some have ended and expired",
+                        mine.bytes, self.max_bytes_per_principal
+                    ),
+                    true,
+                ));
+            }
             if record.is_gone(now) {
                 return Ok(());
             }
-            *inner
-                .per_principal
-                .entry(record.principal.clone())
-                .or_default() += 1;
+            let owned = inner.per_principal.entry(counted).or_default();
+            owned.tasks += 1;
+            owned.bytes += bytes;
+            inner.bytes += bytes;
             let due = record.next_due();
             inner.due.insert((due, record.id.clone()));
-            inner.tasks.insert(record.id.clone(), Slot { record, due });
+            inner
+                .tasks
+                .insert(record.id.clone(), Slot { record, due, bytes });
             Ok(())
         })
     }
@@ -172,16 +255,37 @@ impl Inner {
             self.due.insert((due, id.to_owned()));
             slot.due = due;
         }
+        self.reweigh(id);
         Some(out)
+    }
+
+    /// Counts the task's weight anew, for its caller and in all.
+    fn reweigh(&mut self, id: &str) {
+        let Some(slot) = self.tasks.get_mut(id) else {
+            return;
+        };
+        let (was, now) = (slot.bytes, weight(&slot.record));
+        if was == now {
+            return;
+        }
+        slot.bytes = now;
+        let counted = slot.record.count_key().map(str::to_owned);
+        if let Some(owned) = self.per_principal.get_mut(&counted) {
+            owned.bytes = owned.bytes.saturating_sub(was) + now;
+        }
+        self.bytes = self.bytes.saturating_sub(was) + now;
     }
 
     fn remove(&mut self, id: &str) {
         if let Some(slot) = self.tasks.remove(id) {
             self.due.remove(&(slot.due, id.to_owned()));
-            if let Some(n) = self.per_principal.get_mut(&slot.record.principal) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    self.per_principal.remove(&slot.record.principal);
+            let counted = slot.record.count_key().map(str::to_owned);
+            self.bytes = self.bytes.saturating_sub(slot.bytes);
+            if let Some(owned) = self.per_principal.get_mut(&counted) {
+                owned.tasks = owned.tasks.saturating_sub(1);
+                owned.bytes = owned.bytes.saturating_sub(slot.bytes);
+                if owned.tasks == 0 {
+                    self.per_principal.remove(&counted);
                 }
             }
         }
@@ -213,7 +317,8 @@ impl Inner {
             // Never due again at this same moment: the loop ends.
             let next = next.max(now + 1);
             slot.due = next;
-            self.due.insert((next, id));
+            self.due.insert((next, id.clone()));
+            self.reweigh(&id);
         }
         changed
     }

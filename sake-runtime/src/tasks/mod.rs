@@ -230,6 +230,11 @@ pub struct TaskRecord {
     /// The caller that created it (a digest; `None`: an anonymous caller). Only the same
     /// caller may read, answer or cancel it.
     pub principal: Option<String>,
+    /// Whose count of tasks it is in (`max_tasks_per_principal`) when not its principal's:
+    /// an anonymous caller's network, as a digest, so that anonymous callers do not share
+    /// one count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_as: Option<String>,
     /// The request that created it.
     pub request: TaskRequest,
     /// Where it stands.
@@ -277,6 +282,8 @@ pub struct NewTask {
     pub id: String,
     /// The caller.
     pub principal: Option<String>,
+    /// Whose count of tasks it is in, when not the principal's ([`TaskRecord::counted_as`]).
+    pub counted_as: Option<String>,
     /// The request.
     pub request: TaskRequest,
     /// Time to live from creation.
@@ -301,6 +308,7 @@ impl NewTask {
         NewTask {
             id: id.into(),
             principal,
+            counted_as: None,
             request,
             ttl,
             poll_interval,
@@ -411,6 +419,12 @@ pub enum Expiry {
 const CANCELLED_MESSAGE: &str = "Cancelled by client request";
 
 impl TaskRecord {
+    /// The count of tasks it is in: [`counted_as`](Self::counted_as), else its principal's
+    /// (`None`: the count of anonymous callers without an address).
+    pub fn count_key(&self) -> Option<&str> {
+        self.counted_as.as_deref().or(self.principal.as_deref())
+    }
+
     /// A new task at `now` (milliseconds since the Unix epoch), `working`, held by `claim`.
     pub fn new(task: NewTask, claim: &Claim, now: u64) -> TaskRecord {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
@@ -418,6 +432,7 @@ impl TaskRecord {
         TaskRecord {
             id: task.id,
             principal: task.principal,
+            counted_as: task.counted_as,
             request: task.request,
             status: TaskStatus::Working,
             status_message: None,

@@ -312,6 +312,40 @@ fn the_memory_store_bounds_tasks_globally_and_per_caller() {
 }
 
 #[test]
+fn anonymous_callers_count_by_their_network() {
+    let (s, _now) = store();
+    let s = s.max_tasks(10).max_tasks_per_principal(2);
+    let anon = |id: &str, net: &str| {
+        let mut new = new_task(id, None, 60_000);
+        new.counted_as = Some(net.to_owned());
+        TaskRecord::new(new, &claim("a"), T0)
+    };
+    block(s.create(anon("1", "net-a")));
+    block(s.create(anon("2", "net-a")));
+    let e = futures_util::FutureExt::now_or_never(s.create(anon("3", "net-a")))
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            TaskStoreError::Full {
+                per_principal: true,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    // Another anonymous network has a count of its own; the tasks stay anonymous.
+    block(s.create(anon("3", "net-b")));
+    block(s.create(anon("4", "net-b")));
+    let r = block(s.get("4")).unwrap();
+    assert_eq!(
+        (r.principal.as_deref(), r.count_key()),
+        (None, Some("net-b"))
+    );
+}
+
+#[test]
 fn the_memory_store_expires_what_is_due_and_frees_its_room() {
     let (s, now) = store();
     let s = s.max_tasks(2);
@@ -404,4 +438,86 @@ fn task_ids_are_128_random_bits() {
     assert_eq!(a.len(), 32);
     assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
     assert_ne!(a, b);
+}
+
+#[test]
+fn the_memory_store_bounds_the_bytes_of_tasks_per_caller_and_in_all() {
+    let (s, now) = store();
+    let mk = |id: &str, p: &str| TaskRecord::new(new_task(id, Some(p), 60_000), &claim("a"), T0);
+    let one = serde_json::to_vec(&mk("1", "alice")).unwrap().len();
+    let s = s
+        .max_task_bytes_per_principal(2 * one + one / 2)
+        .max_task_bytes(6 * one);
+    block(s.create(mk("1", "alice")));
+    block(s.create(mk("2", "alice")));
+    let refused = |r: TaskRecord| {
+        futures_util::FutureExt::now_or_never(s.create(r))
+            .unwrap()
+            .unwrap_err()
+    };
+    let e = refused(mk("3", "alice"));
+    assert!(
+        matches!(
+            &e,
+            TaskStoreError::Full {
+                per_principal: true,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "this caller's tasks hold {} bytes and this one needs {one}, past the limit per caller of {} (MemoryTaskStore::max_task_bytes_per_principal); retry once some have ended and expired",
+            2 * one,
+            2 * one + one / 2
+        )
+    );
+    // A result makes a task heavier: counted once the task finishes.
+    block(s.create(mk("3", "bob")));
+    let result = json!({"content": [{"type": "text", "text": "x".repeat(one)}]});
+    assert!(block(s.finish("3", "a", TaskOutcome::Completed(result))));
+    let e = refused(mk("4", "bob"));
+    assert!(
+        matches!(
+            &e,
+            TaskStoreError::Full {
+                per_principal: true,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    block(s.create(mk("4", "carol")));
+    let e = refused(mk("5", "dave"));
+    assert!(
+        matches!(
+            &e,
+            TaskStoreError::Full {
+                per_principal: false,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().contains("past its limit of ")
+            && e.to_string().contains("(MemoryTaskStore::max_task_bytes)"),
+        "{e}"
+    );
+    // Expired tasks give their bytes back (an unfinished one fails at its time to live, and
+    // is kept a while after).
+    now.store(T0 + 120_000, Ordering::SeqCst);
+    block(s.expire());
+    now.store(T0 + 300_000, Ordering::SeqCst);
+    block(s.expire());
+    assert_eq!(s.len(), 0);
+    let later = |id: &str, p: &str| {
+        TaskRecord::new(new_task(id, Some(p), 60_000), &claim("a"), T0 + 300_000)
+    };
+    block(s.create(later("5", "dave")));
+    block(s.create(later("6", "alice")));
+    block(s.create(later("7", "alice")));
+    assert_eq!(s.len(), 3);
 }

@@ -592,18 +592,14 @@ fn client_addr(extensions: &http::Extensions) -> Option<IpAddr> {
 }
 
 /// The network a client address stands for: an IPv4 address, or the /64 of an IPv6 one (one
-/// subscriber's network: a client holds a whole /64 and picks addresses in it freely). An
+/// subscriber's network: a client holds a whole /64 and picks addresses in it freely), by the
+/// rule the server's per-client bounds use (`Limits::ipv6_client_prefix`, at its default). An
 /// IPv4-mapped IPv6 address is its IPv4 address.
 pub(crate) fn address_group(ip: IpAddr) -> String {
-    let v6 = match ip {
-        IpAddr::V4(v4) => return v4.to_string(),
-        IpAddr::V6(v6) => v6,
-    };
-    if let Some(v4) = v6.to_ipv4_mapped() {
-        return v4.to_string();
+    match crate::limits::client_network(ip, 64) {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(net) => format!("{net}/64"),
     }
-    let s = v6.segments();
-    format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
 }
 
 /// Whether a sign-in could start.
@@ -1585,6 +1581,6 @@ mod tests {
             group("2001:db8:7:1::1")
         );
         assert_ne!(group("2001:db8:7:2::1"), group("2001:db8:7:1::1"));
-        assert_eq!(group("::1"), "0:0:0:0::/64");
+        assert_eq!(group("::1"), "::/64");
     }
 }

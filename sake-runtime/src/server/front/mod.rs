@@ -27,7 +27,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use super::quota::Key;
+use super::quota::{Drawn, Flight, Key, Over, Refused};
 use super::session::Session;
 use crate::handler::BoxFuture;
 use crate::handler::context::Sink;
@@ -102,9 +102,14 @@ impl Shared {
     /// ([`caller_key`](Shared::caller_key)), held until the requests' work ends. A full global
     /// budget is 503; a session or caller over its share is 429, so one client cannot take
     /// the slots of all.
+    ///
+    /// The slot holds the `bytes` of the message too, among the caller's
+    /// `max_request_bytes_per_client` and everyone's `max_request_bytes`
+    /// ([`flight`](Shared::flight)).
     pub(crate) fn request_slots(
         &self,
         n: usize,
+        bytes: usize,
         session: Option<&str>,
         caller: Key,
     ) -> Result<Slot, RpcError> {
@@ -126,11 +131,20 @@ impl Shared {
             })
             .transpose()?;
         let limit = self.config.limits.max_requests_per_client;
-        let client = self.requests_by.take(caller, n, limit).map_err(|held| {
-            too_many(&format!(
-                "this client has {held} requests running and may have {limit} (Limits::max_requests_per_client){batch}"
-            ))
-        })?;
+        let byte_limit = self.config.limits.max_request_bytes_per_client;
+        let client = self
+            .requests_by
+            .take_with_bytes(caller, (n, limit), (bytes, byte_limit))
+            .map_err(|refused| match refused {
+                Refused::Units(held) => too_many(&format!(
+                    "this client has {held} requests running and may have {limit} (Limits::max_requests_per_client){batch}"
+                )),
+                Refused::Bytes(held) => self.flight_refused(Over::Own(held), bytes),
+            })?;
+        let drawn = self
+            .request_bytes
+            .draw(bytes)
+            .ok_or_else(|| self.flight_refused(Over::All, bytes))?;
         let permits = u32::try_from(n).unwrap_or(u32::MAX);
         let permit = self
             .requests
@@ -145,7 +159,37 @@ impl Shared {
         Ok(Slot {
             _permit: permit,
             _shares: [Some(client), session],
+            _bytes: Some(drawn),
         })
+    }
+
+    /// `bytes` of a request in flight for `caller`: -32000 with 429 past the caller's
+    /// `max_request_bytes_per_client`, 503 past everyone's `max_request_bytes`.
+    pub(crate) fn flight(&self, caller: Key, bytes: usize) -> Result<Flight, RpcError> {
+        let limit = self.config.limits.max_request_bytes_per_client;
+        Flight::take(&self.requests_by, &self.request_bytes, caller, bytes, limit)
+            .map_err(|over| self.flight_refused(over, bytes))
+    }
+
+    /// Grows `flight` to `total` bytes (a body still arriving), under the same limits.
+    pub(crate) fn grow_flight(&self, flight: &mut Flight, total: usize) -> Result<(), RpcError> {
+        let limit = self.config.limits.max_request_bytes_per_client;
+        flight
+            .grow_to(total, limit)
+            .map_err(|over| self.flight_refused(over, total))
+    }
+
+    fn flight_refused(&self, over: Over, bytes: usize) -> RpcError {
+        match over {
+            Over::Own(held) => too_many(&format!(
+                "this request needs {bytes} bytes, and this client has {held} bytes of requests in flight and may have {} (Limits::max_request_bytes_per_client)",
+                self.config.limits.max_request_bytes_per_client
+            )),
+            Over::All => busy(&format!(
+                "{} bytes of requests in flight",
+                self.request_bytes.limit()
+            )),
+        }
     }
 
     /// A slot among `max_streams` and the `max_streams_per_client` of `caller`, held by a
@@ -165,6 +209,7 @@ impl Shared {
         Ok(Slot {
             _permit: permit,
             _shares: [Some(share), None],
+            _bytes: None,
         })
     }
 }
@@ -221,6 +266,7 @@ impl Shared {
 pub(crate) struct Slot {
     _permit: tokio::sync::OwnedSemaphorePermit,
     _shares: [Option<super::quota::Share>; 2],
+    _bytes: Option<Drawn>,
 }
 
 /// -32000 with HTTP 429: a client is over its share of concurrent work.
@@ -282,7 +328,7 @@ impl Shared {
             ))
             .with_status(400));
         }
-        let slot = self.request_slots(items.len(), Some(scope), caller)?;
+        let slot = self.request_slots(items.len(), body.len(), Some(scope), caller)?;
         let mut runs: Vec<BoxFuture<Option<Vec<u8>>>> = Vec::new();
         let mut changed = None;
         for raw in items {

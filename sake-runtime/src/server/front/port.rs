@@ -17,6 +17,7 @@
 //!
 //! Transports import this module and nothing else of the engine.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -36,7 +37,7 @@ use crate::error::Error;
 use crate::handler::BoxFuture;
 use crate::handler::context::Sink;
 use crate::protocol::Era;
-use crate::protocol::headers::name as header;
+use crate::protocol::headers::RequestHeaders;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError, code};
 use crate::protocol::meta::{self, ModernRequest, Params};
 use crate::protocol::methods::Method;
@@ -46,7 +47,7 @@ use crate::server::session::{Refused, Session};
 
 pub(crate) use super::{Frame, OnLag, Slot, busy, too_many};
 pub(crate) use crate::server::PeerAddr;
-pub(crate) use crate::server::quota::{Key, Quotas, Share};
+pub(crate) use crate::server::quota::{Drawn, Flight, Key, Pool, Quotas, Share};
 pub(crate) use crate::server::records::Records;
 
 /// The engine as transports see it: what they need to make connections and to admit what they
@@ -70,6 +71,23 @@ impl Engine {
     /// Whose share of the request, stream and body budgets a request takes.
     pub(crate) fn caller_key(&self, extensions: &http::Extensions) -> Key {
         self.0.caller_key(extensions)
+    }
+
+    /// `bytes` of a request in flight for `caller` (a body being received), among
+    /// `Limits::max_request_bytes_per_client` and `max_request_bytes`.
+    pub(crate) fn flight(&self, caller: Key, bytes: usize) -> Result<Flight, RpcError> {
+        self.0.flight(caller, bytes)
+    }
+
+    /// Grows `flight` to `total` bytes, under the same limits.
+    pub(crate) fn grow_flight(&self, flight: &mut Flight, total: usize) -> Result<(), RpcError> {
+        self.0.grow_flight(flight, total)
+    }
+
+    /// Whose share of the connection budget a network peer takes (before anything of its
+    /// requests is read: the address, or its network, never a principal).
+    pub(crate) fn address_key(&self, ip: std::net::IpAddr) -> Key {
+        self.0.address_key(ip)
     }
 
     /// The largest message the server takes (`Server::max_body_bytes`).
@@ -171,7 +189,7 @@ impl Peer {
 pub(crate) struct Hints<'a> {
     /// The request's headers, on a transport that has them (Streamable HTTP): the version
     /// header, the session id, and the 2026-07-28 routing headers checked against the body.
-    pub headers: Option<&'a HeaderMap>,
+    pub headers: Option<&'a RequestHeaders<'a>>,
     /// Whether this exchange can carry a request's messages before its answer (HTTP: the
     /// client accepts SSE), asked only of a request that may send some. A held connection
     /// always can, on its outbound channel.
@@ -642,6 +660,8 @@ impl Connection {
 
     fn serve(&self, message: Bytes, hints: &Hints<'_>, extensions: http::Extensions) -> Reply {
         let era_hint = routing::header_era(hints.headers);
+        // What the request costs while it runs (`Limits::max_request_bytes_per_client`).
+        let bytes = message.len();
         if message.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
             return self.batch(&message, hints, era_hint, extensions);
         }
@@ -652,24 +672,32 @@ impl Connection {
         {
             record_request(req.method, &req.params);
             tracing::Span::current().record("revision", req.meta.protocol_version.as_ref());
-            return self.stateless(req, hints, extensions);
+            return self.stateless(req, hints, bytes, extensions);
         }
-        let incoming = match jsonrpc::decode(&message) {
-            Ok(m) => m,
-            Err(e) => return Reply::error(era_hint, e.id, *e.error),
-        };
-        let Incoming::Request { id, method, params } = incoming else {
-            return self.session_message(incoming, None, hints, era_hint, extensions);
-        };
-        let params = match Params::parse(params) {
-            Ok(p) => p,
-            Err(e) => {
-                let e = if era_hint == Era::Modern {
-                    RpcError::invalid_meta(e.message)
-                } else {
-                    e
+        // A well-formed request is read in one pass too (envelope and `params` together);
+        // notifications, responses and malformed messages level by level.
+        let (id, method, params) = match meta::decode_request(&message) {
+            Some((id, method, params)) => (id, Cow::Borrowed(method), params),
+            None => {
+                let incoming = match jsonrpc::decode(&message) {
+                    Ok(m) => m,
+                    Err(e) => return Reply::error(era_hint, e.id, *e.error),
                 };
-                return Reply::error(era_hint, Some(id), e);
+                let Incoming::Request { id, method, params } = incoming else {
+                    return self
+                        .session_message(incoming, None, hints, bytes, era_hint, extensions);
+                };
+                match Params::parse(params) {
+                    Ok(p) => (id, method, p),
+                    Err(e) => {
+                        let e = if era_hint == Era::Modern {
+                            RpcError::invalid_meta(e.message)
+                        } else {
+                            e
+                        };
+                        return Reply::error(era_hint, Some(id), e);
+                    }
+                }
             }
         };
         record_request(&method, &params);
@@ -678,12 +706,8 @@ impl Connection {
         }
         // Asked only of an `initialize`: whether it is sent inside a session. A held
         // connection's `initialize` starts its session over.
-        let in_session = || {
-            self.held.is_none()
-                && hints
-                    .headers
-                    .is_some_and(|h| h.contains_key(header::SESSION_ID))
-        };
+        let in_session =
+            || self.held.is_none() && hints.headers.is_some_and(|h| h.session_id.first.is_some());
         let stateless_default = self
             .held
             .as_ref()
@@ -704,7 +728,7 @@ impl Connection {
                         params,
                         meta,
                     };
-                    self.stateless(req, hints, extensions)
+                    self.stateless(req, hints, bytes, extensions)
                 }
                 Err(e) => Reply::error(Era::Modern, Some(id), e),
             },
@@ -715,15 +739,15 @@ impl Connection {
                     method,
                     params: None,
                 };
-                self.session_message(request, Some(params), hints, era_hint, extensions)
+                self.session_message(request, Some(params), hints, bytes, era_hint, extensions)
             }
         }
     }
 
     /// The share of the request budgets a session's (or this connection's) requests take.
-    fn slots(&self, n: usize, session: Option<&str>) -> Result<Slot, RpcError> {
+    fn slots(&self, n: usize, bytes: usize, session: Option<&str>) -> Result<Slot, RpcError> {
         let scope = self.held.as_ref().map(|h| h.scope.as_str()).or(session);
-        self.shared.request_slots(n, scope, self.caller)
+        self.shared.request_slots(n, bytes, scope, self.caller)
     }
 
     /// Where a request's messages go before its answer, and the channel a per-request
@@ -761,6 +785,7 @@ impl Connection {
         &self,
         req: ModernRequest<'_>,
         hints: &Hints<'_>,
+        bytes: usize,
         extensions: http::Extensions,
     ) -> Reply {
         let ModernRequest {
@@ -769,7 +794,7 @@ impl Connection {
             params,
             meta,
         } = req;
-        let slot = match self.slots(1, None) {
+        let slot = match self.slots(1, bytes, None) {
             Ok(s) => s,
             Err(e) => return Reply::error(Era::Modern, Some(id), e),
         };
@@ -926,7 +951,7 @@ impl Connection {
         hints: &Hints<'_>,
         extensions: &http::Extensions,
     ) -> Result<Option<Session>, RpcError> {
-        let Some(raw) = hints.headers.and_then(|h| h.get(header::SESSION_ID)) else {
+        let Some(raw) = hints.headers.and_then(|h| h.session_id.first) else {
             return Ok(None);
         };
         let token = raw.to_str().unwrap_or("").trim();
@@ -961,11 +986,12 @@ impl Connection {
         message: Incoming<'_>,
         params: Option<Params<'_>>,
         hints: &Hints<'_>,
+        bytes: usize,
         era_hint: Era,
         extensions: http::Extensions,
     ) -> Reply {
         if let Some(held) = &self.held {
-            return self.held_message(held, message, params, hints, extensions);
+            return self.held_message(held, message, params, hints, bytes, extensions);
         }
         let session = match self.named_session(hints, &extensions) {
             Ok(Some(s)) => s,
@@ -1000,7 +1026,7 @@ impl Connection {
         // A request of the session holds a slot while it runs; its notifications and
         // responses are handled at once.
         let slot = match &message {
-            Incoming::Request { id, .. } => match self.slots(1, Some(&session.sid)) {
+            Incoming::Request { id, .. } => match self.slots(1, bytes, Some(&session.sid)) {
                 Ok(s) => Some(s),
                 Err(e) => return Reply::error(Era::Legacy, Some(id.clone()), e),
             },
@@ -1078,6 +1104,7 @@ impl Connection {
         message: Incoming<'_>,
         params: Option<Params<'_>>,
         hints: &Hints<'_>,
+        bytes: usize,
         extensions: http::Extensions,
     ) -> Reply {
         let (id, method, raw) = match message {
@@ -1106,7 +1133,7 @@ impl Connection {
             };
         };
         // At most `max_requests_per_session` run at once: the connection is the session.
-        let slot = match self.slots(1, None) {
+        let slot = match self.slots(1, bytes, None) {
             Ok(s) => s,
             Err(e) => return Reply::error(Era::Legacy, Some(id), e),
         };
@@ -1222,7 +1249,7 @@ impl Connection {
         let Some(session) = self.named_session(hints, &self.extensions)? else {
             return Ok(None);
         };
-        if let Some(v) = hints.headers.and_then(|h| h.get(header::PROTOCOL_VERSION))
+        if let Some(v) = hints.headers.and_then(|h| h.protocol_version.first)
             && v.to_str().map(str::trim).ok() != Some(session.revision.as_str())
         {
             return Err(RpcError::invalid_request(

@@ -12,7 +12,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::protocol::Era;
-use crate::protocol::headers::{self, HeaderKind, HeaderParam};
+use crate::protocol::headers::{self, HeaderKind, HeaderParam, RequestHeaders};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::meta::{self, ModernMeta, Params};
 use crate::protocol::methods::Method;
@@ -33,10 +33,9 @@ pub(crate) enum Door {
 
 /// The era the `MCP-Protocol-Version` header alone suggests: a version that is not a
 /// handshake revision's (served or not) makes a message modern.
-pub(crate) fn header_era(headers: Option<&HeaderMap>) -> Era {
+pub(crate) fn header_era(headers: Option<&RequestHeaders<'_>>) -> Era {
     match headers
-        .and_then(|h| h.get(headers::name::PROTOCOL_VERSION))
-        .and_then(|v| v.to_str().ok())
+        .and_then(|h| h.protocol_version.str())
         .map(str::trim)
     {
         Some(v) if !Revision::is_legacy_version_string(v) => Era::Modern,
@@ -52,7 +51,7 @@ pub(crate) fn header_era(headers: Option<&HeaderMap>) -> Era {
 /// On a connection with no session yet (`stateless_default`), a method that exists only in
 /// the stateless era is stateless, so that its client learns what its `_meta` lacks.
 pub(crate) fn door(
-    headers: Option<&HeaderMap>,
+    headers: Option<&RequestHeaders<'_>>,
     method: &str,
     params: &Params<'_>,
     in_session: impl FnOnce() -> bool,
@@ -77,15 +76,20 @@ pub(crate) fn door(
 /// sake's fuzz targets, through `internals`).
 #[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub(crate) fn is_stateless(headers: &HeaderMap, params: &Params<'_>) -> bool {
-    let in_session = || headers.contains_key(headers::name::SESSION_ID);
-    door(Some(headers), "", params, in_session, false) == Door::Stateless
+    let headers = RequestHeaders::new(headers);
+    let in_session = || headers.session_id.first.is_some();
+    door(Some(&headers), "", params, in_session, false) == Door::Stateless
 }
 
 /// 2025-06-18 and later require `MCP-Protocol-Version` equal to the session's revision on
 /// every request after the handshake; 2025-03-26 accepts its absence.
-pub(crate) fn check_session_version(rev: Revision, headers: &HeaderMap) -> Result<(), RpcError> {
+pub(crate) fn check_session_version(
+    rev: Revision,
+    headers: &RequestHeaders<'_>,
+) -> Result<(), RpcError> {
     let value = headers
-        .get(headers::name::PROTOCOL_VERSION)
+        .protocol_version
+        .first
         .map(|v| v.to_str().unwrap_or("").trim());
     match value {
         None if rev.features().version_header_required => Err(RpcError::invalid_request(format!(
@@ -106,7 +110,7 @@ pub(crate) fn check_session_version(rev: Revision, headers: &HeaderMap) -> Resul
 /// the server's capabilities, `Mcp-Param-*`.
 pub(super) fn check_modern<'a>(
     shared: &Shared,
-    headers: Option<&HeaderMap>,
+    headers: Option<&RequestHeaders<'_>>,
     method_name: &str,
     params: &Params<'a>,
     meta: ModernMeta<'a>,
@@ -117,7 +121,7 @@ pub(super) fn check_modern<'a>(
         return Ok((rev, method, meta));
     };
     // 6–8. The version header: present, served, equal to `_meta`.
-    let header_version = headers::read(headers, &headers::name::PROTOCOL_VERSION)?.ok_or_else(|| {
+    let header_version = headers.protocol_version.read(headers::PROTOCOL_VERSION)?.ok_or_else(|| {
         RpcError::header_mismatch(
             "Header mismatch: missing MCP-Protocol-Version header; send the same version as _meta[\"io.modelcontextprotocol/protocolVersion\"]",
         )
@@ -133,7 +137,7 @@ pub(super) fn check_modern<'a>(
         return Err(version_mismatch(header_version, &meta.protocol_version));
     }
     // 9. `Mcp-Method` equals the method, exactly.
-    match headers::read(headers, &headers::name::METHOD)? {
+    match headers.method.read(headers::METHOD)? {
         None => {
             return Err(RpcError::header_mismatch(format!(
                 "Header mismatch: missing Mcp-Method header; send Mcp-Method: {method_name}"
@@ -159,7 +163,7 @@ pub(super) fn check_modern<'a>(
             _ => params.name,
         }
         .and_then(raw_str);
-        match (headers::read(headers, &headers::name::NAME)?, body) {
+        match (headers.name.read(headers::NAME)?, body) {
             (None, _) => {
                 return Err(RpcError::header_mismatch(format!(
                     "Header mismatch: missing Mcp-Name header; send the request's `{field}`"
@@ -189,7 +193,7 @@ pub(super) fn check_modern<'a>(
             .and_then(|n| shared.registry.tool(&n))
         && !entry.headers.is_empty()
     {
-        check_param_headers(headers, &entry.headers, params.arguments)?;
+        check_param_headers(headers.map, &entry.headers, params.arguments)?;
     }
     Ok((rev, method, meta))
 }
@@ -343,7 +347,9 @@ mod tests {
         let raw = RawValue::from_string(params.to_owned()).unwrap();
         let params = Params::parse(Some(&raw)).unwrap();
         crate::protocol::meta::parse_modern_meta(params.meta)
-            .and_then(|meta| check_modern(shared, Some(h), method, &params, meta))
+            .and_then(|meta| {
+                check_modern(shared, Some(&RequestHeaders::new(h)), method, &params, meta)
+            })
             .map(|_| 0)
             .unwrap_or_else(|e| e.code)
     }

@@ -3,9 +3,9 @@
 
 use std::borrow::Cow;
 
-use http::HeaderMap;
-use http::header::{CONTENT_TYPE, HOST, ORIGIN};
+use http::header::{HOST, ORIGIN};
 
+use crate::protocol::headers::RequestHeaders;
 use crate::protocol::jsonrpc::{RpcError, code};
 
 /// Which `Host` names are accepted.
@@ -76,12 +76,12 @@ fn forbidden(message: String) -> RpcError {
 pub(crate) fn check_origin(
     policy: &HostPolicy,
     origins: &[String],
-    headers: &HeaderMap,
+    headers: &RequestHeaders<'_>,
 ) -> Result<(), RpcError> {
     if *policy == HostPolicy::Any {
         return Ok(());
     }
-    for host in headers.get_all(HOST) {
+    for host in headers.all(headers.host, &HOST) {
         let host = host.to_str().map(host_part).unwrap_or_default();
         let host = &*host;
         if !policy.allows(host) {
@@ -90,7 +90,7 @@ pub(crate) fn check_origin(
             )));
         }
     }
-    for origin in headers.get_all(ORIGIN) {
+    for origin in headers.all(headers.origin, &ORIGIN) {
         let origin = origin.to_str().unwrap_or("").trim().to_ascii_lowercase();
         let allowed = origins.contains(&origin)
             || origin
@@ -107,10 +107,10 @@ pub(crate) fn check_origin(
 }
 
 /// Checks that a POST body is declared as JSON: 415 otherwise.
-pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), RpcError> {
+pub(crate) fn check_content_type(headers: &RequestHeaders<'_>) -> Result<(), RpcError> {
     let ok = headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
+        .content_type
+        .str()
         .and_then(|v| v.split(';').next())
         .is_some_and(|mt| mt.trim().eq_ignore_ascii_case("application/json"));
     if ok {
@@ -136,7 +136,20 @@ pub(crate) fn too_large(limit: usize) -> RpcError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
+    use http::header::CONTENT_TYPE;
+    use http::{HeaderMap, HeaderValue};
+
+    fn check_origin(
+        policy: &HostPolicy,
+        origins: &[String],
+        headers: &HeaderMap,
+    ) -> Result<(), RpcError> {
+        super::check_origin(policy, origins, &RequestHeaders::new(headers))
+    }
+
+    fn check_content_type(headers: &HeaderMap) -> Result<(), RpcError> {
+        super::check_content_type(&RequestHeaders::new(headers))
+    }
 
     fn headers(host: Option<&str>, origin: Option<&str>) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 use super::Endpoint;
 use super::admission;
 use crate::card::{AI_CATALOG_MEDIA_TYPE, AI_CATALOG_PATH, SERVER_CARD_MEDIA_TYPE};
+use crate::protocol::headers::{Line, RequestHeaders};
 
 /// The routes, when the server has a listing.
 pub(crate) fn routes(ep: &Arc<Endpoint>) -> Option<Router<Arc<Endpoint>>> {
@@ -48,10 +49,10 @@ fn mcp_url(ep: &Endpoint, headers: &HeaderMap) -> Result<String, (StatusCode, St
         return Ok(format!("{base}{path}"));
     }
     // The Host names the URL: only one the endpoint would serve.
-    let mut host_only = HeaderMap::new();
-    for h in headers.get_all(HOST) {
-        host_only.append(HOST, h.clone());
-    }
+    let host_only = RequestHeaders {
+        origin: Line::default(),
+        ..RequestHeaders::new(headers)
+    };
     if let Err(e) = admission::check_origin(&ep.http.hosts, &[], &host_only) {
         return Err((StatusCode::FORBIDDEN, e.message));
     }

@@ -35,10 +35,11 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 
 use crate::error::Error;
 use crate::limits::Limits;
+use crate::protocol::headers::RequestHeaders;
 use crate::protocol::jsonrpc::{self, RpcError};
 use crate::server::front::port::{
-    Answering, Connection, Engine, Frame, Hints, Key, PeerAddr, Quotas, Reply, Share, busy,
-    too_many,
+    Answering, Connection, Drawn, Engine, Flight, Frame, Hints, Key, PeerAddr, Pool, Quotas, Reply,
+    Share, busy, too_many,
 };
 
 /// The settings of the HTTP transport.
@@ -94,6 +95,15 @@ pub(crate) struct Endpoint {
     /// Bodies being read: by everyone, and each client's share.
     reading: Arc<tokio::sync::Semaphore>,
     readers: Arc<Quotas>,
+    /// TCP connections open (`serve`'s accept loop): by everyone, and each address's share.
+    connections: Arc<Pool>,
+    connections_by: Arc<Quotas>,
+}
+
+/// What an open connection holds of the connection budgets; given back when it closes.
+pub(crate) struct Admitted {
+    _all: Drawn,
+    _address: Option<Share>,
 }
 
 impl Endpoint {
@@ -121,6 +131,40 @@ impl Endpoint {
         Ok((permit, share))
     }
 
+    /// Admits a new TCP connection from `peer`: among `max_connections` (else 503) and the
+    /// address's `max_connections_per_client` (else 429; not behind a proxy, where every
+    /// connection is the proxy's). `Err` is the whole HTTP response to write before closing.
+    pub(crate) fn admit_connection(&self, peer: std::net::IpAddr) -> Result<Admitted, String> {
+        let limits = &self.http.limits;
+        let address = match self.http.client_ip_header {
+            Some(_) => None,
+            None => Some(
+                self.connections_by
+                    .take(
+                        self.engine.address_key(peer),
+                        1,
+                        limits.max_connections_per_client,
+                    )
+                    .map_err(|held| {
+                        refusal(&too_many(&format!(
+                            "this address has {held} connections open and may have {} (Limits::max_connections_per_client)",
+                            limits.max_connections_per_client
+                        )))
+                    })?,
+            ),
+        };
+        let all = self.connections.draw(1).ok_or_else(|| {
+            refusal(&busy(&format!(
+                "{} open connections",
+                limits.max_connections
+            )))
+        })?;
+        Ok(Admitted {
+            _all: all,
+            _address: address,
+        })
+    }
+
     pub(crate) fn new(
         engine: Engine,
         http: HttpConfig,
@@ -141,6 +185,8 @@ impl Endpoint {
                 http.limits.max_bodies_in_flight,
             )),
             readers: Arc::default(),
+            connections: Arc::new(Pool::new(http.limits.max_connections)),
+            connections_by: Arc::default(),
             engine,
             http,
             #[cfg(feature = "auth")]
@@ -214,7 +260,12 @@ pub(crate) fn router(ep: Arc<Endpoint>) -> Router {
 /// request's connection.
 async fn admit(ep: &Endpoint, request: Request) -> Result<(Connection, HeaderMap), Response> {
     let cfg = &ep.http;
-    if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, request.headers()) {
+    let checked = admission::check_origin(
+        &cfg.hosts,
+        &cfg.origins,
+        &RequestHeaders::new(request.headers()),
+    );
+    if let Err(e) = checked {
         return Err(sse::error(None, &e));
     }
     let (mut parts, _) = request.into_parts();
@@ -236,7 +287,7 @@ async fn get(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
         Err(resp) => return resp,
     };
     let hints = Hints {
-        headers: Some(&headers),
+        headers: Some(&RequestHeaders::new(&headers)),
         ..Hints::default()
     };
     match conn.session_stream(&hints) {
@@ -252,7 +303,7 @@ async fn delete(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
         Err(resp) => return resp,
     };
     let hints = Hints {
-        headers: Some(&headers),
+        headers: Some(&RequestHeaders::new(&headers)),
         ..Hints::default()
     };
     match conn.end_session(&hints) {
@@ -283,18 +334,58 @@ async fn not_allowed() -> Response {
     resp
 }
 
+/// How much of a body may arrive before it counts against its client's
+/// `Limits::max_request_bytes_per_client`: below it, `max_bodies_per_client` bounds what a
+/// client has arriving, and the common small request takes no byte share until it runs.
+const FREE_BODY_BYTES: usize = 64 << 10;
+
+/// The bytes of a body being received that count against its client's share of requests in
+/// flight: none until the body passes [`FREE_BODY_BYTES`], then all it has (or declared).
+struct Arriving<'a> {
+    engine: &'a Engine,
+    caller: Key,
+    flight: Option<Flight>,
+}
+
+impl Arriving<'_> {
+    /// Counts `total` bytes for the body; -32000 (429/503) past the client's or everyone's
+    /// share.
+    fn reserve(&mut self, total: usize) -> Result<(), RpcError> {
+        if total <= FREE_BODY_BYTES {
+            return Ok(());
+        }
+        match &mut self.flight {
+            Some(flight) => self.engine.grow_flight(flight, total),
+            None => {
+                self.flight = Some(self.engine.flight(self.caller, total)?);
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Reads a body of at most `limit` bytes, within `cfg.limits.body_timeout` and at least at
 /// `cfg.limits.min_body_rate` once [`RATE_GRACE`] has passed: a client that sends half a body, or a
-/// trickle, gives its slot back within seconds (408).
-async fn read_body(cfg: &HttpConfig, body: Body, limit: usize) -> Result<Bytes, RpcError> {
+/// trickle, gives its slot back within seconds (408). What it has received (or declared in
+/// `Content-Length`) counts in `arriving`.
+async fn read_body(
+    cfg: &HttpConfig,
+    body: Body,
+    declared: Option<u64>,
+    limit: usize,
+    arriving: &mut Arriving<'_>,
+) -> Result<Bytes, RpcError> {
     use futures_util::StreamExt as _;
     let start = tokio::time::Instant::now();
     let hard = start + cfg.limits.body_timeout;
     let rate = cfg.limits.min_body_rate.max(1);
-    // Sized once from the declared length (never beyond the limit), not doubled as it comes.
-    let declared = hyper::body::Body::size_hint(&body).upper().unwrap_or(0);
-    let mut buf =
-        bytes::BytesMut::with_capacity(usize::try_from(declared).unwrap_or(limit).min(limit));
+    // Sized once from the declared length (never beyond the limit), not doubled as it comes;
+    // what is set aside counts as received.
+    let capacity = usize::try_from(declared.unwrap_or(0))
+        .unwrap_or(limit)
+        .min(limit);
+    arriving.reserve(capacity)?;
+    let mut buf = bytes::BytesMut::with_capacity(capacity);
     let mut data = body.into_data_stream();
     loop {
         // The time by which one more byte must have come.
@@ -305,6 +396,7 @@ async fn read_body(cfg: &HttpConfig, body: Body, limit: usize) -> Result<Bytes, 
                 if buf.len() + chunk.len() > limit {
                     return Err(admission::too_large(limit));
                 }
+                arriving.reserve(buf.len() + chunk.len())?;
                 buf.extend_from_slice(&chunk);
             }
             Ok(None) => return Ok(buf.freeze()),
@@ -329,6 +421,20 @@ async fn read_body(cfg: &HttpConfig, body: Body, limit: usize) -> Result<Bytes, 
             }
         }
     }
+}
+
+/// The whole HTTP/1.1 response refusing a connection (written before it is closed, nothing of
+/// it read): the error's status, `Retry-After: 1`, the JSON-RPC error.
+fn refusal(e: &RpcError) -> String {
+    let body = jsonrpc::error_bytes(None, e);
+    let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\nretry-after: 1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        body.len(),
+        String::from_utf8_lossy(&body)
+    )
 }
 
 /// 408: the body came too slowly, or not whole.
@@ -378,16 +484,21 @@ async fn post(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
 }
 
 /// Whether the client accepts an SSE response. A missing `Accept` accepts everything.
-pub(crate) fn accepts_sse(headers: &HeaderMap) -> bool {
+pub(crate) fn accepts_sse(headers: &RequestHeaders<'_>) -> bool {
     let mut any = false;
-    for value in headers.get_all(http::header::ACCEPT) {
+    for value in headers.all(headers.accept, &http::header::ACCEPT) {
         any = true;
-        let Ok(v) = value.to_str() else { continue };
-        for range in v.split(',') {
-            let media = range.split(';').next().unwrap_or("").trim();
-            if media.eq_ignore_ascii_case("text/event-stream")
-                || media == "*/*"
-                || media.eq_ignore_ascii_case("text/*")
+        if value.to_str().is_err() {
+            continue;
+        }
+        // Split as bytes: a media range is visible ASCII, and `str::trim` would look for
+        // Unicode whitespace in each.
+        for range in value.as_bytes().split(|&b| b == b',') {
+            let media = range.split(|&b| b == b';').next().unwrap_or_default();
+            let media = media.trim_ascii();
+            if media.eq_ignore_ascii_case(b"text/event-stream")
+                || media == b"*/*"
+                || media.eq_ignore_ascii_case(b"text/*")
             {
                 return true;
             }
@@ -401,19 +512,19 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     let cfg = &ep.http;
     note_peer(cfg, &mut parts);
     let max_body = ep.engine.max_message_bytes();
-    if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, &parts.headers) {
+    // The headers the server reads, in one walk over the map.
+    let headers = RequestHeaders::new(&parts.headers);
+    if let Err(e) = admission::check_origin(&cfg.hosts, &cfg.origins, &headers) {
         return sse::error(None, &e);
     }
-    if let Err(e) = admission::check_content_type(&parts.headers) {
+    if let Err(e) = admission::check_content_type(&headers) {
         return sse::error(None, &e);
     }
-    if let Some(len) = parts
-        .headers
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        && len > max_body as u64
-    {
+    let declared = headers
+        .content_length
+        .str()
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > max_body as u64) {
         return sse::error(None, &admission::too_large(max_body));
     }
     // Admission — the token checked, then the body read — holds a reading slot of the
@@ -432,22 +543,29 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     #[cfg(feature = "auth")]
     if ep.auth.is_some() {
         if let Err(resp) =
-            auth::authenticate(&ep, &parts.method, &parts.headers, &mut parts.extensions).await
+            auth::authenticate(&ep, &parts.method, headers.map, &mut parts.extensions).await
         {
             return resp;
         }
         caller = ep.engine.caller_key(&parts.extensions);
     }
+    // The body's bytes count for the caller while it arrives; once read, the request's
+    // slot counts them until its work ends.
     let body = {
         let _reading = reading;
-        match read_body(cfg, body, max_body).await {
+        let mut arriving = Arriving {
+            engine: &ep.engine,
+            caller,
+            flight: None,
+        };
+        match read_body(cfg, body, declared, max_body, &mut arriving).await {
             Ok(b) => b,
             Err(e) => return sse::error(None, &e),
         }
     };
     let hints = Hints {
-        headers: Some(&parts.headers),
-        streams: Some(&|| accepts_sse(&parts.headers)),
+        headers: Some(&headers),
+        streams: Some(&|| accepts_sse(&headers)),
         sink: None,
     };
     let reply = ep.connection(parts.extensions, caller).answer(body, hints);

@@ -45,6 +45,17 @@ pub(crate) async fn serve(
             },
             () = &mut signal => break,
         };
+        // A connection over the budgets is answered and closed before anything of it is
+        // read (abuse control before a token is looked at).
+        let admitted = match ep.admit_connection(peer.ip()) {
+            Ok(a) => a,
+            Err(response) => {
+                tracing::debug!(%peer, "connection refused: over the connection limits");
+                // Best effort, never waiting: a socket just accepted has room for it.
+                let _ = tcp.try_write(response.as_bytes());
+                continue;
+            }
+        };
         // Nagle's algorithm stalls small streamed responses by tens of milliseconds.
         let _ = tcp.set_nodelay(true);
         // Each request learns where it came from, as `axum::serve` with connect info tells it.
@@ -59,6 +70,7 @@ pub(crate) async fn serve(
         let conn = builder.serve_connection(TokioIo::new(tcp), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
+            let _admitted = admitted;
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
