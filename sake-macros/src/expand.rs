@@ -195,6 +195,13 @@ fn states(func: &Func, on_missing: TokenStream) -> (TokenStream, TokenStream) {
     )
 }
 
+/// Whether the function takes the `Context`.
+fn takes_context(func: &Func) -> bool {
+    func.params
+        .iter()
+        .any(|p| matches!(p.kind, ParamKind::Context))
+}
+
 /// The call of the user's function with its arguments and context.
 fn call(func: &Func) -> TokenStream {
     let ident = func.ident();
@@ -208,11 +215,7 @@ fn call(func: &Func) -> TokenStream {
             quote_spanned!(ty.span()=> ::core::convert::identity::<#ty>(__sake_ctx))
         }
     });
-    let has_ctx = func
-        .params
-        .iter()
-        .any(|p| matches!(p.kind, ParamKind::Context));
-    let drop_ctx = if has_ctx {
+    let drop_ctx = if takes_context(func) {
         quote!()
     } else {
         quote!(let _ = __sake_ctx;)
@@ -261,6 +264,7 @@ pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
     let requires = attrs.requires.iter().map(|c| c.name);
     let scopes = scopes(attrs);
     let principal = needs_principal(func);
+    let takes_context = takes_context(func);
     let task_support = attrs
         .task
         .as_ref()
@@ -324,6 +328,7 @@ pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     scopes: #scopes,
                     principal: #principal,
                     task_support: ::sake::__private::TaskSupport::#task_support,
+                    context: #takes_context,
                     ui: #ui,
                     states: __sake_states,
                     location: #location,

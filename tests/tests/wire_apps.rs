@@ -652,6 +652,7 @@ macro_rules! tool_linked_to {
             scopes: &[],
             principal: false,
             task_support: TaskSupport::Forbidden,
+            context: false,
             ui: ToolUiDef {
                 resource_uri: $uri,
                 visibility: $visibility,

@@ -496,6 +496,7 @@ macro_rules! hand_written {
             scopes: &[],
             principal: false,
             task_support: TaskSupport::Forbidden,
+            context: false,
             ui: ToolUiDef::NONE,
             states: Vec::new,
             location: HERE,

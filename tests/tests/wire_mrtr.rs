@@ -158,6 +158,13 @@ fn guarded_twice() -> String {
     "ran".into()
 }
 
+/// Takes no `Context`: it can ask nothing, so its calls run without a round unless they
+/// answer one.
+#[tool]
+fn plain() -> &'static str {
+    "plain"
+}
+
 /// Needs URL-mode elicitation.
 #[tool(requires(url_elicitation))]
 fn guarded_url() -> &'static str {
@@ -688,6 +695,58 @@ async fn a_state_of_another_request_is_invalid_params() {
     )
     .await
     .assert_json(200, err(7, -32602, BAD_STATE, None));
+}
+
+/// A function without a `Context` gets no round of its own, but a request that answers one
+/// is checked as for any other: another tool's state, a forged one and malformed answers are
+/// refused with the same errors.
+#[tokio::test]
+async fn a_function_without_context_still_checks_what_a_request_answers() {
+    let w = wire();
+    w.rpc(
+        1,
+        "tools/call",
+        call("plain", json!({}), json!({}), json!({})),
+    )
+    .await
+    .assert_json(200, ok(1, text("plain")));
+    let greet_state = state_of(
+        &w.rpc(
+            2,
+            "tools/call",
+            call("greet", json!({}), elicitation(), json!({})),
+        )
+        .await,
+    );
+    for (id, more, error) in [
+        (3, json!({"requestState": greet_state}), BAD_STATE),
+        (4, json!({"requestState": "not a state"}), BAD_STATE),
+        (5, json!({"requestState": 42}), BAD_STATE),
+        (6, json!({"inputResponses": "yes"}), BAD_RESPONSES),
+        (7, json!({"inputResponses": null}), BAD_RESPONSES),
+    ] {
+        w.rpc(
+            id,
+            "tools/call",
+            call("plain", json!({}), elicitation(), more),
+        )
+        .await
+        .assert_json(200, err(id, -32602, error, None));
+    }
+    // Answers with the state of its own earlier (nonexistent) round: none was ever made, so
+    // the state of another tool never fits.
+    w.rpc(
+        8,
+        "tools/call",
+        call(
+            "plain",
+            json!({}),
+            elicitation(),
+            json!({"inputResponses": {"user_name": accept(json!({"name": "Ada"}))}, "requestState": greet_state}),
+        ),
+    )
+    .await
+    .assert_json(200, err(8, -32602, BAD_STATE, None));
 }
 
 #[tokio::test]

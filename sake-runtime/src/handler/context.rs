@@ -55,7 +55,8 @@ struct Inner {
     revision: Revision,
     meta: RequestMeta,
     sink: Option<Sink>,
-    cancel: CancellationToken,
+    /// `None` for a function that takes no `Context` (nothing could observe the token).
+    cancel: Option<CancellationToken>,
     extensions: http::Extensions,
     name: Option<Cow<'static, str>>,
     input: InputChannel,
@@ -180,16 +181,35 @@ impl RequestParts {
 
 impl Context {
     pub(crate) fn new(
-        parts: RequestParts,
+        mut parts: RequestParts,
         name: Option<Cow<'static, str>>,
     ) -> (Self, CancellationToken) {
-        let cancel = parts.cancel.unwrap_or_default();
-        let ctx = Context {
+        let cancel = parts.cancel.take().unwrap_or_default();
+        (
+            Context::with_token(parts, name, Some(cancel.clone())),
+            cancel,
+        )
+    }
+
+    /// The context of a function that takes none (its `State` and `Principal` parameters
+    /// are read from it): no cancellation token is made, as nothing could observe one (the
+    /// transport's own token, if it keeps one, is still carried).
+    pub(crate) fn unobserved(mut parts: RequestParts, name: Option<Cow<'static, str>>) -> Self {
+        let cancel = parts.cancel.take();
+        Context::with_token(parts, name, cancel)
+    }
+
+    fn with_token(
+        parts: RequestParts,
+        name: Option<Cow<'static, str>>,
+        cancel: Option<CancellationToken>,
+    ) -> Self {
+        Context {
             inner: Arc::new(Inner {
                 revision: parts.revision,
                 meta: parts.meta,
                 sink: parts.sink,
-                cancel: cancel.clone(),
+                cancel,
                 extensions: parts.extensions,
                 name,
                 input: parts.input,
@@ -197,8 +217,7 @@ impl Context {
                 states: parts.states,
                 call: parts.call,
             }),
-        };
-        (ctx, cancel)
+        }
     }
 
     /// A context for calling a function directly, outside any request (unit tests, scripts).
@@ -384,7 +403,7 @@ impl Context {
     }
 
     async fn send(&self, bytes: Vec<u8>) {
-        if self.inner.cancel.is_cancelled() {
+        if self.is_cancelled() {
             return;
         }
         if let Some(sink) = &self.inner.sink {
@@ -571,7 +590,7 @@ impl Context {
                         Err(_) => Err(InputError::Cancelled),
                     },
                     () = tokio::time::sleep(peer.timeout) => Err(InputError::Timeout(peer.timeout)),
-                    () = self.inner.cancel.cancelled() => Err(InputError::Cancelled),
+                    () = self.cancelled() => Err(InputError::Cancelled),
                 }
             }
         }
@@ -580,12 +599,18 @@ impl Context {
     /// Whether the request was cancelled (the client closed the stream or sent
     /// `notifications/cancelled`).
     pub fn is_cancelled(&self) -> bool {
-        self.inner.cancel.is_cancelled()
+        self.inner
+            .cancel
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
     }
 
     /// Completes when the request is cancelled. Use it in `select!` to stop long work early.
     pub async fn cancelled(&self) {
-        self.inner.cancel.cancelled().await;
+        match &self.inner.cancel {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
+        }
     }
 }
 

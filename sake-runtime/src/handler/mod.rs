@@ -135,6 +135,10 @@ pub struct ToolDef {
     pub principal: bool,
     /// Whether it may run as a task (`task = "optional"`).
     pub task_support: TaskSupport,
+    /// Whether the function takes the [`Context`]: only such a function can ask the client
+    /// for input or see its call cancelled, so a call of one that does not builds neither an
+    /// input round nor a cancellation token.
+    pub context: bool,
     /// Its MCP Apps view and who may call it (`ui = …`, `visibility(…)`);
     /// [`ToolUiDef::NONE`] for a tool without.
     pub ui: ToolUiDef,

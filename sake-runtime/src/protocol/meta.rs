@@ -231,7 +231,9 @@ pub struct RequestMeta {
 pub struct ClientInfo {
     /// Where the checked object is, until it is read.
     raw: Option<InfoSource>,
-    cell: OnceLock<Option<Implementation>>,
+    /// Boxed: the request's metadata is moved from layer to layer, and an `Implementation`
+    /// inline would be most of its size.
+    cell: OnceLock<Option<Box<Implementation>>>,
 }
 
 /// Where a checked `clientInfo` is.
@@ -248,7 +250,7 @@ impl ClientInfo {
     pub fn known(info: Option<Implementation>) -> Self {
         ClientInfo {
             raw: None,
-            cell: OnceLock::from(info),
+            cell: OnceLock::from(info.map(Box::new)),
         }
     }
 
@@ -256,10 +258,10 @@ impl ClientInfo {
     pub fn get(&self) -> Option<&Implementation> {
         self.cell
             .get_or_init(|| match self.raw.as_ref()? {
-                InfoSource::Object(raw) => serde_json::from_slice(raw).ok(),
-                InfoSource::Message(message) => info_of_message(message),
+                InfoSource::Object(raw) => serde_json::from_slice(raw).ok().map(Box::new),
+                InfoSource::Message(message) => info_of_message(message).map(Box::new),
             })
-            .as_ref()
+            .as_deref()
     }
 }
 

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use std::panic::AssertUnwindSafe;
 use std::task::Poll;
@@ -285,17 +286,23 @@ impl Shared {
 
     /// Runs a user function: on 2026-07-28 inside an MRTR round (its questions end the call
     /// with `input_required`), elsewhere as it is; then `finish` renders what it returned.
+    ///
+    /// A function that does not take the `Context` (`takes_context` false) can neither ask
+    /// a question nor see a cancellation: it gets no round unless the request answers one
+    /// (its `requestState` and `inputResponses` are still checked), and no cancellation token.
     fn run<T: Send + 'static>(
         self: &Arc<Self>,
         mut parts: RequestParts,
         key: RoundKey,
         params: &Params<'_>,
+        takes_context: bool,
         start: impl FnOnce(Context) -> BoxFuture<T>,
         finish: fn(&Shared, Revision, T, Option<&Mrtr>) -> Result<Bytes, RpcError>,
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
         let name = key.name.clone();
-        let round = if rev.features().input_required {
+        let answers_a_round = params.request_state.is_some() || params.input_responses.is_some();
+        let round = if rev.features().input_required && (takes_context || answers_a_round) {
             let mut key = key;
             key.principal = self.caller_name(&parts.extensions);
             let round = Arc::new(Mrtr::start(
@@ -312,7 +319,12 @@ impl Shared {
         parts.notifier = Some(self.notifier.clone());
         parts.states = Some(self.states.clone());
         let call = parts.call.clone();
-        let (ctx, cancel) = Context::new(parts, Some(name.clone()));
+        let (ctx, cancel) = if takes_context {
+            let (ctx, cancel) = Context::new(parts, Some(name.clone()));
+            (ctx, Some(cancel))
+        } else {
+            (Context::unobserved(parts, Some(name.clone())), None)
+        };
         // User code runs from here on: argument decoding, then the function. A panic in it
         // fails this request only.
         let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx))) {
@@ -321,7 +333,7 @@ impl Shared {
         };
         let shared = self.clone();
         Ok(Dispatched::Pending(Box::pin(async move {
-            let guard = cancel.drop_guard();
+            let guard = cancel.map(CancellationToken::drop_guard);
             let limit = shared.config.limits.request_timeout;
             let asked = || {
                 round
@@ -349,7 +361,7 @@ impl Shared {
                     )))
                 }
                 (Step::Done(v), round) => {
-                    guard.disarm();
+                    guard.map(DropGuard::disarm);
                     if let Some(msg) = round.as_ref().and_then(|r| r.invalid()) {
                         return Err(render::error(
                             rev,
@@ -436,6 +448,7 @@ impl Shared {
             parts,
             key,
             params,
+            def.context,
             |ctx| (def.call)(arguments, ctx),
             |shared, rev, result: CallToolResult, round| {
                 if result.is_error()
@@ -481,6 +494,7 @@ impl Shared {
             parts,
             key,
             params,
+            true,
             |ctx| (def.get)(arguments, ctx),
             |shared, rev, result, round| match result {
                 Ok(r) => Ok(Bytes::from(render::result(
@@ -523,6 +537,7 @@ impl Shared {
             parts,
             key,
             params,
+            true,
             |ctx| (def.read)(ResourceRequest { uri, vars }, ctx),
             |shared, rev, result, round| match result {
                 Ok(r) if r.contents.is_empty() => Err(RpcError::internal(
@@ -571,6 +586,7 @@ impl Shared {
                     parts,
                     key,
                     params,
+                    true,
                     |ctx| {
                         let html = make(ctx);
                         Box::pin(async move { (uri, html.await) })

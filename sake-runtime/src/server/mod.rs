@@ -181,8 +181,9 @@ pub(crate) struct Shared {
     /// Filtered lists by view (which of `scope_sets` the caller holds).
     #[cfg(feature = "auth")]
     views: std::sync::Mutex<std::collections::HashMap<Vec<bool>, Arc<Lists>>>,
-    /// Requests being served (HTTP): bounded by `max_concurrent_requests`.
-    pub requests: Arc<tokio::sync::Semaphore>,
+    /// Requests being served: bounded by `max_concurrent_requests` (counted without a
+    /// lock, as the bytes in flight are).
+    pub requests: Arc<quota::Pool>,
     /// Each session's and caller's share of the request slots (a caller's with the bytes of
     /// its requests in flight), each caller's of the stream slots, and the keys they are
     /// counted under.
@@ -198,7 +199,7 @@ pub(crate) struct Shared {
     pub memory: memory::Watermark,
     pub quota_keys: quota::Keys,
     /// Long-lived streams: bounded by `max_streams`.
-    pub streams_open: Arc<tokio::sync::Semaphore>,
+    pub streams_open: Arc<quota::Pool>,
     /// The tasks extension, when a tool may run as a task.
     pub tasks: Option<Arc<tasks::Tasks>>,
     /// What the process before this one listed (`SAKE_PREVIOUS_LISTS`): the changes its
@@ -367,9 +368,7 @@ impl Shared {
             scope_sets: registry.scope_sets(),
             #[cfg(feature = "auth")]
             views: Default::default(),
-            requests: Arc::new(tokio::sync::Semaphore::new(
-                config.limits.max_concurrent_requests,
-            )),
+            requests: Arc::new(quota::Pool::new(config.limits.max_concurrent_requests)),
             requests_by: Arc::default(),
             streams_by: Arc::default(),
             held_by: Arc::default(),
@@ -382,7 +381,7 @@ impl Shared {
                     .unwrap_or_else(memory::Watermark::default_limit),
             ),
             quota_keys: quota::Keys::default(),
-            streams_open: Arc::new(tokio::sync::Semaphore::new(config.limits.max_streams)),
+            streams_open: Arc::new(quota::Pool::new(config.limits.max_streams)),
             tasks,
             registry,
             config,

@@ -182,7 +182,8 @@ impl Drop for Share {
     }
 }
 
-/// Units of one budget everyone draws from (bytes), counted without a lock.
+/// Units of one budget everyone draws from (bytes in flight, running requests, open
+/// streams), counted without a lock.
 #[derive(Debug)]
 pub(crate) struct Pool {
     used: AtomicUsize,

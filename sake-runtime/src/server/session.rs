@@ -3,7 +3,7 @@
 //! and name, the log level, and when it was issued. Any replica holding the key serves it.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -148,7 +148,7 @@ pub(crate) struct Sessions {
     /// every request of its session, and checking the signature and decoding the payload is
     /// most of what serving a session costs sake. Bounded by [`VERIFIED_CACHE`] entries (when
     /// full, one is forgotten for each new one); expiry and ending are checked on every request all the same.
-    verified: Mutex<HashMap<Box<str>, Session>>,
+    verified: Mutex<HashMap<Box<str>, Arc<Session>>>,
 }
 
 /// How many verified tokens [`Sessions`] remembers.
@@ -193,7 +193,9 @@ impl Sessions {
     }
 
     /// Checks a token: signed by this key, not expired, not ended.
-    pub fn verify(&self, token: &str) -> Result<Session, Refused> {
+    /// The session is shared with the cache of verified tokens: a remembered token costs a
+    /// reference count, not a copy of the session's strings.
+    pub fn verify(&self, token: &str) -> Result<Arc<Session>, Refused> {
         let cached = self
             .verified
             .lock()
@@ -206,8 +208,8 @@ impl Sessions {
                     .signer
                     .verify(Domain::Session, token)
                     .ok_or(Refused::Invalid)?;
-                let session: Session =
-                    serde_json::from_slice(&payload).map_err(|_| Refused::Invalid)?;
+                let session: Arc<Session> =
+                    Arc::new(serde_json::from_slice(&payload).map_err(|_| Refused::Invalid)?);
                 if token.len() <= MAX_CACHED_TOKEN
                     && let Ok(mut cache) = self.verified.lock()
                 {
@@ -445,7 +447,7 @@ mod tests {
             .verified
             .lock()
             .unwrap()
-            .insert(token.as_str().into(), old);
+            .insert(token.as_str().into(), Arc::new(old));
         assert_eq!(short.verify(&token), Err(Refused::Expired));
 
         for _ in 0..(VERIFIED_CACHE + 10) {
@@ -465,7 +467,7 @@ mod tests {
             Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
         let first: Session = {
             let token = s.mint(&session);
-            s.verify(&token).unwrap()
+            Session::clone(&s.verify(&token).unwrap())
         };
         assert_eq!(first.expires, first.issued_at + 10);
         // Re-minted an hour later (as if): the same end.

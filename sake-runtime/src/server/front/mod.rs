@@ -145,19 +145,14 @@ impl Shared {
             .request_bytes
             .draw(bytes)
             .ok_or_else(|| self.flight_refused(Over::All, bytes))?;
-        let permits = u32::try_from(n).unwrap_or(u32::MAX);
-        let permit = self
-            .requests
-            .clone()
-            .try_acquire_many_owned(permits)
-            .map_err(|_| {
-                busy(&format!(
-                    "{} concurrent requests",
-                    self.config.limits.max_concurrent_requests
-                ))
-            })?;
+        let running = self.requests.draw(n).ok_or_else(|| {
+            busy(&format!(
+                "{} concurrent requests",
+                self.config.limits.max_concurrent_requests
+            ))
+        })?;
         Ok(Slot {
-            _permit: permit,
+            _running: running,
             _shares: [Some(client), session],
             _bytes: Some(drawn),
         })
@@ -201,13 +196,12 @@ impl Shared {
                 "this client has {held} streams open and may have {limit} (Limits::max_streams_per_client)"
             ))
         })?;
-        let permit = self
+        let open = self
             .streams_open
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| busy(&format!("{} open streams", self.config.limits.max_streams)))?;
+            .draw(1)
+            .ok_or_else(|| busy(&format!("{} open streams", self.config.limits.max_streams)))?;
         Ok(Slot {
-            _permit: permit,
+            _running: open,
             _shares: [Some(share), None],
             _bytes: None,
         })
@@ -264,7 +258,7 @@ impl Shared {
 /// caller's and session's.
 #[derive(Debug)]
 pub(crate) struct Slot {
-    _permit: tokio::sync::OwnedSemaphorePermit,
+    _running: Drawn,
     _shares: [Option<super::quota::Share>; 2],
     _bytes: Option<Drawn>,
 }

@@ -264,13 +264,13 @@ pub(crate) struct StreamOwner {
 }
 
 impl StreamOwner {
-    /// The session's, taking its strings: the reply is the last thing made of it.
-    fn of(session: Session) -> StreamOwner {
+    /// The session's.
+    fn of(session: &Session) -> StreamOwner {
         StreamOwner {
             expires_at: session.expires_at(),
             polling: session.revision.features().sse_polling,
-            sid: session.sid,
-            owner: session.owner,
+            sid: session.sid.clone(),
+            owner: session.owner.clone(),
         }
     }
 }
@@ -448,7 +448,7 @@ struct Held {
     /// Names the connection's in-flight requests, pending questions and subscriptions, and
     /// is the id of its session: one `Service` serves many connections, so it is unique.
     scope: String,
-    session: Mutex<Option<Session>>,
+    session: Mutex<Option<Arc<Session>>>,
     out: Sink,
     /// Fired when the connection closes: everything it runs stops.
     all: CancellationToken,
@@ -906,7 +906,7 @@ impl Connection {
             Ok((result, mut session)) => {
                 // The connection's session lasts as long as the connection.
                 session.expires = u64::MAX;
-                let first = lock(&held.session).replace(session).is_none();
+                let first = lock(&held.session).replace(Arc::new(session)).is_none();
                 if first {
                     self.forward_events(held);
                 }
@@ -950,7 +950,7 @@ impl Connection {
         &self,
         hints: &Hints<'_>,
         extensions: &http::Extensions,
-    ) -> Result<Option<Session>, RpcError> {
+    ) -> Result<Option<Arc<Session>>, RpcError> {
         let Some(raw) = hints.headers.and_then(|h| h.session_id.first) else {
             return Ok(None);
         };
@@ -1089,7 +1089,7 @@ impl Connection {
                         };
                         let mut reply =
                             Reply::of(Answering::Later(run, messages)).with_session_id(refreshed);
-                        reply.resumable = Some(StreamOwner::of(session));
+                        reply.resumable = Some(StreamOwner::of(&session));
                         reply
                     }
                 }
@@ -1150,7 +1150,7 @@ impl Connection {
         ) {
             Started::Done(out, changed) => {
                 if let Some(changed) = changed {
-                    *lock(&held.session) = Some(*changed);
+                    *lock(&held.session) = Some(Arc::new(*changed));
                 }
                 Reply::in_session(id, out)
             }
@@ -1213,7 +1213,7 @@ impl Connection {
         };
         let session_id = match (batch.changed, &self.held) {
             (Some(changed), Some(held)) => {
-                *lock(&held.session) = Some(*changed);
+                *lock(&held.session) = Some(Arc::new(*changed));
                 None
             }
             (Some(changed), None) => Some(self.shared.sessions.mint(&changed)),
@@ -1235,7 +1235,7 @@ impl Connection {
         }
         .with_session_id(session_id);
         if self.held.is_none() && matches!(reply.answer, Answering::Later(..)) {
-            reply.resumable = Some(StreamOwner::of(session));
+            reply.resumable = Some(StreamOwner::of(&session));
         }
         reply
     }
@@ -1265,7 +1265,7 @@ impl Connection {
             restarted: self.shared.restart_notices(&session),
             // Ends when the session's caller is signed out.
             revoked: session.principal.clone().map(|p| self.shared.live.watch(p)),
-            sid: session.sid,
+            sid: session.sid.clone(),
             slot,
         }))
     }

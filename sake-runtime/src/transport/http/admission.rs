@@ -32,7 +32,8 @@ fn is_dns_name(host: &str) -> bool {
 
 /// The host part of `host[:port]` or `[v6]:port`, lowercased.
 fn host_part(authority: &str) -> Cow<'_, str> {
-    let a = authority.trim();
+    // Header text is ASCII (`to_str`), so an ASCII trim is the whole trim.
+    let a = authority.trim_ascii();
     let host = if a.starts_with('[') {
         match a.find(']') {
             Some(end) => &a[..=end],
@@ -91,7 +92,11 @@ pub(crate) fn check_origin(
         }
     }
     for origin in headers.all(headers.origin, &ORIGIN) {
-        let origin = origin.to_str().unwrap_or("").trim().to_ascii_lowercase();
+        let origin = origin
+            .to_str()
+            .unwrap_or("")
+            .trim_ascii()
+            .to_ascii_lowercase();
         let allowed = origins.contains(&origin)
             || origin
                 .split_once("://")

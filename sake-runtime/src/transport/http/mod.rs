@@ -93,7 +93,7 @@ pub(crate) struct Endpoint {
     pub auth: Option<Arc<crate::auth::Authorization>>,
     pub streams: resume::Streams,
     /// Bodies being read: by everyone, and each client's share.
-    reading: Arc<tokio::sync::Semaphore>,
+    reading: Arc<Pool>,
     readers: Arc<Quotas>,
     /// TCP connections open (`serve`'s accept loop): by everyone, and each address's share.
     connections: Arc<Pool>,
@@ -109,10 +109,7 @@ pub(crate) struct Admitted {
 impl Endpoint {
     /// A slot to read a body in, among `max_bodies_in_flight` and the caller's
     /// `max_bodies_per_client`.
-    fn reading_slot(
-        &self,
-        caller: Key,
-    ) -> Result<(tokio::sync::OwnedSemaphorePermit, Share), RpcError> {
+    fn reading_slot(&self, caller: Key) -> Result<(Drawn, Share), RpcError> {
         let share = self
             .readers
             .take(caller, 1, self.http.limits.max_bodies_per_client)
@@ -122,13 +119,13 @@ impl Endpoint {
                     self.http.limits.max_bodies_per_client
                 ))
             })?;
-        let permit = self.reading.clone().try_acquire_owned().map_err(|_| {
+        let reading = self.reading.draw(1).ok_or_else(|| {
             busy(&format!(
                 "{} request bodies being received",
                 self.http.limits.max_bodies_in_flight
             ))
         })?;
-        Ok((permit, share))
+        Ok((reading, share))
     }
 
     /// Admits a new TCP connection from `peer`: among `max_connections` (else 503) and the
@@ -181,9 +178,7 @@ impl Endpoint {
             http.limits.max_records_per_client,
         );
         Ok(Endpoint {
-            reading: Arc::new(tokio::sync::Semaphore::new(
-                http.limits.max_bodies_in_flight,
-            )),
+            reading: Arc::new(Pool::new(http.limits.max_bodies_in_flight)),
             readers: Arc::default(),
             connections: Arc::new(Pool::new(http.limits.max_connections)),
             connections_by: Arc::default(),
