@@ -243,6 +243,8 @@ enum InfoSource {
     Object(Bytes),
     /// In `params._meta` of these request bytes (kept for the request anyway).
     Message(Bytes),
+    /// Already made, and shared (a handshake session's, from its `initialize`).
+    Shared(Arc<Implementation>),
 }
 
 impl ClientInfo {
@@ -254,12 +256,24 @@ impl ClientInfo {
         }
     }
 
+    /// A name and version made before, shared (or none).
+    pub(crate) fn shared(info: Option<Arc<Implementation>>) -> Self {
+        ClientInfo {
+            raw: info.map(InfoSource::Shared),
+            cell: OnceLock::new(),
+        }
+    }
+
     /// The client's name and version, if it gave them.
     pub fn get(&self) -> Option<&Implementation> {
+        if let Some(InfoSource::Shared(info)) = &self.raw {
+            return Some(info);
+        }
         self.cell
             .get_or_init(|| match self.raw.as_ref()? {
                 InfoSource::Object(raw) => serde_json::from_slice(raw).ok().map(Box::new),
                 InfoSource::Message(message) => info_of_message(message).map(Box::new),
+                InfoSource::Shared(_) => None,
             })
             .as_deref()
     }

@@ -107,7 +107,7 @@ impl Hub {
         self.subscriptions
             .lock()
             .map(|s| {
-                s.get(&sid.to_owned(), Instant::now())
+                s.get(sid, Instant::now())
                     .is_some_and(|set| set.contains_key(uri))
             })
             .unwrap_or(false)
@@ -135,7 +135,7 @@ impl Hub {
     /// The log level a session set in this process, if any.
     pub fn log_level(&self, sid: &str) -> Option<LoggingLevel> {
         let levels = self.log_levels.lock().ok()?;
-        levels.get(&sid.to_owned(), Instant::now()).copied()
+        levels.get(sid, Instant::now()).copied()
     }
 
     /// Forgets a session (DELETE) and ends its GET stream.

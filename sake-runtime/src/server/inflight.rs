@@ -2,6 +2,7 @@
 //! sessions over HTTP, and stdio.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
@@ -9,15 +10,19 @@ use tokio_util::sync::CancellationToken;
 use crate::protocol::jsonrpc::RequestId;
 
 /// The cancellation tokens of running requests, by (session or connection, request id).
+///
+/// A scope is kept as its hash under the process's random key (a request registers without
+/// copying its session's id; two scopes meet only if 64-bit keyed hashes collide).
 #[derive(Debug, Default)]
 pub(crate) struct Inflight {
-    running: Mutex<HashMap<(String, RequestId), CancellationToken>>,
+    running: Mutex<HashMap<(u64, RequestId), CancellationToken>>,
+    scopes: RandomState,
 }
 
 /// Removes its entry when the request ends.
 pub(crate) struct InflightGuard {
     inflight: Arc<Inflight>,
-    key: (String, RequestId),
+    key: (u64, RequestId),
 }
 
 impl Drop for InflightGuard {
@@ -29,6 +34,10 @@ impl Drop for InflightGuard {
 }
 
 impl Inflight {
+    fn scope(&self, scope: &str) -> u64 {
+        self.scopes.hash_one(scope)
+    }
+
     /// Registers a request; its token fires when the client cancels it.
     pub fn register(
         self: &Arc<Self>,
@@ -36,7 +45,7 @@ impl Inflight {
         id: &RequestId,
         token: CancellationToken,
     ) -> InflightGuard {
-        let key = (scope.to_owned(), id.clone());
+        let key = (self.scope(scope), id.clone());
         if let Ok(mut r) = self.running.lock() {
             r.insert(key.clone(), token);
         }
@@ -52,7 +61,7 @@ impl Inflight {
             .running
             .lock()
             .ok()
-            .and_then(|mut r| r.remove(&(scope.to_owned(), id.clone())));
+            .and_then(|mut r| r.remove(&(self.scope(scope), id.clone())));
         match token {
             Some(t) => {
                 t.cancel();
@@ -64,9 +73,10 @@ impl Inflight {
 
     /// Cancels every request of a scope (a session ended, a connection closed).
     pub fn cancel_scope(&self, scope: &str) {
+        let scope = self.scope(scope);
         if let Ok(mut r) = self.running.lock() {
             r.retain(|(s, _), t| {
-                if s == scope {
+                if *s == scope {
                     t.cancel();
                     false
                 } else {

@@ -72,7 +72,11 @@ impl<K: Clone + Eq + Hash + Ord, V> Records<K, V> {
     }
 
     /// The live record of `key`.
-    pub fn get(&self, key: &K, now: Instant) -> Option<&V> {
+    pub fn get<Q>(&self, key: &Q, now: Instant) -> Option<&V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.entries
             .get(key)
             .filter(|e| e.expires > now)
@@ -93,7 +97,11 @@ impl<K: Clone + Eq + Hash + Ord, V> Records<K, V> {
     }
 
     /// Whether `key` has a live record.
-    pub fn contains(&self, key: &K, now: Instant) -> bool {
+    pub fn contains<Q>(&self, key: &Q, now: Instant) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.get(key, now).is_some()
     }
 

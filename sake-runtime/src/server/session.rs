@@ -51,6 +51,21 @@ pub(crate) struct Session {
     /// digest, else the network peer's.
     #[serde(rename = "o", default)]
     pub owner: String,
+    /// `client` as an `Implementation`, made when first asked for: a remembered session
+    /// shares it with every request that carries it.
+    #[serde(skip)]
+    info: SharedInfo,
+}
+
+/// A session's client as an `Implementation`, made once. It is derived from `client`, so it
+/// never makes two sessions differ.
+#[derive(Clone, Debug, Default)]
+struct SharedInfo(std::sync::OnceLock<Option<Arc<Implementation>>>);
+
+impl PartialEq for SharedInfo {
+    fn eq(&self, _: &SharedInfo) -> bool {
+        true
+    }
 }
 
 mod revision_str {
@@ -87,6 +102,7 @@ impl Session {
             principal: None,
             expires: 0,
             owner: String::new(),
+            info: SharedInfo::default(),
         })
     }
 
@@ -100,11 +116,16 @@ impl Session {
             .unwrap_or(now)
     }
 
-    /// The client's name and version, as an `Implementation`.
-    pub fn client_info(&self) -> Option<Implementation> {
-        self.client
-            .as_ref()
-            .map(|(n, v)| Implementation::new(n.clone(), v.clone()))
+    /// The client's name and version, as an `Implementation` (made once per session).
+    pub fn client_info(&self) -> Option<Arc<Implementation>> {
+        self.info
+            .0
+            .get_or_init(|| {
+                self.client
+                    .as_ref()
+                    .map(|(n, v)| Arc::new(Implementation::new(n.clone(), v.clone())))
+            })
+            .clone()
     }
 }
 
@@ -148,7 +169,27 @@ pub(crate) struct Sessions {
     /// every request of its session, and checking the signature and decoding the payload is
     /// most of what serving a session costs sake. Bounded by [`VERIFIED_CACHE`] entries (when
     /// full, one is forgotten for each new one); expiry and ending are checked on every request all the same.
-    verified: Mutex<HashMap<Box<str>, Arc<Session>>>,
+    /// Keyed by the token's tail ([`cache_key`]: its MAC, so fewer bytes are hashed), a hit
+    /// counts only if the whole token is the one remembered.
+    verified: Mutex<HashMap<Box<str>, Remembered>>,
+}
+
+/// A token whose signature was checked, and its session.
+#[derive(Debug)]
+struct Remembered {
+    token: Box<str>,
+    session: Arc<Session>,
+}
+
+/// How many bytes of a token's end key the cache of verified tokens.
+const CACHE_KEY_BYTES: usize = 32;
+
+/// The cache key of a token: its last [`CACHE_KEY_BYTES`] bytes (its MAC's, random to
+/// whoever lacks the key), or all of it.
+fn cache_key(token: &str) -> &str {
+    token
+        .get(token.len().saturating_sub(CACHE_KEY_BYTES)..)
+        .unwrap_or(token)
 }
 
 /// How many verified tokens [`Sessions`] remembers.
@@ -196,11 +237,12 @@ impl Sessions {
     /// The session is shared with the cache of verified tokens: a remembered token costs a
     /// reference count, not a copy of the session's strings.
     pub fn verify(&self, token: &str) -> Result<Arc<Session>, Refused> {
-        let cached = self
-            .verified
-            .lock()
-            .ok()
-            .and_then(|cache| cache.get(token).cloned());
+        let cached = self.verified.lock().ok().and_then(|cache| {
+            cache
+                .get(cache_key(token))
+                .filter(|r| *r.token == *token)
+                .map(|r| r.session.clone())
+        });
         let session = match cached {
             Some(session) => session,
             None => {
@@ -220,7 +262,13 @@ impl Sessions {
                     {
                         cache.remove(&old);
                     }
-                    cache.insert(token.into(), session.clone());
+                    cache.insert(
+                        cache_key(token).into(),
+                        Remembered {
+                            token: token.into(),
+                            session: session.clone(),
+                        },
+                    );
                 }
                 session
             }
@@ -305,9 +353,7 @@ impl Sessions {
         let Ok(mut cut_offs) = self.cut_offs.lock() else {
             return;
         };
-        let cut = cut_offs
-            .get(&owner.to_owned(), now)
-            .map_or(opened, |&c| c.max(opened));
+        let cut = cut_offs.get(owner, now).map_or(opened, |&c| c.max(opened));
         let Some(until) = instant_at(cut.saturating_add(self.lifetime.as_secs()), now) else {
             return;
         };
@@ -341,9 +387,7 @@ impl Sessions {
             return;
         };
         if let Ok(mut out) = self.signed_out.lock() {
-            let at = out
-                .get(&principal.to_owned(), now)
-                .map_or(at, |&a| a.max(at));
+            let at = out.get(principal, now).map_or(at, |&a| a.max(at));
             out.insert(principal.to_owned(), at, expires, principal, now);
         }
     }
@@ -429,8 +473,25 @@ mod tests {
         let token = s.mint(&session);
         assert_eq!(s.verify(&token).unwrap().sid, session.sid);
         assert_eq!(s.verify(&token).unwrap().sid, session.sid);
-        assert!(s.verified.lock().unwrap().contains_key(token.as_str()));
+        assert!(
+            s.verified
+                .lock()
+                .unwrap()
+                .get(cache_key(&token))
+                .is_some_and(|r| *r.token == *token)
+        );
         assert_eq!(s.verify("s1.x.y"), Err(Refused::Invalid));
+        // Another payload under the remembered token's MAC: the cache's key (the token's
+        // tail) matches, the token does not, and the signature check refuses it.
+        let at = token.find('.').unwrap() + 1;
+        let other = if token.as_bytes()[at] == b'A' {
+            "B"
+        } else {
+            "A"
+        };
+        let forged = format!("{}{other}{}", &token[..at], &token[at + 1..]);
+        assert_eq!(cache_key(&forged), cache_key(&token));
+        assert_eq!(s.verify(&forged), Err(Refused::Invalid));
         assert_eq!(s.verified.lock().unwrap().len(), 1);
         s.end(&session);
         assert_eq!(s.verify(&token), Err(Refused::Ended));
@@ -443,11 +504,13 @@ mod tests {
             .signer()
             .sign(Domain::Session, &serde_json::to_vec(&old).unwrap());
         // Remembered while it was valid (as if verified 100 s ago), refused now.
-        short
-            .verified
-            .lock()
-            .unwrap()
-            .insert(token.as_str().into(), Arc::new(old));
+        short.verified.lock().unwrap().insert(
+            cache_key(&token).into(),
+            Remembered {
+                token: token.as_str().into(),
+                session: Arc::new(old),
+            },
+        );
         assert_eq!(short.verify(&token), Err(Refused::Expired));
 
         for _ in 0..(VERIFIED_CACHE + 10) {

@@ -151,7 +151,7 @@ impl Shared {
                     rev,
                     RequestMeta {
                         client_capabilities: session.capabilities.clone(),
-                        client_info: ClientInfo::known(session.client_info()),
+                        client_info: ClientInfo::shared(session.client_info()),
                         // The latest `logging/setLevel` this process saw wins over the one in
                         // an id a client kept from earlier.
                         log_level: self.hub.log_level(&session.sid).or(session.log_level),

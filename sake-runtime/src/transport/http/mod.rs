@@ -483,14 +483,14 @@ pub(crate) fn accepts_sse(headers: &RequestHeaders<'_>) -> bool {
     let mut any = false;
     for value in headers.all(headers.accept, &http::header::ACCEPT) {
         any = true;
-        if value.to_str().is_err() {
+        let Ok(text) = value.to_str() else {
             continue;
-        }
-        // Split as bytes: a media range is visible ASCII, and `str::trim` would look for
-        // Unicode whitespace in each.
-        for range in value.as_bytes().split(|&b| b == b',') {
-            let media = range.split(|&b| b == b';').next().unwrap_or_default();
-            let media = media.trim_ascii();
+        };
+        // `str::split` by a char finds it with `memchr`; the range is trimmed as ASCII bytes
+        // (`str::trim` would look for Unicode whitespace).
+        for range in text.split(',') {
+            let media = range.split(';').next().unwrap_or_default();
+            let media = media.as_bytes().trim_ascii();
             if media.eq_ignore_ascii_case(b"text/event-stream")
                 || media == b"*/*"
                 || media.eq_ignore_ascii_case(b"text/*")
