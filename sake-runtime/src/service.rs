@@ -689,8 +689,21 @@ impl Service {
     }
 
     /// Serves stdio on this process's stdin and stdout until stdin closes.
+    ///
+    /// When stdin is a pipe (as when a client starts the server), it is read without
+    /// blocking, on the runtime's own event loop; otherwise (a terminal, a file) through
+    /// Tokio's blocking stdin.
     pub async fn serve_stdio(self) -> Result<(), Error> {
-        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+        match crate::transport::stdio::stdin_pipe() {
+            Some(stdin) => {
+                tracing::debug!("stdin is a pipe: read without blocking");
+                self.serve_io(stdin, tokio::io::stdout()).await
+            }
+            None => {
+                tracing::debug!("stdin is not a pipe: read on a blocking thread");
+                self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+            }
+        }
     }
 
     /// Serves newline-delimited JSON-RPC on any reader and writer (a pipe, a socket, a test's

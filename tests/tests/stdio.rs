@@ -1058,6 +1058,7 @@ async fn the_binary_logs_to_stderr_and_writes_only_json_rpc_to_stdout() {
     assert!(status.success());
     let stderr = within("stderr", child.stderr).await.unwrap();
     for expected in [
+        "stdin is a pipe: read without blocking",
         "serving MCP on stdio (revisions 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)",
         "method=\"initialize\"",
         "method=\"tools/call\"",
@@ -1069,4 +1070,75 @@ async fn the_binary_logs_to_stderr_and_writes_only_json_rpc_to_stdout() {
             "stderr lacks {expected:?}:\n{stderr}"
         );
     }
+}
+
+/// `serve_stdio` reads a stdin that is a pipe without blocking (on the event loop) and any
+/// other stdin (here a file) through Tokio's blocking reader: both give the same exact
+/// answers and end cleanly at the end of input. (Requests answered at once: the end of
+/// stdin cancels what still runs, so a call could go unanswered.)
+#[tokio::test]
+async fn a_piped_stdin_and_a_file_are_served_alike() {
+    use std::io::Write as _;
+    use std::process::{Command, Output, Stdio};
+
+    let input = format!(
+        "{}\n{}\n",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": modern(json!({}))}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": modern(json!({}))}),
+    );
+    let binary = sake_tests::example_binary("stdio");
+    let path = std::env::temp_dir().join(format!("sake-stdio-{}.jsonl", std::process::id()));
+    std::fs::write(&path, &input).unwrap();
+    let run = move || -> (Output, Output) {
+        let mut child = Command::new(&binary)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.as_bytes()).unwrap();
+        drop(stdin);
+        let piped = child.wait_with_output().unwrap();
+        let from_file = Command::new(&binary)
+            .env("RUST_LOG", "debug")
+            .env("NO_COLOR", "1")
+            .stdin(std::fs::File::open(&path).unwrap())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_file(&path);
+        (piped, from_file)
+    };
+    let (piped, from_file) = within("both servers", tokio::task::spawn_blocking(run))
+        .await
+        .unwrap();
+    let log = String::from_utf8_lossy(&from_file.stderr).into_owned();
+    assert!(
+        log.contains("stdin is not a pipe: read on a blocking thread"),
+        "{log}"
+    );
+    // Answers may come in either order; each is exact.
+    let answers = |out: Output| -> Vec<Value> {
+        assert!(out.status.success(), "{:?}", out.status);
+        let mut all: Vec<Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        all.sort_by_key(|a| a["id"].as_i64());
+        all
+    };
+    let piped = answers(piped);
+    assert_eq!(piped.len(), 2, "{piped:?}");
+    let names: Vec<&str> = piped[0]["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["add", "greet_me", "haiku", "sleep"]);
+    assert_eq!(piped[1], error(2, -32601, "Method not found: ping"));
+    assert_eq!(answers(from_file), piped);
 }

@@ -12,6 +12,23 @@ use crate::error::Error;
 use crate::protocol::framing::{Line, read_line};
 use crate::server::front::port::{Engine, Outbound, Peer};
 
+/// This process's stdin as a non-blocking pipe, when it is one (`None` for a terminal or a
+/// file, or off Unix): read on the event loop, where Tokio's `stdin()` reads on a blocking
+/// thread and hands each chunk over.
+pub(crate) fn stdin_pipe() -> Option<impl AsyncRead + Unpin + Send> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd as _;
+        let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+        // Checks that it is a FIFO opened for reading, and makes it non-blocking.
+        tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok()
+    }
+    #[cfg(not(unix))]
+    {
+        None::<tokio::io::Stdin>
+    }
+}
+
 /// Serves newline-delimited JSON-RPC on `reader` and `writer` until the reader ends: one
 /// connection, with its own handshake session, cancellations and subscriptions.
 pub(crate) async fn serve_io<R, W>(engine: Engine, reader: R, writer: W) -> Result<(), Error>
