@@ -380,6 +380,21 @@ impl Shared {
         })))
     }
 
+    /// Whether a request's function could send anything before its answer (progress, log
+    /// messages, questions to the client): a tool that does not take the `Context` cannot, so
+    /// its call needs no response stream. Any other request is taken to (an unknown tool
+    /// too: its error is decided when it is dispatched).
+    pub(crate) fn may_send(&self, method: &str, params: &Params<'_>) -> bool {
+        if method != Method::ToolsCall.as_str() {
+            return true;
+        }
+        params
+            .name
+            .and_then(raw_str)
+            .and_then(|name| self.registry.tool(&name))
+            .is_none_or(|entry| entry.def.context)
+    }
+
     fn call_tool(
         self: &Arc<Self>,
         parts: RequestParts,

@@ -19,6 +19,9 @@ pub(crate) struct Inflight {
     scopes: RandomState,
 }
 
+/// Where a request registers: its scope's hash and its id.
+pub(crate) struct InflightKey((u64, RequestId));
+
 /// Removes its entry when the request ends.
 pub(crate) struct InflightGuard {
     inflight: Arc<Inflight>,
@@ -38,14 +41,14 @@ impl Inflight {
         self.scopes.hash_one(scope)
     }
 
+    /// The key a request of `scope` registers under.
+    pub fn key(&self, scope: &str, id: &RequestId) -> InflightKey {
+        InflightKey((self.scope(scope), id.clone()))
+    }
+
     /// Registers a request; its token fires when the client cancels it.
-    pub fn register(
-        self: &Arc<Self>,
-        scope: &str,
-        id: &RequestId,
-        token: CancellationToken,
-    ) -> InflightGuard {
-        let key = (self.scope(scope), id.clone());
+    pub fn register(self: &Arc<Self>, key: InflightKey, token: CancellationToken) -> InflightGuard {
+        let InflightKey(key) = key;
         if let Ok(mut r) = self.running.lock() {
             r.insert(key.clone(), token);
         }

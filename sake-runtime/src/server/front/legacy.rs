@@ -4,11 +4,13 @@
 //! server-to-client requests through the transport's stream.
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use bytes::Bytes;
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::telemetry::Call;
@@ -146,7 +148,14 @@ impl Shared {
                     Ok(m) => m,
                     Err(e) => return done(Err(e)),
                 };
-                let cancel = inbound.cancel.unwrap_or_default();
+                // The token a client's `notifications/cancelled` fires: made now for a
+                // function that can observe it, else only once the request runs on past its
+                // first poll (below).
+                let cancel = match inbound.cancel {
+                    Some(token) => Some(token),
+                    None if inbound.quiet => None,
+                    None => Some(CancellationToken::new()),
+                };
                 let mut parts = RequestParts::new(
                     rev,
                     RequestMeta {
@@ -161,23 +170,38 @@ impl Shared {
                 );
                 parts.sink = inbound.sink;
                 parts.extensions = inbound.extensions;
-                if !inbound.no_questions {
+                if !inbound.no_questions && !inbound.quiet {
                     parts.input = InputChannel::Legacy(LegacyPeer {
                         sid: scope.to_owned(),
                         pending: self.pending.clone(),
                         timeout: self.config.limits.input_timeout,
                     });
                 }
-                parts.cancel = Some(cancel.clone());
+                parts.cancel = cancel.clone();
                 match self.dispatch(parts, method, &params) {
                     Dispatched::Ready(out) => done(out),
-                    Dispatched::Pending(fut) => {
-                        // Only what runs can be cancelled: lists and the like never register.
-                        let guard: InflightGuard =
-                            self.inflight.register(scope, &id, cancel.clone());
+                    Dispatched::Pending(mut fut) => {
+                        // Only what runs on can be cancelled: lists and the like never
+                        // register, nor does a function that ends on its first poll (most
+                        // do: nothing can reach it between that poll and its answer).
+                        let inflight = self.inflight.clone();
+                        let key = inflight.key(scope, &id);
                         Started::Running(Box::pin(
                             async move {
-                                let _guard = guard;
+                                if cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
+                                    telemetry.cancelled();
+                                    return None;
+                                }
+                                let first = std::future::poll_fn(|cx| {
+                                    Poll::Ready(fut.as_mut().poll(cx))
+                                })
+                                .await;
+                                if let Poll::Ready(out) = first {
+                                    telemetry.finish(&out);
+                                    return Some(out);
+                                }
+                                let cancel = cancel.unwrap_or_default();
+                                let _guard: InflightGuard = inflight.register(key, cancel.clone());
                                 // Cancellation first: a function that stops when cancelled
                                 // finishes at the same moment, and its result must not be
                                 // sent.

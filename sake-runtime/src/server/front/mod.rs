@@ -62,6 +62,10 @@ pub(crate) struct Inbound {
     /// Whether a handshake session's function may ask the client questions (elicitation,
     /// sampling, roots). The in-memory test client cannot answer them.
     pub no_questions: bool,
+    /// Whether the request's function neither sends anything before its answer nor observes
+    /// a cancellation (a tool that does not take the `Context`): it gets no questions channel
+    /// and no cancellation token of its own unless it runs on past its first poll.
+    pub quiet: bool,
     /// What carries the request, as the `network.transport` of its span: `tcp` (HTTP) or
     /// `pipe` (stdio).
     pub transport: Option<&'static str>,
@@ -343,6 +347,7 @@ impl Shared {
                         extensions: inbound.extensions.clone(),
                         cancel: None,
                         no_questions: inbound.no_questions,
+                        quiet: false,
                         transport: inbound.transport,
                     };
                     let current = changed.as_deref().unwrap_or(session);

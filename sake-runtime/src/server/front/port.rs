@@ -250,28 +250,35 @@ impl Answer {
     }
 }
 
-/// Whose resumable stream a session's reply goes on.
+/// Whose resumable stream a session's reply goes on: the session itself, shared (read only
+/// when a stream opens).
 #[derive(Clone, Debug)]
-pub(crate) struct StreamOwner {
-    /// The session's id.
-    pub sid: String,
-    /// Who opened the session (the bound on the records each client makes the server keep).
-    pub owner: String,
-    /// When the session ends.
-    pub expires_at: Instant,
-    /// Whether the session's revision polls: a priming event, `retry`, event ids.
-    pub polling: bool,
-}
+pub(crate) struct StreamOwner(Arc<Session>);
 
 impl StreamOwner {
     /// The session's.
-    fn of(session: &Session) -> StreamOwner {
-        StreamOwner {
-            expires_at: session.expires_at(),
-            polling: session.revision.features().sse_polling,
-            sid: session.sid.clone(),
-            owner: session.owner.clone(),
-        }
+    pub(crate) fn of(session: &Arc<Session>) -> StreamOwner {
+        StreamOwner(session.clone())
+    }
+
+    /// The session's id.
+    pub(crate) fn sid(&self) -> &str {
+        &self.0.sid
+    }
+
+    /// Who opened the session (the bound on the records each client makes the server keep).
+    pub(crate) fn owner(&self) -> &str {
+        &self.0.owner
+    }
+
+    /// When the session ends.
+    pub(crate) fn expires_at(&self) -> Instant {
+        self.0.expires_at()
+    }
+
+    /// Whether the session's revision polls: a priming event, `retry`, event ids.
+    pub(crate) fn polling(&self) -> bool {
+        self.0.revision.features().sse_polling
     }
 }
 
@@ -776,6 +783,7 @@ impl Connection {
             extensions,
             cancel: None,
             no_questions: !self.questions,
+            quiet: false,
             transport: self.transport,
         }
     }
@@ -829,7 +837,9 @@ impl Connection {
                 let cancelled = match (cancel, &self.held) {
                     (Some(cancel), Some(held)) => Some((
                         Box::pin(cancel.clone().cancelled_owned()),
-                        self.shared.inflight.register(&held.scope, &id, cancel),
+                        self.shared
+                            .inflight
+                            .register(self.shared.inflight.key(&held.scope, &id), cancel),
                     )),
                     _ => None,
                 };
@@ -845,7 +855,7 @@ impl Connection {
                         let guard = self
                             .shared
                             .inflight
-                            .register(&held.scope, &id, cancel.clone());
+                            .register(self.shared.inflight.key(&held.scope, &id), cancel.clone());
                         let fut: BoxFuture<Option<Outcome>> = Box::pin(async move {
                             // Cancellation first: a function that stops when cancelled
                             // finishes at the same moment, and its result must not be sent.
@@ -1060,9 +1070,15 @@ impl Connection {
                 let span = tracing::Span::current();
                 span.record("method", &*method);
                 span.record("revision", session.revision.as_str());
-                let (sink, messages) = self.sink(hints, true);
-                let inbound = self.inbound(sink, extensions);
                 let params = params.map_or_else(|| Params::parse(raw), Ok);
+                // A call of a function that does not take the `Context` sends nothing before
+                // its answer: no response stream, no questions.
+                let sends = params
+                    .as_ref()
+                    .is_ok_and(|p| self.shared.may_send(&method, p));
+                let (sink, messages) = self.sink(hints, sends);
+                let mut inbound = self.inbound(sink, extensions);
+                inbound.quiet = !sends;
                 let started = self.shared.session_request(
                     &session,
                     &session.sid,

@@ -300,7 +300,7 @@ impl Streams {
         let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let stream = Arc::new(RespStream {
             id,
-            sid: session.sid.clone(),
+            sid: session.sid().to_owned(),
             with_ids,
             state: Mutex::new(State::default()),
             notify: Notify::new(),
@@ -311,8 +311,8 @@ impl Streams {
             map.insert(
                 id,
                 stream.clone(),
-                session.expires_at,
-                &session.owner,
+                session.expires_at(),
+                session.owner(),
                 Instant::now(),
             );
         }
@@ -347,13 +347,16 @@ mod tests {
     use super::*;
     use futures_util::StreamExt;
 
+    /// A 2025-11-25 session (it polls) that ends in an hour.
     fn session(sid: &str, owner: &str) -> StreamOwner {
-        StreamOwner {
-            sid: sid.into(),
-            owner: owner.into(),
-            expires_at: Instant::now() + Duration::from_secs(3600),
-            polling: true,
-        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let json = serde_json::json!({"i": sid, "v": "2025-11-25", "t": now, "e": now + 3600, "o": owner});
+        let session: crate::server::session::Session =
+            serde_json::from_str(&json.to_string()).unwrap();
+        StreamOwner::of(&Arc::new(session))
     }
 
     #[tokio::test]

@@ -36,10 +36,10 @@ pub(crate) async fn respond(
     ep: &Arc<Endpoint>,
     session: StreamOwner,
     mut running: Run,
-    rx: Option<mpsc::Receiver<Bytes>>,
+    mut rx: Option<mpsc::Receiver<Bytes>>,
 ) -> Response {
-    // A client that takes no stream gets no messages: a channel nothing sends on.
-    let mut rx = rx.unwrap_or_else(|| mpsc::channel(1).1);
+    // `rx` is `None` for a request that sends nothing before its answer (or a client that
+    // takes no stream): it has no messages to wait for.
     // Most functions finish on their first poll (no await that waits): those need no task
     // of their own, and nothing can interrupt them between here and the response.
     let first_poll = std::future::poll_fn(|cx| {
@@ -47,7 +47,7 @@ pub(crate) async fn respond(
     })
     .await;
     if let std::task::Poll::Ready(out) = first_poll {
-        return finished(ep, &session, out, &mut rx);
+        return finished(ep, &session, out, rx.as_mut());
     }
     let running = tokio::spawn(running);
     let abort = running.abort_handle();
@@ -61,9 +61,9 @@ pub(crate) async fn respond(
     tokio::spawn(async move {
         let first = tokio::select! {
             biased;
-            Some(msg) = rx.recv() => msg,
+            Some(msg) = next(&mut rx) => msg,
             out = &mut fut => {
-                let _ = reply.send(finished(&ep, &session, out, &mut rx));
+                let _ = reply.send(finished(&ep, &session, out, rx.as_mut()));
                 return;
             }
         };
@@ -76,9 +76,9 @@ pub(crate) async fn respond(
         loop {
             tokio::select! {
                 biased;
-                Some(msg) = rx.recv() => push(&stream, &msg),
+                Some(msg) = next(&mut rx) => push(&stream, &msg),
                 out = &mut fut => {
-                    while let Ok(msg) = rx.try_recv() {
+                    for msg in queued(rx.as_mut()) {
                         push(&stream, &msg);
                     }
                     if let Some(answer) = out {
@@ -89,7 +89,7 @@ pub(crate) async fn respond(
                 }
                 () = &mut unread => {
                     tracing::info!(
-                        session = %session.sid,
+                        session = %session.sid(),
                         "a request's stream went unread for {} s (the client hung up and did not resume): cancelled",
                         grace.as_secs_f64()
                     );
@@ -110,12 +110,9 @@ fn finished(
     ep: &Endpoint,
     session: &StreamOwner,
     out: Option<Answer>,
-    rx: &mut mpsc::Receiver<Bytes>,
+    rx: Option<&mut mpsc::Receiver<Bytes>>,
 ) -> Response {
-    let mut queued = Vec::new();
-    while let Ok(msg) = rx.try_recv() {
-        queued.push(msg);
-    }
+    let queued = queued(rx);
     if queued.is_empty() {
         // A session's answer is sent with 200 whatever it holds but an authorization
         // refusal (the connection settled its status).
@@ -135,8 +132,27 @@ fn finished(
     sse::sse_response(Body::from_stream(stream.reader(0, true)))
 }
 
+/// The request's next message; never, for a request without a channel.
+async fn next(rx: &mut Option<mpsc::Receiver<Bytes>>) -> Option<Bytes> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What the request queued and nobody took yet.
+fn queued(rx: Option<&mut mpsc::Receiver<Bytes>>) -> Vec<Bytes> {
+    let mut queued = Vec::new();
+    if let Some(rx) = rx {
+        while let Ok(msg) = rx.try_recv() {
+            queued.push(msg);
+        }
+    }
+    queued
+}
+
 fn open_stream(ep: &Endpoint, session: &StreamOwner) -> Arc<super::resume::RespStream> {
-    let polling = session.polling;
+    let polling = session.polling();
     let stream = ep.streams.open(session, polling);
     if polling {
         stream.push_priming(ep.http.sse_retry);
