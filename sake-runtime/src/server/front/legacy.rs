@@ -192,10 +192,9 @@ impl Shared {
                                     telemetry.cancelled();
                                     return None;
                                 }
-                                let first = std::future::poll_fn(|cx| {
-                                    Poll::Ready(fut.as_mut().poll(cx))
-                                })
-                                .await;
+                                let first =
+                                    std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx)))
+                                        .await;
                                 if let Poll::Ready(out) = first {
                                     telemetry.finish(&out);
                                     return Some(out);

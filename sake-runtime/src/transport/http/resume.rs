@@ -353,7 +353,8 @@ mod tests {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs();
-        let json = serde_json::json!({"i": sid, "v": "2025-11-25", "t": now, "e": now + 3600, "o": owner});
+        let json =
+            serde_json::json!({"i": sid, "v": "2025-11-25", "t": now, "e": now + 3600, "o": owner});
         let session: crate::server::session::Session =
             serde_json::from_str(&json.to_string()).unwrap();
         StreamOwner::of(&Arc::new(session))
