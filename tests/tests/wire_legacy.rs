@@ -164,6 +164,22 @@ async fn wait(
     "waited"
 }
 
+/// The tags of `nap` calls that started.
+static NAPPING: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Waits a minute without a `Context` (it sends nothing; only a cancellation stops it).
+#[tool]
+async fn nap(
+    /// Names the call.
+    tag: String,
+) -> &'static str {
+    NAPPING.lock().unwrap().push(tag.clone());
+    let record = StopRecord(tag);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    std::mem::forget(record);
+    "napped"
+}
+
 /// Ends its response stream, then answers (SSE polling).
 #[tool]
 async fn reconnect(ctx: Context) -> &'static str {
@@ -866,6 +882,15 @@ fn tools_for(revision: &str) -> Value {
         plain("link", "Points at the about page."),
         plain("list_roots", "Lists the client's roots."),
         plain("logs", "Logs at four levels."),
+        {
+            "name": "nap",
+            "description": "Waits a minute without a `Context` (it sends nothing; only a cancellation stops it).",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"tag": {"type": "string", "description": "Names the call."}},
+                "required": ["tag"],
+            },
+        },
         plain("reconnect", "Ends its response stream, then answers (SSE polling)."),
         {
             "name": "wait",
@@ -1486,6 +1511,31 @@ async fn cancelled_stops_a_running_call_and_nothing_answers_it() {
     .assert_accepted();
     assert_eq!(call.rest().await, Vec::<Value>::new());
     assert!(stopped("single"), "the call was dropped");
+}
+
+/// A function without a `Context` gets no response stream, and registers for cancellation
+/// only once it waits: `notifications/cancelled` still drops it, and nothing answers it.
+#[tokio::test]
+async fn cancelled_stops_a_running_call_of_a_function_without_context() {
+    let w = wire();
+    for revision in LEGACY {
+        let s = w.session(revision, json!({})).await;
+        let tag = format!("quiet {revision}");
+        let call = s.call_streaming(4, "nap", json!({ "tag": tag }));
+        let cancel = async {
+            while !NAPPING.lock().unwrap().contains(&tag) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            assert!(!stopped(&tag));
+            s.notify("notifications/cancelled", json!({"requestId": 4}))
+                .await
+                .assert_accepted();
+        };
+        let (mut call, ()) = tokio::join!(call, cancel);
+        call.assert_sse();
+        assert_eq!(call.rest().await, Vec::<Value>::new(), "{revision}");
+        assert!(stopped(&tag), "{revision}: the call was dropped");
+    }
 }
 
 #[tokio::test]

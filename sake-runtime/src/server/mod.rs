@@ -45,9 +45,20 @@ use session::Sessions;
 pub(crate) const MAX_URI_BYTES: usize = 4096;
 
 /// The network address a request came from (HTTP): its records count against it when the
-/// caller is anonymous.
+/// caller is anonymous. `key` is its quota key ([`Shared::address_key`]) when a transport made
+/// it once for the connection, rather than for every request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PeerAddr(pub std::net::IpAddr);
+pub(crate) struct PeerAddr {
+    pub ip: std::net::IpAddr,
+    pub key: Option<quota::Key>,
+}
+
+impl PeerAddr {
+    /// An address whose quota key is made when asked for.
+    pub(crate) fn new(ip: std::net::IpAddr) -> PeerAddr {
+        PeerAddr { ip, key: None }
+    }
+}
 
 /// Whether a caller digest stored in a record is a given request's caller
 /// ([`Shared::owner_test`]).
@@ -552,7 +563,7 @@ impl Shared {
             return p;
         }
         match extensions.get::<PeerAddr>() {
-            Some(PeerAddr(ip)) => self.sessions.signer().digest(
+            Some(PeerAddr { ip, .. }) => self.sessions.signer().digest(
                 crate::signing::Domain::Principal,
                 &format!("peer {}", self.client_network(*ip)),
             ),
@@ -567,7 +578,8 @@ impl Shared {
             return self.quota_keys.of(("p", p));
         }
         match extensions.get::<PeerAddr>() {
-            Some(PeerAddr(ip)) => self.address_key(*ip),
+            Some(PeerAddr { key: Some(key), .. }) => *key,
+            Some(PeerAddr { ip, key: None }) => self.address_key(*ip),
             None => self.quota_keys.of("local"),
         }
     }

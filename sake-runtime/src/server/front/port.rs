@@ -163,7 +163,7 @@ impl Peer {
     /// The peer's network address: an anonymous caller's share of the server's budgets is
     /// counted by it.
     pub fn address(mut self, ip: std::net::IpAddr) -> Peer {
-        self.extensions.insert(PeerAddr(ip));
+        self.extensions.insert(PeerAddr::new(ip));
         self
     }
 

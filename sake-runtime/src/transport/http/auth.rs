@@ -147,7 +147,7 @@ pub(crate) fn metadata_routes(auth: &Arc<Authorization>) -> Router<Arc<Endpoint>
                             if let Some(peer) = super::peer(&ep.http, &parts) {
                                 parts
                                     .extensions
-                                    .insert(crate::auth::proxy::ClientAddr(peer.0));
+                                    .insert(crate::auth::proxy::ClientAddr(peer.ip));
                             }
                             let request = axum::extract::Request::from_parts(parts, body);
                             match service.oneshot(request).await {

@@ -209,16 +209,20 @@ fn peer(http: &HttpConfig, parts: &http::request::Parts) -> Option<PeerAddr> {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.rsplit(',').next())
             .and_then(|ip| ip.trim().parse().ok())
-            .map(PeerAddr);
+            .map(PeerAddr::new);
     }
     parts
         .extensions
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| PeerAddr(c.0.ip()))
+        .map(|c| PeerAddr::new(c.0.ip()))
 }
 
-/// Records the request's peer in its extensions.
+/// Records the request's peer in its extensions, unless the accept loop did, with the
+/// connection's quota key (`serve`).
 fn note_peer(http: &HttpConfig, parts: &mut http::request::Parts) {
+    if http.client_ip_header.is_none() && parts.extensions.get::<PeerAddr>().is_some() {
+        return;
+    }
     if let Some(p) = peer(http, parts) {
         parts.extensions.insert(p);
     }

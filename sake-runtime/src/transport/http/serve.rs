@@ -7,7 +7,7 @@ use std::time::Duration;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 
-use super::Endpoint;
+use super::{Endpoint, PeerAddr};
 use crate::error::Error;
 use crate::protocol::Revision;
 
@@ -58,12 +58,21 @@ pub(crate) async fn serve(
         };
         // Nagle's algorithm stalls small streamed responses by tens of milliseconds.
         let _ = tcp.set_nodelay(true);
-        // Each request learns where it came from, as `axum::serve` with connect info tells it.
+        // Each request learns where it came from, as `axum::serve` with connect info tells it;
+        // and, unless a proxy's header names the client, the address's quota key, made once
+        // for the connection rather than for each of its requests.
+        let address = ep.http.client_ip_header.is_none().then(|| PeerAddr {
+            ip: peer.ip(),
+            key: Some(ep.engine.address_key(peer.ip())),
+        });
         let service = TowerToHyperService::new(tower::ServiceExt::map_request(
             router.clone(),
             move |mut req: http::Request<_>| {
-                req.extensions_mut()
-                    .insert(axum::extract::ConnectInfo(peer));
+                let extensions = req.extensions_mut();
+                extensions.insert(axum::extract::ConnectInfo(peer));
+                if let Some(address) = address {
+                    extensions.insert(address);
+                }
                 req
             },
         ));
