@@ -258,7 +258,8 @@ impl Req {
         out
     }
 
-    pub(crate) fn build(self) -> http::Request<axum::body::Body> {
+    /// The request as an in-process caller hands it to the router.
+    pub fn build(self) -> http::Request<axum::body::Body> {
         let mut req = http::Request::builder()
             .method(self.method)
             .uri(self.path)

@@ -13,7 +13,8 @@ use sake::Elicitation;
 use sake::prelude::*;
 use sake_tests::fixtures::{Sum, complete_style};
 use sake_tests::{
-    CLIENT_CAPABILITIES, Handshake, MODERN, Open, Req, Stdio, Wire, sentinel, validate,
+    CLIENT_CAPABILITIES, Handshake, MODERN, Open, Req, Stdio, Wire, initialize_params, sentinel,
+    validate,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -1332,6 +1333,142 @@ fn with_header_line(line: &[u8]) -> Vec<u8> {
     let bytes = req.to_http1();
     let at = bytes.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
     [&bytes[..at], line, b"\r\n", &bytes[at..]].concat()
+}
+
+/// What the in-process router answers a request, as hyper would write it: status line,
+/// lowercase headers, body.
+async fn through_router(service: &sake::Service, req: Req) -> RawReply {
+    use tower::ServiceExt as _;
+    let resp = service.router().oneshot(req.build()).await.unwrap();
+    let status = resp.status();
+    let status_line = format!(
+        "HTTP/1.1 {} {}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("")
+    );
+    let mut headers: Vec<(String, String)> = resp
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+        .collect();
+    let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .unwrap()
+        .to_vec();
+    // hyper writes the length of a body it knows whole when no header gave it (axum gives it
+    // for a route's answer, not for its 404).
+    if !headers.iter().any(|(n, _)| n == "content-length") {
+        headers.push(("content-length".to_owned(), body.len().to_string()));
+    }
+    RawReply {
+        status_line,
+        headers,
+        body,
+    }
+}
+
+/// The headers of a reply that do not change from one answer to the next, in order.
+fn stable_headers(reply: &RawReply) -> Vec<(String, String)> {
+    reply
+        .headers
+        .iter()
+        .filter(|(n, _)| n != "date" && n != "connection")
+        .map(|(n, v)| match n.as_str() {
+            // A new session's id is signed with its moment and a random id.
+            "mcp-session-id" => (n.clone(), "(a session id)".to_owned()),
+            _ => (n.clone(), v.clone()),
+        })
+        .collect()
+}
+
+/// `Service::serve` hands the endpoint's POST to its handler without the router: every answer
+/// on the socket is the router's, byte for byte (headers in order, `content-length` included),
+/// and every other method and path still goes through the router.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_answers_as_the_router_does() {
+    let service = server().build().unwrap();
+    let addr = serve_socket(server()).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params("2025-11-25", json!({}))});
+    let cases: Vec<(&str, Req, &str)> = vec![
+        (
+            "a 2026-07-28 call",
+            Req::modern(
+                3,
+                "tools/call",
+                json!({"name": "echo", "arguments": {"text": "same"}}),
+            ),
+            "HTTP/1.1 200 OK",
+        ),
+        ("initialize", Req::legacy(initialize), "HTTP/1.1 200 OK"),
+        (
+            "a body that is not JSON",
+            Req::modern(4, "tools/list", json!({})).header("content-type", "text/plain"),
+            "HTTP/1.1 415 Unsupported Media Type",
+        ),
+        (
+            "a foreign Origin",
+            Req::modern(5, "tools/list", json!({})).header("origin", "https://evil.example"),
+            "HTTP/1.1 403 Forbidden",
+        ),
+        (
+            "PUT",
+            Req::modern(6, "tools/list", json!({})).http_method(http::Method::PUT),
+            "HTTP/1.1 405 Method Not Allowed",
+        ),
+        (
+            "another path",
+            Req::modern(7, "tools/list", json!({})).path("/elsewhere"),
+            "HTTP/1.1 404 Not Found",
+        ),
+    ];
+    for (what, req, status_line) in cases {
+        let on_socket = exchange(addr, &req.clone().header("connection", "close").to_http1()).await;
+        let in_process = through_router(&service, req).await;
+        assert_eq!(on_socket.status_line, status_line, "{what}");
+        assert_eq!(in_process.status_line, status_line, "{what}");
+        assert_eq!(
+            stable_headers(&on_socket),
+            stable_headers(&in_process),
+            "{what}"
+        );
+        assert!(
+            on_socket.headers.iter().any(|(n, _)| n == "date"),
+            "{what}: hyper dates every answer"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&on_socket.body),
+            String::from_utf8_lossy(&in_process.body),
+            "{what}"
+        );
+    }
+}
+
+/// With CORS, the POST goes through the router and its layer: the socket's answer carries
+/// the allowed origin, as the router's does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_answers_cors_through_the_layer() {
+    let cors = || sake::Cors::new(["http://localhost:6274"]);
+    let service = server().cors(cors()).build().unwrap();
+    let addr = serve_socket(server().cors(cors())).await;
+    let req = Req::modern(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "cors"}}),
+    )
+    .header("origin", "http://localhost:6274");
+    let on_socket = exchange(addr, &req.clone().header("connection", "close").to_http1()).await;
+    let in_process = through_router(&service, req).await;
+    assert_eq!(on_socket.status_line, "HTTP/1.1 200 OK");
+    assert!(
+        on_socket.headers.contains(&(
+            "access-control-allow-origin".to_owned(),
+            "http://localhost:6274".to_owned()
+        )),
+        "{:?}",
+        on_socket.headers
+    );
+    assert_eq!(stable_headers(&on_socket), stable_headers(&in_process));
+    assert_eq!(on_socket.body, in_process.body);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -168,8 +168,11 @@ fn needs_shaping(f: &Features, shape: Shape, bytes: &[u8]) -> bool {
     if !f.last_modified {
         needles[4] = b"\"lastModified\":";
     }
-    bytes.iter().enumerate().any(|(i, &b)| {
-        b == b'"'
+    // Only at a quote followed by a needle's first letter (`s`, `r`, `i`, `t`, `l`) is
+    // there anything to compare.
+    bytes.windows(2).enumerate().any(|(i, pair)| {
+        pair[0] == b'"'
+            && matches!(pair[1], b's' | b'r' | b'i' | b't' | b'l')
             && needles
                 .iter()
                 .any(|n| !n.is_empty() && bytes[i..].starts_with(n))

@@ -149,7 +149,7 @@ fn object_or_absent<'a>(
 
 /// The arguments' text for a round key: a view of the request's bytes when the transport
 /// kept them, a copy otherwise.
-fn arguments_text(parts: &RequestParts, arguments: Option<&RawValue>) -> Option<Bytes> {
+pub(super) fn arguments_text(parts: &RequestParts, arguments: Option<&RawValue>) -> Option<Bytes> {
     let text = arguments?.get().as_bytes();
     if let Some(message) = parts.meta.raw.message() {
         let start = (text.as_ptr() as usize).wrapping_sub(message.as_ptr() as usize);
@@ -294,6 +294,7 @@ impl Shared {
         self: &Arc<Self>,
         mut parts: RequestParts,
         key: RoundKey,
+        arguments: Option<&RawValue>,
         params: &Params<'_>,
         takes_context: bool,
         start: impl FnOnce(Context) -> BoxFuture<T>,
@@ -304,6 +305,8 @@ impl Shared {
         let answers_a_round = params.request_state.is_some() || params.input_responses.is_some();
         let round = if rev.features().input_required && (takes_context || answers_a_round) {
             let mut key = key;
+            // The arguments' text only for a round's key: a call without one never needs it.
+            key.arguments = arguments_text(&parts, arguments);
             key.principal = self.caller_name(&parts.extensions);
             let round = Arc::new(Mrtr::start(
                 self.sessions.signer(),
@@ -446,7 +449,7 @@ impl Shared {
         let key = RoundKey {
             method: "tools/call",
             name: Cow::Borrowed(def.name),
-            arguments: arguments_text(&parts, arguments),
+            arguments: None,
             principal: None,
         };
         // The tasks extension: the server decides, per request, and only for a request that
@@ -462,6 +465,7 @@ impl Shared {
         self.run(
             parts,
             key,
+            arguments,
             params,
             def.context,
             |ctx| (def.call)(arguments, ctx),
@@ -502,12 +506,13 @@ impl Shared {
         let key = RoundKey {
             method: "prompts/get",
             name: Cow::Borrowed(def.name),
-            arguments: arguments_text(&parts, arguments),
+            arguments: None,
             principal: None,
         };
         self.run(
             parts,
             key,
+            arguments,
             params,
             true,
             |ctx| (def.get)(arguments, ctx),
@@ -551,6 +556,7 @@ impl Shared {
         self.run(
             parts,
             key,
+            None,
             params,
             true,
             |ctx| (def.read)(ResourceRequest { uri, vars }, ctx),
@@ -600,6 +606,7 @@ impl Shared {
                 self.run(
                     parts,
                     key,
+                    None,
                     params,
                     true,
                     |ctx| {

@@ -318,6 +318,7 @@ impl Shared {
             Some(_) => None,
             None => Some(self.owner_of(&parts.extensions)),
         };
+        key.arguments = super::dispatch::arguments_text(&parts, arguments);
         key.principal = principal.clone();
         let round = Arc::new(Mrtr::start(
             self.sessions.signer(),

@@ -186,39 +186,41 @@ impl Shared {
                         // do: nothing can reach it between that poll and its answer).
                         let inflight = self.inflight.clone();
                         let key = inflight.key(scope, &id);
-                        Started::Running(Box::pin(
-                            async move {
-                                if cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
+                        let running = async move {
+                            if cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
+                                telemetry.cancelled();
+                                return None;
+                            }
+                            let first =
+                                std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
+                            if let Poll::Ready(out) = first {
+                                telemetry.finish(&out);
+                                return Some(out);
+                            }
+                            let cancel = cancel.unwrap_or_default();
+                            let _guard: InflightGuard = inflight.register(key, cancel.clone());
+                            // Cancellation first: a function that stops when cancelled
+                            // finishes at the same moment, and its result must not be
+                            // sent.
+                            tokio::select! {
+                                biased;
+                                // Cancelled by the client: no response is sent for it.
+                                () = cancel.cancelled() => {
                                     telemetry.cancelled();
-                                    return None;
+                                    None
                                 }
-                                let first =
-                                    std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx)))
-                                        .await;
-                                if let Poll::Ready(out) = first {
+                                out = fut => {
                                     telemetry.finish(&out);
-                                    return Some(out);
-                                }
-                                let cancel = cancel.unwrap_or_default();
-                                let _guard: InflightGuard = inflight.register(key, cancel.clone());
-                                // Cancellation first: a function that stops when cancelled
-                                // finishes at the same moment, and its result must not be
-                                // sent.
-                                tokio::select! {
-                                    biased;
-                                    // Cancelled by the client: no response is sent for it.
-                                    () = cancel.cancelled() => {
-                                        telemetry.cancelled();
-                                        None
-                                    }
-                                    out = fut => {
-                                        telemetry.finish(&out);
-                                        Some(out)
-                                    }
+                                    Some(out)
                                 }
                             }
-                            .instrument(span.clone()),
-                        ))
+                        };
+                        // A span nobody wants is not entered on every poll.
+                        if span.is_disabled() {
+                            Started::Running(Box::pin(running))
+                        } else {
+                            Started::Running(Box::pin(running.instrument(span.clone())))
+                        }
                     }
                 }
             }

@@ -190,6 +190,11 @@ impl Telemetry {
     /// `rpc.response.status_code` and the error status for a JSON-RPC error; and the
     /// duration.
     pub(crate) fn finish(&self, out: &Outcome) {
+        // Nothing to record: no span wants it, and no metric is kept.
+        #[cfg(not(feature = "otel"))]
+        if self.span.is_disabled() {
+            return;
+        }
         let error: Option<(Cow<'static, str>, Option<&str>)> = match out {
             Err(e) => Some((Cow::Owned(e.code.to_string()), Some(&e.message))),
             Ok(result) if self.tool_call && is_tool_error(result) => {

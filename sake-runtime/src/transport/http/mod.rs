@@ -447,7 +447,7 @@ fn slow_body(why: String) -> RpcError {
 
 /// Every POST runs in a `mcp` span; one `info` line per request says what it was and how it
 /// ended.
-async fn post(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
+pub(super) async fn post(State(ep): State<Arc<Endpoint>>, request: Request) -> Response {
     use tracing::Instrument as _;
     use tracing::field::Empty;
     let span = tracing::info_span!(

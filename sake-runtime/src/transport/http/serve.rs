@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::FutureExt as _;
+use futures_util::future::Either;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 
@@ -65,15 +67,26 @@ pub(crate) async fn serve(
             ip: peer.ip(),
             key: Some(ep.engine.address_key(peer.ip())),
         });
-        let service = TowerToHyperService::new(tower::ServiceExt::map_request(
-            router.clone(),
-            move |mut req: http::Request<_>| {
+        let (ep, router) = (ep.clone(), router.clone());
+        let service = TowerToHyperService::new(tower::service_fn(
+            move |req: http::Request<hyper::body::Incoming>| {
+                let mut req = req.map(axum::body::Body::new);
                 let extensions = req.extensions_mut();
                 extensions.insert(axum::extract::ConnectInfo(peer));
                 if let Some(address) = address {
                     extensions.insert(address);
                 }
-                req
+                // The endpoint's POST, the request almost every client sends, goes straight
+                // to its handler when no layer wraps the router (CORS): what the router
+                // would do for it, without its matching, boxing and response pass.
+                if ep.http.cors.is_none()
+                    && req.method() == http::Method::POST
+                    && req.uri().path() == ep.http.path
+                {
+                    Either::Left(super::post(axum::extract::State(ep.clone()), req).map(Ok))
+                } else {
+                    Either::Right(tower::ServiceExt::oneshot(router.clone(), req))
+                }
             },
         ));
         let conn = builder.serve_connection(TokioIo::new(tcp), service);
