@@ -277,8 +277,9 @@ impl Sessions {
         if session.expires == 0 || now >= session.expires {
             return Err(Refused::Expired);
         }
+        let instant = Instant::now();
         let ended = self.ended.lock().map_err(|_| Refused::Invalid)?;
-        if ended.contains(&session.sid, Instant::now()) {
+        if ended.contains(&session.sid, instant) {
             return Err(Refused::Ended);
         }
         drop(ended);
@@ -288,7 +289,7 @@ impl Sessions {
         }
         let cut_offs = self.cut_offs.lock().map_err(|_| Refused::Invalid)?;
         if cut_offs
-            .get(&session.owner, Instant::now())
+            .get(&session.owner, instant)
             .is_some_and(|&cut| opened <= cut)
         {
             return Err(Refused::Ended);
@@ -296,7 +297,7 @@ impl Sessions {
         drop(cut_offs);
         if let Some(p) = &session.principal {
             let out = self.signed_out.lock().map_err(|_| Refused::Invalid)?;
-            if let Some(&at) = out.get(p, Instant::now())
+            if let Some(&at) = out.get(p, instant)
                 && self.opened_at(&session) <= at
             {
                 return Err(Refused::Ended);

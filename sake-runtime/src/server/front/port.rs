@@ -964,7 +964,9 @@ impl Connection {
         let Some(raw) = hints.headers.and_then(|h| h.session_id.first) else {
             return Ok(None);
         };
-        let token = raw.to_str().unwrap_or("").trim();
+        // As text without `to_str`'s walk over a long token: the cache compares it whole and
+        // the signature check reads it, so a byte that is no visible ASCII fails there.
+        let token = std::str::from_utf8(raw.as_bytes().trim_ascii()).unwrap_or("");
         let verified = self.shared.sessions.verify(token).and_then(|s| {
             // A session opened by one caller is nobody else's: not another caller's, and not
             // an anonymous caller's either (nor the reverse).

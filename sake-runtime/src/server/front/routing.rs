@@ -34,9 +34,10 @@ pub(crate) enum Door {
 /// The era the `MCP-Protocol-Version` header alone suggests: a version that is not a
 /// handshake revision's (served or not) makes a message modern.
 pub(crate) fn header_era(headers: Option<&RequestHeaders<'_>>) -> Era {
+    // `str` holds visible ASCII only: an ASCII trim is the whole trim.
     match headers
         .and_then(|h| h.protocol_version.str())
-        .map(str::trim)
+        .map(str::trim_ascii)
     {
         Some(v) if !Revision::is_legacy_version_string(v) => Era::Modern,
         _ => Era::Legacy,
@@ -90,7 +91,7 @@ pub(crate) fn check_session_version(
     let value = headers
         .protocol_version
         .first
-        .map(|v| v.to_str().unwrap_or("").trim());
+        .map(|v| v.to_str().unwrap_or("").trim_ascii());
     match value {
         None if rev.features().version_header_required => Err(RpcError::invalid_request(format!(
             "Bad Request: missing MCP-Protocol-Version header; this session speaks {rev}"

@@ -113,11 +113,15 @@ pub(crate) fn check_origin(
 
 /// Checks that a POST body is declared as JSON: 415 otherwise.
 pub(crate) fn check_content_type(headers: &RequestHeaders<'_>) -> Result<(), RpcError> {
-    let ok = headers
-        .content_type
-        .str()
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|mt| mt.trim().eq_ignore_ascii_case("application/json"));
+    // The media type before any parameter, as bytes: a value that is not visible ASCII is
+    // no `application/json` either.
+    let ok = headers.content_type.first.is_some_and(|v| {
+        let v = v.as_bytes();
+        let media_type = v.split(|&b| b == b';').next().unwrap_or(v);
+        media_type
+            .trim_ascii()
+            .eq_ignore_ascii_case(b"application/json")
+    });
     if ok {
         Ok(())
     } else {
