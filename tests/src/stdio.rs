@@ -125,6 +125,28 @@ impl Peer {
         .await;
     }
 
+    /// Writes one line as it is, as far as the server reads it: a server that refuses the
+    /// line may close the connection before the last of its bytes are written (a broken
+    /// pipe or a reset is then what the writer sees, and is no failure).
+    pub async fn send_raw_until_refused(&mut self, line: &str) {
+        let w = self.writer.as_mut().expect("stdin is open");
+        let written = within("writing a line", async {
+            w.write_all(line.as_bytes()).await?;
+            w.write_all(b"\n").await?;
+            w.flush().await
+        })
+        .await;
+        if let Err(e) = written {
+            assert!(
+                matches!(
+                    e.kind(),
+                    std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                ),
+                "writing a refused line: {e}"
+            );
+        }
+    }
+
     /// Writes one message.
     pub async fn send(&mut self, message: Value) {
         self.send_raw(&message.to_string()).await;

@@ -160,7 +160,7 @@ async fn an_oversized_line_is_refused_and_the_connection_closed() {
         "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}",
         "x".repeat(4 * 1024 * 1024 + 16)
     );
-    peer.send_raw(&huge).await;
+    peer.send_raw_until_refused(&huge).await;
     let refused = peer.recv().await;
     assert_eq!(
         refused,
