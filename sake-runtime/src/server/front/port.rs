@@ -615,24 +615,7 @@ impl Connection {
             Answering::Now(answer) => {
                 let _ = held.out.send(Bytes::from(answer.to_bytes())).await;
             }
-            Answering::Later(mut run, _) => {
-                if held.all.is_cancelled() {
-                    return;
-                }
-                // The first poll here, before the transport hands over its next message: a
-                // function that ends on it is answered without a task of its own, and one
-                // that runs on has registered for `notifications/cancelled` before a cancel
-                // right behind its request is read.
-                let first = std::future::poll_fn(|cx| {
-                    std::task::Poll::Ready(std::pin::Pin::new(&mut run).poll(cx))
-                })
-                .await;
-                if let std::task::Poll::Ready(answer) = first {
-                    if let Some(answer) = answer {
-                        let _ = held.out.send(Bytes::from(answer.to_bytes())).await;
-                    }
-                    return;
-                }
+            Answering::Later(run, _) => {
                 let out = held.out.clone();
                 let all = held.all.clone();
                 held.tasks.spawn(async move {
