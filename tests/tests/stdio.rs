@@ -897,6 +897,28 @@ async fn cancelled_requests_write_nothing_even_when_the_function_returns_at_once
     c.finish().await;
 }
 
+/// A cancel written right behind its request, in the same write, cancels it: the connection
+/// polls a request once before it reads the next message, so a request that runs on has
+/// registered for cancellation by then (and one that ends on that poll has already answered).
+#[tokio::test]
+async fn a_cancel_right_behind_its_request_cancels_it() {
+    let service = example_server().build().unwrap();
+    let mut c = connect(&service);
+    c.peer.initialize("2025-06-18", json!({})).await;
+    c.peer
+        .call(0, "logging/setLevel", json!({"level": "error"}))
+        .await;
+    for i in 0..8 {
+        let id = format!("r{i}");
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": call("sleep", json!({"millis": 300}))});
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}});
+        c.peer.send_raw(&format!("{request}\n{cancel}")).await;
+    }
+    c.peer.barrier("cancelled").await;
+    assert_eq!(c.peer.recv_within(Duration::from_millis(600)).await, None);
+    c.finish().await;
+}
+
 #[tokio::test]
 async fn connections_of_one_service_do_not_cancel_each_other() {
     let service = example_server().build().unwrap();

@@ -181,11 +181,19 @@ impl Shared {
                 match self.dispatch(parts, method, &params) {
                     Dispatched::Ready(out) => done(out),
                     Dispatched::Pending(mut fut) => {
-                        // Only what runs on can be cancelled: lists and the like never
-                        // register, nor does a function that ends on its first poll (most
-                        // do: nothing can reach it between that poll and its answer).
+                        // Only what runs can be cancelled: lists and the like never register.
+                        // Where the transport polls the run at once, neither does a function
+                        // that ends on that first poll (most do: nothing can reach it between
+                        // that poll and its answer).
                         let inflight = self.inflight.clone();
                         let key = inflight.key(scope, &id);
+                        let (cancel, mut guard, key) = if inbound.polled_at_once {
+                            (cancel, None, Some(key))
+                        } else {
+                            let token = cancel.unwrap_or_default();
+                            let guard: InflightGuard = inflight.register(key, token.clone());
+                            (Some(token), Some(guard), None)
+                        };
                         let running = async move {
                             if cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
                                 telemetry.cancelled();
@@ -198,7 +206,10 @@ impl Shared {
                                 return Some(out);
                             }
                             let cancel = cancel.unwrap_or_default();
-                            let _guard: InflightGuard = inflight.register(key, cancel.clone());
+                            if let Some(key) = key {
+                                guard = Some(inflight.register(key, cancel.clone()));
+                            }
+                            let _guard = guard;
                             // Cancellation first: a function that stops when cancelled
                             // finishes at the same moment, and its result must not be
                             // sent.

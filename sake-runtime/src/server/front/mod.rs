@@ -66,6 +66,12 @@ pub(crate) struct Inbound {
     /// a cancellation (a tool that does not take the `Context`): it gets no questions channel
     /// and no cancellation token of its own unless it runs on past its first poll.
     pub quiet: bool,
+    /// Whether the transport polls the request's run as soon as it is handed back (a
+    /// per-request HTTP connection), so that no cancellation can reach it before its first
+    /// poll: it then registers for `notifications/cancelled` only if it runs on past that
+    /// poll. Elsewhere (a held connection runs it on a task, behind which the next message
+    /// may be read) it registers at once.
+    pub polled_at_once: bool,
     /// What carries the request, as the `network.transport` of its span: `tcp` (HTTP) or
     /// `pipe` (stdio).
     pub transport: Option<&'static str>,
@@ -348,6 +354,7 @@ impl Shared {
                         cancel: None,
                         no_questions: inbound.no_questions,
                         quiet: false,
+                        polled_at_once: false,
                         transport: inbound.transport,
                     };
                     let current = changed.as_deref().unwrap_or(session);

@@ -784,6 +784,7 @@ impl Connection {
             cancel: None,
             no_questions: !self.questions,
             quiet: false,
+            polled_at_once: false,
             transport: self.transport,
         }
     }
@@ -1081,6 +1082,8 @@ impl Connection {
                 let (sink, messages) = self.sink(hints, sends);
                 let mut inbound = self.inbound(sink, extensions);
                 inbound.quiet = !sends;
+                // `session::respond` polls the run before anything else of this connection.
+                inbound.polled_at_once = true;
                 let started = self.shared.session_request(
                     &session,
                     &session.sid,
