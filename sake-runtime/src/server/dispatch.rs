@@ -290,6 +290,9 @@ impl Shared {
     /// A function that does not take the `Context` (`takes_context` false) can neither ask
     /// a question nor see a cancellation: it gets no round unless the request answers one
     /// (its `requestState` and `inputResponses` are still checked), and no cancellation token.
+    // `arguments` rides beside `key` rather than in it: it is copied into the key only when
+    // there is a round.
+    #[allow(clippy::too_many_arguments)]
     fn run<T: Send + 'static>(
         self: &Arc<Self>,
         mut parts: RequestParts,
