@@ -13,7 +13,9 @@ ROOT=$PWD
 # Disk: a full run links about 150 test binaries. Incremental caches, which a one-off run never
 # reuses, would add about 6 GB, and trybuild's project (target/tests/trybuild) takes no
 # [profile] from this workspace, so its dependencies would carry full debug info; these two keep
-# a fresh run at about 10 GB. Both match Cargo.toml's profile for the workspace's own builds.
+# a fresh run at about 10 GB. The second is what Cargo.toml's [profile.dev] already says for the
+# workspace's own crates; a caller's own setting of either wins (e.g. CARGO_INCREMENTAL=1 to keep
+# incremental reuse across local runs).
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
 
