@@ -1,35 +1,115 @@
 #!/usr/bin/env bash
-# Packages the four published crates (sake-rules, sake-macros, sake-runtime, sake) as crates.io
-# would receive them, and builds each from its package: `cargo package` with several `-p`
-# packages them together, resolving their `=0.1.0` dependencies on each other against the
-# packages just made, then verifies each (not --no-verify). Prints each crate's file count and
-# size, compressed and unpacked. Extra arguments go to `cargo package` (e.g. --allow-dirty).
+# Rehearses the publish of every published crate (docs/releasing.md), as CI runs it:
+#
+# 1. `cargo publish --workspace --dry-run`: packages the published members (every one without
+#    `publish = false`: sake-rules, sake-macros, sake-runtime, sake-mcp, cargo-sake) together, in
+#    dependency order, resolving their `=` dependencies on each other against a local overlay of
+#    crates.io, and builds each from its `.crate` alone (not --no-verify). Nothing is uploaded.
+# 2. Each `.crate`: the licence texts, its readme and the metadata crates.io and docs.rs show
+#    (description, licence, repository, documentation, readme, keywords, categories,
+#    rust-version); the published set is exactly the one above, and no unpublished member
+#    slipped in. Prints each crate's file count and size, compressed and unpacked.
+# 3. docs.rs: each published library's documentation built as docs.rs builds it, from its
+#    `[package.metadata.docs.rs]` (its features, `--cfg docsrs` for the feature labels, which
+#    needs nightly rustdoc: RUSTC_BOOTSTRAP lets the stable one), with warnings as errors.
+# 4. The minimum Rust version: the published crates' `rust-version` is the toolchain this run
+#    builds with, so every build of the run is the MSRV build; if the toolchain is another, the
+#    workspace is checked with that exact toolchain (`cargo +VERSION`), and without it the
+#    script fails rather than claim a version it did not build with.
+#
+# Extra arguments go to `cargo publish` (e.g. --allow-dirty).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-crates=(sake-rules sake-macros sake-runtime sake)
+published=(sake-rules sake-macros sake-runtime sake-mcp cargo-sake)
 
-args=()
-for crate in "${crates[@]}"; do
-  args+=(-p "$crate")
-done
-cargo package --locked "${args[@]}" "$@"
+echo "==> cargo publish --workspace --dry-run"
+cargo publish --workspace --dry-run --locked "$@"
 
-# The .crate files: their file counts and sizes.
-python3 - "${crates[@]}" <<'PY'
-import json, os, subprocess, sys, tarfile
+python3 - "${published[@]}" <<'PY'
+import json, os, subprocess, sys, tarfile, tomllib
+
+wanted = sys.argv[1:]
+meta = json.loads(subprocess.run(
+    ["cargo", "metadata", "--format-version", "1", "--no-deps"],
+    check=True, capture_output=True, text=True).stdout)
+members = {p["name"]: p for p in meta["packages"]}
+publishable = sorted(n for n, p in members.items() if p.get("publish") != [])
+if publishable != sorted(wanted):
+    sys.exit(f"published members are {publishable}, expected {sorted(wanted)}: "
+             "set `publish = false` on the others (docs/releasing.md)")
+where = os.path.join(meta["target_directory"], "package")
+failures = []
+print(f"==> packages ({where})")
+print(f"{'crate':<14} {'files':>6} {'.crate':>9} {'unpacked':>9}")
+for crate in wanted:
+    version = members[crate]["version"]
+    path = os.path.join(where, f"{crate}-{version}.crate")
+    prefix = f"{crate}-{version}/"
+    with tarfile.open(path) as tar:
+        files = {m.name.removeprefix(prefix): m for m in tar.getmembers() if m.isfile()}
+        manifest = tomllib.loads(tar.extractfile(files["Cargo.toml"]).read().decode())
+    package = manifest["package"]
+    for f in ["LICENSE-MIT", "LICENSE-APACHE", package.get("readme", "README.md")]:
+        if f not in files:
+            failures.append(f"{crate}: {f} is not in the package")
+    for key in ["description", "license", "repository", "documentation", "readme",
+                "keywords", "categories", "rust-version"]:
+        if not package.get(key):
+            failures.append(f"{crate}: no `{key}` in its Cargo.toml")
+    size = os.path.getsize(path) / 1024
+    unpacked = sum(m.size for m in files.values()) / 1024
+    print(f"{crate:<14} {len(files):>6} {size:>8.1f}K {unpacked:>8.1f}K")
+if failures:
+    sys.exit("\n".join(failures))
+PY
+
+echo "==> docs.rs builds of the published libraries"
+python3 - "${published[@]}" <<'PY'
+import json, os, subprocess, sys
 
 meta = json.loads(subprocess.run(
     ["cargo", "metadata", "--format-version", "1", "--no-deps"],
     check=True, capture_output=True, text=True).stdout)
-version = {p["name"]: p["version"] for p in meta["packages"]}
-where = os.path.join(meta["target_directory"], "package")
-print(f"==> packages ({where})")
-print(f"{'crate':<14} {'files':>6} {'.crate':>9} {'unpacked':>9}")
+members = {p["name"]: p for p in meta["packages"]}
 for crate in sys.argv[1:]:
-    path = os.path.join(where, f"{crate}-{version[crate]}.crate")
-    with tarfile.open(path) as tar:
-        files = [m for m in tar.getmembers() if m.isfile()]
-    size = os.path.getsize(path) / 1024
-    unpacked = sum(m.size for m in files) / 1024
-    print(f"{crate:<14} {len(files):>6} {size:>8.1f}K {unpacked:>8.1f}K")
+    package = members[crate]
+    if not any("lib" in t["kind"] or "proc-macro" in t["kind"] for t in package["targets"]):
+        print(f"{crate}: no library, nothing for docs.rs to build")
+        continue
+    docsrs = (package.get("metadata") or {}).get("docs", {}).get("rs", {})
+    args = ["cargo", "doc", "--quiet", "--no-deps", "-p", crate]
+    if docsrs.get("all-features"):
+        args.append("--all-features")
+    elif docsrs.get("features"):
+        args += ["--features", ",".join(docsrs["features"])]
+    # Every feature a user can turn on (not `internals`-like private ones) must be documented.
+    public = sorted(f for f in package["features"] if f != "default" and f != "internals")
+    documented = public if docsrs.get("all-features") else sorted(docsrs.get("features", []))
+    if documented != public:
+        sys.exit(f"{crate}: docs.rs would document features {documented}, not {public}")
+    flags = " ".join(["--cfg docsrs" if "docsrs" in docsrs.get("rustdoc-args", []) else "",
+                      "-D warnings"]).strip()
+    env = dict(os.environ, RUSTC_BOOTSTRAP="1", RUSTDOCFLAGS=flags)
+    print(f"{crate}: {' '.join(args[1:])} (RUSTDOCFLAGS={flags})", flush=True)
+    subprocess.run(args, check=True, env=env)
 PY
+
+echo "==> minimum Rust version"
+msrv=$(cargo metadata --format-version 1 --no-deps | python3 -c '
+import json, sys
+versions = {p["rust_version"] for p in json.load(sys.stdin)["packages"]
+            if p.get("publish") != [] and p.get("rust_version")}
+if len(versions) != 1:
+    sys.exit(f"the published crates disagree on rust-version: {sorted(versions)}")
+print(versions.pop())')
+have=$(rustc --version | sed -n 's/^rustc \([0-9]*\.[0-9]*\).*/\1/p')
+if [ "$have" = "${msrv%.*}" ] || [ "$have" = "$msrv" ]; then
+  echo "rust-version $msrv is this toolchain's ($(rustc --version)): every build of this run is the MSRV build"
+elif rustup toolchain list 2>/dev/null | grep -q "^$msrv"; then
+  echo "rust-version $msrv: checking the workspace with that toolchain"
+  cargo "+$msrv" check --workspace --all-targets --all-features --locked
+else
+  echo "rust-version $msrv, but this toolchain is $have and rustup has no $msrv: install it" \
+    "(rustup toolchain install $msrv) or raise rust-version (docs/releasing.md)" >&2
+  exit 1
+fi

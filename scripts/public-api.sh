@@ -10,17 +10,19 @@ mode=${1:-check}
 TARGET_DIR=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 DOC_TARGET="$TARGET_DIR/public-api"
 status=0
-for crate in sake-runtime sake; do
+# package:library (the facade is published as sake-mcp; its library, and snapshot, is sake).
+for pair in sake-runtime:sake_runtime sake-mcp:sake; do
+  package=${pair%%:*} crate=${pair##*:}
   RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="-Z unstable-options --output-format json" \
-    cargo doc --quiet -p "$crate" --no-deps --features client,auth,auth-proxy,otel,redis,compat --target-dir "$DOC_TARGET"
-  json="$DOC_TARGET/doc/$(echo "$crate" | tr - _).json"
-  snapshot="docs/public-api/$crate.txt"
+    cargo doc --quiet -p "$package" --no-deps --features client,auth,auth-proxy,otel,redis,compat --target-dir "$DOC_TARGET"
+  json="$DOC_TARGET/doc/$crate.json"
+  snapshot="docs/public-api/$(echo "$crate" | tr _ -).txt"
   if [ "$mode" = "--bless" ]; then
     mkdir -p docs/public-api
     python3 scripts/public-api.py "$json" > "$snapshot"
     echo "wrote $snapshot"
   elif ! diff -u "$snapshot" <(python3 scripts/public-api.py "$json"); then
-    echo "the public API of $crate changed: review the diff above, then run scripts/public-api.sh --bless" >&2
+    echo "the public API of $package changed: review the diff above, then run scripts/public-api.sh --bless" >&2
     status=1
   fi
 done

@@ -4,7 +4,7 @@
 //! what the compiler checks (argument and return types) it leaves to the compiler, spanned
 //! at the user's tokens.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::LitStr;
 use syn::ext::IdentExt;
@@ -28,18 +28,20 @@ fn opt_string(v: &Option<String>) -> TokenStream {
 }
 
 fn icons(icons: &[Icon]) -> TokenStream {
+    let sake = crate::krate::path();
     let items = icons.iter().map(|i| {
         let src = &i.src;
         let mime = opt_str(&i.mime_type);
         let theme = opt_str(&i.theme);
         let sizes = &i.sizes;
-        quote!(::sake::__private::IconDef { src: #src, mime_type: #mime, sizes: &[#(#sizes),*], theme: #theme })
+        quote!(#sake::__private::IconDef { src: #src, mime_type: #mime, sizes: &[#(#sizes),*], theme: #theme })
     });
     quote!(&[#(#items),*])
 }
 
 fn location() -> TokenStream {
-    quote!(::sake::__private::Location {
+    let sake = crate::krate::path();
+    quote!(#sake::__private::Location {
         file: ::core::file!(),
         line: ::core::line!(),
         module: ::core::module_path!(),
@@ -87,6 +89,13 @@ struct ArgsKind {
 /// at the parameter, in the trait's words. A parameter with custom serde or schemars
 /// attributes is a concrete field instead (the derives check it) — see `ast::is_custom`.
 fn args_struct(func: &Func, kind: &ArgsKind) -> (TokenStream, Vec<syn::Ident>) {
+    let sake = crate::krate::path();
+    let facade = crate::krate::name();
+    let serde_crate = LitStr::new(&format!("::{facade}::__private::serde"), Span::call_site());
+    let schemars_crate = LitStr::new(
+        &format!("::{facade}::__private::schemars"),
+        Span::call_site(),
+    );
     let ArgsKind { bound, error, glue } = kind;
     let mut fields = Vec::new();
     let mut idents = Vec::new();
@@ -101,14 +110,15 @@ fn args_struct(func: &Func, kind: &ArgsKind) -> (TokenStream, Vec<syn::Ident>) {
         let (header, header_bound) = match &p.header {
             Some(h) => (
                 quote!(#[schemars(extend("x-mcp-header" = #h))]),
-                quote!(+ ::sake::__private::HeaderArgument),
+                quote!(+ #sake::__private::HeaderArgument),
             ),
             None => (quote!(), quote!()),
         };
         let field_ty = if p.custom {
             if p.header.is_some() {
+                let sake = crate::krate::path_at(ty.span());
                 checks.push(
-                    quote_spanned!(ty.span()=> ::sake::__private::assert_header_argument::<#ty>();),
+                    quote_spanned!(ty.span()=> #sake::__private::assert_header_argument::<#ty>();),
                 );
             }
             quote!(#ty)
@@ -123,18 +133,18 @@ fn args_struct(func: &Func, kind: &ArgsKind) -> (TokenStream, Vec<syn::Ident>) {
         idents.push(id.clone());
     }
     let tokens = quote! {
-        #[derive(::sake::__private::serde::Deserialize, ::sake::__private::schemars::JsonSchema)]
-        #[serde(crate = "::sake::__private::serde")]
-        #[schemars(crate = "::sake::__private::schemars")]
+        #[derive(#sake::__private::serde::Deserialize, #sake::__private::schemars::JsonSchema)]
+        #[serde(crate = #serde_crate)]
+        #[schemars(crate = #schemars_crate)]
         struct __SakeArgs<#(#params),*> { #(#fields,)* }
 
         const fn __sake_glue<#(#bounded),*>()
-            -> ::sake::__private::ArgsGlue<__SakeArgs<#(#params),*>, #error>
+            -> #sake::__private::ArgsGlue<__SakeArgs<#(#params),*>, #error>
         {
-            ::sake::__private::ArgsGlue::<__SakeArgs<#(#params),*>, #error>::#glue
+            #sake::__private::ArgsGlue::<__SakeArgs<#(#params),*>, #error>::#glue
         }
 
-        const __SAKE_ARGS: ::sake::__private::ArgsGlue<__SakeArgs<#(#types),*>, #error> =
+        const __SAKE_ARGS: #sake::__private::ArgsGlue<__SakeArgs<#(#types),*>, #error> =
             __sake_glue::<#(#types),*>();
 
         fn __sake_argument_checks() { #(#checks)* }
@@ -152,6 +162,7 @@ fn glue_const(func: &Func) -> syn::Ident {
 /// The `State<T>` parameters: taken from the context before the call (a missing state is a
 /// start-up error, so the fallback is never reached), and the list the registry checks.
 fn states(func: &Func, on_missing: TokenStream) -> (TokenStream, TokenStream) {
+    let sake = crate::krate::path();
     let mut takes = Vec::new();
     let mut needs = Vec::new();
     for p in &func.params {
@@ -159,12 +170,13 @@ fn states(func: &Func, on_missing: TokenStream) -> (TokenStream, TokenStream) {
             let (id, ty) = (&p.ident, &p.ty);
             // `PrincipalParam` is implemented by `sake::auth::Principal` and its `Option` only:
             // another type named `Principal` stops here with an error that says so.
-            let param = quote_spanned!(ty.span()=> <#ty as ::sake::__private::PrincipalParam>);
+            let sake = crate::krate::path_at(ty.span());
+            let param = quote_spanned!(ty.span()=> <#ty as #sake::__private::PrincipalParam>);
             takes.push(quote_spanned! {ty.span()=>
                 let #id: #ty = match #param::from_context(&__sake_ctx) {
                     ::core::option::Option::Some(p) => p,
                     ::core::option::Option::None => return #on_missing(
-                        ::sake::__private::missing_principal()
+                        #sake::__private::missing_principal()
                     ),
                 };
             });
@@ -173,12 +185,13 @@ fn states(func: &Func, on_missing: TokenStream) -> (TokenStream, TokenStream) {
             let (id, ty) = (&p.ident, &p.ty);
             // `StateParam` is implemented by `sake::State<T>` only: another type named `State`
             // stops here with an error that says so, at the parameter's type.
-            let param = quote_spanned!(ty.span()=> <#ty as ::sake::__private::StateParam>);
+            let sake = crate::krate::path_at(ty.span());
+            let param = quote_spanned!(ty.span()=> <#ty as #sake::__private::StateParam>);
             takes.push(quote_spanned! {ty.span()=>
                 let #id: #ty = match #param::from_context(&__sake_ctx) {
                     ::core::option::Option::Some(s) => s,
                     ::core::option::Option::None => return #on_missing(
-                        ::sake::__private::missing_state(#param::need().type_name)
+                        #sake::__private::missing_state(#param::need().type_name)
                     ),
                 };
             });
@@ -188,7 +201,7 @@ fn states(func: &Func, on_missing: TokenStream) -> (TokenStream, TokenStream) {
     (
         quote!(#(#takes)*),
         quote! {
-            fn __sake_states() -> ::std::vec::Vec<::sake::__private::StateNeed> {
+            fn __sake_states() -> ::std::vec::Vec<#sake::__private::StateNeed> {
                 ::std::vec![#(#needs),*]
             }
         },
@@ -229,21 +242,22 @@ fn call(func: &Func) -> TokenStream {
 }
 
 pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
+    let sake = crate::krate::path();
     let name = item_name(attrs, func);
     let description = func.description.as_deref().unwrap_or_default();
     let (args, idents) = args_struct(
         func,
         &ArgsKind {
-            bound: quote!(::sake::__private::ToolArgument),
-            error: quote!(::sake::CallToolResult),
+            bound: quote!(#sake::__private::ToolArgument),
+            error: quote!(#sake::CallToolResult),
             glue: quote!(TOOL),
         },
     );
-    let (take_states, states_fn) = states(func, quote!(::sake::__private::ready_tool_internal));
+    let (take_states, states_fn) = states(func, quote!(#sake::__private::ready_tool_internal));
     let ret = &func.ret;
     // Spanned at the return type, so that a type no conversion applies to is reported there.
-    let probe =
-        quote_spanned!(ret.span()=> (&&&::sake::__private::Probe::<#ret>::NEW).sake_output_kind());
+    let sake_at = crate::krate::path_at(ret.span());
+    let probe = quote_spanned!(ret.span()=> (&&&#sake_at::__private::Probe::<#ret>::NEW).sake_output_kind());
     let output_schema = quote_spanned!(ret.span()=> #probe.output_schema());
     let convert = quote_spanned!(ret.span()=> #probe.convert(__sake_out));
     let call = call(func);
@@ -274,7 +288,7 @@ pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
     // `input_schema = path`: served verbatim instead of the generated one.
     let input_schema = match &attrs.input_schema {
         Some(path) => quote! {{
-            let f: fn() -> ::sake::__private::serde_json::Value = #path;
+            let f: fn() -> #sake::__private::serde_json::Value = #path;
             f()
         }},
         None => quote!((__SAKE_ARGS.schema)()),
@@ -286,25 +300,25 @@ pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
         #[doc(hidden)]
         #[allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused, clippy::all, clippy::pedantic)]
         const #glue: () = {
-            use ::sake::__private::{
+            use #sake::__private::{
                 ViaContent as _, ViaNothing as _, ViaResultStructured as _, ViaStructured as _,
             };
             #args
             #states_fn
-            fn __sake_input_schema() -> ::sake::__private::serde_json::Value {
+            fn __sake_input_schema() -> #sake::__private::serde_json::Value {
                 #input_schema
             }
-            fn __sake_output_schema() -> ::core::option::Option<::sake::__private::serde_json::Value> {
+            fn __sake_output_schema() -> ::core::option::Option<#sake::__private::serde_json::Value> {
                 #output_schema
             }
             fn __sake_call(
-                __sake_raw: ::core::option::Option<&::sake::__private::RawValue>,
-                __sake_ctx: ::sake::Context,
-            ) -> ::sake::__private::ToolFuture {
+                __sake_raw: ::core::option::Option<&#sake::__private::RawValue>,
+                __sake_ctx: #sake::Context,
+            ) -> #sake::__private::ToolFuture {
                 let __SakeArgs { #(#idents),* } =
                     match (__SAKE_ARGS.decode)(#name, __sake_raw) {
                         ::core::result::Result::Ok(v) => v,
-                        ::core::result::Result::Err(e) => return ::sake::__private::ready_tool(e),
+                        ::core::result::Result::Err(e) => return #sake::__private::ready_tool(e),
                     };
                 #take_states
                 ::std::boxed::Box::pin(async move {
@@ -312,12 +326,12 @@ pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     #convert
                 })
             }
-            ::sake::__private::inventory::submit! {
-                ::sake::__private::ToolDef {
+            #sake::__private::inventory::submit! {
+                #sake::__private::ToolDef {
                     name: #name,
                     title: #title,
                     description: #description,
-                    hints: ::sake::__private::ToolHints {
+                    hints: #sake::__private::ToolHints {
                         title: #h_title, read_only: #ro, destructive: #de, idempotent: #id, open_world: #ow,
                     },
                     icons: #icons,
@@ -327,7 +341,7 @@ pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     requires: &[#(#requires),*],
                     scopes: #scopes,
                     principal: #principal,
-                    task_support: ::sake::__private::TaskSupport::#task_support,
+                    task_support: #sake::__private::TaskSupport::#task_support,
                     context: #takes_context,
                     ui: #ui,
                     states: __sake_states,
@@ -341,23 +355,25 @@ pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
 /// `ui = …` and `visibility(…)`: the tool's `ToolUiDef`. A view named by its struct is
 /// checked by the compiler (`View` is implemented by `#[view]` structs only), at the path.
 fn tool_ui(attrs: &ItemAttrs) -> TokenStream {
+    let sake = crate::krate::path();
     if attrs.ui.is_none() && attrs.visibility.is_none() {
-        return quote!(::sake::__private::ToolUiDef::NONE);
+        return quote!(#sake::__private::ToolUiDef::NONE);
     }
     let resource_uri = match &attrs.ui {
         None => quote!(::core::option::Option::None),
         Some(UiLink::Uri(uri)) => quote!(::core::option::Option::Some(#uri)),
         Some(UiLink::View(path)) => {
-            let uri = quote_spanned!(path.span()=> <#path as ::sake::__private::View>::URI);
+            let sake = crate::krate::path_at(path.span());
+            let uri = quote_spanned!(path.span()=> <#path as #sake::__private::View>::URI);
             quote!(::core::option::Option::Some(#uri))
         }
     };
     let visibility = attrs.visibility.iter().flat_map(|v| &v.list).map(|w| {
         let variant = format_ident!("{}", w.wire);
-        quote!(::sake::__private::Visibility::#variant)
+        quote!(#sake::__private::Visibility::#variant)
     });
     quote! {
-        ::sake::__private::ToolUiDef {
+        #sake::__private::ToolUiDef {
             resource_uri: #resource_uri,
             visibility: &[#(#visibility),*],
         }
@@ -365,13 +381,14 @@ fn tool_ui(attrs: &ItemAttrs) -> TokenStream {
 }
 
 fn completer(attrs: &ItemAttrs) -> (TokenStream, TokenStream) {
+    let sake = crate::krate::path();
     match &attrs.complete {
         Some(path) => (
             quote! {
                 fn __sake_complete(
-                    req: ::sake::__private::CompletionRequest,
-                ) -> ::sake::__private::BoxFuture<::sake::Completion> {
-                    ::sake::__private::complete_with(#path, req)
+                    req: #sake::__private::CompletionRequest,
+                ) -> #sake::__private::BoxFuture<#sake::Completion> {
+                    #sake::__private::complete_with(#path, req)
                 }
             },
             quote!(::core::option::Option::Some(__sake_complete)),
@@ -381,19 +398,21 @@ fn completer(attrs: &ItemAttrs) -> (TokenStream, TokenStream) {
 }
 
 pub(crate) fn prompt(attrs: &ItemAttrs, func: &Func) -> TokenStream {
+    let sake = crate::krate::path();
     let name = item_name(attrs, func);
     let description = func.description.as_deref().unwrap_or_default();
     let (args, idents) = args_struct(
         func,
         &ArgsKind {
-            bound: quote!(::sake::__private::PromptArgumentType),
-            error: quote!(::sake::RpcError),
+            bound: quote!(#sake::__private::PromptArgumentType),
+            error: quote!(#sake::RpcError),
             glue: quote!(PROMPT),
         },
     );
-    let (take_states, states_fn) = states(func, quote!(::sake::__private::ready_prompt_error));
+    let (take_states, states_fn) = states(func, quote!(#sake::__private::ready_prompt_error));
     let ret = &func.ret;
-    let convert = quote_spanned!(ret.span()=> ::sake::__private::IntoGetPromptResult::into_get_prompt_result(__sake_out));
+    let sake_at = crate::krate::path_at(ret.span());
+    let convert = quote_spanned!(ret.span()=> #sake_at::__private::IntoGetPromptResult::into_get_prompt_result(__sake_out));
     let call = call(func);
     let title = opt_str(&attrs.title);
     let icons = icons(&attrs.icons);
@@ -409,17 +428,17 @@ pub(crate) fn prompt(attrs: &ItemAttrs, func: &Func) -> TokenStream {
             #args
             #complete_fn
             #states_fn
-            fn __sake_arguments() -> ::sake::__private::serde_json::Value {
+            fn __sake_arguments() -> #sake::__private::serde_json::Value {
                 (__SAKE_ARGS.schema)()
             }
             fn __sake_get(
-                __sake_raw: ::core::option::Option<&::sake::__private::RawValue>,
-                __sake_ctx: ::sake::Context,
-            ) -> ::sake::__private::PromptFuture {
+                __sake_raw: ::core::option::Option<&#sake::__private::RawValue>,
+                __sake_ctx: #sake::Context,
+            ) -> #sake::__private::PromptFuture {
                 let __SakeArgs { #(#idents),* } =
                     match (__SAKE_ARGS.decode)(#name, __sake_raw) {
                         ::core::result::Result::Ok(v) => v,
-                        ::core::result::Result::Err(e) => return ::sake::__private::ready_prompt_error(e),
+                        ::core::result::Result::Err(e) => return #sake::__private::ready_prompt_error(e),
                     };
                 #take_states
                 ::std::boxed::Box::pin(async move {
@@ -427,8 +446,8 @@ pub(crate) fn prompt(attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     #convert
                 })
             }
-            ::sake::__private::inventory::submit! {
-                ::sake::__private::PromptDef {
+            #sake::__private::inventory::submit! {
+                #sake::__private::PromptDef {
                     name: #name,
                     title: #title,
                     description: #description,
@@ -449,6 +468,7 @@ pub(crate) fn prompt(attrs: &ItemAttrs, func: &Func) -> TokenStream {
 /// A resource. Validation made sure that `uri` is given and parses, and that the
 /// function's arguments are exactly the template's variables.
 pub(crate) fn resource(attrs: &ItemAttrs, func: &Func) -> TokenStream {
+    let sake = crate::krate::path();
     let uri = attrs
         .uri
         .as_ref()
@@ -456,19 +476,21 @@ pub(crate) fn resource(attrs: &ItemAttrs, func: &Func) -> TokenStream {
     let parses = func.arguments().map(|p| {
         let (id, ty) = (&p.ident, &p.ty);
         let name = id.to_string();
+        let sake = crate::krate::path_at(ty.span());
         quote_spanned! {ty.span()=>
-            let #id: #ty = match ::sake::__private::parse_var::<#ty>(#name, __sake_req.var(#name)) {
+            let #id: #ty = match #sake::__private::parse_var::<#ty>(#name, __sake_req.var(#name)) {
                 ::core::result::Result::Ok(v) => v,
-                ::core::result::Result::Err(e) => return ::sake::__private::ready_resource_error(e),
+                ::core::result::Result::Err(e) => return #sake::__private::ready_resource_error(e),
             };
         }
     });
     let name = item_name(attrs, func);
-    let (take_states, states_fn) = states(func, quote!(::sake::__private::ready_resource_error));
+    let (take_states, states_fn) = states(func, quote!(#sake::__private::ready_resource_error));
     let ret = &func.ret;
     let mime = opt_str(&attrs.mime_type);
+    let sake_at = crate::krate::path_at(ret.span());
     let convert = quote_spanned!(ret.span()=>
-        ::sake::__private::IntoReadResourceResult::into_read_resource_result(__sake_out, &__sake_req.uri, #mime));
+        #sake_at::__private::IntoReadResourceResult::into_read_resource_result(__sake_out, &__sake_req.uri, #mime));
     let call = call(func);
     let title = opt_str(&attrs.title);
     let description = opt_string(&func.description);
@@ -486,9 +508,9 @@ pub(crate) fn resource(attrs: &ItemAttrs, func: &Func) -> TokenStream {
             #complete_fn
             #states_fn
             fn #fn_name(
-                __sake_req: ::sake::__private::ResourceRequest,
-                __sake_ctx: ::sake::Context,
-            ) -> ::sake::__private::ResourceFuture {
+                __sake_req: #sake::__private::ResourceRequest,
+                __sake_ctx: #sake::Context,
+            ) -> #sake::__private::ResourceFuture {
                 #(#parses)*
                 #take_states
                 ::std::boxed::Box::pin(async move {
@@ -496,8 +518,8 @@ pub(crate) fn resource(attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     #convert
                 })
             }
-            ::sake::__private::inventory::submit! {
-                ::sake::__private::ResourceDef {
+            #sake::__private::inventory::submit! {
+                #sake::__private::ResourceDef {
                     uri: #uri,
                     name: #name,
                     title: #title,

@@ -1,4 +1,4 @@
-//! The procedural macros of [sake](https://docs.rs/sake): `#[tool]`, `#[prompt]`,
+//! The procedural macros of [sake](https://docs.rs/sake-mcp): `#[tool]`, `#[prompt]`,
 //! `#[resource]` and `#[view]`. Use them through the `sake` crate.
 //!
 //! Each macro keeps the function as written (minus the parameter attributes it consumes) and
@@ -10,6 +10,7 @@ mod attr;
 mod ctxt;
 mod expand;
 mod fallback;
+mod krate;
 mod skills;
 mod valid;
 mod view;

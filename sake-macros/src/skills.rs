@@ -121,6 +121,7 @@ fn digest(bytes: &[u8]) -> String {
 
 /// Reads and checks the directory; the error is a sentence naming the file.
 fn read(input: &Input, base: &Path) -> Result<TokenStream, String> {
+    let sake = crate::krate::path();
     let written = input.dir.value();
     let joined = base.join(&written);
     // `include_bytes!` takes the absolute path: rustc's working directory is not the file's.
@@ -202,7 +203,7 @@ fn read(input: &Input, base: &Path) -> Result<TokenStream, String> {
         let rel = &f.rel;
         let abs = f.abs.to_string_lossy().into_owned();
         let d = digest(&f.bytes);
-        quote!(::sake::skills::EmbeddedFile {
+        quote!(#sake::skills::EmbeddedFile {
             path: #rel,
             bytes: ::core::include_bytes!(#abs),
             digest: #d,
@@ -210,19 +211,19 @@ fn read(input: &Input, base: &Path) -> Result<TokenStream, String> {
     });
     let skill_items = skills
         .iter()
-        .map(|(path, fm)| quote!(::sake::skills::EmbeddedSkill { path: #path, frontmatter: #fm }));
+        .map(|(path, fm)| quote!(#sake::skills::EmbeddedSkill { path: #path, frontmatter: #fm }));
     let scopes = &input.scopes;
     Ok(quote! {
         const _: () = {
-            static __SAKE_SKILL_FILES: &[::sake::skills::EmbeddedFile] = &[#(#file_items),*];
-            static __SAKE_SKILLS: &[::sake::skills::EmbeddedSkill] = &[#(#skill_items),*];
-            ::sake::__private::inventory::submit! {
-                ::sake::skills::EmbeddedSkills {
+            static __SAKE_SKILL_FILES: &[#sake::skills::EmbeddedFile] = &[#(#file_items),*];
+            static __SAKE_SKILLS: &[#sake::skills::EmbeddedSkill] = &[#(#skill_items),*];
+            #sake::__private::inventory::submit! {
+                #sake::skills::EmbeddedSkills {
                     dir: #written,
                     files: __SAKE_SKILL_FILES,
                     skills: __SAKE_SKILLS,
                     scopes: &[#(#scopes),*],
-                    location: ::sake::__private::Location {
+                    location: #sake::__private::Location {
                         file: ::core::file!(),
                         line: ::core::line!(),
                         module: ::core::module_path!(),

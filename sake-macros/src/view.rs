@@ -172,13 +172,14 @@ fn is_html_document(text: &str) -> bool {
 
 /// `impl View for TheStruct`: what `#[tool(ui = TheStruct)]` reads.
 fn view_impl(attrs: &ItemAttrs, item: &syn::ItemStruct) -> TokenStream {
+    let sake = crate::krate::path();
     let Some(uri) = &attrs.uri else {
         return quote!();
     };
     let ident = &item.ident;
     let (impl_generics, ty_generics, where_clause) = item.generics.split_for_impl();
     quote! {
-        impl #impl_generics ::sake::__private::View for #ident #ty_generics #where_clause {
+        impl #impl_generics #sake::__private::View for #ident #ty_generics #where_clause {
             const URI: &'static str = #uri;
         }
     }
@@ -193,6 +194,7 @@ fn opt_str(v: Option<&LitStr>) -> TokenStream {
 
 /// The registration: the HTML (embedded, or the function's glue) and the `ViewDef`.
 fn expand(attrs: &ItemAttrs, item: &syn::ItemStruct, file: Option<&File>) -> TokenStream {
+    let sake = crate::krate::path();
     let ident = &item.ident;
     let uri = attrs
         .uri
@@ -209,17 +211,18 @@ fn expand(attrs: &ItemAttrs, item: &syn::ItemStruct, file: Option<&File>) -> Tok
     };
     let (html_items, html) = match (&attrs.html, file) {
         (Some(Html::Function(path)), _) => {
+            let sake_at = crate::krate::path_at(path.span());
             let call =
-                quote_spanned!(path.span()=> ::sake::__private::view_html(#path, __sake_ctx));
+                quote_spanned!(path.span()=> #sake_at::__private::view_html(#path, __sake_ctx));
             (
                 quote! {
                     fn __sake_html(
-                        __sake_ctx: ::sake::Context,
-                    ) -> ::sake::__private::BoxFuture<::core::result::Result<::std::string::String, ::sake::RpcError>> {
+                        __sake_ctx: #sake::Context,
+                    ) -> #sake::__private::BoxFuture<::core::result::Result<::std::string::String, #sake::RpcError>> {
                         #call
                     }
                 },
-                quote!(::sake::__private::ViewHtml::function(__sake_html)),
+                quote!(#sake::__private::ViewHtml::function(__sake_html)),
             )
         }
         (_, Some(file)) => {
@@ -229,7 +232,7 @@ fn expand(attrs: &ItemAttrs, item: &syn::ItemStruct, file: Option<&File>) -> Tok
                 quote!(
                     const __SAKE_HTML: &str = ::core::include_str!(#include);
                 ),
-                quote!(::sake::__private::ViewHtml::embedded(__SAKE_HTML, #sha256)),
+                quote!(#sake::__private::ViewHtml::embedded(__SAKE_HTML, #sha256)),
             )
         }
         // Validation made sure there is HTML, and reading it did not fail.
@@ -248,7 +251,7 @@ fn expand(attrs: &ItemAttrs, item: &syn::ItemStruct, file: Option<&File>) -> Tok
                 list(&c.frame_domains),
                 list(&c.base_uri_domains),
             );
-            quote!(::core::option::Option::Some(::sake::__private::CspDef {
+            quote!(::core::option::Option::Some(#sake::__private::CspDef {
                 connect_domains: #connect,
                 resource_domains: #resource,
                 frame_domains: #frame,
@@ -272,8 +275,8 @@ fn expand(attrs: &ItemAttrs, item: &syn::ItemStruct, file: Option<&File>) -> Tok
         #[allow(non_upper_case_globals, non_snake_case, dead_code, clippy::all, clippy::pedantic)]
         const #glue: () = {
             #html_items
-            ::sake::__private::inventory::submit! {
-                ::sake::__private::ViewDef {
+            #sake::__private::inventory::submit! {
+                #sake::__private::ViewDef {
                     uri: #uri,
                     name: #name,
                     title: #title,
@@ -283,7 +286,7 @@ fn expand(attrs: &ItemAttrs, item: &syn::ItemStruct, file: Option<&File>) -> Tok
                     permissions: &[#(#permissions),*],
                     domain: #domain,
                     prefers_border: #prefers_border,
-                    location: ::sake::__private::Location {
+                    location: #sake::__private::Location {
                         file: ::core::file!(),
                         line: ::core::line!(),
                         module: ::core::module_path!(),

@@ -1,4 +1,4 @@
-//! The rules that [sake](https://docs.rs/sake)'s macros check at compile time and its runtime
+//! The rules that [sake](https://docs.rs/sake-mcp)'s macros check at compile time and its runtime
 //! checks again at start-up (for descriptors built by hand), written once so that the two
 //! cannot disagree:
 //!

@@ -1,4 +1,4 @@
-//! The runtime of [sake](https://docs.rs/sake): registry, schemas, protocol, dispatch and
+//! The runtime of [sake](https://docs.rs/sake-mcp): registry, schemas, protocol, dispatch and
 //! transports. Depend on the `sake` crate, which re-exports this one with the macros.
 //!
 //! The public API is what this page lists; everything else is internal. The map of the
