@@ -37,7 +37,8 @@ publishable = sorted(n for n, p in members.items() if p.get("publish") != [])
 if publishable != sorted(wanted):
     sys.exit(f"published members are {publishable}, expected {sorted(wanted)}: "
              "set `publish = false` on the others (docs/releasing.md)")
-where = os.path.join(meta["target_directory"], "package")
+# `cargo publish --dry-run` leaves the packages it verified in package/tmp-crate/.
+where = os.path.join(meta["target_directory"], "package", "tmp-crate")
 failures = []
 print(f"==> packages ({where})")
 print(f"{'crate':<14} {'files':>6} {'.crate':>9} {'unpacked':>9}")

@@ -19,6 +19,13 @@ ROOT=$PWD
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
 
+# Each stage says how long it took (lap NAME, after it), so that a slow stage names itself.
+lap_start=$SECONDS
+lap() {
+  echo "==> ($1 took $((SECONDS - lap_start)) s)"
+  lap_start=$SECONDS
+}
+
 # --- test peers, pinned --------------------------------------------------------------------
 # scripts/peers/package.json names exact versions; its package-lock.json pins everything else.
 TOOLS="$ROOT/.tools"
@@ -41,10 +48,12 @@ export SAKE_PYTHON="$(scripts/python-peers.sh)"
 # deploy/replicas.sh), nginx for deploy/replicas.sh, chromium for MCP Apps in a real browser
 # (tests/tests/apps_browser.rs). They never skip: missing, they fail.
 scripts/debian.sh redis-server redis-server redis-cli redis-tools nginx nginx chromium chromium
+lap "test peers"
 
 # --- the public API, against its reviewed snapshot (docs/public-api.md) ------------------------
 echo "==> public API"
 scripts/public-api.sh
+lap "public API"
 
 # --- Rust tests -----------------------------------------------------------------------------
 echo "==> cargo test"
@@ -52,7 +61,9 @@ echo "==> cargo test"
 # into this target directory (its dependencies compiled once), and `dev --inspector` runs the
 # Inspector of $SAKE_NODE_MODULES.
 cargo test --workspace --all-targets
+lap "cargo test --workspace"
 cargo test --workspace --doc
+lap "doc tests"
 # Feature `auth`: the verifiers' tests, and the end-to-end test against oidc-provider.
 cargo test -p sake-runtime --features auth --lib --test auth_oidc --test authorization
 # The client signing in (features `client` and `auth`): its OAuth tests, and end to end
@@ -67,18 +78,22 @@ cargo test -p sake-runtime --features client,auth-proxy,redis --test auth_proxy
 cargo test -p sake-runtime --features auth --doc
 cargo test -p sake-runtime --features auth-proxy,redis --doc -- auth::proxy redis::
 cargo test -p sake-runtime --features otel,client --test otel
+lap "feature suites (auth, client, auth-proxy, redis, otel)"
 
 # --- the official conformance suite against the fixture --------------------------------------
 if [ -x scripts/conformance.sh ]; then
   echo "==> conformance"
   scripts/conformance.sh
+  lap conformance
 fi
 if [ -x scripts/conformance-client.sh ]; then
   echo "==> conformance (client)"
   scripts/conformance-client.sh
+  lap "conformance (client)"
 fi
 # --- three replicas behind nginx sharing one Redis (deploy/): the suite through nginx, events,
 # ended sessions and tasks across replicas, a replica killed under load.
 echo "==> replicas behind nginx, sharing Redis"
 deploy/replicas.sh
+lap replicas
 echo "==> all tests passed"

@@ -22,9 +22,15 @@ pub(crate) struct Args {
     /// The crate's name.
     #[arg(long)]
     name: Option<String>,
-    /// Depend on this local checkout of sake instead of the published version.
-    #[arg(long, value_name = "PATH")]
+    /// Depend on this local checkout of sake (the directory of its `Cargo.toml`, package
+    /// `sake-mcp`) instead of the published version.
+    #[arg(long, value_name = "PATH", conflicts_with = "published")]
     sake_path: Option<PathBuf>,
+    /// Depend on sake-mcp from crates.io, even when this `cargo sake` was built from a checkout
+    /// whose version is not published yet (by default the new crate then depends on that
+    /// checkout).
+    #[arg(long)]
+    published: bool,
     /// Serve MCP as one route of an axum application (`/mcp`, beside `/health`).
     #[arg(long)]
     axum: bool,
@@ -91,37 +97,120 @@ fn render(template: &str, fill: &Fill<'_>) -> String {
     out
 }
 
-/// The `sake` dependency line: the published version, or a local checkout.
-fn sake_dependency(path: Option<&Path>, features: &[&str]) -> String {
+/// The facade's package on crates.io; its library is the crate `sake`.
+const PACKAGE: &str = "sake-mcp";
+/// sake's version: this `cargo sake`'s, as the crates are released in step.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Where the new crate takes sake from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    /// crates.io: `sake-mcp = "<VERSION>"`.
+    Published,
+    /// A checkout named with `--sake-path`.
+    Given(PathBuf),
+    /// The checkout this `cargo sake` was built from, whose version crates.io does not have.
+    Unpublished(PathBuf),
+}
+
+/// The `sake-mcp` dependency line (and a comment saying where it points, for a checkout).
+fn sake_dependency(source: &Source, features: &[&str]) -> String {
     let features = if features.is_empty() {
         String::new()
     } else {
         let quoted: Vec<String> = features.iter().map(|f| format!("\"{f}\"")).collect();
         format!(", features = [{}]", quoted.join(", "))
     };
-    let version = env!("CARGO_PKG_VERSION");
-    match path {
-        Some(p) => {
-            let escaped = p
-                .display()
-                .to_string()
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"");
-            format!(
-                "# A local checkout of sake (`cargo sake new --sake-path`); the published one is\n# `sake = \"{version}\"`.\nsake = {{ path = \"{escaped}\"{features} }}"
-            )
+    let (comment, p) = match source {
+        Source::Published if features.is_empty() => return format!("{PACKAGE} = \"{VERSION}\""),
+        Source::Published => return format!("{PACKAGE} = {{ version = \"{VERSION}\"{features} }}"),
+        Source::Given(p) => (
+            "# A local checkout of sake (`cargo sake new --sake-path`)",
+            p,
+        ),
+        Source::Unpublished(p) => (
+            "# sake-mcp {VERSION} is not on crates.io yet: the checkout `cargo sake` was built from",
+            p,
+        ),
+    };
+    let escaped = p
+        .display()
+        .to_string()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"");
+    format!(
+        "{}; once published:\n# {PACKAGE} = \"{VERSION}\"\n{PACKAGE} = {{ path = \"{escaped}\"{features} }}",
+        comment.replace("{VERSION}", VERSION)
+    )
+}
+
+/// The checkout this `cargo sake` was built from, if it was built from one that is still
+/// there: the directory above its own sources holds the manifest of `sake-mcp` at this version.
+/// (Installed from crates.io, its sources sit alone in cargo's registry cache.)
+fn own_checkout() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+    let package = package_section(&manifest);
+    (package.name.as_deref() == Some(PACKAGE)
+        && package.version.as_deref().is_none_or(|v| v == VERSION))
+    .then(|| dir.to_path_buf())
+}
+
+/// A manifest's `[package]` name and version, read as cargo writes them (`key = "value"` on
+/// lines of their own); a version inherited from the workspace reads as `None`.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct PackageSection {
+    name: Option<String>,
+    version: Option<String>,
+}
+
+fn package_section(manifest: &str) -> PackageSection {
+    let mut section = PackageSection::default();
+    let mut inside = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            inside = line == "[package]";
+            continue;
         }
-        None if features.is_empty() => format!("sake = \"{version}\""),
-        None => format!("sake = {{ version = \"{version}\"{features} }}"),
+        if !inside {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let value = value.trim();
+        let quoted = value
+            .strip_prefix('"')
+            .and_then(|v| v.split_once('"'))
+            .map(|(v, _)| v.to_owned());
+        match key.trim() {
+            "name" => section.name = quoted,
+            "version" => section.version = quoted,
+            _ => {}
+        }
     }
+    section
+}
+
+/// Whether crates.io has `sake-mcp` at this version, asked of cargo (`cargo info`), from a
+/// directory outside any workspace so that a local member of that name is not the answer.
+/// Offline, or on any failure, it does not: the new crate then depends on the checkout.
+async fn on_crates_io() -> bool {
+    let mut cmd = tokio::process::Command::new(cargo());
+    cmd.args(["info", "--quiet", "--registry", "crates-io"])
+        .arg(format!("{PACKAGE}@{VERSION}"))
+        .current_dir(std::env::temp_dir())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    matches!(
+        tokio::time::timeout(std::time::Duration::from_secs(30), cmd.status()).await,
+        Ok(Ok(status)) if status.success()
+    )
 }
 
 /// The files of a new crate named `name`, by path relative to its directory.
-fn files(
-    name: &str,
-    args: &Args,
-    sake_path: Option<&Path>,
-) -> Result<Vec<(PathBuf, String)>, Error> {
+fn files(name: &str, args: &Args, source: &Source) -> Result<Vec<(PathBuf, String)>, Error> {
     let ident = name.replace('-', "_");
     let mut features = Vec::new();
     if args.auth {
@@ -134,7 +223,7 @@ fn files(
         values: vec![
             ("name", name.to_owned()),
             ("ident", ident.clone()),
-            ("sake", sake_dependency(sake_path, &features)),
+            ("sake", sake_dependency(source, &features)),
             ("tool", TOOL_RS.trim_end().to_owned()),
         ],
         flags: vec![
@@ -158,18 +247,31 @@ fn files(
 }
 
 pub(crate) async fn run(args: Args) -> Result<ExitCode, Error> {
-    let sake_path = match &args.sake_path {
+    let source = match &args.sake_path {
         Some(p) => {
             let p = std::fs::canonicalize(p).map_err(Error::file(p))?;
-            if !p.join("Cargo.toml").is_file() {
+            let manifest = p.join("Cargo.toml");
+            let Ok(text) = std::fs::read_to_string(&manifest) else {
                 return Err(Error::Other(format!(
                     "--sake-path {}: no Cargo.toml there (give the directory of sake's checkout)",
                     p.display()
                 )));
+            };
+            let found = package_section(&text).name;
+            if found.as_deref() != Some(PACKAGE) {
+                return Err(Error::Other(format!(
+                    "--sake-path {}: its Cargo.toml is {}, not {PACKAGE} (give the directory of sake's checkout)",
+                    p.display(),
+                    found.map_or_else(|| "no package".to_owned(), |n| format!("package `{n}`")),
+                )));
             }
-            Some(p)
+            Source::Given(p)
         }
-        None => None,
+        None if args.published => Source::Published,
+        None => match own_checkout() {
+            Some(dir) if !on_crates_io().await => Source::Unpublished(dir),
+            _ => Source::Published,
+        },
     };
     let name = match &args.name {
         Some(n) => n.clone(),
@@ -211,7 +313,7 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, Error> {
             eprintln!("{line}");
         }
     }
-    for (path, contents) in files(&name, &args, sake_path.as_deref())? {
+    for (path, contents) in files(&name, &args, &source)? {
         let path = args.path.join(path);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(Error::file(dir))?;
@@ -223,6 +325,15 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, Error> {
         "{} `{name}`: an MCP server with one tool, `greet`, in {dir}/src/main.rs",
         style::good("Created")
     );
+    match &source {
+        Source::Published => eprintln!("It depends on {PACKAGE} {VERSION} from crates.io."),
+        Source::Given(p) => eprintln!("It depends on the checkout of sake at {}.", p.display()),
+        Source::Unpublished(p) => eprintln!(
+            "It depends on the checkout of sake at {}: {PACKAGE} {VERSION} is not on crates.io \
+             yet (pass --published once it is).",
+            p.display()
+        ),
+    }
     eprintln!();
     eprintln!("  cd {dir}");
     eprintln!("  cargo test        # the tool through TestClient, and the snapshot of its schemas");
@@ -241,6 +352,7 @@ mod tests {
             path: "demo".into(),
             name: None,
             sake_path: None,
+            published: false,
             axum,
             auth,
             redis,
@@ -260,23 +372,69 @@ mod tests {
 
     #[test]
     fn the_dependency_on_sake() {
-        let v = env!("CARGO_PKG_VERSION");
-        assert_eq!(sake_dependency(None, &[]), format!("sake = \"{v}\""));
+        let v = VERSION;
         assert_eq!(
-            sake_dependency(None, &["auth", "redis"]),
-            format!("sake = {{ version = \"{v}\", features = [\"auth\", \"redis\"] }}")
+            sake_dependency(&Source::Published, &[]),
+            format!("sake-mcp = \"{v}\"")
         );
-        assert!(
-            sake_dependency(Some(Path::new("/src/sa\"ke")), &[])
-                .ends_with("sake = { path = \"/src/sa\\\"ke\" }")
+        assert_eq!(
+            sake_dependency(&Source::Published, &["auth", "redis"]),
+            format!("sake-mcp = {{ version = \"{v}\", features = [\"auth\", \"redis\"] }}")
         );
+        assert_eq!(
+            sake_dependency(&Source::Given("/src/sa\"ke".into()), &[]),
+            format!(
+                "# A local checkout of sake (`cargo sake new --sake-path`); once published:\n\
+                 # sake-mcp = \"{v}\"\n\
+                 sake-mcp = {{ path = \"/src/sa\\\"ke\" }}"
+            )
+        );
+        assert_eq!(
+            sake_dependency(&Source::Unpublished("/src/sake".into()), &["auth"]),
+            format!(
+                "# sake-mcp {v} is not on crates.io yet: the checkout `cargo sake` was built from; once published:\n\
+                 # sake-mcp = \"{v}\"\n\
+                 sake-mcp = {{ path = \"/src/sake\", features = [\"auth\"] }}"
+            )
+        );
+    }
+
+    #[test]
+    fn a_manifest_names_its_package() {
+        let m = "[workspace]\nmembers = [\"a\"]\n\n[package]\n# The facade.\nname = \"sake-mcp\"\nversion.workspace = true\n\n[lib]\nname = \"sake\"\n";
+        assert_eq!(
+            package_section(m),
+            PackageSection {
+                name: Some("sake-mcp".into()),
+                version: None
+            }
+        );
+        let m = "[package]\nname = \"other\"\nversion = \"1.2.3\" # pinned\n";
+        assert_eq!(
+            package_section(m),
+            PackageSection {
+                name: Some("other".into()),
+                version: Some("1.2.3".into())
+            }
+        );
+        assert_eq!(
+            package_section("[dependencies]\nname = \"x\"\n"),
+            PackageSection::default()
+        );
+    }
+
+    /// This test binary is built from this checkout, so `cargo sake` built with it is too.
+    #[test]
+    fn a_build_from_this_checkout_finds_it() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        assert_eq!(own_checkout().as_deref(), Some(root));
     }
 
     #[test]
     fn every_choice_leaves_no_template_syntax() {
         for bits in 0..8 {
             let a = args(bits & 1 != 0, bits & 2 != 0, bits & 4 != 0);
-            for (path, text) in files("my-server", &a, None).unwrap() {
+            for (path, text) in files("my-server", &a, &Source::Published).unwrap() {
                 assert!(!text.contains("{{"), "{} ({bits}): {text}", path.display());
                 let main = path.ends_with("main.rs");
                 if main {
@@ -287,7 +445,7 @@ mod tests {
                 }
             }
         }
-        let files = files("my-server", &args(false, false, false), None).unwrap();
+        let files = files("my-server", &args(false, false, false), &Source::Published).unwrap();
         let names: Vec<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
         assert_eq!(
             names,

@@ -1,5 +1,6 @@
 //! `cargo sake` end to end, as a new user runs it, on one crate it makes outside this workspace
-//! (against this checkout with `--sake-path`, so CI needs no release):
+//! (with no flag: a `cargo sake` built from this checkout, whose version is not on crates.io,
+//! makes the crate depend on the checkout, so CI needs no release):
 //!
 //! 1. `new` → `cargo test` passes in the new crate at once (its snapshot matches), and the code
 //!    it wrote is formatted;
@@ -595,22 +596,20 @@ async fn new_test_serve_restart_stop() {
         node_modules.join("@modelcontextprotocol/inspector/clients/launcher/build/index.js");
     assert!(inspector.is_file(), "no {}", inspector.display());
 
-    // 1. new, then cargo test in the new crate.
+    // 1. new, then cargo test in the new crate. No flag: this `cargo sake` is built from this
+    // checkout, whose version crates.io does not have, so the crate depends on the checkout.
     let scratch = Scratch::new("e2e");
-    let out = cargo_sake(
-        &scratch.0,
-        &[
-            "new",
-            "demo",
-            "--sake-path",
-            workspace().to_str().unwrap(),
-            "--vcs",
-            "none",
-        ],
-    );
+    let out = cargo_sake(&scratch.0, &["new", "demo", "--vcs", "none"]);
     ok("cargo sake new", &out);
+    let v = env!("CARGO_PKG_VERSION");
+    let root = workspace();
     assert!(
-        text(&out.stderr).contains("Created `demo`: an MCP server with one tool, `greet`"),
+        text(&out.stderr).contains(&format!(
+            "Created `demo`: an MCP server with one tool, `greet`, in demo/src/main.rs\n\
+             It depends on the checkout of sake at {}: sake-mcp {v} is not on crates.io yet \
+             (pass --published once it is).\n",
+            root.display()
+        )),
         "{}",
         text(&out.stderr)
     );
@@ -618,6 +617,17 @@ async fn new_test_serve_restart_stop() {
     for file in ["Cargo.toml", "src/main.rs", "src/tests.rs", "README.md"] {
         assert!(krate.join(file).is_file(), "{file}");
     }
+    let manifest = std::fs::read_to_string(krate.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(&format!(
+            "[dependencies]\n\
+             # sake-mcp {v} is not on crates.io yet: the checkout `cargo sake` was built from; once published:\n\
+             # sake-mcp = \"{v}\"\n\
+             sake-mcp = {{ path = \"{}\" }}\n",
+            root.display()
+        )),
+        "{manifest}"
+    );
     // The versions this workspace is tested with (and built: its target directory is shared).
     std::fs::copy(workspace().join("Cargo.lock"), krate.join("Cargo.lock")).unwrap();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
