@@ -23,7 +23,7 @@ edition = "2024"
 publish = false
 
 [dependencies]
-sake = {{ path = "{}" }}
+sake-mcp = {{ path = "{}" }}
 tokio = {{ version = "1", features = ["rt-multi-thread", "macros"] }}
 "#,
         root.display()
