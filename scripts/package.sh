@@ -64,6 +64,39 @@ if failures:
     sys.exit("\n".join(failures))
 PY
 
+echo "==> crates.io: no package of ours is named after another project's crate"
+# Every package of the three workspaces (this one, fuzz/, benches/), published or not: a name
+# crates.io already has must be ours (its repository is this one), or a user, or cargo, could
+# take the other project's crate for it (as with `sake`, which is why the facade is sake-mcp).
+python3 <<'PY'
+import json, subprocess, sys, tempfile
+
+ours = None
+names = set()
+for where in [".", "fuzz", "benches"]:
+    meta = json.loads(subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--no-deps"], cwd=where,
+        check=True, capture_output=True, text=True).stdout)
+    for p in meta["packages"]:
+        names.add(p["name"])
+        if p["name"] == "sake-mcp":
+            ours = p["repository"]
+taken = []
+with tempfile.TemporaryDirectory() as outside:
+    for name in sorted(names):
+        info = subprocess.run(["cargo", "info", "--quiet", "--registry", "crates-io", name],
+                              cwd=outside, capture_output=True, text=True)
+        if info.returncode != 0:
+            continue
+        repo = next((l.split(":", 1)[1].strip() for l in info.stdout.splitlines()
+                     if l.startswith("repository:")), None)
+        if repo != ours:
+            taken.append(f"{name} (crates.io's is {repo or 'of another project'})")
+print(f"{len(names)} packages checked")
+if taken:
+    sys.exit("named after another project's crate: " + ", ".join(taken))
+PY
+
 echo "==> docs.rs builds of the published libraries"
 python3 - "${published[@]}" <<'PY'
 import json, os, subprocess, sys
