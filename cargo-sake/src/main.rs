@@ -8,6 +8,8 @@
 //! - `cargo sake schemas` prints what each revision lists (JSON, or a table), the schema
 //!   compatibility reports, and compares the lists with the crate's snapshot (`--check`).
 //! - `cargo sake card` prints the server card and the MCP registry's `server.json`.
+//! - `cargo sake install <client>` adds the server to Claude Desktop, Claude Code, VS Code or
+//!   Cursor (their configuration files), or updates its entry.
 //!
 //! It never links the user's crate: it builds it with cargo and asks the running server over
 //! MCP, as any client would.
@@ -17,6 +19,7 @@ mod card;
 mod dev;
 mod error;
 mod inspector;
+mod install;
 mod lists;
 mod new;
 mod process;
@@ -60,6 +63,9 @@ enum Command {
     Schemas(schemas::Args),
     /// Print the server card and the MCP registry's server.json.
     Card(card::Args),
+    /// Add this server to an MCP client's configuration (claude-desktop, claude-code, vscode,
+    /// cursor), or update its entry: the built binary over stdio, or --http URL.
+    Install(install::Args),
 }
 
 fn main() -> ExitCode {
@@ -86,6 +92,7 @@ fn main() -> ExitCode {
             Command::Dev(args) => dev::run(args).await,
             Command::Schemas(args) => schemas::run(args).await,
             Command::Card(args) => card::run(args).await,
+            Command::Install(args) => install::run(args).await,
         }
     });
     // Nothing left running: the server, the build and the Inspector were stopped by their

@@ -17,6 +17,9 @@
 //!
 //! `new --axum --auth --redis` writes a crate that compiles without a warning and is formatted.
 //!
+//! `install vscode --print` on the new crate prints an entry that starts its binary with
+//! `--stdio`.
+//!
 //! And `card`: on the new crate, which has no listing, what to do; on `examples/installable`
 //! (`sake-demo`), its server card as served and its `server.json` as `sake-demo --server-json`
 //! prints it.
@@ -733,6 +736,19 @@ async fn new_test_serve_restart_stop() {
     assert!(
         stderr.contains("error: demo (bin `demo`) has no listing: no server card at /mcp/server-card. Give the server one with `Server::listing("),
         "{stderr}"
+    );
+
+    // install: the crate's binary serves stdio with `--stdio` (tried first): a VS Code entry
+    // that starts it, printed.
+    let out = cargo_sake(&krate, &["install", "vscode", "--print"]);
+    ok("cargo sake install vscode --print", &out);
+    let program = target_dir().join("debug/demo").canonicalize().unwrap();
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "{{\n  \"servers\": {{\n    \"demo\": {{\n      \"type\": \"stdio\",\n      \"command\": \"{}\",\n      \"args\": [\n        \"--stdio\"\n      ]\n    }}\n  }}\n}}\n",
+            program.display()
+        )
     );
 
     // A second tool, one that asks the user (on 2026-07-28: `input_required` and a signed
