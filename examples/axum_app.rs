@@ -88,11 +88,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
     let port = std::env::var("PORT").unwrap_or_else(|_| "3000".to_owned());
     let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
-    tracing::info!(
-        "application on http://{}/ with MCP at /api/mcp",
-        listener.local_addr()?
-    );
     let (app, service) = app()?;
+    // The application serves the router itself: it greets once it listens (where MCP is,
+    // what it lists, how to connect; `SAKE_QUIET=1` hides it).
+    service.greet(listener.local_addr()?);
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             let _ = tokio::signal::ctrl_c().await;

@@ -59,6 +59,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .name("releases")
         .version("1.0.0")
         .task_poll_interval(Duration::from_millis(100))
+        // The client below is all this program shows: no start-up greeting.
+        .quiet(true)
         .build()?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);

@@ -98,6 +98,8 @@ struct Dev {
     headers: Vec<(HeaderName, HeaderValue)>,
     server: Option<Server>,
     inspector: Option<Inspector>,
+    /// Whether how to connect a client was said (once, at the first start).
+    connect_said: bool,
 }
 
 pub(crate) async fn run(args: Args) -> Result<ExitCode, Error> {
@@ -139,6 +141,7 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, Error> {
         headers,
         server: None,
         inspector: None,
+        connect_said: false,
     };
     let mut rebuild = true;
     loop {
@@ -317,6 +320,18 @@ impl Dev {
                     for w in warnings {
                         eprintln!("  {w}");
                     }
+                }
+                if !self.connect_said {
+                    self.connect_said = true;
+                    let name = lists
+                        .server
+                        .as_ref()
+                        .map_or("my-server", |i| i.name.as_str());
+                    eprintln!(
+                        "{} claude mcp add --transport http {name} {url}\n         (or cargo sake install claude-desktop|claude-code|vscode|cursor); from a terminal: cargo sake list, cargo sake call <tool> '<json>'",
+                        style::bold("connect:"),
+                        url = self.url
+                    );
                 }
                 if let Err(e) = self.state.set_lists(&lists.previous_document()) {
                     eprintln!("{} cannot keep the lists: {e}", style::warning("sake dev:"));

@@ -8,15 +8,21 @@
 //! - `cargo sake schemas` prints what each revision lists (JSON, or a table), the schema
 //!   compatibility reports, and compares the lists with the crate's snapshot (`--check`).
 //! - `cargo sake card` prints the server card and the MCP registry's `server.json`.
+//! - `cargo sake call <tool> [json]` and `cargo sake list` talk to the dev server (or any
+//!   server) from the terminal.
+//! - `cargo sake install <client>` adds the server to Claude Desktop, Claude Code, VS Code or
+//!   Cursor (their configuration files), or updates its entry.
 //!
 //! It never links the user's crate: it builds it with cargo and asks the running server over
 //! MCP, as any client would.
 
 mod build;
+mod call;
 mod card;
 mod dev;
 mod error;
 mod inspector;
+mod install;
 mod lists;
 mod new;
 mod process;
@@ -60,6 +66,15 @@ enum Command {
     Schemas(schemas::Args),
     /// Print the server card and the MCP registry's server.json.
     Card(card::Args),
+    /// Add this server to an MCP client's configuration (claude-desktop, claude-code, vscode,
+    /// cursor), or update its entry: the built binary over stdio, or --http URL.
+    Install(install::Args),
+    /// Call a tool of the dev server (or --url, --stdio): the result as JSON (or --text),
+    /// progress on stderr, questions answered at the terminal; exit status 1 on an error result.
+    Call(call::CallArgs),
+    /// List the tools, prompts, resources and resource templates of the dev server (or --url,
+    /// --stdio), as JSON (or --text).
+    List(call::ListArgs),
 }
 
 fn main() -> ExitCode {
@@ -86,6 +101,9 @@ fn main() -> ExitCode {
             Command::Dev(args) => dev::run(args).await,
             Command::Schemas(args) => schemas::run(args).await,
             Command::Card(args) => card::run(args).await,
+            Command::Install(args) => install::run(args).await,
+            Command::Call(args) => call::call(args).await,
+            Command::List(args) => call::list(args).await,
         }
     });
     // Nothing left running: the server, the build and the Inspector were stopped by their

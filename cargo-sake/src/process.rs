@@ -146,6 +146,11 @@ impl Server {
         if std::env::var_os("SAKE_SESSION_KEY").is_none() {
             cmd.env("SAKE_SESSION_KEY", opts.key);
         }
+        // `cargo sake` says what the server lists itself: no start-up greeting at every
+        // restart, unless the environment asks for it (`SAKE_QUIET=0`).
+        if std::env::var_os("SAKE_QUIET").is_none() {
+            cmd.env("SAKE_QUIET", "1");
+        }
         if let Some(p) = &opts.previous_lists {
             cmd.env("SAKE_PREVIOUS_LISTS", p);
         }

@@ -18,6 +18,12 @@
 //!
 //! `new --axum --auth --redis` writes a crate that compiles without a warning and is formatted.
 //!
+//! While `dev` runs: `call` (an elicitation declined at the prompt, a result as JSON) and
+//! `list --text` reach the dev server by default.
+//!
+//! `install vscode --print` on the new crate prints an entry that starts its binary with
+//! `--stdio`.
+//!
 //! And `card`: on the new crate, which has no listing, what to do; on `examples/installable`
 //! (`sake-demo`), its server card as served and its `server.json` as `sake-demo --server-json`
 //! prints it.
@@ -745,6 +751,19 @@ async fn new_test_serve_restart_stop() {
         "{stderr}"
     );
 
+    // install: the crate's binary serves stdio with `--stdio` (tried first): a VS Code entry
+    // that starts it, printed.
+    let out = cargo_sake(&krate, &["install", "vscode", "--print"]);
+    ok("cargo sake install vscode --print", &out);
+    let program = target_dir().join("debug/demo").canonicalize().unwrap();
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "{{\n  \"servers\": {{\n    \"demo\": {{\n      \"type\": \"stdio\",\n      \"command\": \"{}\",\n      \"args\": [\n        \"--stdio\"\n      ]\n    }}\n  }}\n}}\n",
+            program.display()
+        )
+    );
+
     // A second tool, one that asks the user (on 2026-07-28: `input_required` and a signed
     // `requestState`, which the client sends back with the answer).
     let main_rs = krate.join("src/main.rs");
@@ -785,6 +804,36 @@ async fn new_test_serve_restart_stop() {
     assert_eq!(
         http.descriptions(&sid).await,
         json!([["ask_name", ASKS], ["greet", "Greets someone by name."]])
+    );
+    // How to connect, said once; then `call` and `list` reach the dev server by default (its
+    // kept port). `ask_name`'s question is asked at the prompt of its one field; no answer
+    // (stdin is empty) declines it.
+    dev.wait_for("how to connect", |l| {
+        l == format!("connect: claude mcp add --transport http demo http://127.0.0.1:{port}/mcp")
+    })
+    .await;
+    let out = cargo_sake(&krate, &["call", "ask_name", "--text"]);
+    ok("cargo sake call ask_name", &out);
+    assert_eq!(
+        (text(&out.stdout), text(&out.stderr)),
+        (
+            "Hello, stranger!\n".to_owned(),
+            "the server asks: What is your name?\n  name (string): \n  (end of input: declined)\n"
+                .to_owned()
+        )
+    );
+    let out = cargo_sake(&krate, &["call", "greet", r#"{"name": "Ada"}"#]);
+    ok("cargo sake call greet", &out);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        result["structuredContent"],
+        json!({"message": "Hello, Ada!"})
+    );
+    let out = cargo_sake(&krate, &["list", "tools", "--text"]);
+    ok("cargo sake list tools --text", &out);
+    assert_eq!(
+        text(&out.stdout),
+        format!("tool ask_name  {ASKS}\ntool greet  Greets someone by name.\n")
     );
     let mut stream = http.get_stream(&sid).await;
     assert_eq!(stream.next().await, Event::Comment(": stream open".into()));

@@ -43,6 +43,21 @@ pub(crate) struct ToolEntry {
 }
 
 impl ToolEntry {
+    /// Why `rev` lists this tool to no one, if it does not: a schema a handshake revision
+    /// cannot show, or a tool that runs only as a task where there are no tasks. What the lists
+    /// leave out and what the start-up greeting says of it are decided here.
+    pub fn left_out_of(&self, rev: Revision) -> Option<&str> {
+        if rev.features().object_only_schemas
+            && let Some(why) = &self.legacy_unavailable
+        {
+            return Some(why);
+        }
+        if !rev.features().tasks && self.def.task_support == TaskSupport::Required {
+            return Some("it runs only as a task, and this revision has no tasks");
+        }
+        None
+    }
+
     /// Whether a client that did not declare MCP Apps may see and call it: every tool but
     /// those only views call (`visibility: ["app"]`).
     pub fn for_everyone(&self) -> bool {
@@ -399,7 +414,8 @@ impl Registry {
             .collect();
         for entry in &registry.tools {
             if let Some(reason) = &entry.legacy_unavailable {
-                tracing::warn!(
+                // The start-up greeting says it too (`server/greeting.rs`).
+                tracing::info!(
                     tool = entry.def.name,
                     reason = %reason,
                     revisions = %object_only.join(", "),
@@ -608,10 +624,8 @@ impl Registry {
     ) -> Vec<Value> {
         self.tools
             .iter()
-            .filter(|t| !(rev.features().object_only_schemas && t.legacy_unavailable.is_some()))
+            .filter(|t| t.left_out_of(rev).is_none())
             .filter(|t| visible(t.def.scopes))
-            // A tool that runs only as a task cannot be called where there are no tasks.
-            .filter(|t| rev.features().tasks || t.def.task_support != TaskSupport::Required)
             // A tool only views call is nothing to a client that renders no view.
             .filter(|t| audience.apps || t.for_everyone())
             .map(|t| match &t.ui {

@@ -316,9 +316,19 @@ impl Server {
     }
 
     /// Refuses to start without a configured session key (a deployment of several replicas,
-    /// which must share one), instead of warning and using a random one.
+    /// which must share one), instead of using a random one (with a warning when the server
+    /// listens on an address other machines may reach).
     pub fn require_session_key(mut self, require: bool) -> Self {
         self.config.require_session_key = require;
+        self
+    }
+
+    /// No start-up greeting: by default, serving prints to stderr where the server is, what
+    /// each revision lists and how to connect a client to it (see [`Service::greet`]).
+    /// `SAKE_QUIET=1` in the environment does the same. The `tracing` events are logged
+    /// either way.
+    pub fn quiet(mut self, quiet: bool) -> Self {
+        self.config.quiet = quiet;
         self
     }
 
@@ -685,7 +695,43 @@ impl Service {
         listener: tokio::net::TcpListener,
         signal: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), Error> {
-        crate::transport::http::serve(self.endpoint, listener, signal).await
+        let greeted = self.greet(listener.local_addr()?);
+        crate::transport::http::serve(self.endpoint, listener, signal, greeted).await
+    }
+
+    /// Greets on stderr: the server's name and endpoint URL (the listener's address `local`
+    /// and the configured path), what each revision lists (and the tools a revision leaves out,
+    /// and why), and how to connect the MCP Inspector, Claude Code and VS Code to it; unless
+    /// [`Server::quiet`] or `SAKE_QUIET=1`. Returns whether it greeted.
+    ///
+    /// On an address other machines may reach (not loopback) without a configured session
+    /// key it also logs a warning: sessions then end with the process, and replicas do not
+    /// share them.
+    ///
+    /// [`serve`](Service::serve) and [`Server::serve_http`] call it; an application that
+    /// serves [`router`](Service::router) itself calls it once it is listening.
+    pub fn greet(&self, local: std::net::SocketAddr) -> bool {
+        crate::server::greeting::greet(&self.shared, self.at(local))
+    }
+
+    /// The text [`greet`](Service::greet) prints for a listener bound to `local`, whether or
+    /// not the server is quiet: to log it some other way.
+    pub fn greeting(&self, local: std::net::SocketAddr) -> String {
+        let info = &self.shared.config.info;
+        crate::server::greeting::text(
+            &self.shared.registry,
+            &info.name,
+            &info.version,
+            self.at(local),
+            None,
+        )
+    }
+
+    fn at(&self, local: std::net::SocketAddr) -> crate::server::greeting::At<'_> {
+        crate::server::greeting::At::Http {
+            local,
+            path: &self.endpoint.http.path,
+        }
     }
 
     /// Serves stdio on this process's stdin and stdout until stdin closes.
@@ -693,15 +739,27 @@ impl Service {
     /// When stdin is a pipe (as when a client starts the server), it is read without
     /// blocking, on the runtime's own event loop; otherwise (a terminal, a file) through
     /// Tokio's blocking stdin.
+    ///
+    /// It greets on stderr first (never on stdout, which carries MCP only), as
+    /// [`greet`](Service::greet) does for HTTP, unless [`Server::quiet`] or `SAKE_QUIET=1`.
     pub async fn serve_stdio(self) -> Result<(), Error> {
+        use crate::server::greeting;
+        let greeted = greeting::greet(&self.shared, greeting::At::Stdio);
+        let engine = self.engine();
         match crate::transport::stdio::stdin_pipe() {
             Some(stdin) => {
                 tracing::debug!("stdin is a pipe: read without blocking");
-                self.serve_io(stdin, tokio::io::stdout()).await
+                crate::transport::stdio::serve_io(engine, stdin, tokio::io::stdout(), greeted).await
             }
             None => {
                 tracing::debug!("stdin is not a pipe: read on a blocking thread");
-                self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+                crate::transport::stdio::serve_io(
+                    engine,
+                    tokio::io::stdin(),
+                    tokio::io::stdout(),
+                    greeted,
+                )
+                .await
             }
         }
     }
@@ -713,7 +771,7 @@ impl Service {
         R: tokio::io::AsyncRead + Unpin + Send,
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        crate::transport::stdio::serve_io(self.engine(), reader, writer).await
+        crate::transport::stdio::serve_io(self.engine(), reader, writer, false).await
     }
 
     /// A connection for a transport of your own: hand it every message your peer sends

@@ -83,3 +83,37 @@ pub fn same(got: impl serde::Serialize, want: Value) {
     let got = to_json(got);
     assert!(got == want, "differs\n got: {got}\nwant: {want}");
 }
+
+/// Reads a server's start-up greeting from its stderr: every line up to and including the one
+/// that says how to hide it (`(SAKE_QUIET=1 …`). Returns the greeting, the endpoint URL its
+/// first line names (`… MCP at <url>`; `None` on stdio), and the lines before it (logs).
+pub async fn read_greeting<R>(
+    lines: &mut tokio::io::Lines<R>,
+) -> (String, Option<String>, Vec<String>)
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+{
+    within("the start-up greeting", async {
+        let mut before = Vec::new();
+        let mut text = String::new();
+        let mut url = None;
+        loop {
+            let line = lines.next_line().await.unwrap().unwrap_or_else(|| {
+                panic!("stderr ended before the greeting did:\n{before:?}\n{text}")
+            });
+            if text.is_empty() && !(line.contains(": MCP at ") || line.contains(": MCP on stdio")) {
+                before.push(line);
+                continue;
+            }
+            if let Some((_, rest)) = line.split_once(": MCP at ") {
+                url = rest.split(' ').next().map(str::to_owned);
+            }
+            text.push_str(&line);
+            text.push('\n');
+            if line.starts_with("(SAKE_QUIET=1") {
+                return (text, url, before);
+            }
+        }
+    })
+    .await
+}

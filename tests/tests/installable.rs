@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use sake_tests::{modern_meta, package_binary, same, spawn, within};
+use sake_tests::{modern_meta, package_binary, read_greeting, same, spawn, within};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -238,7 +238,8 @@ async fn it_serves_stdio_by_default() {
     assert!(status.success(), "sake-demo exited with {status}");
 }
 
-/// `--http ADDR` serves Streamable HTTP at `/mcp` and says where on stderr.
+/// `--http ADDR` serves Streamable HTTP at `/mcp`, and greets on stderr with where it is and how
+/// to connect to it.
 #[tokio::test]
 async fn it_serves_http_with_the_flag() {
     let mut child = tokio::process::Command::new(package_binary("sake-demo"))
@@ -252,18 +253,27 @@ async fn it_serves_http_with_the_flag() {
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = within("sake-demo to listen", async {
-        loop {
-            let line = stderr.next_line().await.unwrap().expect("stderr ended");
-            if let Some(url) = line.strip_prefix("listening on ") {
-                break url.to_owned();
-            }
-        }
-    })
-    .await;
+    let (greeting, url, before) = read_greeting(&mut stderr).await;
+    // Nothing before it: no warning on a loopback address.
+    assert_eq!(before, Vec::<String>::new());
+    let url = url.unwrap();
     assert!(
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
         "{url}"
+    );
+    assert_eq!(
+        greeting,
+        format!(
+            "sake-demo 0.1.0: MCP at {url}
+  2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26  2 tools, 1 prompt, 1 resource
+connect:
+  MCP Inspector  npx @modelcontextprotocol/inspector --cli {url} --transport http --method tools/list
+  Claude Code    claude mcp add --transport http sake-demo {url}
+  VS Code        .vscode/mcp.json: {{\"servers\":{{\"sake-demo\":{{\"type\":\"http\",\"url\":\"{url}\"}}}}}}
+  or: cargo sake install claude-desktop|claude-code|vscode|cursor
+(SAKE_QUIET=1 or Server::quiet hides this greeting)
+"
+        )
     );
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": add_call()});
     let reply = within(

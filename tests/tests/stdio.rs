@@ -1061,7 +1061,8 @@ async fn the_line_limit_is_the_body_limit() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The binary only: stdout carries nothing but JSON-RPC, even with debug logs on
+// The binary only: stdout carries nothing but JSON-RPC, even with debug logs on; the greeting
+// goes to stderr
 
 #[tokio::test]
 async fn the_binary_logs_to_stderr_and_writes_only_json_rpc_to_stdout() {
@@ -1079,6 +1080,23 @@ async fn the_binary_logs_to_stderr_and_writes_only_json_rpc_to_stdout() {
     let status = within("exit", child.child.wait()).await.unwrap();
     assert!(status.success());
     let stderr = within("stderr", child.stderr).await.unwrap();
+    // The greeting, on stderr: the program a client starts, at its absolute path.
+    let program = sake_tests::example_binary("stdio").display().to_string();
+    let greeting = format!(
+        r#"sake-stdio 0.1.0: MCP on stdio (stdin and stdout)
+  2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26  4 tools, 1 prompt, 1 resource
+connect (a client starts this program):
+  MCP Inspector  npx @modelcontextprotocol/inspector {program}
+  Claude Code    claude mcp add sake-stdio -- {program}
+  VS Code        .vscode/mcp.json: {{"servers":{{"sake-stdio":{{"type":"stdio","command":"{program}","args":[]}}}}}}
+  or: cargo sake install claude-desktop|claude-code|vscode|cursor
+(SAKE_QUIET=1 or Server::quiet hides this greeting)
+"#
+    );
+    assert!(
+        stderr.contains(&greeting),
+        "stderr lacks the greeting:\n{greeting}\nstderr:\n{stderr}"
+    );
     for expected in [
         "stdin is a pipe: read without blocking",
         "serving MCP on stdio (revisions 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)",

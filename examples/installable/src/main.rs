@@ -134,13 +134,12 @@ fn print_listing(
     Ok(())
 }
 
-/// Serves HTTP on `addr`, saying where on stderr, until Ctrl-C.
+/// Serves HTTP on `addr` until Ctrl-C; the greeting on stderr says where and how to connect.
 async fn serve_http(addr: &str) -> Result<(), Box<dyn std::error::Error>> {
     let service = server().build()?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    eprintln!("listening on http://{}/mcp", listener.local_addr()?);
     let ctrl_c = async {
         // Without a Ctrl-C handler the server serves until the process is killed.
         if tokio::signal::ctrl_c().await.is_err() {

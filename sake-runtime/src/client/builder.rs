@@ -44,6 +44,7 @@ pub struct ClientBuilder {
     tasks: bool,
     task_timeout: Option<Duration>,
     apps: bool,
+    progress: bool,
 }
 
 impl Default for ClientBuilder {
@@ -81,6 +82,7 @@ impl ClientBuilder {
             auth: None,
             tasks: true,
             task_timeout: None,
+            progress: false,
             apps: false,
         }
     }
@@ -275,6 +277,15 @@ impl ClientBuilder {
         self
     }
 
+    /// Asks for progress on every tool call (off by default): each `tools/call` carries a
+    /// `_meta.progressToken` of its own (a number, counted from 1 per client), and the
+    /// `notifications/progress` the server sends with it arrive in
+    /// [`Client::notifications`].
+    pub fn progress(mut self, enabled: bool) -> Self {
+        self.progress = enabled;
+        self
+    }
+
     /// Declares MCP Apps (`io.modelcontextprotocol/ui` with `text/html;profile=mcp-app`; off by
     /// default): for a host that renders views. Servers then list their tools with `_meta.ui`
     /// (read it with [`ToolUi::of`](crate::apps::ToolUi::of)) and the tools only views call,
@@ -355,6 +366,7 @@ impl ClientBuilder {
                 reinit: tokio::sync::Mutex::new(()),
                 tasks: self.tasks,
                 task_timeout: self.task_timeout,
+                progress: self.progress.then(|| std::sync::atomic::AtomicU64::new(0)),
             }),
         }
     }

@@ -182,6 +182,11 @@ impl Client {
         if !arguments.is_null() {
             params.insert("arguments".into(), arguments);
         }
+        // The same token on every round of the call (`ClientBuilder::progress`).
+        if let Some(last) = &self.inner.progress {
+            let token = last.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            params.insert("_meta".into(), json!({ "progressToken": token }));
+        }
         let raw = match self.send_rounds("tools/call", params.clone()).await {
             Err(ClientError::Rpc { error, .. })
                 if error.code == code::HEADER_MISMATCH
@@ -351,6 +356,31 @@ mod tests {
         );
         // Pages: the first, r1, r2; r2 names r1 again.
         assert_eq!(f.methods().len(), 1 + 3 + 3);
+    }
+
+    #[tokio::test]
+    async fn tool_calls_ask_for_progress_with_a_token_each_when_told_to() {
+        let f = fake(modern(|s| {
+            Reply::result(s, json!({"resultType": "complete", "content": []}))
+        }))
+        .await;
+        let tokens = |f: &crate::client::fake::Fake| -> Vec<Value> {
+            f.posts()
+                .iter()
+                .filter(|s| s.method() == "tools/call")
+                .map(|s| s.params()["_meta"]["progressToken"].clone())
+                .collect()
+        };
+        let plain = builder().connect(&f.url).await.unwrap();
+        plain.call_tool("a", json!({})).await.unwrap();
+        assert_eq!(tokens(&f), [Value::Null]);
+        let asking = builder().progress(true).connect(&f.url).await.unwrap();
+        asking.call_tool("a", json!({})).await.unwrap();
+        asking.call_tool("b", json!({"x": 1})).await.unwrap();
+        assert_eq!(tokens(&f), [Value::Null, json!(1), json!(2)]);
+        let last = f.last("tools/call").params();
+        assert_eq!(last["name"], "b");
+        assert_eq!(last["arguments"], json!({"x": 1}));
     }
 
     #[tokio::test]

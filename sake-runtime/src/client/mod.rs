@@ -119,6 +119,8 @@ struct Inner {
     tasks: bool,
     /// The longest a call waits for its task.
     task_timeout: Option<Duration>,
+    /// The last progress token a tool call carried, when calls ask for progress.
+    progress: Option<std::sync::atomic::AtomicU64>,
 }
 
 impl Drop for Inner {

@@ -8,6 +8,7 @@
 pub(crate) mod dev;
 pub(crate) mod dispatch;
 pub(crate) mod front;
+pub(crate) mod greeting;
 pub(crate) mod hub;
 pub(crate) mod inflight;
 pub(crate) mod memory;
@@ -80,6 +81,8 @@ pub(crate) struct Config {
     pub session_key: Option<Vec<u8>>,
     pub previous_session_keys: Vec<Vec<u8>>,
     pub require_session_key: bool,
+    /// No start-up greeting (`Server::quiet`; `SAKE_QUIET` too, read when serving).
+    pub quiet: bool,
     pub session_lifetime: Duration,
     pub session_refresh_after: Duration,
     pub request_state_lifetime: Duration,
@@ -114,6 +117,7 @@ impl Default for Config {
             session_key: None,
             previous_session_keys: Vec::new(),
             require_session_key: false,
+            quiet: false,
             session_lifetime: Duration::from_secs(24 * 3600),
             session_refresh_after: Duration::from_secs(3600),
             request_state_lifetime: Duration::from_secs(600),
@@ -401,6 +405,12 @@ impl Shared {
             lists: Default::default(),
             discover,
         })
+    }
+
+    /// Whether the session key was configured (`Server::session_key`, `SAKE_SESSION_KEY`)
+    /// rather than made at random for this process.
+    pub(crate) fn session_key_configured(&self) -> bool {
+        self.replica_key.is_configured()
     }
 
     /// Starts the event bus: the other replicas' messages are acted on here from now on.
@@ -759,8 +769,9 @@ impl Shared {
 }
 
 /// The keys: the builder's, else `SAKE_SESSION_KEY` (and `SAKE_PREVIOUS_SESSION_KEYS`,
-/// comma-separated), else a random one — with a warning, or a start-up error when the server
-/// requires a configured key. The server's name is bound into every signature. With them, the
+/// comma-separated), else a random one — or a start-up error when the server requires a
+/// configured key. (A random key is warned of where it matters: a listener other machines
+/// reach, `greeting::greet`.) The server's name is bound into every signature. With them, the
 /// key the replicas share, derived from the same keys.
 fn signer(config: &Config) -> Result<(Signer, crate::signing::ReplicaKey), Error> {
     use crate::signing::ReplicaKey;
@@ -810,8 +821,8 @@ fn signer(config: &Config) -> Result<(Signer, crate::signing::ReplicaKey), Error
             "no session key: set Server::session_key or SAKE_SESSION_KEY (at least 32 random bytes, the same on every replica), or drop Server::require_session_key".into(),
         )),
         None => {
-            tracing::warn!(
-                "NO SESSION KEY configured (Server::session_key or SAKE_SESSION_KEY): a random key is used, so handshake sessions and requestState end when this process does, and REPLICAS DO NOT SHARE THEM; set a key shared by every replica, or Server::require_session_key(true) to make this a start-up error"
+            tracing::debug!(
+                "no session key configured (Server::session_key or SAKE_SESSION_KEY): a random one is used, so handshake sessions and requestState end when this process does"
             );
             let none = || Error::Config("no randomness available for a session key".into());
             Ok((

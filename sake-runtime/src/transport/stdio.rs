@@ -9,6 +9,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 use crate::error::Error;
+use crate::protocol::Revision;
 use crate::protocol::framing::{Line, read_line};
 use crate::server::front::port::{Engine, Outbound, Peer};
 
@@ -31,7 +32,14 @@ pub(crate) fn stdin_pipe() -> Option<impl AsyncRead + Unpin + Send> {
 
 /// Serves newline-delimited JSON-RPC on `reader` and `writer` until the reader ends: one
 /// connection, with its own handshake session, cancellations and subscriptions.
-pub(crate) async fn serve_io<R, W>(engine: Engine, reader: R, writer: W) -> Result<(), Error>
+/// `greeted`: the start-up greeting said where the server is, so the event that says it too is
+/// logged at debug level rather than info.
+pub(crate) async fn serve_io<R, W>(
+    engine: Engine,
+    reader: R,
+    writer: W,
+    greeted: bool,
+) -> Result<(), Error>
 where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -42,9 +50,13 @@ where
     let mut reader = BufReader::new(reader);
     let mut line = Vec::new();
     let max = conn.max_message_bytes();
-    tracing::info!(
-        "serving MCP on stdio (revisions 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26)"
-    );
+    let revisions: Vec<&str> = Revision::ALL.iter().map(|r| r.as_str()).collect();
+    let revisions = revisions.join(", ");
+    if greeted {
+        tracing::debug!("serving MCP on stdio (revisions {revisions})");
+    } else {
+        tracing::info!("serving MCP on stdio (revisions {revisions})");
+    }
     let mut failed = None;
     loop {
         line.clear();

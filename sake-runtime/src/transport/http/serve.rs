@@ -15,18 +15,23 @@ use crate::protocol::Revision;
 
 /// Serves the endpoint on `listener` until `signal` completes; then ends the long-lived
 /// streams, lets requests in flight finish, and returns once the last response has ended.
+/// `greeted`: the start-up greeting said where the server is, so the event that says it too is
+/// logged at debug level rather than info.
 pub(crate) async fn serve(
     ep: Arc<Endpoint>,
     listener: tokio::net::TcpListener,
     signal: impl std::future::Future<Output = ()> + Send + 'static,
+    greeted: bool,
 ) -> Result<(), Error> {
     let local = listener.local_addr()?;
     let revisions: Vec<&str> = Revision::ALL.iter().map(|r| r.as_str()).collect();
-    tracing::info!(
-        "serving MCP on http://{local}{} (revisions {})",
-        ep.http.path,
-        revisions.join(", ")
-    );
+    let revisions = revisions.join(", ");
+    let path = &ep.http.path;
+    if greeted {
+        tracing::debug!("serving MCP on http://{local}{path} (revisions {revisions})");
+    } else {
+        tracing::info!("serving MCP on http://{local}{path} (revisions {revisions})");
+    }
     let router = super::router(ep.clone());
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
