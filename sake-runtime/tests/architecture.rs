@@ -1516,3 +1516,56 @@ fn a_page_that_drifts_from_the_code_is_caught() {
         ["docs/architecture.md has no layer table under \"## Layers of the runtime\""],
     );
 }
+
+/// The files and directories a page names (`` `server/front/port.rs` ``, `` `transport/http/` ``,
+/// `` `sse.rs` ``) that no file of the repository has: a name under `sake-runtime/src`, the
+/// repository root, or, for a bare file name, the end of some path under `src`.
+fn missing_files(doc: &str, sources: &[Source], root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, line) in doc.lines().enumerate() {
+        for (n, token) in line.split('`').enumerate() {
+            let is_name = n % 2 == 1
+                && !token.is_empty()
+                && token
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_/.-".contains(c))
+                && (token.ends_with(".rs") || (token.ends_with('/') && token.len() > 1));
+            if !is_name {
+                continue;
+            }
+            let dir = token.trim_end_matches('/');
+            let found = sources.iter().any(|s| {
+                s.path == token
+                    || s.path.starts_with(&format!("{dir}/"))
+                    || s.path.ends_with(&format!("/{token}"))
+                    || (token.ends_with('/') && s.path.contains(&format!("/{dir}/")))
+            }) || root.join(token).exists()
+                || root.join("sake-runtime").join(token).exists();
+            if !found {
+                out.push(format!(
+                    "docs/architecture.md:{}: `{token}` is no file or directory",
+                    k + 1
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_file_the_page_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let sources = sources();
+    let found = missing_files(&doc(), &sources, &root);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    // And a renamed file is seen.
+    let found = missing_files(
+        "`server/front/port.rs`, `sse.rs`, `server/gone.rs`, `transport/http/`, `examples/unix_socket.rs`",
+        &sources,
+        &root,
+    );
+    assert_eq!(
+        found,
+        ["docs/architecture.md:1: `server/gone.rs` is no file or directory"]
+    );
+}
