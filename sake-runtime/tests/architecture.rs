@@ -566,8 +566,16 @@ impl Crate {
                 let Some(to) = krate.target(&abs) else {
                     continue;
                 };
-                // Importing a module's name is no use of its file: the paths through it are.
-                if to.module && r.via == Via::Use {
+                // Importing a module's name is no use of its file: the paths through it are
+                // (resolved through the module's `use` declarations; a `use` inside a function
+                // is not among them, so it counts itself).
+                if to.module
+                    && r.via == Via::Use
+                    && krate
+                        .scopes
+                        .get(&r.scope)
+                        .is_some_and(|s| s.uses.values().any(|w| *w == r.written))
+                {
                     continue;
                 }
                 if &to.file != from {
@@ -1479,6 +1487,24 @@ fn an_upward_import_written_through_a_child_modules_path_is_caught() {
         found.iter().any(|p| p.starts_with(
             "base/mod.rs:3 (layer 0) imports inner::Shared, defined in server/mod.rs (layer 5)"
         )),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn an_upward_import_through_a_module_imported_in_a_function_is_caught() {
+    let found = mini_with(&[(
+        "base.rs",
+        "pub struct Base;\npub(crate) fn f() {\n    use crate::server::front;\n    let _ = front::port::engine;\n}\n",
+    )]);
+    let found: Vec<_> = found
+        .iter()
+        .filter(|p| !p.starts_with("import circle") && !p.starts_with("docs/"))
+        .collect();
+    assert!(
+        found
+            .iter()
+            .any(|p| p.starts_with("base.rs:3 (layer 0) imports crate::server::front")),
         "{found:#?}"
     );
 }
