@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::project::{self, TargetArgs};
 use crate::state::ServerState;
-use crate::{Error, dev, style};
+use crate::{Error, style};
 
 /// Which server to talk to.
 #[derive(Debug, clap::Args)]
@@ -256,7 +256,7 @@ async fn connect(args: &Connect, call: bool) -> Result<Client, Error> {
                     .unwrap_or_else(|_| ElicitResult::cancel()))
             });
     }
-    for (name, value) in dev::parse_headers(&args.target.headers)? {
+    for (name, value) in crate::target::parse_headers(&args.target.headers)? {
         builder = builder.header(name, value);
     }
     if let Some(line) = &args.stdio {
@@ -280,7 +280,7 @@ async fn connect(args: &Connect, call: bool) -> Result<Client, Error> {
             let project = project::load(&args.target).await?;
             let port = ServerState::new(project.state_dir())?
                 .port()
-                .unwrap_or(dev::DEFAULT_PORT);
+                .unwrap_or(crate::target::DEFAULT_PORT);
             format!("http://127.0.0.1:{port}{}", args.target.mcp_path)
         }
     };

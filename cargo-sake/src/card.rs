@@ -12,10 +12,9 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
-use crate::dev::parse_headers;
 use crate::project::{self, TargetArgs};
-use crate::schemas::look;
 use crate::state::ServerState;
+use crate::target::{look, parse_headers};
 use crate::{Error, style};
 
 /// `cargo sake card`'s options.

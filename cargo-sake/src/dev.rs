@@ -18,11 +18,9 @@ use crate::inspector::Inspector;
 use crate::process::{Server, ServerOptions};
 use crate::project::{self, Project, TargetArgs};
 use crate::state::{self, ServerState};
+use crate::target::{DEFAULT_PORT, parse_headers};
 use crate::watch::Watcher;
 use crate::{Error, lists, style};
-
-/// The port when neither `--port` nor an earlier run says one.
-pub(crate) const DEFAULT_PORT: u16 = 3000;
 
 /// How long a server may take to listen after it starts.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -69,22 +67,6 @@ impl Signals {
             _ = self.hup.recv() => {}
         }
     }
-}
-
-/// `Name: value` headers from the command line.
-pub(crate) fn parse_headers(raw: &[String]) -> Result<Vec<(HeaderName, HeaderValue)>, Error> {
-    raw.iter()
-        .map(|h| {
-            let (name, value) = h.split_once(':').ok_or_else(|| {
-                Error::Other(format!("--header {h:?}: write it as `Name: value`"))
-            })?;
-            let name = HeaderName::from_bytes(name.trim().as_bytes())
-                .map_err(|_| Error::Other(format!("--header {h:?}: not a header name")))?;
-            let value = HeaderValue::from_str(value.trim())
-                .map_err(|_| Error::Other(format!("--header {h:?}: not a header value")))?;
-            Ok((name, value))
-        })
-        .collect()
 }
 
 /// The server being served, and what the loop needs to restart it.
@@ -385,23 +367,5 @@ impl Dev {
             server.stop().await;
         }
         eprintln!("{} stopped", style::bold("sake dev:"));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn headers_are_read_from_the_command_line() {
-        let h = parse_headers(&["Authorization: Bearer abc".into()]).unwrap();
-        assert_eq!(h[0].0, "authorization");
-        assert_eq!(h[0].1, "Bearer abc");
-        assert_eq!(
-            parse_headers(&["Authorization".into()])
-                .unwrap_err()
-                .to_string(),
-            "--header \"Authorization\": write it as `Name: value`"
-        );
     }
 }

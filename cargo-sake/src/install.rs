@@ -211,7 +211,7 @@ fn parse_env(raw: &[String]) -> Result<Vec<(String, String)>, Error> {
 
 /// `--header` values as an entry's `headers` object.
 fn header_map(raw: &[String]) -> Result<Map<String, Value>, Error> {
-    let parsed = crate::dev::parse_headers(raw)?;
+    let parsed = crate::target::parse_headers(raw)?;
     Ok(parsed
         .into_iter()
         .map(|(name, value)| {
@@ -278,7 +278,7 @@ async fn name_over_http(url: &str, headers: &[String]) -> Result<String, Error> 
     let mut builder = ClientBuilder::new()
         .info("cargo-sake", env!("CARGO_PKG_VERSION"))
         .timeout(PROBE_TIMEOUT);
-    for (name, value) in crate::dev::parse_headers(headers)? {
+    for (name, value) in crate::target::parse_headers(headers)? {
         builder = builder.header(name, value);
     }
     let client = builder.connect(url).await.map_err(|e| {

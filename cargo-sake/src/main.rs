@@ -30,6 +30,7 @@ mod project;
 mod schemas;
 mod snapshot;
 mod state;
+mod target;
 mod template_tool;
 mod watch;
 

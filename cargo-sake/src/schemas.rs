@@ -4,17 +4,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use hyper::header::{HeaderName, HeaderValue};
 use sake::compat::Profile;
 
-use crate::build;
-use crate::dev::parse_headers;
 use crate::lists::{self, Lists};
-use crate::process::{Server, ServerOptions, free_port};
-use crate::project::{self, Project, TargetArgs};
-use crate::state::{self, ServerState};
+use crate::project::{self, TargetArgs};
+use crate::state::ServerState;
+use crate::target::{look, parse_headers};
 use crate::{Error, snapshot, style};
 
 /// A client profile on the command line.
@@ -69,37 +66,6 @@ pub(crate) struct Args {
     /// Ask the server running at this URL instead of building and starting the crate's.
     #[arg(long, value_name = "URL")]
     url: Option<String>,
-}
-
-/// How long a server started for one look may take to listen.
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Builds the crate's server, starts it on a free port (its output kept, shown if it fails),
-/// asks it what `then` asks at its URL, and stops it. `server_json`: where it writes its `server.json`.
-pub(crate) async fn look<T>(
-    project: &Project,
-    target: &TargetArgs,
-    server_json: Option<PathBuf>,
-    then: impl AsyncFnOnce(&str) -> Result<T, Error>,
-) -> Result<T, Error> {
-    let built = build::build(project, target).await?;
-    let key = state::session_key(&project.target_directory)?;
-    let port = free_port()?;
-    let mut server = Server::start(ServerOptions {
-        executable: &built.executable,
-        port,
-        key: &key,
-        args: &target.args,
-        previous_lists: None,
-        server_json,
-        quiet: true,
-    })
-    .await?;
-    server.ready(READY_TIMEOUT).await?;
-    let url = format!("http://127.0.0.1:{port}{}", target.mcp_path);
-    let result = then(&url).await;
-    server.stop().await;
-    result
 }
 
 pub(crate) async fn run(args: Args) -> Result<ExitCode, Error> {

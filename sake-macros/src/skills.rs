@@ -4,7 +4,8 @@
 //! Every file under the directory (names starting with `.` skipped) is embedded with
 //! `include_bytes!` (so that a change to one rebuilds the crate) and its SHA-256 computed here;
 //! every directory with a `SKILL.md` is a skill, its frontmatter parsed and checked by the
-//! rules of `sake_rules::skill`. Any error names the file and what to change, at the literal.
+//! rules of `sake_rules::skill`. Every error is reported, not only the first, each naming the
+//! file and what to change, at the literal.
 
 use std::path::{Path, PathBuf};
 
@@ -41,14 +42,20 @@ impl Parse for Input {
             let content;
             syn::parenthesized!(content in input);
             let list = Punctuated::<LitStr, Token![,]>::parse_terminated(&content)?;
+            // Every bad scope at once.
+            let mut bad: Option<syn::Error> = None;
             for s in list {
                 if let Err(e) = sake_rules::scope::check(&s.value()) {
-                    return Err(syn::Error::new(
-                        s.span(),
-                        format!("scope {:?}: {e}", s.value()),
-                    ));
+                    let e = syn::Error::new(s.span(), format!("scope {:?}: {e}", s.value()));
+                    match &mut bad {
+                        Some(all) => all.combine(e),
+                        None => bad = Some(e),
+                    }
                 }
                 scopes.push(s);
+            }
+            if let Some(e) = bad {
+                return Err(e);
             }
             if scopes.is_empty() {
                 return Err(syn::Error::new(
@@ -73,11 +80,16 @@ struct Found {
     bytes: Vec<u8>,
 }
 
-fn walk(root: &Path, dir: &Path, out: &mut Vec<Found>) -> Result<(), String> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
-        .filter_map(Result::ok)
-        .collect();
+/// Every file under `dir`; what cannot be read or is badly named goes to `errors` (and is left
+/// out), so that every error is reported at once.
+fn walk(root: &Path, dir: &Path, out: &mut Vec<Found>, errors: &mut Vec<String>) {
+    let mut entries: Vec<_> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries.filter_map(Result::ok).collect(),
+        Err(e) => {
+            errors.push(format!("cannot read {}: {e}", dir.display()));
+            return;
+        }
+    };
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -94,20 +106,23 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<Found>) -> Result<(), String> {
                     .join("/")
             })
             .unwrap_or_else(|_| name.clone());
-        rules::check_segment(&name).map_err(|reason| format!("{rel}: {reason}"))?;
+        if let Err(reason) = rules::check_segment(&name) {
+            errors.push(format!("{rel}: {reason}"));
+            continue;
+        }
         if path.is_dir() {
-            walk(root, &path, out)?;
+            walk(root, &path, out, errors);
         } else {
-            let bytes =
-                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            out.push(Found {
-                rel,
-                abs: path,
-                bytes,
-            });
+            match std::fs::read(&path) {
+                Ok(bytes) => out.push(Found {
+                    rel,
+                    abs: path,
+                    bytes,
+                }),
+                Err(e) => errors.push(format!("cannot read {}: {e}", path.display())),
+            }
         }
     }
-    Ok(())
 }
 
 fn digest(bytes: &[u8]) -> String {
@@ -119,66 +134,79 @@ fn digest(bytes: &[u8]) -> String {
     out
 }
 
-/// Reads and checks the directory; the error is a sentence naming the file.
-fn read(input: &Input, base: &Path) -> Result<TokenStream, String> {
+/// Reads and checks the directory; each error is a sentence naming the file, and every error
+/// found is reported, not only the first.
+fn read(input: &Input, base: &Path) -> Result<TokenStream, Vec<String>> {
     let sake = crate::krate::path();
     let written = input.dir.value();
     let joined = base.join(&written);
     // `include_bytes!` takes the absolute path: rustc's working directory is not the file's.
     let root = std::fs::canonicalize(&joined).map_err(|_| {
-        format!(
+        vec![format!(
             "{written:?} is not a directory next to this file (the path is relative to the file that invokes sake::skills!, as for include_bytes!)"
-        )
+        )]
     })?;
     if !root.is_dir() {
-        return Err(format!(
+        return Err(vec![format!(
             "{written:?} is not a directory (the path is relative to the file that invokes sake::skills!)"
-        ));
+        )]);
     }
+    let mut errors = Vec::new();
     let mut files = Vec::new();
-    walk(&root, &root, &mut files)?;
-    // The skills: every directory holding a SKILL.md.
+    walk(&root, &root, &mut files, &mut errors);
+    // The skills: every directory holding a SKILL.md (`dirs`), and those whose frontmatter
+    // holds (`skills`).
+    let mut dirs: Vec<&str> = Vec::new();
     let mut skills: Vec<(String, String)> = Vec::new();
     for f in &files {
         let Some(dir) = f.rel.strip_suffix("/SKILL.md") else {
             if f.rel == rules::SKILL_MD {
-                return Err(format!(
+                errors.push(format!(
                     "{written}/SKILL.md: a skill is a directory under {written:?} named as the skill (put it in {written}/<name>/SKILL.md)"
                 ));
             }
             continue;
         };
+        dirs.push(dir);
         let file = format!("{written}/{}", f.rel);
-        let text = std::str::from_utf8(&f.bytes)
-            .map_err(|_| format!("{file}: SKILL.md must be UTF-8 text"))?;
-        let fm = rules::parse(text).map_err(|e| format!("{file}: {e}"))?;
+        let Ok(text) = std::str::from_utf8(&f.bytes) else {
+            errors.push(format!("{file}: SKILL.md must be UTF-8 text"));
+            continue;
+        };
+        let fm = match rules::parse(text) {
+            Ok(fm) => fm,
+            Err(e) => {
+                errors.push(format!("{file}: {e}"));
+                continue;
+            }
+        };
         let name = dir.rsplit('/').next().unwrap_or(dir);
         if fm.name != name {
-            return Err(format!(
+            errors.push(format!(
                 "{file}: `name` is {:?} but the skill's directory is {name:?}; they must be equal (rename one)",
                 fm.name
             ));
+            continue;
         }
         skills.push((dir.to_owned(), fm.json));
     }
-    if skills.is_empty() {
-        return Err(format!(
+    if dirs.is_empty() && !files.iter().any(|f| f.rel == rules::SKILL_MD) {
+        errors.push(format!(
             "no skill under {written:?}: a skill is a directory with a SKILL.md ({written}/<name>/SKILL.md)"
         ));
     }
-    // Every file belongs to a skill; each skill within the limits.
+    // Every file belongs to a skill (with or without a frontmatter error of its own); each
+    // skill within the limits.
     for f in &files {
-        if !skills
-            .iter()
-            .any(|(dir, _)| f.rel.starts_with(&format!("{dir}/")))
+        if f.rel != rules::SKILL_MD && !dirs.iter().any(|dir| f.rel.starts_with(&format!("{dir}/")))
         {
-            return Err(format!(
+            errors.push(format!(
                 "{written}/{}: the file is in no skill (no SKILL.md in a directory above it); move it into a skill or out of {written:?}",
                 f.rel
             ));
         }
     }
-    for (dir, _) in &skills {
+    for dir in &dirs {
         let prefix = format!("{dir}/");
         let (count, total) = files
             .iter()
@@ -187,17 +215,20 @@ fn read(input: &Input, base: &Path) -> Result<TokenStream, String> {
                 (n + 1, t + f.bytes.len() as u64)
             });
         if count > rules::MAX_FILES {
-            return Err(format!(
+            errors.push(format!(
                 "{written}/{dir}: the skill has {count} files; at most {} (nested skills' files count too)",
                 rules::MAX_FILES
             ));
         }
         if total > rules::MAX_TOTAL_BYTES {
-            return Err(format!(
+            errors.push(format!(
                 "{written}/{dir}: the skill's files hold {total} bytes; at most {} (16 MiB)",
                 rules::MAX_TOTAL_BYTES
             ));
         }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
     }
     let file_items = files.iter().map(|f| {
         let rel = &f.rel;
@@ -237,6 +268,14 @@ fn read(input: &Input, base: &Path) -> Result<TokenStream, String> {
 pub(crate) fn expand(input: Input, base: &Path) -> TokenStream {
     match read(&input, base) {
         Ok(tokens) => tokens,
-        Err(message) => syn::Error::new(input.dir.span(), message).to_compile_error(),
+        Err(messages) => {
+            let span = input.dir.span();
+            let mut all = messages.into_iter().map(|m| syn::Error::new(span, m));
+            let Some(mut first) = all.next() else {
+                return TokenStream::new();
+            };
+            first.extend(all);
+            first.to_compile_error()
+        }
     }
 }
