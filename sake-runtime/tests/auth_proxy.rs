@@ -46,7 +46,7 @@ use sake::client::auth::{Callback, IdJag, OAuth, RegisteredClient, UserStep, Use
 use sake::prelude::*;
 use sake_runtime::auth::Principal;
 use sake_runtime::auth::proxy::{
-    AuthProxy, Bound, Insertion, MemoryProxyStore, ProxyClient, ProxyStore as _, Upstream,
+    AuthProxy, Bound, Insertion, MemoryProxyStore, ProxyClient, ProxyStore as _, Upstream, Users,
 };
 use sake_runtime::redis::RedisProxyStore;
 use serde_json::{Value, json};
@@ -200,6 +200,7 @@ impl Example {
             .env("UPSTREAM_CLIENT_ID", UPSTREAM_ID)
             .env("UPSTREAM_CLIENT_SECRET", UPSTREAM_SECRET)
             .env("ALLOW_HTTP_CLIENT_METADATA", "1")
+            .env("ADMIN_SUBJECTS", "alice")
             .env("RUST_LOG", "warn")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
@@ -252,6 +253,8 @@ async fn in_process(
             Upstream::oidc(&upstream.issuer, UPSTREAM_ID, UPSTREAM_SECRET),
         )
         .scopes_supported(["mcp:tools", "admin"])
+        .default_scopes(["mcp:tools"])
+        .grant_scope("admin", Users::new().subjects(["alice"]))
         .allow_http_client_metadata(true),
     )
     .build()
@@ -619,7 +622,7 @@ async fn token_request(
     )
 }
 
-/// A full sign-in of a registered public client by hand: its code.
+/// A full sign-in of a registered public client by hand, as alice: its code.
 async fn code_for(
     base: &str,
     client_id: &str,
@@ -627,8 +630,20 @@ async fn code_for(
     pkce: &Pkce,
     extra: &[(&str, &str)],
 ) -> String {
+    code_of(base, client_id, redirect_uri, pkce, extra, "alice").await
+}
+
+/// A full sign-in of a registered public client by hand, as `user`: its code.
+async fn code_of(
+    base: &str,
+    client_id: &str,
+    redirect_uri: &str,
+    pkce: &Pkce,
+    extra: &[(&str, &str)],
+    user: &str,
+) -> String {
     let url = authorize_url(base, client_id, redirect_uri, &pkce.challenge, extra);
-    let back = UserAgent::new().sign_in(&url, redirect_uri, "alice").await;
+    let back = UserAgent::new().sign_in(&url, redirect_uri, user).await;
     let q = oidc::query(&back);
     assert_eq!(q.get("state").map(String::as_str), Some("st-1"), "{back}");
     assert_eq!(q.get("iss").map(String::as_str), Some(base), "{back}");
@@ -779,6 +794,250 @@ async fn sakes_client_signs_in_to_the_example_in_both_eras_and_steps_up() {
         let who: Value = client.call("whoami", json!({})).await.unwrap();
         assert_eq!(who, json!({"subject": "alice"}));
     }
+}
+
+/// Signs `user` in by hand asking for `scope`: the token answer.
+async fn tokens_for(
+    base: &str,
+    client_id: &str,
+    redirect: &str,
+    user: &str,
+    scope: &str,
+) -> (StatusCode, Value) {
+    let p = pkce();
+    let code = code_of(base, client_id, redirect, &p, &[("scope", scope)], user).await;
+    token_request(
+        &mut UserAgent::new(),
+        base,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", redirect),
+            ("code_verifier", &p.verifier),
+            ("client_id", client_id),
+        ],
+        None,
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn admin_goes_only_to_the_users_the_policy_names() {
+    let (port, unset_port) = (free_port(), free_port());
+    let idp = upstream(&[port, unset_port], &[]);
+    // ADMIN_SUBJECTS=alice.
+    let example = Example::start(port, &idp);
+    let base = example.base.clone();
+    let redirect = format!("http://127.0.0.1:{}/callback", free_port());
+    let client_id = register(&mut UserAgent::new(), &base, &redirect).await;
+    // alice, named by the policy, gets what she asks for.
+    let (status, alice) =
+        tokens_for(&base, &client_id, &redirect, "alice", "mcp:tools admin").await;
+    assert_eq!(status, StatusCode::OK, "{alice}");
+    assert_eq!(alice["scope"], "mcp:tools admin");
+    let bearer = format!("Bearer {}", alice["access_token"].as_str().unwrap());
+    let (status, _, body) = call(
+        &example.mcp(),
+        "admin_report",
+        &[("authorization", &bearer)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["result"]["content"][0]["text"],
+        "Report for alice: 3 servers up, 0 down."
+    );
+    // bob asks for admin too: his token has only what everyone may receive, and the token
+    // answer says so (RFC 6749 section 5.1).
+    let (status, bob) = tokens_for(&base, &client_id, &redirect, "bob", "mcp:tools admin").await;
+    assert_eq!(status, StatusCode::OK, "{bob}");
+    assert_eq!(bob["scope"], "mcp:tools");
+    let access = bob["access_token"].as_str().unwrap();
+    assert_eq!(oidc::claims(access)["scope"], "mcp:tools");
+    let bearer = format!("Bearer {access}");
+    let (status, headers, _) = call(
+        &example.mcp(),
+        "admin_report",
+        &[("authorization", &bearer)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let challenge = &headers["www-authenticate"];
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"") && challenge.contains("admin"),
+        "{challenge}"
+    );
+    // Asking for admin alone gives bob a token of no scope, never admin.
+    let (status, only) = tokens_for(&base, &client_id, &redirect, "bob", "admin").await;
+    assert_eq!(status, StatusCode::OK, "{only}");
+    assert_eq!(only["scope"], "");
+    // A refresh cannot widen it.
+    let (status, answer) = token_request(
+        &mut UserAgent::new(),
+        &base,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", bob["refresh_token"].as_str().unwrap()),
+            ("client_id", &client_id),
+            ("scope", "admin"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(answer["error"], "invalid_scope");
+    assert_eq!(
+        answer["error_description"],
+        "the scopes admin are not available (supported: mcp:tools)"
+    );
+    // sake's client as bob: it steps up once, gets no admin, and stops (no loop).
+    let (step, seen) = agent("bob");
+    let oauth = OAuth::authorization_code(step).build().unwrap();
+    let client = client_builder()
+        .auth(oauth.clone())
+        .connect(&example.mcp())
+        .await
+        .unwrap();
+    let who: Value = client.call("whoami", json!({})).await.unwrap();
+    assert_eq!(who, json!({"subject": "bob"}));
+    let err = client
+        .call::<String>("admin_report", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "authorization failed: the server still needs the scopes [\"admin\"] after re-authorization; giving up (ask the authorization server's administrator for them)"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 2, "signed in, stepped up once");
+    let tokens = oauth.tokens(&example.mcp()).await.unwrap().unwrap();
+    assert_eq!(
+        oidc::claims(tokens.access_token.expose())["scope"],
+        "mcp:tools"
+    );
+
+    // ADMIN_SUBJECTS unset: nobody receives admin, alice neither.
+    let example = Example::start_with(unset_port, &idp, &[("ADMIN_SUBJECTS", "")]);
+    let client_id = register(&mut UserAgent::new(), &example.base, &redirect).await;
+    let (status, alice) = tokens_for(
+        &example.base,
+        &client_id,
+        &redirect,
+        "alice",
+        "mcp:tools admin",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{alice}");
+    assert_eq!(alice["scope"], "mcp:tools");
+}
+
+/// How many refreshes `a_refresh_loop_leaves_the_store_flat` makes (`SAKE_REFRESH_LOOP`).
+fn refresh_loop() -> usize {
+    std::env::var("SAKE_REFRESH_LOOP")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(20_000)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refresh_loop_leaves_the_store_flat_while_another_user_signs_in() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let idp = upstream(&[port], &[]);
+    // A small store: the old per-refresh reuse markers would fill it within the loop.
+    let store = Arc::new(MemoryProxyStore::new(1_000, 1 << 20));
+    let shared = store.clone();
+    let (base, _proxy) = in_process(&idp, listener, move |b| b.store(shared), |a| a).await;
+    let redirect = format!("http://127.0.0.1:{}/callback", free_port());
+    let client_id = register(&mut UserAgent::new(), &base, &redirect).await;
+    let (status, tokens) = tokens_for(&base, &client_id, &redirect, "alice", "mcp:tools").await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    // alice's grant and her code's reuse marker.
+    let baseline = store.len();
+    assert_eq!(baseline, 2);
+    let refresh_with = |t: &str| {
+        vec![
+            ("grant_type".to_owned(), "refresh_token".to_owned()),
+            ("refresh_token".to_owned(), t.to_owned()),
+            ("client_id".to_owned(), client_id.clone()),
+        ]
+    };
+    let mut ua = UserAgent::new();
+    let mut send = async |fields: Vec<(String, String)>| {
+        let f: Vec<(&str, &str)> = fields
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        token_request(&mut ua, &base, &f, None).await
+    };
+    // bob signs in while alice's client refreshes in a loop.
+    let bob = {
+        let (base, client_id, redirect) = (base.clone(), client_id.clone(), redirect.clone());
+        tokio::spawn(
+            async move { tokens_for(&base, &client_id, &redirect, "bob", "mcp:tools").await },
+        )
+    };
+    let first = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let mut current = first.clone();
+    let (mut most, mut most_bytes) = (0, 0);
+    let n = refresh_loop();
+    for i in 0..n {
+        let (status, answer) = send(refresh_with(&current)).await;
+        assert_eq!(status, StatusCode::OK, "refresh {i}: {answer}");
+        current = answer["refresh_token"].as_str().unwrap().to_owned();
+        most = most.max(store.len());
+        most_bytes = most_bytes.max(store.bytes());
+    }
+    let (status, bob) = bob.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "bob signed in meanwhile: {bob}");
+    assert_eq!(bob["scope"], "mcp:tools");
+    // Nothing grew per refresh: alice's two entries, bob's two, and at most bob's sign-in
+    // under way and his code while the loop ran.
+    assert_eq!(store.len(), baseline + 2, "after {n} refreshes");
+    assert!(
+        most <= baseline + 4,
+        "{most} entries at most during {n} refreshes"
+    );
+    assert!(most_bytes < 16 * 1024, "{most_bytes} bytes at most");
+    eprintln!("{n} refreshes: at most {most} entries, {most_bytes} bytes in the store");
+    // A forged generation (its MAC does not verify) is unknown, and revokes nothing.
+    let (gid, rest) = current.split_once('.').unwrap();
+    let (generation, mac) = rest.split_once('.').unwrap();
+    assert_eq!(generation, n.to_string());
+    let forged = format!("{gid}.{}.{mac}", n + 1);
+    let (status, e) = send(refresh_with(&forged)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        (e["error"].as_str(), e["error_description"].as_str()),
+        (
+            Some("invalid_grant"),
+            Some("the refresh token is unknown, expired or used")
+        )
+    );
+    let (status, answer) = send(refresh_with(&current)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let latest = answer["refresh_token"].as_str().unwrap().to_owned();
+    // The first token of the grant, used again: the grant is revoked, its newest token too.
+    let (status, e) = send(refresh_with(&first)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        (e["error"].as_str(), e["error_description"].as_str()),
+        (
+            Some("invalid_grant"),
+            Some(
+                "the refresh token was used before (it is rotated at each use); the sign-in is revoked"
+            )
+        )
+    );
+    let (status, e) = send(refresh_with(&latest)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        (e["error"].as_str(), e["error_description"].as_str()),
+        (
+            Some("invalid_grant"),
+            Some("the sign-in ended; sign in again")
+        )
+    );
+    assert_eq!(store.len(), baseline + 1, "alice's grant is gone");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -21,8 +21,9 @@ use serde_json::{Value, json};
 
 use super::clients::{Kind, KnownClient, MetadataFetcher, Method};
 use super::html::{self, Value as Slot};
+use super::policy::UpstreamUser;
 use super::store::{Bound, Insertion};
-use super::tokens::{Grant, Refresh, grant_key, s256, ttl};
+use super::tokens::{Grant, RefreshState, grant_key, refreshing_key, s256, ttl};
 use super::upstream::UpstreamError;
 use super::{B64, ClientAddr, Inner, JWT_BEARER, clip, constant_eq, digest, now, random};
 use crate::auth::dpop;
@@ -993,14 +994,28 @@ async fn callback(State(p): State<Arc<Inner>>, request: Request) -> Response {
             ]);
         }
     };
+    // What the user may let the client do: of the scopes asked for, those the policy gives
+    // this user (the token answer's `scope` says which).
+    let scopes = p
+        .policy
+        .filter(&UpstreamUser::new(&subject, &claims), &sign_in.scopes);
+    if scopes.len() < sign_in.scopes.len() {
+        tracing::info!(
+            client_id = %clip(&sign_in.client_id),
+            asked = %sign_in.scopes.join(" "),
+            granted = %scopes.join(" "),
+            "a user asked for scopes the policy does not give them"
+        );
+    }
     let issued = async {
         let gid = random(24)?;
         let grant = Grant {
             subject: subject.clone(),
             client_id: sign_in.client_id.clone(),
-            scopes: sign_in.scopes.clone(),
+            scopes,
             upstream: Some(upstream),
             claims,
+            refresh: None,
         };
         let bytes = serde_json::to_vec(&grant)
             .map_err(|e| crate::auth::AuthError::misconfigured(e.to_string()))?;
@@ -1147,8 +1162,8 @@ impl Inner {
             .map_err(|e| bad_request(e.code(), e.reason()))
     }
 
-    /// The tokens answer: an access token (bound to `jkt` when given) and, when `refresh`, a
-    /// refresh token for the grant.
+    /// The tokens answer: an access token (bound to `jkt` when given) and, when given, a
+    /// refresh token.
     #[allow(clippy::too_many_arguments)]
     async fn issue(
         &self,
@@ -1158,7 +1173,7 @@ impl Inner {
         gid: Option<&str>,
         claims: &serde_json::Map<String, Value>,
         jkt: Option<&str>,
-        refresh: bool,
+        refresh: Option<String>,
     ) -> Response {
         let access = match self.access_token(subject, &client.id, scopes, gid, claims, jkt) {
             Ok(a) => a,
@@ -1177,44 +1192,7 @@ impl Inner {
             "expires_in": self.access_ttl.as_secs(),
             "scope": scopes.join(" "),
         });
-        if refresh && let Some(gid) = gid {
-            let Ok(token) = random(32) else {
-                return oauth_error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "server_error",
-                    "no randomness",
-                );
-            };
-            let record = Refresh {
-                grant: gid.to_owned(),
-                client_id: client.id.clone(),
-                scopes: scopes.to_vec(),
-                // RFC 9449 section 5: a public client's refresh token is bound too.
-                jkt: if client.method == Method::None {
-                    jkt.map(str::to_owned)
-                } else {
-                    None
-                },
-            };
-            let stored = match serde_json::to_vec(&record) {
-                Ok(b) => self
-                    .store
-                    .put(
-                        &format!("refresh:{}", digest(&token)),
-                        b,
-                        ttl(self.refresh_ttl),
-                    )
-                    .await
-                    .is_ok(),
-                Err(_) => false,
-            };
-            if !stored {
-                return oauth_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "temporarily_unavailable",
-                    "the authorization server is busy",
-                );
-            }
+        if let Some(token) = refresh {
             answer["refresh_token"] = json!(token);
         }
         let mut r = no_store(json_response(StatusCode::OK, &answer));
@@ -1366,14 +1344,30 @@ async fn code_grant(
             "the code is bound to a DPoP key (dpop_jkt): prove possession of it",
         );
     }
-    let grant: Grant = match p.store.get(&grant_key(&record.grant)).await {
+    let mut grant: Grant = match p.store.get(&grant_key(&record.grant)).await {
         Ok(Some(b)) => match serde_json::from_slice(&b) {
             Ok(g) => g,
             Err(_) => return invalid_grant("the sign-in behind the code ended"),
         },
         _ => return invalid_grant("the sign-in behind the code ended"),
     };
-    let refresh = client.grant_types.iter().any(|g| g == "refresh_token");
+    let mut refresh = None;
+    if client.grant_types.iter().any(|g| g == "refresh_token") {
+        // The grant's first refresh token: generation 0, bound to the DPoP key of a public
+        // client (RFC 9449 section 5).
+        grant.refresh = Some(RefreshState {
+            generation: 0,
+            jkt: if client.method == Method::None {
+                jkt.clone()
+            } else {
+                None
+            },
+        });
+        if !p.save_grant(&record.grant, &grant).await {
+            return busy();
+        }
+        refresh = Some(p.refresh_token(&record.grant, 0));
+    }
     p.issue(
         &grant.subject,
         client,
@@ -1386,51 +1380,115 @@ async fn code_grant(
     .await
 }
 
+/// The token endpoint's answer when the store cannot be used.
+fn busy() -> Response {
+    oauth_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "temporarily_unavailable",
+        "the authorization server is busy",
+    )
+}
+
+impl Inner {
+    /// Stores a grant for the refresh tokens' lifetime; `false` when the store refused.
+    async fn save_grant(&self, gid: &str, grant: &Grant) -> bool {
+        let Ok(bytes) = serde_json::to_vec(grant) else {
+            return false;
+        };
+        match self
+            .store
+            .put(&grant_key(gid), bytes, ttl(self.refresh_ttl))
+            .await
+        {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot keep a grant");
+                false
+            }
+        }
+    }
+}
+
 async fn refresh_grant(
     p: &Inner,
     client: &KnownClient,
     pairs: &[(String, String)],
     jkt: Option<String>,
 ) -> Response {
-    let invalid_grant = |why: &str| bad_request("invalid_grant", why);
     let Some(token) = param(pairs, "refresh_token") else {
         return bad_request("invalid_request", "the request has no refresh_token");
     };
-    let key = digest(token);
-    let record: Refresh = match p.store.take(&format!("refresh:{key}")).await {
-        Ok(Some(b)) => match serde_json::from_slice(&b) {
-            Ok(r) => r,
-            Err(_) => return invalid_grant("the refresh token is unknown"),
-        },
-        Ok(None) => {
-            if let Ok(Some(gid)) = p.store.get(&format!("used-refresh:{key}")).await {
-                p.revoke(&String::from_utf8_lossy(&gid)).await;
-                return invalid_grant(
-                    "the refresh token was used before (it is rotated at each use); the sign-in is revoked",
-                );
-            }
-            return invalid_grant("the refresh token is unknown, expired or used");
-        }
-        Err(_) => {
-            return oauth_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "temporarily_unavailable",
-                "the authorization server is busy",
+    let Some((gid, generation)) = p.parse_refresh_token(token) else {
+        return bad_request(
+            "invalid_grant",
+            "the refresh token is unknown, expired or used",
+        );
+    };
+    // One refresh of a grant at a time: the grant moves from one generation to the next once.
+    let lock = refreshing_key(&gid);
+    match p
+        .store
+        .insert_new(&lock, b"1".to_vec(), REFRESH_LOCK_TTL)
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => {
+            return bad_request(
+                "invalid_grant",
+                "another refresh of this sign-in is under way; use the refresh token it returns",
             );
         }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot refresh a grant");
+            return busy();
+        }
+    }
+    let answer = refresh_locked(p, client, pairs, jkt, &gid, generation).await;
+    let _ = p.store.delete(&lock).await;
+    answer
+}
+
+/// How long a refresh holds its grant's lock at most (a replica that dies holding it).
+const REFRESH_LOCK_TTL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A refresh of generation `generation` of grant `gid`, holding its lock.
+async fn refresh_locked(
+    p: &Inner,
+    client: &KnownClient,
+    pairs: &[(String, String)],
+    jkt: Option<String>,
+    gid: &str,
+    generation: u64,
+) -> Response {
+    let invalid_grant = |why: &str| bad_request("invalid_grant", why);
+    let mut grant: Grant = match p.store.get(&grant_key(gid)).await {
+        Ok(Some(b)) => match serde_json::from_slice(&b) {
+            Ok(g) => g,
+            Err(_) => return invalid_grant("the sign-in ended; sign in again"),
+        },
+        Ok(None) => return invalid_grant("the sign-in ended; sign in again"),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read a grant");
+            return busy();
+        }
     };
-    let _ = p
-        .store
-        .put(
-            &format!("used-refresh:{key}"),
-            record.grant.as_bytes().to_vec(),
-            ttl(p.refresh_ttl),
-        )
-        .await;
-    if record.client_id != client.id {
+    let Some(state) = grant.refresh.clone() else {
+        return invalid_grant("the refresh token is unknown, expired or used");
+    };
+    if generation < state.generation {
+        // An older token: whoever used its successor may not be the client.
+        p.revoke(gid).await;
+        return invalid_grant(
+            "the refresh token was used before (it is rotated at each use); the sign-in is revoked",
+        );
+    }
+    if generation > state.generation {
+        return invalid_grant("the refresh token is unknown, expired or used");
+    }
+    if grant.client_id != client.id {
         return invalid_grant("the refresh token was issued to another client");
     }
-    if let Some(bound) = &record.jkt
+    if let Some(bound) = &state.jkt
         && jkt.as_deref() != Some(bound.as_str())
     {
         return bad_request(
@@ -1438,30 +1496,32 @@ async fn refresh_grant(
             "the refresh token is bound to a DPoP key: prove possession of it",
         );
     }
-    let scopes = match p.granted_scopes(param(pairs, "scope"), Some(&record.scopes)) {
+    // The policy again: a user who lost a scope loses it now.
+    let allowed = p.policy.filter(
+        &UpstreamUser::new(&grant.subject, &grant.claims),
+        &grant.scopes,
+    );
+    let scopes = match p.granted_scopes(param(pairs, "scope"), Some(&allowed)) {
         Ok(s) => s,
         Err(e) => return bad_request("invalid_scope", &e),
     };
-    let key = grant_key(&record.grant);
-    let grant: Grant = match p.store.get(&key).await {
-        Ok(Some(b)) => match serde_json::from_slice(&b) {
-            Ok(g) => g,
-            Err(_) => return invalid_grant("the sign-in ended"),
-        },
-        _ => return invalid_grant("the sign-in ended; sign in again"),
-    };
-    // The grant lives as long as its newest refresh token.
-    if let Ok(b) = serde_json::to_vec(&grant) {
-        let _ = p.store.put(&key, b, ttl(p.refresh_ttl)).await;
+    // The next generation; the grant lives as long as its newest refresh token.
+    let next = generation + 1;
+    grant.refresh = Some(RefreshState {
+        generation: next,
+        jkt: state.jkt,
+    });
+    if !p.save_grant(gid, &grant).await {
+        return busy();
     }
     p.issue(
         &grant.subject,
         client,
         &scopes,
-        Some(&record.grant),
+        Some(gid),
         &grant.claims,
         jkt.as_deref(),
-        true,
+        Some(p.refresh_token(gid, next)),
     )
     .await
 }
@@ -1550,6 +1610,9 @@ async fn jwt_bearer_grant(
         Ok(s) => s,
         Err(e) => return bad_request("invalid_scope", &e),
     };
+    let scopes = p
+        .policy
+        .filter(&UpstreamUser::new(principal.subject(), claims), &scopes);
     tracing::info!(client_id = %clip(&client.id), "a token was issued for an enterprise assertion");
     p.issue(
         principal.subject(),
@@ -1558,7 +1621,7 @@ async fn jwt_bearer_grant(
         None,
         &serde_json::Map::new(),
         jkt.as_deref(),
-        false,
+        None,
     )
     .await
 }

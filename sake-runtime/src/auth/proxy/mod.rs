@@ -13,7 +13,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use sake_runtime::auth::proxy::{AuthProxy, Upstream};
+//! use sake_runtime::auth::proxy::{AuthProxy, Upstream, Users};
 //!
 //! let proxy = AuthProxy::builder(
 //!     "https://mcp.example.com",
@@ -21,6 +21,9 @@
 //!     Upstream::oidc("https://idp.example.com", "client-id", "client-secret"),
 //! )
 //! .scopes_supported(["mcp:tools", "admin"])
+//! // Every user may let a client use the tools; only the user 248289761001 may grant `admin`.
+//! .default_scopes(["mcp:tools"])
+//! .grant_scope("admin", Users::new().subjects(["248289761001"]))
 //! .build()?;
 //! sake_runtime::Server::from_registry()
 //!     .authorization(proxy.authorization())
@@ -34,6 +37,7 @@
 mod clients;
 mod endpoints;
 mod html;
+mod policy;
 mod store;
 pub(crate) mod tokens;
 mod upstream;
@@ -46,6 +50,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest as _, Sha256};
 
 pub use super::upstream_session::UpstreamSession;
+pub use policy::{UpstreamUser, Users};
 pub use store::{
     Bound, Insertion, MemoryProxyStore, ProxyStore, ProxyStoreError, ProxyStoreFuture,
 };
@@ -203,6 +208,8 @@ pub(crate) struct Inner {
     pub(crate) prefix: String,
     pub(crate) resource: String,
     pub(crate) scopes: Vec<String>,
+    /// Who may receive which scope.
+    pub(crate) policy: policy::Policy,
     pub(crate) upstream: Upstream,
     pub(crate) upstream_endpoints: tokio::sync::RwLock<Option<upstream::Resolved>>,
     pub(crate) fetcher: Fetcher,
@@ -268,6 +275,7 @@ pub struct AuthProxyBuilder {
     path: String,
     upstream: Upstream,
     scopes: Vec<String>,
+    policy: policy::Policy,
     store: Option<Arc<dyn ProxyStore>>,
     secret: Option<Vec<u8>>,
     allow_http_client_metadata: bool,
@@ -306,6 +314,7 @@ impl AuthProxy {
             path: path.into(),
             upstream,
             scopes: Vec::new(),
+            policy: policy::Policy::default(),
             store: None,
             secret: None,
             allow_http_client_metadata: false,
@@ -355,13 +364,60 @@ impl AuthProxy {
 
 impl AuthProxyBuilder {
     /// The scopes clients may ask for (the metadata's `scopes_supported`). A client gets only
-    /// the scopes it asks for.
+    /// the scopes it asks for, and of them only those its user may receive: the
+    /// [`default_scopes`](Self::default_scopes), and those a [`grant_scope`](Self::grant_scope)
+    /// or [`authorize_user`](Self::authorize_user) gives the user. By default nobody may
+    /// receive any scope.
     pub fn scopes_supported<I, S>(mut self, scopes: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
         self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The scopes every user the upstream provider signs in may receive (default: none). A
+    /// scope describes what a *user* may let a client do: name here only what anyone who can
+    /// sign in upstream (any Google account, any Entra ID tenant with `common`) may do.
+    pub fn default_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.policy.defaults = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The users of `users` may receive `scope` (in addition to the default scopes; several
+    /// calls for one scope add up). A user who asks for a scope they may not receive gets a
+    /// token without it: the token answer's `scope` says what was granted (RFC 6749 section
+    /// 5.1), and a tool needing it answers `403 insufficient_scope`.
+    ///
+    /// ```no_run
+    /// # fn demo(b: sake_runtime::auth::proxy::AuthProxyBuilder) {
+    /// use sake_runtime::auth::proxy::Users;
+    /// let b = b
+    ///     .scopes_supported(["mcp:tools", "admin"])
+    ///     .default_scopes(["mcp:tools"])
+    ///     .grant_scope("admin", Users::new().subjects(["248289761001"]));
+    /// # }
+    /// ```
+    pub fn grant_scope(mut self, scope: impl Into<String>, users: Users) -> Self {
+        self.policy.grants.push((scope.into(), users));
+        self
+    }
+
+    /// A decision of your own, asked for each scope a user asks for that neither the default
+    /// scopes nor a [`grant_scope`](Self::grant_scope) gives them: `true` grants it. It runs
+    /// when the user signs in and at each refresh (a user who lost a scope loses it at the
+    /// next refresh). Trust only claims the upstream vouches for (never an unverified
+    /// `email`).
+    pub fn authorize_user(
+        mut self,
+        decide: impl Fn(&UpstreamUser<'_>, &str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.policy.decide = Some(Arc::new(decide));
         self
     }
 
@@ -521,6 +577,7 @@ impl AuthProxyBuilder {
                 prefix,
                 resource,
                 scopes: self.scopes,
+                policy: self.policy,
                 upstream: self.upstream,
                 upstream_endpoints: tokio::sync::RwLock::new(None),
                 fetcher,

@@ -81,20 +81,61 @@ pub(crate) struct Grant {
     pub(crate) upstream: Option<UpstreamTokens>,
     #[serde(default)]
     pub(crate) claims: Map<String, Value>,
+    /// Its refresh token, once one was issued: only the current generation is kept.
+    #[serde(default)]
+    pub(crate) refresh: Option<RefreshState>,
 }
 
-/// A refresh token's record.
+/// The refresh state of a grant. A refresh token names its grant and a generation; each
+/// refresh moves the grant to the next generation, and a token of an older one (someone else
+/// holds a copy) revokes the grant. Nothing is stored per refresh.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Refresh {
-    pub(crate) grant: String,
-    pub(crate) client_id: String,
-    pub(crate) scopes: Vec<String>,
+pub(crate) struct RefreshState {
+    pub(crate) generation: u64,
+    /// The DPoP key a public client's refresh tokens are bound to (RFC 9449 section 5).
     #[serde(default)]
     pub(crate) jkt: Option<String>,
 }
 
 pub(crate) fn grant_key(id: &str) -> String {
     format!("grant:{id}")
+}
+
+/// The lock a refresh of grant `id` holds while it moves the grant to its next generation.
+pub(crate) fn refreshing_key(id: &str) -> String {
+    format!("refreshing:{id}")
+}
+
+/// The longest a grant id or a refresh token is.
+const MAX_REFRESH_TOKEN: usize = 200;
+
+impl Inner {
+    /// The refresh token of generation `generation` of grant `gid`: `gid.generation.mac`, the
+    /// MAC under the proxy's secret (only the proxy makes one; none is stored).
+    pub(crate) fn refresh_token(&self, gid: &str, generation: u64) -> String {
+        let mac = hmac(
+            &self.secret,
+            "refresh-token",
+            format!("{gid}.{generation}").as_bytes(),
+        );
+        format!("{gid}.{generation}.{}", B64.encode(mac))
+    }
+
+    /// The grant id and generation a refresh token names, if the proxy made it.
+    pub(crate) fn parse_refresh_token(&self, token: &str) -> Option<(String, u64)> {
+        if token.len() > MAX_REFRESH_TOKEN {
+            return None;
+        }
+        let mut parts = token.split('.');
+        let (gid, generation, _) = (parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() || gid.is_empty() {
+            return None;
+        }
+        let generation: u64 = generation.parse().ok()?;
+        let expected = self.refresh_token(gid, generation);
+        super::constant_eq(expected.as_bytes(), token.as_bytes())
+            .then(|| (gid.to_owned(), generation))
+    }
 }
 
 impl Inner {
@@ -212,12 +253,22 @@ impl Inner {
                 UpstreamError::Unavailable(r) => AuthError::unavailable(r),
                 other => AuthError::invalid(format!("the upstream refresh failed: {other}")),
             })?;
-        let mut updated = grant;
         let mut tokens = fresh;
         if tokens.refresh_token.is_none() {
             tokens.refresh_token = Some(refresh);
         }
         let access = tokens.access_token.clone();
+        // The grant as it is now (a refresh may have moved it to its next generation while
+        // the upstream answered): only its upstream tokens change.
+        let Some(mut updated) = self
+            .store
+            .get(&key)
+            .await
+            .map_err(|e| AuthError::unavailable(e.to_string()))?
+            .and_then(|b| serde_json::from_slice::<Grant>(&b).ok())
+        else {
+            return Err(AuthError::invalid("the sign-in behind this token ended"));
+        };
         updated.upstream = Some(tokens);
         let bytes =
             serde_json::to_vec(&updated).map_err(|e| AuthError::misconfigured(e.to_string()))?;
