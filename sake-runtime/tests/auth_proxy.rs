@@ -1353,12 +1353,27 @@ async fn every_attack_is_refused() {
 
     // A metadata document URL that points at a private address (or anything but https, or
     // localhost over https): refused before anything is fetched from it.
-    for cimd in [
-        "https://10.0.0.1/client.json",
-        "https://169.254.169.254/latest/meta-data",
-        "https://[::1]/client.json",
-        "https://localhost/client.json",
-        "http://192.168.1.1/client.json",
+    // The page says why.
+    let private = |ip: &str| format!("the client id URL points at the non-public address {ip}");
+    for (cimd, reason) in [
+        ("https://10.0.0.1/client.json", private("10.0.0.1")),
+        (
+            "https://169.254.169.254/latest/meta-data",
+            private("169.254.169.254"),
+        ),
+        ("https://[::1]/client.json", private("::1")),
+        (
+            "https://localhost/client.json",
+            "the client id URL points at localhost".to_owned(),
+        ),
+        (
+            "https://x.localhost/client.json",
+            "the client id URL points at localhost".to_owned(),
+        ),
+        (
+            "http://192.168.1.1/client.json",
+            "a client id URL must be https (plain http is accepted only for loopback addresses, and only when the server allows it for tests)".to_owned(),
+        ),
     ] {
         let page = ua
             .get(&authorize_url(&base, cimd, &redirect, &p.challenge, &[]))
@@ -1369,8 +1384,39 @@ async fn every_attack_is_refused() {
             "{cimd}: {}",
             page.body
         );
+        assert!(page.body.contains(&reason), "{cimd}: {}", page.body);
         assert!(page.location.is_none());
     }
+    // A document that cannot be fetched (here a closed port): a stranger learns nothing about
+    // the network (no address, no port, no connection error), at either endpoint.
+    let not_fetched = "the client metadata document could not be fetched: it must be served over https from a public address, with status 200 and no redirect, within 5 seconds and 5120 bytes";
+    let closed = format!("http://127.0.0.1:{}/client.json", free_port());
+    let page = ua
+        .get(&authorize_url(&base, &closed, &redirect, &p.challenge, &[]))
+        .await;
+    assert_eq!(page.status, StatusCode::BAD_REQUEST, "{}", page.body);
+    assert!(page.body.contains(not_fetched), "{}", page.body);
+    assert!(
+        !page.body.contains("refused") && !page.body.contains("onnect"),
+        "{}",
+        page.body
+    );
+    let (status, e) = token_request(
+        &mut UserAgent::new(),
+        &base,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", "x"),
+            ("client_id", &closed),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        (e["error"].as_str(), e["error_description"].as_str()),
+        (Some("invalid_client"), Some(not_fetched))
+    );
 }
 
 // --- DPoP --------------------------------------------------------------------------------------

@@ -18,6 +18,13 @@ use crate::auth::upstream_session::{BoxFuture, UpstreamSession, UpstreamSource};
 use crate::auth::{AuthError, TokenVerifier, VerifyFuture};
 use base64::Engine as _;
 
+/// What a caller is told when the upstream cannot be reached to refresh its tokens.
+pub(crate) const UPSTREAM_UNAVAILABLE: &str =
+    "the identity provider cannot be reached; try again later";
+/// What a caller is told when the upstream refuses to refresh its tokens.
+pub(crate) const UPSTREAM_REFRESH_REFUSED: &str =
+    "the identity provider no longer accepts this sign-in; sign in again";
+
 /// The `typ` of an identity assertion authorization grant.
 pub(crate) const ID_JAG_TYP: &str = "oauth-id-jag+jwt";
 /// The longest token checked.
@@ -237,7 +244,10 @@ impl Inner {
         let Some(refresh) = up.refresh_token.clone() else {
             return Err(AuthError::Expired);
         };
-        let endpoints = self.endpoints().await?;
+        let endpoints = self.endpoints().await.map_err(|e| {
+            tracing::warn!(error = %e, "the upstream provider cannot be used");
+            AuthError::unavailable(UPSTREAM_UNAVAILABLE)
+        })?;
         let mut fields = vec![
             ("grant_type", "refresh_token"),
             ("refresh_token", refresh.as_str()),
@@ -249,9 +259,13 @@ impl Inner {
             .upstream
             .token_request(&self.fetcher, &endpoints, &fields)
             .await
-            .map_err(|e| match e {
-                UpstreamError::Unavailable(r) => AuthError::unavailable(r),
-                other => AuthError::invalid(format!("the upstream refresh failed: {other}")),
+            .map_err(|e| {
+                // What the upstream said stays in the log: a tool may show this error.
+                tracing::warn!(error = %e, "an upstream refresh failed");
+                match e {
+                    UpstreamError::Unavailable(_) => AuthError::unavailable(UPSTREAM_UNAVAILABLE),
+                    _ => AuthError::invalid(UPSTREAM_REFRESH_REFUSED),
+                }
             })?;
         let mut tokens = fresh;
         if tokens.refresh_token.is_none() {
@@ -352,4 +366,54 @@ pub(crate) fn ttl(d: Duration) -> Duration {
 pub(crate) fn s256(verifier: &str) -> String {
     use sha2::{Digest as _, Sha256};
     B64.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::proxy::{AuthProxy, Upstream};
+
+    #[tokio::test]
+    async fn a_failed_upstream_refresh_tells_the_caller_nothing_of_the_upstream() {
+        // The upstream cannot be reached (a closed port): its address stays in the log.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let issuer = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let proxy = AuthProxy::builder(
+            "http://127.0.0.1:3000",
+            "/mcp",
+            Upstream::oidc(&issuer, "id", "secret"),
+        )
+        .build()
+        .unwrap();
+        let p = &proxy.inner;
+        let grant = Grant {
+            subject: "alice".into(),
+            client_id: "c".into(),
+            scopes: vec![],
+            upstream: Some(UpstreamTokens {
+                access_token: "old".into(),
+                token_type: "Bearer".into(),
+                refresh_token: Some("r".into()),
+                id_token: None,
+                expires_at: Some(now()),
+                scope: None,
+            }),
+            claims: Map::new(),
+            refresh: None,
+        };
+        p.store
+            .put(
+                &grant_key("g"),
+                serde_json::to_vec(&grant).unwrap(),
+                Duration::from_secs(60),
+            )
+            .await
+            .unwrap();
+        let err = p.upstream_access_token("g").await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the token cannot be checked now: the identity provider cannot be reached; try again later"
+        );
+    }
 }
