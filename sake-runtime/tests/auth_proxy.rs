@@ -1487,6 +1487,30 @@ async fn a_dpop_bound_token_works_only_with_its_proof() {
     let code = code_for(&base, &client_id, &redirect, &p, &[]).await;
     let key = DpopKey::new();
     let token_url = format!("{base}/oauth/token");
+    // A proof with a code that does not check out is not remembered: it fills no cache, and
+    // the same proof still works with the right code.
+    let proof = key.proof("POST", &token_url, None);
+    let (s, e) = token_request(
+        &mut ua,
+        &base,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", "not-a-code"),
+            ("code_verifier", &p.verifier),
+            ("redirect_uri", &redirect),
+            ("client_id", &client_id),
+        ],
+        Some(&proof),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        (e["error"].as_str(), e["error_description"].as_str()),
+        (
+            Some("invalid_grant"),
+            Some("the code is unknown, expired or used")
+        )
+    );
     let (s, tokens) = token_request(
         &mut ua,
         &base,
@@ -1497,7 +1521,7 @@ async fn a_dpop_bound_token_works_only_with_its_proof() {
             ("redirect_uri", &redirect),
             ("client_id", &client_id),
         ],
-        Some(&key.proof("POST", &token_url, None)),
+        Some(&proof),
     )
     .await;
     assert_eq!(s, StatusCode::OK, "{tokens}");

@@ -1140,9 +1140,10 @@ impl Inner {
         Ok(Authenticated { client })
     }
 
-    /// The key a token request proves possession of (its `DPoP` header), if any.
+    /// The proof of possession of a token request (its `DPoP` header), if any: checked, not
+    /// yet recorded (that waits for the grant it accompanies to check out).
     #[allow(clippy::result_large_err)] // The refusal is the response itself.
-    fn token_dpop(&self, headers: &HeaderMap) -> Result<Option<String>, Response> {
+    fn token_dpop(&self, headers: &HeaderMap) -> Result<Option<dpop::Checked>, Response> {
         let mut proofs = headers.get_all(DPOP).iter();
         let Some(proof) = proofs.next() else {
             return Ok(None);
@@ -1157,8 +1158,8 @@ impl Inner {
             .to_str()
             .map_err(|_| bad_request("invalid_dpop_proof", "the DPoP header is not ASCII"))?;
         self.dpop
-            .verify(proof, "POST", &self.url("/oauth/token"), None)
-            .map(|p| Some(p.jkt))
+            .check(proof, "POST", &self.url("/oauth/token"), None)
+            .map(Some)
             .map_err(|e| bad_request(e.code(), e.reason()))
     }
 
@@ -1172,9 +1173,16 @@ impl Inner {
         scopes: &[String],
         gid: Option<&str>,
         claims: &serde_json::Map<String, Value>,
-        jkt: Option<&str>,
+        proof: Option<&dpop::Checked>,
         refresh: Option<String>,
     ) -> Response {
+        // The proof is remembered (against its replay) only now that the grant checked out.
+        if let Some(c) = proof
+            && let Err(e) = self.dpop.record(c)
+        {
+            return bad_request(e.code(), e.reason());
+        }
+        let jkt = proof.map(|c| c.jkt.as_str());
         let access = match self.access_token(subject, &client.id, scopes, gid, claims, jkt) {
             Ok(a) => a,
             Err(e) => {
@@ -1283,8 +1291,9 @@ async fn code_grant(
     p: &Inner,
     client: &KnownClient,
     pairs: &[(String, String)],
-    jkt: Option<String>,
+    proof: Option<dpop::Checked>,
 ) -> Response {
+    let jkt = proof.as_ref().map(|c| c.jkt.clone());
     let invalid_grant = |why: &str| bad_request("invalid_grant", why);
     let Some(code) = param(pairs, "code") else {
         return bad_request("invalid_request", "the request has no code");
@@ -1374,7 +1383,7 @@ async fn code_grant(
         &grant.scopes,
         Some(&record.grant),
         &grant.claims,
-        jkt.as_deref(),
+        proof.as_ref(),
         refresh,
     )
     .await
@@ -1413,7 +1422,7 @@ async fn refresh_grant(
     p: &Inner,
     client: &KnownClient,
     pairs: &[(String, String)],
-    jkt: Option<String>,
+    proof: Option<dpop::Checked>,
 ) -> Response {
     let Some(token) = param(pairs, "refresh_token") else {
         return bad_request("invalid_request", "the request has no refresh_token");
@@ -1443,7 +1452,7 @@ async fn refresh_grant(
             return busy();
         }
     }
-    let answer = refresh_locked(p, client, pairs, jkt, &gid, generation).await;
+    let answer = refresh_locked(p, client, pairs, proof, &gid, generation).await;
     let _ = p.store.delete(&lock).await;
     answer
 }
@@ -1456,10 +1465,11 @@ async fn refresh_locked(
     p: &Inner,
     client: &KnownClient,
     pairs: &[(String, String)],
-    jkt: Option<String>,
+    proof: Option<dpop::Checked>,
     gid: &str,
     generation: u64,
 ) -> Response {
+    let jkt = proof.as_ref().map(|c| c.jkt.clone());
     let invalid_grant = |why: &str| bad_request("invalid_grant", why);
     let mut grant: Grant = match p.store.get(&grant_key(gid)).await {
         Ok(Some(b)) => match serde_json::from_slice(&b) {
@@ -1520,7 +1530,7 @@ async fn refresh_locked(
         &scopes,
         Some(gid),
         &grant.claims,
-        jkt.as_deref(),
+        proof.as_ref(),
         Some(p.refresh_token(gid, next)),
     )
     .await
@@ -1532,7 +1542,7 @@ async fn jwt_bearer_grant(
     p: &Inner,
     client: &KnownClient,
     pairs: &[(String, String)],
-    jkt: Option<String>,
+    proof: Option<dpop::Checked>,
 ) -> Response {
     let invalid_grant = |why: &str| bad_request("invalid_grant", why);
     let Some(idp) = &p.idp else {
@@ -1620,7 +1630,7 @@ async fn jwt_bearer_grant(
         &scopes,
         None,
         &serde_json::Map::new(),
-        jkt.as_deref(),
+        proof.as_ref(),
         None,
     )
     .await
