@@ -2178,6 +2178,135 @@ async fn one_address_flooding_authorize_leaves_room_for_another_to_sign_in() {
     );
 }
 
+/// A token request from `from` that declares `declared` bytes and sends one: the status and
+/// body of the answer, or `None` when none came within 20 s.
+async fn trickle(from: IpAddr, base: &str, declared: usize) -> Option<(u16, Value)> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let addr: std::net::SocketAddr = base.trim_start_matches("http://").parse().unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind((from, 0).into()).unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    let head = format!(
+        "POST /oauth/token HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/x-www-form-urlencoded\r\ncontent-length: {declared}\r\n\r\ng"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+            }
+            let text = String::from_utf8_lossy(&answer);
+            if let Some((h, b)) = text.split_once("\r\n\r\n")
+                && let Some(len) = h.lines().find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")
+                        .map(str::to_owned)
+                })
+                && b.len() >= len.trim().parse::<usize>().unwrap()
+            {
+                break;
+            }
+        }
+    })
+    .await;
+    read.ok()?;
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text.get(9..12)?.parse().ok()?;
+    let body = text.split_once("\r\n\r\n")?.1;
+    Some((status, serde_json::from_str(body).unwrap_or(Value::Null)))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trickled_proxy_bodies_hold_only_their_address_share_for_seconds() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let idp = upstream(&[port], &[]);
+    let (base, _proxy) = in_process(&idp, listener, |b| b, |a| a).await;
+    // 2,048 token requests from one address, each declaring 16,000 bytes and sending one.
+    let attacker: IpAddr = "127.0.0.1".parse().unwrap();
+    let n = 2048;
+    let mut flood = Vec::with_capacity(n);
+    for _ in 0..n {
+        let base = base.clone();
+        flood.push(tokio::spawn(async move {
+            trickle(attacker, &base, 16_000).await
+        }));
+    }
+    // Another address signs in meanwhile: its registration, consent and token bodies are read.
+    let mut other = UserAgent::from_address("127.0.0.2".parse().unwrap());
+    let redirect = format!("http://127.0.0.1:{}/cb", free_port());
+    let client_id = register(&mut other, &base, &redirect).await;
+    let p = pkce();
+    let url = authorize_url(&base, &client_id, &redirect, &p.challenge, &[]);
+    let back = other.sign_in(&url, &redirect, "heidi").await;
+    let code = oidc::query(&back)["code"].clone();
+    let (status, tokens) = token_request(
+        &mut other,
+        &base,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", &redirect),
+            ("code_verifier", &p.verifier),
+            ("client_id", &client_id),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    assert_eq!(
+        oidc::claims(tokens["access_token"].as_str().unwrap())["sub"],
+        "heidi"
+    );
+    // Each flooding request was answered: refused at once past the address's 64 bodies, or
+    // timed out within seconds (its slot given back).
+    let (mut busy, mut slow) = (0, 0);
+    for f in flood {
+        let (status, body) = f.await.unwrap().expect("every trickled body is answered");
+        match status {
+            429 => {
+                busy += 1;
+                assert_eq!(
+                    body,
+                    json!({"error": "temporarily_unavailable", "error_description": "Too Many Requests: this client is sending 64 request bodies at once and may send 64 (Limits::max_bodies_per_client); wait for one to finish"})
+                );
+            }
+            408 => {
+                slow += 1;
+                assert_eq!(body["error"], "invalid_request");
+                assert!(
+                    body["error_description"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("Request Timeout: the body arrives slower than 4096 bytes per second (1 bytes in "),
+                    "{body}"
+                );
+            }
+            other => panic!("{other}: {body}"),
+        }
+    }
+    eprintln!(
+        "{n} trickled token bodies from one address: {busy} refused at once (429), {slow} timed out (408)"
+    );
+    assert_eq!(busy + slow, n);
+    assert!(
+        slow >= 64 && busy >= n / 2,
+        "{busy} refused, {slow} timed out"
+    );
+    // A body over the token endpoint's limit is refused before it is read.
+    let big = trickle(attacker, &base, 16 * 1024 + 1).await.unwrap();
+    assert_eq!(
+        big,
+        (
+            413,
+            json!({"error": "invalid_request", "error_description": "Payload Too Large: the body exceeds 16384 bytes"})
+        )
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_share_is_per_ipv6_64_behind_a_reverse_proxy_and_the_total_is_bounded() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -29,8 +29,26 @@ use super::{B64, ClientAddr, Inner, JWT_BEARER, clip, constant_eq, digest, now, 
 use crate::auth::dpop;
 use crate::net::fetch::{form_decode, form_encode};
 
-/// The largest form or JSON body read.
-const MAX_BODY: usize = 64 * 1024;
+/// The largest registration (a JSON document of redirect URIs and names).
+const MAX_REGISTRATION: usize = 16 * 1024;
+/// The largest token request (a form; an ID-JAG assertion is its largest field).
+const MAX_TOKEN_REQUEST: usize = 16 * 1024;
+/// The largest consent form (an id, a token and a button).
+const MAX_CONSENT: usize = 4 * 1024;
+/// The longest a body may take to arrive when the routes are served without the server's
+/// budgets ([`AuthProxy::router`](super::AuthProxy::router)).
+const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The largest body a route of the proxy takes (its path's last segment decides).
+pub(crate) fn max_body(path: &str) -> usize {
+    if path.ends_with("/oauth/consent") {
+        MAX_CONSENT
+    } else if path.ends_with("/oauth/register") {
+        MAX_REGISTRATION
+    } else {
+        MAX_TOKEN_REQUEST
+    }
+}
 /// The longest `state` a client may send.
 const MAX_STATE: usize = 2048;
 const COOKIE_NAME: &str = "sake_proxy_browser";
@@ -218,17 +236,29 @@ async fn jwks(State(p): State<Arc<Inner>>) -> Response {
     r
 }
 
-async fn read_body(body: Body) -> Result<bytes::Bytes, Response> {
-    axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
-        bad_request(
+/// Reads a body of at most `max` bytes within [`BODY_TIMEOUT`] (served with the server, the
+/// transport has read it already, within its budgets).
+async fn read_body(body: Body, max: usize) -> Result<bytes::Bytes, Response> {
+    match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, max)).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(_)) => Err(oauth_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
             "invalid_request",
-            &format!("the body is larger than {MAX_BODY} bytes"),
-        )
-    })
+            &format!("the body is larger than {max} bytes"),
+        )),
+        Err(_) => Err(oauth_error(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request",
+            &format!(
+                "the body did not arrive within {} s",
+                BODY_TIMEOUT.as_secs()
+            ),
+        )),
+    }
 }
 
 async fn register(State(p): State<Arc<Inner>>, request: Request) -> Response {
-    let body = match read_body(request.into_body()).await {
+    let body = match read_body(request.into_body(), MAX_REGISTRATION).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -732,7 +762,7 @@ async fn consent(State(p): State<Arc<Inner>>, request: Request) -> Response {
     {
         return forbidden("The form was posted from another site. Nothing was approved.");
     }
-    let body = match read_body(request.into_body()).await {
+    let body = match read_body(request.into_body(), MAX_CONSENT).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -1237,7 +1267,7 @@ async fn token(State(p): State<Arc<Inner>>, request: Request) -> Response {
             "send the token request as application/x-www-form-urlencoded",
         );
     }
-    let body = match read_body(request.into_body()).await {
+    let body = match read_body(request.into_body(), MAX_TOKEN_REQUEST).await {
         Ok(b) => b,
         Err(r) => return r,
     };

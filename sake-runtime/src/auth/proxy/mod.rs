@@ -42,6 +42,8 @@ mod store;
 pub(crate) mod tokens;
 mod upstream;
 
+pub(crate) use endpoints::max_body;
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
