@@ -2364,6 +2364,59 @@ async fn the_share_is_per_ipv6_64_behind_a_reverse_proxy_and_the_total_is_bounde
     }
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_48_spread_over_many_clients_is_bounded_and_the_client_is_the_server_prefix() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let proxy = AuthProxy::builder(
+        &base,
+        "/mcp",
+        Upstream::oidc("http://127.0.0.1:9", UPSTREAM_ID, UPSTREAM_SECRET),
+    )
+    .scopes_supported(["mcp:tools"])
+    .max_pending_sign_ins_per_client(1)
+    .max_pending_sign_ins_per_network(3)
+    .build()
+    .unwrap();
+    // The server's clients are /56s.
+    let service = sake::Server::from_registry()
+        .authorization(proxy.authorization())
+        .client_ip_header("x-forwarded-for")
+        .limits(|l| l.ipv6_client_prefix(56))
+        .build()
+        .unwrap();
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    let mut ua = UserAgent::new();
+    let redirect = format!("http://127.0.0.1:{}/cb", free_port());
+    let client_id = register(&mut ua, &base, &redirect).await;
+    let per_client = "too many sign-ins are under way from your network address (at most 1, each ending when finished or after 10 minutes); finish one or try again later";
+    let per_network = "too many sign-ins are under way from your network (an IPv6 /48: at most 3, each ending when finished or after 10 minutes); try again later";
+    let cases: [(&str, Result<(), &str>); 6] = [
+        ("2001:db8:7:100::1", Ok(())),
+        // Another /64 of the same /56: the same client.
+        ("2001:db8:7:1ff::1", Err(per_client)),
+        ("2001:db8:7:200::1", Ok(())),
+        ("2001:db8:7:300::1", Ok(())),
+        // A fourth /56 of the /48: its networks hold their 3.
+        ("2001:db8:7:400::1", Err(per_network)),
+        // Another /48 is not held back.
+        ("2001:db8:8::1", Ok(())),
+    ];
+    for (i, (forwarded, expected)) in cases.into_iter().enumerate() {
+        let got = start_sign_in(
+            &mut ua,
+            &base,
+            &client_id,
+            &redirect,
+            &format!("case-{i}"),
+            &[("x-forwarded-for", forwarded)],
+        )
+        .await
+        .map(drop);
+        assert_eq!(got, expected.map_err(str::to_owned), "{forwarded}");
+    }
+}
+
 // --- replicas sharing Redis ----------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread")]
@@ -2720,6 +2773,41 @@ async fn a_sign_in_begun_on_one_replica_finishes_on_another() {
     assert_eq!(s, StatusCode::OK, "{second}");
     let second = second["refresh_token"].as_str().unwrap().to_owned();
     assert_ne!(second, first);
+    // Whoever reads Redis finds the grant, but not the upstream tokens (encrypted); whoever
+    // writes it cannot make a grant the replicas take (the values are sealed).
+    let gid = second.split('.').next().unwrap();
+    let keys = redis
+        .cli(&["--scan", "--pattern", &format!("*grant:{gid}")])
+        .unwrap();
+    let key = keys
+        .lines()
+        .next()
+        .expect("the grant is in Redis")
+        .to_owned();
+    let stored = redis.cli(&["HGET", &key, "v"]).unwrap();
+    assert!(stored.starts_with("s1."), "{stored}");
+    assert!(stored.contains("\"upstream\":\""), "{stored}");
+    assert!(
+        !stored.contains("access_token")
+            && !stored.contains("refresh_token")
+            && !stored.contains("id_token"),
+        "{stored}"
+    );
+    let forged =
+        json!({"subject": "alice", "client_id": client_id, "scopes": ["mcp:tools", "admin"],
+        "refresh": {"generation": 1}})
+        .to_string();
+    redis.cli(&["HSET", &key, "v", &forged]).unwrap();
+    let (s, e) = send(at(pa), refresh(&second)).await;
+    assert_eq!(
+        (s, e["error"].as_str(), e["error_description"].as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("invalid_grant"),
+            Some("the sign-in ended; sign in again")
+        ),
+        "a forged grant is never taken"
+    );
     let (s, e) = send(at(pb), refresh(&first)).await;
     assert_eq!(
         (s, e["error"].as_str()),

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use super::clients::{Kind, KnownClient, MetadataFetcher, Method};
 use super::html::{self, Value as Slot};
 use super::policy::UpstreamUser;
-use super::store::{Bound, Insertion};
+use super::store::{Bound, Insertion, ProxyStore as _};
 use super::tokens::{Grant, RefreshState, grant_key, refreshing_key, s256, ttl};
 use super::upstream::UpstreamError;
 use super::{B64, ClientAddr, Inner, JWT_BEARER, clip, constant_eq, digest, now, random};
@@ -547,6 +547,16 @@ async fn authorize(State(p): State<Arc<Inner>>, request: Request) -> Response {
                 ),
             );
         }
+        Ok(Started::NetworkFull) => {
+            tracing::info!(client_id = %clip(client_id), "a sign-in was refused: its IPv6 /48 has the most sign-ins under way");
+            return fail(
+                "temporarily_unavailable",
+                &format!(
+                    "too many sign-ins are under way from your network (an IPv6 /48: at most {}, each ending when finished or after 10 minutes); try again later",
+                    p.max_pending_per_network
+                ),
+            );
+        }
         Ok(Started::AllFull) => {
             tracing::warn!(
                 max = p.max_pending,
@@ -565,10 +575,12 @@ async fn authorize(State(p): State<Arc<Inner>>, request: Request) -> Response {
             );
         }
     }
-    let name = client.name.clone().unwrap_or_else(|| client.id.clone());
+    let name = printable(&client.name.clone().unwrap_or_else(|| client.id.clone()));
     let kind = match client.kind {
         Kind::Registered => "registered itself with this server; its name is not verified",
-        Kind::MetadataDocument => "described by its metadata document",
+        Kind::MetadataDocument => {
+            "described by its metadata document at the client id below; its name is not verified"
+        }
         Kind::Configured => "configured by the server's operator",
     };
     let server = p
@@ -603,33 +615,61 @@ async fn authorize(State(p): State<Arc<Inner>>, request: Request) -> Response {
     r
 }
 
-/// A long client id (a registration) shortened for the page.
+/// A client id for the page: whole (a metadata document's URL is told apart by its end), up
+/// to 2048 characters, without control or bidirectional formatting characters.
 fn clip_long(id: &str) -> String {
-    if id.chars().count() > 80 {
-        format!("{}…", id.chars().take(77).collect::<String>())
+    let id = printable(id);
+    if id.chars().count() > 2048 {
+        format!("{}…", id.chars().take(2047).collect::<String>())
     } else {
-        id.to_owned()
+        id
     }
+}
+
+/// Text from a client for the page, without control characters nor the bidirectional
+/// formatting ones that would make it read as something else (`U+202E` turning
+/// `evil.com/moc.elgoog` around).
+fn printable(text: &str) -> String {
+    text.chars()
+        .filter(|c| {
+            !c.is_control()
+                && !matches!(
+                    c,
+                    '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+                )
+        })
+        .collect()
 }
 
 /// The network address a request to the proxy came from: as the HTTP transport found it,
 /// else the connection's peer; `None` when the application serving the routes gives neither.
-fn client_addr(extensions: &http::Extensions) -> Option<IpAddr> {
-    extensions.get::<ClientAddr>().map(|c| c.0).or_else(|| {
-        extensions
-            .get::<axum::extract::ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip())
-    })
+fn client_addr(extensions: &http::Extensions) -> Option<(IpAddr, u8)> {
+    extensions
+        .get::<ClientAddr>()
+        .map(|c| (c.0, c.1))
+        .or_else(|| {
+            extensions
+                .get::<axum::extract::ConnectInfo<SocketAddr>>()
+                .map(|c| (c.0.ip(), 64))
+        })
 }
 
-/// The network a client address stands for: an IPv4 address, or the /64 of an IPv6 one (one
-/// subscriber's network: a client holds a whole /64 and picks addresses in it freely), by the
-/// rule the server's per-client bounds use (`Limits::ipv6_client_prefix`, at its default). An
-/// IPv4-mapped IPv6 address is its IPv4 address.
-pub(crate) fn address_group(ip: IpAddr) -> String {
-    match crate::limits::client_network(ip, 64) {
+/// The network a client address stands for: an IPv4 address, or the network of `prefix` bits
+/// of an IPv6 one (one subscriber's network: a client holds a whole /64 and picks addresses in
+/// it freely), by the rule the server's per-client bounds use (`Limits::ipv6_client_prefix`).
+/// An IPv4-mapped IPv6 address is its IPv4 address.
+pub(crate) fn address_group(ip: IpAddr, prefix: u8) -> String {
+    match crate::limits::client_network(ip, prefix) {
         IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(net) => format!("{net}/64"),
+        IpAddr::V6(net) => format!("{net}/{}", prefix.clamp(1, 128)),
+    }
+}
+
+/// The IPv6 /48 of an address (none for IPv4 and IPv4-mapped addresses).
+pub(crate) fn network_group(ip: IpAddr) -> Option<String> {
+    match crate::limits::client_network(ip, 48) {
+        IpAddr::V4(_) => None,
+        IpAddr::V6(net) => Some(format!("{net}/48")),
     }
 }
 
@@ -638,6 +678,8 @@ enum Started {
     Yes,
     /// Its client's address has `max_pending_per_client` under way.
     ClientFull,
+    /// Its IPv6 /48 has `max_pending_per_network` under way.
+    NetworkFull,
     /// `max_pending` are under way.
     AllFull,
 }
@@ -652,12 +694,20 @@ impl Inner {
         &self,
         id: &str,
         s: &SignIn,
-        addr: Option<IpAddr>,
+        addr: Option<(IpAddr, u8)>,
     ) -> Result<Started, String> {
         let bytes = serde_json::to_vec(s).map_err(|e| e.to_string())?;
-        let group = addr.map(|ip| {
-            let tag = super::hmac(&self.secret, "client-address", address_group(ip).as_bytes());
+        let group = addr.map(|(ip, prefix)| {
+            let tag = super::hmac(
+                &self.secret,
+                "client-address",
+                address_group(ip, prefix).as_bytes(),
+            );
             format!("{PENDING}:{}", B64.encode(&tag[..12]))
+        });
+        let network = addr.and_then(|(ip, _)| network_group(ip)).map(|net| {
+            let tag = super::hmac(&self.secret, "client-network", net.as_bytes());
+            format!("{PENDING}-48:{}", B64.encode(&tag[..12]))
         });
         if group.is_none()
             && !self
@@ -668,17 +718,27 @@ impl Inner {
                 "the authorization proxy sees no client addresses (serve its router with ConnectInfo): sign-ins under way are bounded in all only, not per client"
             );
         }
-        let mut bounds = Vec::with_capacity(2);
+        let mut bounds = Vec::with_capacity(3);
+        let mut kinds = Vec::with_capacity(3);
         if let Some(g) = &group {
             bounds.push(Bound {
                 name: g,
                 limit: self.max_pending_per_client,
             });
+            kinds.push(Started::ClientFull);
+        }
+        if let Some(n) = &network {
+            bounds.push(Bound {
+                name: n,
+                limit: self.max_pending_per_network,
+            });
+            kinds.push(Started::NetworkFull);
         }
         bounds.push(Bound {
             name: PENDING,
             limit: self.max_pending,
         });
+        kinds.push(Started::AllFull);
         match self
             .store
             .insert_bounded(&sign_in_key(id), bytes, ttl(self.sign_in_ttl), &bounds)
@@ -686,8 +746,7 @@ impl Inner {
             .map_err(|e| e.to_string())?
         {
             Insertion::Stored => Ok(Started::Yes),
-            Insertion::Full(i) if i + 1 < bounds.len() => Ok(Started::ClientFull),
-            Insertion::Full(_) => Ok(Started::AllFull),
+            Insertion::Full(i) => Ok(kinds.into_iter().nth(i).unwrap_or(Started::AllFull)),
             _ => Err("a sign-in id was drawn twice".into()),
         }
     }
@@ -1044,11 +1103,11 @@ async fn callback(State(p): State<Arc<Inner>>, request: Request) -> Response {
             client_id: sign_in.client_id.clone(),
             scopes,
             upstream: Some(upstream),
+            sealed_upstream: None,
             claims,
             refresh: None,
         };
-        let bytes = serde_json::to_vec(&grant)
-            .map_err(|e| crate::auth::AuthError::misconfigured(e.to_string()))?;
+        let bytes = p.grant_bytes(&gid, &grant)?;
         p.store
             .put(&grant_key(&gid), bytes, ttl(p.refresh_ttl))
             .await
@@ -1384,9 +1443,9 @@ async fn code_grant(
         );
     }
     let mut grant: Grant = match p.store.get(&grant_key(&record.grant)).await {
-        Ok(Some(b)) => match serde_json::from_slice(&b) {
-            Ok(g) => g,
-            Err(_) => return invalid_grant("the sign-in behind the code ended"),
+        Ok(Some(b)) => match p.parse_grant(&record.grant, &b) {
+            Some(g) => g,
+            None => return invalid_grant("the sign-in behind the code ended"),
         },
         _ => return invalid_grant("the sign-in behind the code ended"),
     };
@@ -1431,7 +1490,7 @@ fn busy() -> Response {
 impl Inner {
     /// Stores a grant for the refresh tokens' lifetime; `false` when the store refused.
     async fn save_grant(&self, gid: &str, grant: &Grant) -> bool {
-        let Ok(bytes) = serde_json::to_vec(grant) else {
+        let Ok(bytes) = self.grant_bytes(gid, grant) else {
             return false;
         };
         match self
@@ -1502,9 +1561,9 @@ async fn refresh_locked(
     let jkt = proof.as_ref().map(|c| c.jkt.clone());
     let invalid_grant = |why: &str| bad_request("invalid_grant", why);
     let mut grant: Grant = match p.store.get(&grant_key(gid)).await {
-        Ok(Some(b)) => match serde_json::from_slice(&b) {
-            Ok(g) => g,
-            Err(_) => return invalid_grant("the sign-in ended; sign in again"),
+        Ok(Some(b)) => match p.parse_grant(gid, &b) {
+            Some(g) => g,
+            None => return invalid_grant("the sign-in ended; sign in again"),
         },
         Ok(None) => return invalid_grant("the sign-in ended; sign in again"),
         Err(e) => {
@@ -1578,6 +1637,12 @@ async fn jwt_bearer_grant(
     let Some(idp) = &p.idp else {
         return bad_request("unsupported_grant_type", "no identity provider is trusted");
     };
+    if client.method == Method::None {
+        return bad_request(
+            "unauthorized_client",
+            "the JWT bearer grant is for confidential clients (authenticate the client)",
+        );
+    }
     let Some(assertion) = param(pairs, "assertion") else {
         return bad_request("invalid_request", "the request has no assertion");
     };
@@ -1668,11 +1733,39 @@ async fn jwt_bearer_grant(
 
 #[cfg(test)]
 mod tests {
-    use super::address_group;
+    use super::{address_group, clip_long, network_group, printable};
+
+    #[test]
+    fn a_client_follows_the_server_prefix_and_a_network_is_a_48() {
+        let ip = |s: &str| s.parse().unwrap();
+        assert_eq!(address_group(ip("2001:db8:7:1::1"), 56), "2001:db8:7::/56");
+        assert_eq!(
+            address_group(ip("2001:db8:7:1::1"), 56),
+            address_group(ip("2001:db8:7:ff::1"), 56)
+        );
+        assert_eq!(
+            network_group(ip("2001:db8:7:1::1")).as_deref(),
+            Some("2001:db8:7::/48")
+        );
+        assert_eq!(network_group(ip("192.0.2.1")), None);
+        assert_eq!(network_group(ip("::ffff:192.0.2.1")), None);
+    }
+
+    #[test]
+    fn client_texts_on_the_consent_page_lose_bidi_and_control_characters_and_stay_whole() {
+        assert_eq!(
+            printable("Good App\u{202E}moc.live\u{202C} \u{2066}x\u{2069}\n\u{200F}"),
+            "Good Appmoc.live x"
+        );
+        let long = format!("https://app.example/{}/client.json", "a".repeat(200));
+        assert_eq!(clip_long(&long), long);
+        let huge = "b".repeat(3000);
+        assert_eq!(clip_long(&huge).chars().count(), 2048);
+    }
 
     #[test]
     fn a_client_is_an_ipv4_address_or_an_ipv6_64() {
-        let group = |s: &str| address_group(s.parse().unwrap());
+        let group = |s: &str| address_group(s.parse().unwrap(), 64);
         assert_eq!(group("192.0.2.1"), "192.0.2.1");
         assert_ne!(group("192.0.2.1"), group("192.0.2.2"));
         // An IPv4-mapped IPv6 address is its IPv4 address.

@@ -38,6 +38,7 @@ mod clients;
 mod endpoints;
 mod html;
 mod policy;
+mod sealed;
 mod store;
 pub(crate) mod tokens;
 mod upstream;
@@ -69,12 +70,15 @@ pub(crate) const B64: base64::engine::GeneralPurpose =
 const DEFAULT_MAX_PENDING: usize = 10_000;
 /// The default bound on sign-ins under way from one client address.
 const DEFAULT_MAX_PENDING_PER_CLIENT: usize = 64;
+/// The default bound on sign-ins under way from one IPv6 /48 (one site's networks).
+const DEFAULT_MAX_PENDING_PER_NETWORK: usize = 1024;
 
 /// The network address of the browser or client of a request to the proxy's routes, as the
-/// HTTP transport found it (the peer, or the trusted reverse proxy's header); without it, the
-/// connection's `ConnectInfo`.
+/// HTTP transport found it (the peer, or the trusted reverse proxy's header), with the server's
+/// IPv6 client prefix (`Limits::ipv6_client_prefix`); without it, the connection's
+/// `ConnectInfo` (and a /64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ClientAddr(pub(crate) std::net::IpAddr);
+pub(crate) struct ClientAddr(pub(crate) std::net::IpAddr, pub(crate) u8);
 
 /// The grant type of the JWT bearer grant (RFC 7523), which carries an ID-JAG.
 pub(crate) const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -216,7 +220,10 @@ pub(crate) struct Inner {
     pub(crate) upstream_endpoints: tokio::sync::RwLock<Option<upstream::Resolved>>,
     pub(crate) fetcher: Fetcher,
     pub(crate) metadata_fetcher: clients::MetadataFetcher,
-    pub(crate) store: Arc<dyn ProxyStore>,
+    /// The store, its values sealed with the secret.
+    pub(crate) store: sealed::SealedStore,
+    /// The key the upstream tokens are encrypted with.
+    pub(crate) cipher: sealed::TokenCipher,
     pub(crate) secret: Vec<u8>,
     pub(crate) keys: tokens::Keys,
     pub(crate) dpop: DpopVerifier,
@@ -231,6 +238,7 @@ pub(crate) struct Inner {
     /// At most this many sign-ins under way, in all and per client address.
     pub(crate) max_pending: usize,
     pub(crate) max_pending_per_client: usize,
+    pub(crate) max_pending_per_network: usize,
     /// Whether the missing client address was logged (once).
     pub(crate) no_address_logged: std::sync::atomic::AtomicBool,
 }
@@ -289,6 +297,7 @@ pub struct AuthProxyBuilder {
     resource_name: Option<String>,
     max_pending: usize,
     max_pending_per_client: usize,
+    max_pending_per_network: usize,
 }
 
 impl std::fmt::Debug for AuthProxyBuilder {
@@ -328,6 +337,7 @@ impl AuthProxy {
             resource_name: None,
             max_pending: DEFAULT_MAX_PENDING,
             max_pending_per_client: DEFAULT_MAX_PENDING_PER_CLIENT,
+            max_pending_per_network: DEFAULT_MAX_PENDING_PER_NETWORK,
         }
     }
 
@@ -499,12 +509,19 @@ impl AuthProxyBuilder {
     }
 
     /// At most this many of them started from one network address (default 64; at least 1):
-    /// an IPv4 address, or an IPv6 /64 (one subscriber's network). The address is the
-    /// connection's peer, or with `Server::client_ip_header` the one the reverse proxy
-    /// names. Behind a NAT every user shares one; raise it where many people sign in through
-    /// one address within 10 minutes.
+    /// an IPv4 address, or an IPv6 network of the server's `Limits::ipv6_client_prefix` (a /64
+    /// by default: one subscriber's network). The address is the connection's peer, or with
+    /// `Server::client_ip_header` the one the reverse proxy names. Behind a NAT every user
+    /// shares one; raise it where many people sign in through one address within 10 minutes.
     pub fn max_pending_sign_ins_per_client(mut self, n: usize) -> Self {
         self.max_pending_per_client = n.max(1);
+        self
+    }
+
+    /// At most this many of them started from one IPv6 /48 together (default 1 024; at least
+    /// 1): whoever holds a /48 holds 65 536 /64s, each a client of its own.
+    pub fn max_pending_sign_ins_per_network(mut self, n: usize) -> Self {
+        self.max_pending_per_network = n.max(1);
         self
     }
 
@@ -538,6 +555,14 @@ impl AuthProxyBuilder {
             )));
         }
         self.upstream.check().map_err(bad)?;
+        if self.allow_http_client_metadata
+            && !matches!(uri.host(), Some("127.0.0.1" | "localhost" | "[::1]"))
+        {
+            tracing::warn!(
+                public,
+                "allow_http_client_metadata is on for a proxy that is not on a loopback address: it is for tests only"
+            );
+        }
         let secret = match self.secret {
             Some(s) if s.len() >= 32 => s,
             Some(_) => return Err(bad("the proxy's secret must be at least 32 bytes".into())),
@@ -585,9 +610,12 @@ impl AuthProxyBuilder {
                 fetcher,
                 metadata_fetcher: clients::MetadataFetcher::new(self.allow_http_client_metadata)
                     .map_err(bad)?,
-                store: self
-                    .store
-                    .unwrap_or_else(|| Arc::new(MemoryProxyStore::default())),
+                store: sealed::SealedStore::new(
+                    self.store
+                        .unwrap_or_else(|| Arc::new(MemoryProxyStore::default())),
+                    &secret,
+                ),
+                cipher: sealed::TokenCipher::new(&secret).map_err(bad)?,
                 secret,
                 keys,
                 dpop,
@@ -601,6 +629,7 @@ impl AuthProxyBuilder {
                 resource_name: self.resource_name,
                 max_pending: self.max_pending,
                 max_pending_per_client: self.max_pending_per_client,
+                max_pending_per_network: self.max_pending_per_network,
                 no_address_logged: std::sync::atomic::AtomicBool::new(false),
             }),
         })

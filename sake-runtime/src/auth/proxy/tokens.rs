@@ -11,6 +11,7 @@ use p256::pkcs8::EncodePrivateKey as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::store::ProxyStore as _;
 use super::upstream::{UpstreamError, UpstreamTokens};
 use super::{B64, Inner, hmac, now, random};
 use crate::auth::jwt::principal_from_claims;
@@ -78,14 +79,18 @@ impl Keys {
     }
 }
 
-/// One sign-in's grant: who, which client, what was granted, and the upstream tokens.
+/// One sign-in's grant: who, which client, what was granted, and the upstream tokens
+/// (stored encrypted: [`Inner::grant_bytes`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Grant {
     pub(crate) subject: String,
     pub(crate) client_id: String,
     pub(crate) scopes: Vec<String>,
-    #[serde(default)]
+    #[serde(skip)]
     pub(crate) upstream: Option<UpstreamTokens>,
+    /// The upstream tokens as stored: encrypted for the grant's key.
+    #[serde(default, rename = "upstream", skip_serializing_if = "Option::is_none")]
+    pub(crate) sealed_upstream: Option<String>,
     #[serde(default)]
     pub(crate) claims: Map<String, Value>,
     /// Its refresh token, once one was issued: only the current generation is kept.
@@ -117,6 +122,34 @@ pub(crate) fn refreshing_key(id: &str) -> String {
 const MAX_REFRESH_TOKEN: usize = 200;
 
 impl Inner {
+    /// A grant as the store keeps it: its upstream tokens encrypted for its key.
+    pub(crate) fn grant_bytes(&self, gid: &str, grant: &Grant) -> Result<Vec<u8>, AuthError> {
+        let mut stored = grant.clone();
+        stored.sealed_upstream = match &grant.upstream {
+            Some(u) => {
+                let plain =
+                    serde_json::to_vec(u).map_err(|e| AuthError::misconfigured(e.to_string()))?;
+                Some(
+                    self.cipher
+                        .encrypt(&grant_key(gid), &plain)
+                        .map_err(AuthError::misconfigured)?,
+                )
+            }
+            None => None,
+        };
+        serde_json::to_vec(&stored).map_err(|e| AuthError::misconfigured(e.to_string()))
+    }
+
+    /// A grant read from the store (`None` when it cannot be read or decrypted).
+    pub(crate) fn parse_grant(&self, gid: &str, bytes: &[u8]) -> Option<Grant> {
+        let mut grant: Grant = serde_json::from_slice(bytes).ok()?;
+        if let Some(sealed) = grant.sealed_upstream.take() {
+            let plain = self.cipher.decrypt(&grant_key(gid), &sealed)?;
+            grant.upstream = Some(serde_json::from_slice(&plain).ok()?);
+        }
+        Some(grant)
+    }
+
     /// The refresh token of generation `generation` of grant `gid`: `gid.generation.mac`, the
     /// MAC under the proxy's secret (only the proxy makes one; none is stored).
     pub(crate) fn refresh_token(&self, gid: &str, generation: u64) -> String {
@@ -231,7 +264,7 @@ impl Inner {
             .get(&key)
             .await
             .map_err(|e| AuthError::unavailable(e.to_string()))?
-            .and_then(|b| serde_json::from_slice(&b).ok())
+            .and_then(|b| self.parse_grant(gid, &b))
             .ok_or_else(|| AuthError::invalid("the sign-in behind this token ended"))?;
         let Some(up) = grant.upstream.clone() else {
             return Err(AuthError::invalid(
@@ -279,13 +312,12 @@ impl Inner {
             .get(&key)
             .await
             .map_err(|e| AuthError::unavailable(e.to_string()))?
-            .and_then(|b| serde_json::from_slice::<Grant>(&b).ok())
+            .and_then(|b| self.parse_grant(gid, &b))
         else {
             return Err(AuthError::invalid("the sign-in behind this token ended"));
         };
         updated.upstream = Some(tokens);
-        let bytes =
-            serde_json::to_vec(&updated).map_err(|e| AuthError::misconfigured(e.to_string()))?;
+        let bytes = self.grant_bytes(gid, &updated)?;
         self.store
             .put(&key, bytes, self.refresh_ttl)
             .await
@@ -341,7 +373,7 @@ impl UpstreamSource for GrantTokens {
                 .get(&grant_key(&self.grant))
                 .await
                 .map_err(|e| AuthError::unavailable(e.to_string()))?
-                .and_then(|b| serde_json::from_slice(&b).ok());
+                .and_then(|b| self.proxy.parse_grant(&self.grant, &b));
             Ok(grant.and_then(|g| g.upstream).and_then(|u| u.id_token))
         })
     }
@@ -399,13 +431,14 @@ mod tests {
                 expires_at: Some(now()),
                 scope: None,
             }),
+            sealed_upstream: None,
             claims: Map::new(),
             refresh: None,
         };
         p.store
             .put(
                 &grant_key("g"),
-                serde_json::to_vec(&grant).unwrap(),
+                p.grant_bytes("g", &grant).unwrap(),
                 Duration::from_secs(60),
             )
             .await

@@ -150,9 +150,10 @@ pub(crate) fn metadata_routes(auth: &Arc<Authorization>) -> Router<Arc<Endpoint>
                             use tower::ServiceExt as _;
                             let (mut parts, body) = request.into_parts();
                             if let Some(peer) = super::peer(&ep.http, &parts) {
-                                parts
-                                    .extensions
-                                    .insert(crate::auth::proxy::ClientAddr(peer.ip));
+                                parts.extensions.insert(crate::auth::proxy::ClientAddr(
+                                    peer.ip,
+                                    ep.http.limits.ipv6_client_prefix,
+                                ));
                             }
                             let body = if parts.method == http::Method::POST {
                                 match read_proxy_body(&ep, &mut parts, body, limit).await {
