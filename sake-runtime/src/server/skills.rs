@@ -215,7 +215,7 @@ impl Shared {
                 Ok(Dispatched::Pending(Box::pin(async move {
                     // Only a file the skill lists now (a source never sees another path).
                     let read = tokio::time::timeout(limit, async {
-                        if source.files().await.iter().any(|f| *f == path) {
+                        if source.files().await.contains(&path) {
                             source.read(&path).await
                         } else {
                             Ok(None)
