@@ -409,7 +409,21 @@ pub(crate) struct MetadataFetcher {
     max_bytes: usize,
     cache: Mutex<HashMap<String, (KnownClient, Instant)>>,
     max_cached: usize,
+    /// URLs whose document could not be fetched lately, with when they may be tried again:
+    /// asked again meanwhile, they are refused without a fetch.
+    failed: Mutex<HashMap<String, Instant>>,
+    /// Fetches under way (a stranger names the URLs: each costs a DNS lookup and a
+    /// connection, which may outlive its deadline).
+    fetching: tokio::sync::Semaphore,
 }
+
+/// How long a URL whose document could not be fetched is refused without a fetch.
+const FAILED_TTL: Duration = Duration::from_secs(60);
+/// At most this many metadata documents are fetched at once.
+const MAX_FETCHING: usize = 16;
+/// What a stranger is told when as many documents are being fetched as allowed.
+pub(crate) const TOO_MANY_FETCHES: &str =
+    "too many client metadata documents are being fetched right now; try again shortly";
 
 impl std::fmt::Debug for MetadataFetcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -446,6 +460,8 @@ impl MetadataFetcher {
             max_bytes: 5 * 1024,
             cache: Mutex::new(HashMap::new()),
             max_cached: 1000,
+            failed: Mutex::new(HashMap::new()),
+            fetching: tokio::sync::Semaphore::new(MAX_FETCHING),
         })
     }
 
@@ -505,10 +521,28 @@ impl MetadataFetcher {
             return Ok(c.clone());
         }
         let uri = self.check_url(url)?;
+        let now = Instant::now();
+        if let Ok(failed) = self.failed.lock()
+            && failed.get(url).is_some_and(|until| *until > now)
+        {
+            return Err(NOT_FETCHED.to_owned());
+        }
+        let Ok(_fetching) = self.fetching.try_acquire() else {
+            return Err(TOO_MANY_FETCHES.to_owned());
+        };
         let (client, ttl) = self.fetch(url, uri).await.map_err(|e| match e {
             Fetch::Network(reason) => {
                 // What the network said (addresses, ports) stays in the log.
                 tracing::info!(url = %clip(url), %reason, "a client metadata document could not be fetched");
+                if let Ok(mut failed) = self.failed.lock() {
+                    let now = Instant::now();
+                    if failed.len() >= self.max_cached {
+                        failed.retain(|_, until| *until > now);
+                    }
+                    if failed.len() < self.max_cached {
+                        failed.insert(url.to_owned(), now + FAILED_TTL);
+                    }
+                }
                 NOT_FETCHED.to_owned()
             }
             Fetch::Document(reason) => reason,
@@ -805,6 +839,21 @@ mod tests {
         );
         assert!(parse_document(url, &doc(json!({"client_id": url, "redirect_uris": ["https://a/cb"], "token_endpoint_auth_method": "client_secret_basic"}))).is_err());
         assert!(parse_document(url, &doc(json!({"client_id": url}))).is_err());
+    }
+
+    #[tokio::test]
+    async fn fetches_are_capped_and_failures_remembered() {
+        let f = MetadataFetcher::new(true).unwrap();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/client.json", closed.local_addr().unwrap());
+        drop(closed);
+        assert_eq!(f.client(&url).await.unwrap_err(), NOT_FETCHED);
+        // Remembered: refused again without a fetch (the fetch slots are all taken here, so a
+        // fetch would be refused with another text).
+        let _all = f.fetching.try_acquire_many(MAX_FETCHING as u32).unwrap();
+        assert_eq!(f.client(&url).await.unwrap_err(), NOT_FETCHED);
+        let other = url.replace("client.json", "other.json");
+        assert_eq!(f.client(&other).await.unwrap_err(), TOO_MANY_FETCHES);
     }
 
     #[tokio::test]
