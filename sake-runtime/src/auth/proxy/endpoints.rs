@@ -396,6 +396,11 @@ struct Code {
     dpop_jkt: Option<String>,
 }
 
+/// The mark of a revoked grant, kept as long as its refresh tokens could be.
+fn revoked_key(gid: &str) -> String {
+    format!("revoked:{gid}")
+}
+
 fn sign_in_key(id: &str) -> String {
     format!("signin:{id}")
 }
@@ -1305,7 +1310,29 @@ impl Inner {
     /// Ends a grant (a code or a refresh token was used twice: someone else holds a copy).
     async fn revoke(&self, gid: &str) {
         tracing::warn!("a code or refresh token was used twice: its grant is revoked");
+        // The mark first, then the grant: a refresh that writes the grant back meanwhile finds
+        // the mark after its write and ends the grant itself (`save_refreshed`).
+        let _ = self
+            .store
+            .put(&revoked_key(gid), b"1".to_vec(), ttl(self.refresh_ttl))
+            .await;
         let _ = self.store.delete(&grant_key(gid)).await;
+    }
+
+    /// Stores a refreshed grant unless it was revoked meanwhile: `Some(true)` stored,
+    /// `Some(false)` revoked (and gone), `None` the store failed.
+    async fn save_refreshed(&self, gid: &str, grant: &Grant) -> Option<bool> {
+        if !self.save_grant(gid, grant).await {
+            return None;
+        }
+        match self.store.get(&revoked_key(gid)).await {
+            Ok(None) => Some(true),
+            Ok(Some(_)) => {
+                let _ = self.store.delete(&grant_key(gid)).await;
+                Some(false)
+            }
+            Err(_) => None,
+        }
     }
 }
 
@@ -1610,8 +1637,10 @@ async fn refresh_locked(
         generation: next,
         jkt: state.jkt,
     });
-    if !p.save_grant(gid, &grant).await {
-        return busy();
+    match p.save_refreshed(gid, &grant).await {
+        Some(true) => {}
+        Some(false) => return invalid_grant("the sign-in ended; sign in again"),
+        None => return busy(),
     }
     p.issue(
         &grant.subject,
@@ -1734,6 +1763,35 @@ async fn jwt_bearer_grant(
 #[cfg(test)]
 mod tests {
     use super::{address_group, clip_long, network_group, printable};
+    use crate::auth::proxy::tokens::{Grant, grant_key};
+    use crate::auth::proxy::{AuthProxy, ProxyStore as _, Upstream};
+
+    #[tokio::test]
+    async fn a_refresh_racing_a_revocation_does_not_bring_the_grant_back() {
+        let proxy = AuthProxy::builder(
+            "http://127.0.0.1:3000",
+            "/mcp",
+            Upstream::oidc("http://127.0.0.1:9", "id", "secret"),
+        )
+        .build()
+        .unwrap();
+        let p = &proxy.inner;
+        let grant = Grant {
+            subject: "alice".into(),
+            client_id: "c".into(),
+            scopes: vec![],
+            upstream: None,
+            sealed_upstream: None,
+            claims: serde_json::Map::new(),
+            refresh: None,
+        };
+        assert_eq!(p.save_refreshed("g", &grant).await, Some(true));
+        // A refresh read the grant; the grant is revoked; the refresh writes it back.
+        p.revoke("g").await;
+        assert_eq!(p.store.get(&grant_key("g")).await.unwrap(), None);
+        assert_eq!(p.save_refreshed("g", &grant).await, Some(false));
+        assert_eq!(p.store.get(&grant_key("g")).await.unwrap(), None);
+    }
 
     #[test]
     fn a_client_follows_the_server_prefix_and_a_network_is_a_48() {
