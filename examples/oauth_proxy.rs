@@ -23,10 +23,12 @@
 //! `--features auth-proxy,redis`): a sign-in begun on one then finishes on any other.
 //!
 //! Tools: `whoami` answers `{"subject": …}`, the user the upstream provider signed in;
-//! `admin_report` needs the `admin` scope (a client steps up to it).
+//! `admin_report` needs the `admin` scope (a client steps up to it). Every user may receive
+//! `mcp:tools`; only the upstream subjects named in `ADMIN_SUBJECTS` (comma-separated) may
+//! receive `admin`: unset, nobody may, and a client asking for it gets a token without it.
 
 use sake::auth::Principal;
-use sake::auth::proxy::{AuthProxy, AuthProxyBuilder, Upstream};
+use sake::auth::proxy::{AuthProxy, AuthProxyBuilder, Upstream, Users};
 use sake::prelude::*;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -78,6 +80,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let mut proxy = AuthProxy::builder(&public, "/mcp", upstream)
         .scopes_supported(["mcp:tools", "admin"])
+        .default_scopes(["mcp:tools"])
+        .grant_scope("admin", Users::new().subjects(admin_subjects()))
         .resource_name("sake authorization proxy example")
         .allow_http_client_metadata(
             std::env::var("ALLOW_HTTP_CLIENT_METADATA").as_deref() == Ok("1"),
@@ -103,6 +107,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .await?;
     Ok(())
+}
+
+/// The upstream subjects that may receive `admin`: `ADMIN_SUBJECTS`, comma-separated.
+fn admin_subjects() -> Vec<String> {
+    std::env::var("ADMIN_SUBJECTS")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The store replicas share: Redis.

@@ -110,6 +110,26 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<Found>, errors: &mut Vec<String>)
             errors.push(format!("{rel}: {reason}"));
             continue;
         }
+        // A symbolic link is followed only to a file inside the directory: never out of it
+        // (the build would embed whatever it points at), never to a directory (a loop).
+        if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+            match std::fs::canonicalize(&path) {
+                Err(e) => {
+                    errors.push(format!(
+                        "{rel}: a symbolic link that cannot be followed: {e}"
+                    ));
+                    continue;
+                }
+                Ok(target) if !target.starts_with(root) || target.is_dir() => {
+                    errors.push(format!(
+                        "{rel}: a symbolic link to {}, which is not a file inside the skills directory; copy the file in instead",
+                        target.display()
+                    ));
+                    continue;
+                }
+                Ok(_) => {}
+            }
+        }
         if path.is_dir() {
             walk(root, &path, out, errors);
         } else {
@@ -277,5 +297,51 @@ pub(crate) fn expand(input: Input, base: &Path) -> TokenStream {
             first.extend(all);
             first.to_compile_error()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symbolic_link_out_of_the_directory_is_refused() {
+        let base = std::env::temp_dir().join(format!("sake-skills-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("skills");
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        std::fs::write(root.join("a/SKILL.md"), "x").unwrap();
+        std::fs::write(base.join("secret"), "s").unwrap();
+        let root = std::fs::canonicalize(&root).unwrap();
+        // A link to a file inside is fine.
+        std::os::unix::fs::symlink(root.join("a/SKILL.md"), root.join("a/copy.md")).unwrap();
+        let (mut out, mut errors) = (Vec::new(), Vec::new());
+        walk(&root, &root, &mut out, &mut errors);
+        assert_eq!((out.len(), errors.len()), (2, 0));
+        // Out of the directory, or to a directory: refused, naming the link.
+        std::os::unix::fs::symlink(base.join("secret"), root.join("a/leak.txt")).unwrap();
+        let mut errors = Vec::new();
+        walk(&root, &root, &mut Vec::new(), &mut errors);
+        let [err] = errors.as_slice() else {
+            panic!("{errors:?}")
+        };
+        let secret = std::fs::canonicalize(base.join("secret")).unwrap();
+        assert_eq!(
+            *err,
+            format!(
+                "a/leak.txt: a symbolic link to {}, which is not a file inside the skills directory; copy the file in instead",
+                secret.display()
+            )
+        );
+        std::fs::remove_file(root.join("a/leak.txt")).unwrap();
+        std::os::unix::fs::symlink(root.join("a"), root.join("a/loop")).unwrap();
+        let mut errors = Vec::new();
+        walk(&root, &root, &mut Vec::new(), &mut errors);
+        assert!(
+            errors.len() == 1 && errors[0].starts_with("a/loop: a symbolic link to "),
+            "{errors:?}"
+        );
+        let _ = std::fs::remove_dir_all(&base);
     }
 }

@@ -497,19 +497,22 @@ impl SkillSet {
         self.skills.get(uri)
     }
 
-    /// What is at a file URI: a served file, or a file of a dynamic skill.
+    /// What is at a file URI: a served file, or a file of a dynamic skill (a path of
+    /// segments a skill file can have: never `..`, `.`, an empty segment, a backslash or `%`).
     pub(crate) fn file(&self, uri: &str) -> Option<FileAt<'_>> {
         if let Some(f) = self.files.get(uri) {
             return Some(FileAt::Static(f));
         }
         let (skill, rest) = self.dynamic_under(uri)?;
-        (!rest.is_empty()).then(|| FileAt::Dynamic(skill, rest.to_owned()))
+        is_skill_path(rest).then(|| FileAt::Dynamic(skill, rest.to_owned()))
     }
 
     /// What is at a directory URI.
     pub(crate) fn directory(&self, uri: &str) -> Option<DirAt<'_>> {
         if let Some((skill, rest)) = self.dynamic_under(uri) {
-            return Some(DirAt::Dynamic(skill, rest.to_owned()));
+            let dir = rest.strip_suffix('/').unwrap_or(rest);
+            return (dir.is_empty() || is_skill_path(dir))
+                .then(|| DirAt::Dynamic(skill, dir.to_owned()));
         }
         if let Some(s) = self
             .skills
@@ -565,6 +568,16 @@ pub(crate) fn directory(uri: &str) -> Resource {
     let name = uri.rsplit('/').next().unwrap_or(uri);
     let name = name.strip_prefix("skill://").unwrap_or(name);
     Resource::new(uri, name).with_mime_type(DIRECTORY_MIME_TYPE)
+}
+
+/// Whether `path` (in a skill) is one a skill file can have: non-empty segments, each a
+/// name a `skill://` URI holds as it is (`sake_rules::skill::check_segment`: no `.` or `..`,
+/// no backslash, no `%`, so nothing is decoded).
+pub(crate) fn is_skill_path(path: &str) -> bool {
+    !path.is_empty()
+        && path
+            .split('/')
+            .all(|s| sake_rules::skill::check_segment(s).is_ok())
 }
 
 /// The children of a directory of a dynamic skill, from the paths of its files.

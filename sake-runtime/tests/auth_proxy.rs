@@ -46,7 +46,7 @@ use sake::client::auth::{Callback, IdJag, OAuth, RegisteredClient, UserStep, Use
 use sake::prelude::*;
 use sake_runtime::auth::Principal;
 use sake_runtime::auth::proxy::{
-    AuthProxy, Bound, Insertion, MemoryProxyStore, ProxyClient, ProxyStore as _, Upstream,
+    AuthProxy, Bound, Insertion, MemoryProxyStore, ProxyClient, ProxyStore as _, Upstream, Users,
 };
 use sake_runtime::redis::RedisProxyStore;
 use serde_json::{Value, json};
@@ -200,6 +200,7 @@ impl Example {
             .env("UPSTREAM_CLIENT_ID", UPSTREAM_ID)
             .env("UPSTREAM_CLIENT_SECRET", UPSTREAM_SECRET)
             .env("ALLOW_HTTP_CLIENT_METADATA", "1")
+            .env("ADMIN_SUBJECTS", "alice")
             .env("RUST_LOG", "warn")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
@@ -252,6 +253,8 @@ async fn in_process(
             Upstream::oidc(&upstream.issuer, UPSTREAM_ID, UPSTREAM_SECRET),
         )
         .scopes_supported(["mcp:tools", "admin"])
+        .default_scopes(["mcp:tools"])
+        .grant_scope("admin", Users::new().subjects(["alice"]))
         .allow_http_client_metadata(true),
     )
     .build()
@@ -619,7 +622,7 @@ async fn token_request(
     )
 }
 
-/// A full sign-in of a registered public client by hand: its code.
+/// A full sign-in of a registered public client by hand, as alice: its code.
 async fn code_for(
     base: &str,
     client_id: &str,
@@ -627,8 +630,20 @@ async fn code_for(
     pkce: &Pkce,
     extra: &[(&str, &str)],
 ) -> String {
+    code_of(base, client_id, redirect_uri, pkce, extra, "alice").await
+}
+
+/// A full sign-in of a registered public client by hand, as `user`: its code.
+async fn code_of(
+    base: &str,
+    client_id: &str,
+    redirect_uri: &str,
+    pkce: &Pkce,
+    extra: &[(&str, &str)],
+    user: &str,
+) -> String {
     let url = authorize_url(base, client_id, redirect_uri, &pkce.challenge, extra);
-    let back = UserAgent::new().sign_in(&url, redirect_uri, "alice").await;
+    let back = UserAgent::new().sign_in(&url, redirect_uri, user).await;
     let q = oidc::query(&back);
     assert_eq!(q.get("state").map(String::as_str), Some("st-1"), "{back}");
     assert_eq!(q.get("iss").map(String::as_str), Some(base), "{back}");
@@ -779,6 +794,252 @@ async fn sakes_client_signs_in_to_the_example_in_both_eras_and_steps_up() {
         let who: Value = client.call("whoami", json!({})).await.unwrap();
         assert_eq!(who, json!({"subject": "alice"}));
     }
+}
+
+/// Signs `user` in by hand asking for `scope`: the token answer.
+async fn tokens_for(
+    base: &str,
+    client_id: &str,
+    redirect: &str,
+    user: &str,
+    scope: &str,
+) -> (StatusCode, Value) {
+    let p = pkce();
+    let code = code_of(base, client_id, redirect, &p, &[("scope", scope)], user).await;
+    token_request(
+        &mut UserAgent::new(),
+        base,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", redirect),
+            ("code_verifier", &p.verifier),
+            ("client_id", client_id),
+        ],
+        None,
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn admin_goes_only_to_the_users_the_policy_names() {
+    let (port, unset_port) = (free_port(), free_port());
+    let idp = upstream(&[port, unset_port], &[]);
+    // ADMIN_SUBJECTS=alice.
+    let example = Example::start(port, &idp);
+    let base = example.base.clone();
+    let redirect = format!("http://127.0.0.1:{}/callback", free_port());
+    let client_id = register(&mut UserAgent::new(), &base, &redirect).await;
+    // alice, named by the policy, gets what she asks for.
+    let (status, alice) =
+        tokens_for(&base, &client_id, &redirect, "alice", "mcp:tools admin").await;
+    assert_eq!(status, StatusCode::OK, "{alice}");
+    assert_eq!(alice["scope"], "mcp:tools admin");
+    let bearer = format!("Bearer {}", alice["access_token"].as_str().unwrap());
+    let (status, _, body) = call(
+        &example.mcp(),
+        "admin_report",
+        &[("authorization", &bearer)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["result"]["content"][0]["text"],
+        "Report for alice: 3 servers up, 0 down."
+    );
+    // bob asks for admin too: his token has only what everyone may receive, and the token
+    // answer says so (RFC 6749 section 5.1).
+    let (status, bob) = tokens_for(&base, &client_id, &redirect, "bob", "mcp:tools admin").await;
+    assert_eq!(status, StatusCode::OK, "{bob}");
+    assert_eq!(bob["scope"], "mcp:tools");
+    let access = bob["access_token"].as_str().unwrap();
+    assert_eq!(oidc::claims(access)["scope"], "mcp:tools");
+    let bearer = format!("Bearer {access}");
+    let (status, headers, _) = call(
+        &example.mcp(),
+        "admin_report",
+        &[("authorization", &bearer)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let challenge = &headers["www-authenticate"];
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"") && challenge.contains("admin"),
+        "{challenge}"
+    );
+    // Asking for admin alone gives bob a token of no scope, never admin.
+    let (status, only) = tokens_for(&base, &client_id, &redirect, "bob", "admin").await;
+    assert_eq!(status, StatusCode::OK, "{only}");
+    assert_eq!(only["scope"], "");
+    // A refresh cannot widen it.
+    let (status, answer) = token_request(
+        &mut UserAgent::new(),
+        &base,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", bob["refresh_token"].as_str().unwrap()),
+            ("client_id", &client_id),
+            ("scope", "admin"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(answer["error"], "invalid_scope");
+    assert_eq!(
+        answer["error_description"],
+        "the scopes admin are not available (supported: mcp:tools)"
+    );
+    // sake's client as bob: it steps up once, gets no admin, and stops (no loop).
+    let (step, seen) = agent("bob");
+    let oauth = OAuth::authorization_code(step).build().unwrap();
+    let client = client_builder()
+        .auth(oauth.clone())
+        .connect(&example.mcp())
+        .await
+        .unwrap();
+    let who: Value = client.call("whoami", json!({})).await.unwrap();
+    assert_eq!(who, json!({"subject": "bob"}));
+    let err = client
+        .call::<String>("admin_report", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "authorization failed: the server still needs the scopes [\"admin\"] after re-authorization; giving up (ask the authorization server's administrator for them)"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 2, "signed in, stepped up once");
+    let tokens = oauth.tokens(&example.mcp()).await.unwrap().unwrap();
+    assert_eq!(
+        oidc::claims(tokens.access_token.expose())["scope"],
+        "mcp:tools"
+    );
+
+    // ADMIN_SUBJECTS unset: nobody receives admin, alice neither.
+    let example = Example::start_with(unset_port, &idp, &[("ADMIN_SUBJECTS", "")]);
+    let client_id = register(&mut UserAgent::new(), &example.base, &redirect).await;
+    let (status, alice) = tokens_for(
+        &example.base,
+        &client_id,
+        &redirect,
+        "alice",
+        "mcp:tools admin",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{alice}");
+    assert_eq!(alice["scope"], "mcp:tools");
+}
+
+/// How many refreshes `a_refresh_loop_leaves_the_store_flat` makes (`SAKE_REFRESH_LOOP`).
+fn refresh_loop() -> usize {
+    std::env::var("SAKE_REFRESH_LOOP")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(20_000)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refresh_loop_leaves_the_store_flat_while_another_user_signs_in() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let idp = upstream(&[port], &[]);
+    // A small store: the old per-refresh reuse markers would fill it within the loop.
+    let store = Arc::new(MemoryProxyStore::new(1_000, 1 << 20));
+    let shared = store.clone();
+    let (base, _proxy) = in_process(&idp, listener, move |b| b.store(shared), |a| a).await;
+    let redirect = format!("http://127.0.0.1:{}/callback", free_port());
+    let client_id = register(&mut UserAgent::new(), &base, &redirect).await;
+    let (status, tokens) = tokens_for(&base, &client_id, &redirect, "alice", "mcp:tools").await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    // alice's grant and her code's reuse marker.
+    let baseline = store.len();
+    assert_eq!(baseline, 2);
+    let refresh_with = |t: &str| {
+        vec![
+            ("grant_type".to_owned(), "refresh_token".to_owned()),
+            ("refresh_token".to_owned(), t.to_owned()),
+            ("client_id".to_owned(), client_id.clone()),
+        ]
+    };
+    let mut ua = UserAgent::new();
+    let mut send = async |fields: Vec<(String, String)>| {
+        let f: Vec<(&str, &str)> = fields
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        token_request(&mut ua, &base, &f, None).await
+    };
+    // bob signs in while alice's client refreshes in a loop.
+    let bob = {
+        let (base, client_id, redirect) = (base.clone(), client_id.clone(), redirect.clone());
+        tokio::spawn(
+            async move { tokens_for(&base, &client_id, &redirect, "bob", "mcp:tools").await },
+        )
+    };
+    let first = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let mut current = first.clone();
+    let (mut most, mut most_bytes) = (0, 0);
+    let n = refresh_loop();
+    for i in 0..n {
+        let (status, answer) = send(refresh_with(&current)).await;
+        assert_eq!(status, StatusCode::OK, "refresh {i}: {answer}");
+        current = answer["refresh_token"].as_str().unwrap().to_owned();
+        most = most.max(store.len());
+        most_bytes = most_bytes.max(store.bytes());
+    }
+    let (status, bob) = bob.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "bob signed in meanwhile: {bob}");
+    assert_eq!(bob["scope"], "mcp:tools");
+    // Nothing grew per refresh: alice's two entries, bob's two, and at most bob's sign-in
+    // under way and his code while the loop ran.
+    assert_eq!(store.len(), baseline + 2, "after {n} refreshes");
+    assert!(
+        most <= baseline + 4,
+        "{most} entries at most during {n} refreshes"
+    );
+    assert!(most_bytes < 16 * 1024, "{most_bytes} bytes at most");
+    eprintln!("{n} refreshes: at most {most} entries, {most_bytes} bytes in the store");
+    // A forged generation (its MAC does not verify) is unknown, and revokes nothing.
+    let (gid, rest) = current.split_once('.').unwrap();
+    let (generation, mac) = rest.split_once('.').unwrap();
+    assert_eq!(generation, n.to_string());
+    let forged = format!("{gid}.{}.{mac}", n + 1);
+    let (status, e) = send(refresh_with(&forged)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        (e["error"].as_str(), e["error_description"].as_str()),
+        (
+            Some("invalid_grant"),
+            Some("the refresh token is unknown, expired or used")
+        )
+    );
+    let (status, answer) = send(refresh_with(&current)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let latest = answer["refresh_token"].as_str().unwrap().to_owned();
+    // The first token of the grant, used again: the grant is revoked, its newest token too.
+    let (status, e) = send(refresh_with(&first)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        (e["error"].as_str(), e["error_description"].as_str()),
+        (
+            Some("invalid_grant"),
+            Some(
+                "the refresh token was used before (it is rotated at each use); the sign-in is revoked"
+            )
+        )
+    );
+    let (status, e) = send(refresh_with(&latest)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        (e["error"].as_str(), e["error_description"].as_str()),
+        (
+            Some("invalid_grant"),
+            Some("the sign-in ended; sign in again")
+        )
+    );
+    // alice's grant is gone, a mark of its revocation kept in its place (until its refresh
+    // tokens would have expired).
+    assert_eq!(store.len(), baseline + 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1094,12 +1355,27 @@ async fn every_attack_is_refused() {
 
     // A metadata document URL that points at a private address (or anything but https, or
     // localhost over https): refused before anything is fetched from it.
-    for cimd in [
-        "https://10.0.0.1/client.json",
-        "https://169.254.169.254/latest/meta-data",
-        "https://[::1]/client.json",
-        "https://localhost/client.json",
-        "http://192.168.1.1/client.json",
+    // The page says why.
+    let private = |ip: &str| format!("the client id URL points at the non-public address {ip}");
+    for (cimd, reason) in [
+        ("https://10.0.0.1/client.json", private("10.0.0.1")),
+        (
+            "https://169.254.169.254/latest/meta-data",
+            private("169.254.169.254"),
+        ),
+        ("https://[::1]/client.json", private("::1")),
+        (
+            "https://localhost/client.json",
+            "the client id URL points at localhost".to_owned(),
+        ),
+        (
+            "https://x.localhost/client.json",
+            "the client id URL points at localhost".to_owned(),
+        ),
+        (
+            "http://192.168.1.1/client.json",
+            "a client id URL must be https (plain http is accepted only for loopback addresses, and only when the server allows it for tests)".to_owned(),
+        ),
     ] {
         let page = ua
             .get(&authorize_url(&base, cimd, &redirect, &p.challenge, &[]))
@@ -1110,8 +1386,39 @@ async fn every_attack_is_refused() {
             "{cimd}: {}",
             page.body
         );
+        assert!(page.body.contains(&reason), "{cimd}: {}", page.body);
         assert!(page.location.is_none());
     }
+    // A document that cannot be fetched (here a closed port): a stranger learns nothing about
+    // the network (no address, no port, no connection error), at either endpoint.
+    let not_fetched = "the client metadata document could not be fetched: it must be served over https from a public address, with status 200 and no redirect, within 5 seconds and 5120 bytes";
+    let closed = format!("http://127.0.0.1:{}/client.json", free_port());
+    let page = ua
+        .get(&authorize_url(&base, &closed, &redirect, &p.challenge, &[]))
+        .await;
+    assert_eq!(page.status, StatusCode::BAD_REQUEST, "{}", page.body);
+    assert!(page.body.contains(not_fetched), "{}", page.body);
+    assert!(
+        !page.body.contains("refused") && !page.body.contains("onnect"),
+        "{}",
+        page.body
+    );
+    let (status, e) = token_request(
+        &mut UserAgent::new(),
+        &base,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", "x"),
+            ("client_id", &closed),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        (e["error"].as_str(), e["error_description"].as_str()),
+        (Some("invalid_client"), Some(not_fetched))
+    );
 }
 
 // --- DPoP --------------------------------------------------------------------------------------
@@ -1182,6 +1489,30 @@ async fn a_dpop_bound_token_works_only_with_its_proof() {
     let code = code_for(&base, &client_id, &redirect, &p, &[]).await;
     let key = DpopKey::new();
     let token_url = format!("{base}/oauth/token");
+    // A proof with a code that does not check out is not remembered: it fills no cache, and
+    // the same proof still works with the right code.
+    let proof = key.proof("POST", &token_url, None);
+    let (s, e) = token_request(
+        &mut ua,
+        &base,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", "not-a-code"),
+            ("code_verifier", &p.verifier),
+            ("redirect_uri", &redirect),
+            ("client_id", &client_id),
+        ],
+        Some(&proof),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        (e["error"].as_str(), e["error_description"].as_str()),
+        (
+            Some("invalid_grant"),
+            Some("the code is unknown, expired or used")
+        )
+    );
     let (s, tokens) = token_request(
         &mut ua,
         &base,
@@ -1192,7 +1523,7 @@ async fn a_dpop_bound_token_works_only_with_its_proof() {
             ("redirect_uri", &redirect),
             ("client_id", &client_id),
         ],
-        Some(&key.proof("POST", &token_url, None)),
+        Some(&proof),
     )
     .await;
     assert_eq!(s, StatusCode::OK, "{tokens}");
@@ -1849,6 +2180,135 @@ async fn one_address_flooding_authorize_leaves_room_for_another_to_sign_in() {
     );
 }
 
+/// A token request from `from` that declares `declared` bytes and sends one: the status and
+/// body of the answer, or `None` when none came within 20 s.
+async fn trickle(from: IpAddr, base: &str, declared: usize) -> Option<(u16, Value)> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let addr: std::net::SocketAddr = base.trim_start_matches("http://").parse().unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind((from, 0).into()).unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    let head = format!(
+        "POST /oauth/token HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/x-www-form-urlencoded\r\ncontent-length: {declared}\r\n\r\ng"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+            }
+            let text = String::from_utf8_lossy(&answer);
+            if let Some((h, b)) = text.split_once("\r\n\r\n")
+                && let Some(len) = h.lines().find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")
+                        .map(str::to_owned)
+                })
+                && b.len() >= len.trim().parse::<usize>().unwrap()
+            {
+                break;
+            }
+        }
+    })
+    .await;
+    read.ok()?;
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text.get(9..12)?.parse().ok()?;
+    let body = text.split_once("\r\n\r\n")?.1;
+    Some((status, serde_json::from_str(body).unwrap_or(Value::Null)))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trickled_proxy_bodies_hold_only_their_address_share_for_seconds() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let idp = upstream(&[port], &[]);
+    let (base, _proxy) = in_process(&idp, listener, |b| b, |a| a).await;
+    // 2,048 token requests from one address, each declaring 16,000 bytes and sending one.
+    let attacker: IpAddr = "127.0.0.1".parse().unwrap();
+    let n = 2048;
+    let mut flood = Vec::with_capacity(n);
+    for _ in 0..n {
+        let base = base.clone();
+        flood.push(tokio::spawn(async move {
+            trickle(attacker, &base, 16_000).await
+        }));
+    }
+    // Another address signs in meanwhile: its registration, consent and token bodies are read.
+    let mut other = UserAgent::from_address("127.0.0.2".parse().unwrap());
+    let redirect = format!("http://127.0.0.1:{}/cb", free_port());
+    let client_id = register(&mut other, &base, &redirect).await;
+    let p = pkce();
+    let url = authorize_url(&base, &client_id, &redirect, &p.challenge, &[]);
+    let back = other.sign_in(&url, &redirect, "heidi").await;
+    let code = oidc::query(&back)["code"].clone();
+    let (status, tokens) = token_request(
+        &mut other,
+        &base,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", &redirect),
+            ("code_verifier", &p.verifier),
+            ("client_id", &client_id),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{tokens}");
+    assert_eq!(
+        oidc::claims(tokens["access_token"].as_str().unwrap())["sub"],
+        "heidi"
+    );
+    // Each flooding request was answered: refused at once past the address's 64 bodies, or
+    // timed out within seconds (its slot given back).
+    let (mut busy, mut slow) = (0, 0);
+    for f in flood {
+        let (status, body) = f.await.unwrap().expect("every trickled body is answered");
+        match status {
+            429 => {
+                busy += 1;
+                assert_eq!(
+                    body,
+                    json!({"error": "temporarily_unavailable", "error_description": "Too Many Requests: this client is sending 64 request bodies at once and may send 64 (Limits::max_bodies_per_client); wait for one to finish"})
+                );
+            }
+            408 => {
+                slow += 1;
+                assert_eq!(body["error"], "invalid_request");
+                assert!(
+                    body["error_description"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("Request Timeout: the body arrives slower than 4096 bytes per second (1 bytes in "),
+                    "{body}"
+                );
+            }
+            other => panic!("{other}: {body}"),
+        }
+    }
+    eprintln!(
+        "{n} trickled token bodies from one address: {busy} refused at once (429), {slow} timed out (408)"
+    );
+    assert_eq!(busy + slow, n);
+    assert!(
+        slow >= 64 && busy >= n / 2,
+        "{busy} refused, {slow} timed out"
+    );
+    // A body over the token endpoint's limit is refused before it is read.
+    let big = trickle(attacker, &base, 16 * 1024 + 1).await.unwrap();
+    assert_eq!(
+        big,
+        (
+            413,
+            json!({"error": "invalid_request", "error_description": "Payload Too Large: the body exceeds 16384 bytes"})
+        )
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_share_is_per_ipv6_64_behind_a_reverse_proxy_and_the_total_is_bounded() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -1890,6 +2350,59 @@ async fn the_share_is_per_ipv6_64_behind_a_reverse_proxy_and_the_total_is_bounde
         ("192.0.2.1", Err(per_client)),
         // Five are under way: every other client waits.
         ("203.0.113.9", Err(in_all)),
+    ];
+    for (i, (forwarded, expected)) in cases.into_iter().enumerate() {
+        let got = start_sign_in(
+            &mut ua,
+            &base,
+            &client_id,
+            &redirect,
+            &format!("case-{i}"),
+            &[("x-forwarded-for", forwarded)],
+        )
+        .await
+        .map(drop);
+        assert_eq!(got, expected.map_err(str::to_owned), "{forwarded}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_48_spread_over_many_clients_is_bounded_and_the_client_is_the_server_prefix() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let proxy = AuthProxy::builder(
+        &base,
+        "/mcp",
+        Upstream::oidc("http://127.0.0.1:9", UPSTREAM_ID, UPSTREAM_SECRET),
+    )
+    .scopes_supported(["mcp:tools"])
+    .max_pending_sign_ins_per_client(1)
+    .max_pending_sign_ins_per_network(3)
+    .build()
+    .unwrap();
+    // The server's clients are /56s.
+    let service = sake::Server::from_registry()
+        .authorization(proxy.authorization())
+        .client_ip_header("x-forwarded-for")
+        .limits(|l| l.ipv6_client_prefix(56))
+        .build()
+        .unwrap();
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    let mut ua = UserAgent::new();
+    let redirect = format!("http://127.0.0.1:{}/cb", free_port());
+    let client_id = register(&mut ua, &base, &redirect).await;
+    let per_client = "too many sign-ins are under way from your network address (at most 1, each ending when finished or after 10 minutes); finish one or try again later";
+    let per_network = "too many sign-ins are under way from your network (an IPv6 /48: at most 3, each ending when finished or after 10 minutes); try again later";
+    let cases: [(&str, Result<(), &str>); 6] = [
+        ("2001:db8:7:100::1", Ok(())),
+        // Another /64 of the same /56: the same client.
+        ("2001:db8:7:1ff::1", Err(per_client)),
+        ("2001:db8:7:200::1", Ok(())),
+        ("2001:db8:7:300::1", Ok(())),
+        // A fourth /56 of the /48: its networks hold their 3.
+        ("2001:db8:7:400::1", Err(per_network)),
+        // Another /48 is not held back.
+        ("2001:db8:8::1", Ok(())),
     ];
     for (i, (forwarded, expected)) in cases.into_iter().enumerate() {
         let got = start_sign_in(
@@ -2262,6 +2775,41 @@ async fn a_sign_in_begun_on_one_replica_finishes_on_another() {
     assert_eq!(s, StatusCode::OK, "{second}");
     let second = second["refresh_token"].as_str().unwrap().to_owned();
     assert_ne!(second, first);
+    // Whoever reads Redis finds the grant, but not the upstream tokens (encrypted); whoever
+    // writes it cannot make a grant the replicas take (the values are sealed).
+    let gid = second.split('.').next().unwrap();
+    let keys = redis
+        .cli(&["--scan", "--pattern", &format!("*grant:{gid}")])
+        .unwrap();
+    let key = keys
+        .lines()
+        .next()
+        .expect("the grant is in Redis")
+        .to_owned();
+    let stored = redis.cli(&["HGET", &key, "v"]).unwrap();
+    assert!(stored.starts_with("s1."), "{stored}");
+    assert!(stored.contains("\"upstream\":\""), "{stored}");
+    assert!(
+        !stored.contains("access_token")
+            && !stored.contains("refresh_token")
+            && !stored.contains("id_token"),
+        "{stored}"
+    );
+    let forged =
+        json!({"subject": "alice", "client_id": client_id, "scopes": ["mcp:tools", "admin"],
+        "refresh": {"generation": 1}})
+        .to_string();
+    redis.cli(&["HSET", &key, "v", &forged]).unwrap();
+    let (s, e) = send(at(pa), refresh(&second)).await;
+    assert_eq!(
+        (s, e["error"].as_str(), e["error_description"].as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("invalid_grant"),
+            Some("the sign-in ended; sign in again")
+        ),
+        "a forged grant is never taken"
+    );
     let (s, e) = send(at(pb), refresh(&first)).await;
     assert_eq!(
         (s, e["error"].as_str()),

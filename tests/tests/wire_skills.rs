@@ -29,6 +29,11 @@ impl SkillSource for Daily {
                     .to_vec(),
             ),
             "data/today.csv" => Some(b"day,orders\nmonday,12\n".to_vec()),
+            // A careless source (a directory read by path): what it must never be asked for.
+            "secret.txt" => Some(b"not listed".to_vec()),
+            p if p.contains("..") || p.starts_with('/') || p.contains('\\') || p.contains('%') => {
+                Some(b"root:x:0:0".to_vec())
+            }
             _ => None,
         };
         Box::pin(async move { Ok(bytes) })
@@ -422,6 +427,15 @@ async fn skill_files_are_resources_on_2026() {
     for (id, uri) in [
         (6, "skill://solo/assets/none.png"),
         (7, "skill://reports/daily/none.csv"),
+        // Out of the skill, or to a file it does not list: its source is never asked.
+        (8, "skill://reports/daily/../../etc/passwd"),
+        (9, "skill://reports/daily/data/../../x"),
+        (10, "skill://reports/daily//etc/passwd"),
+        (11, "skill://reports/daily/data//today.csv"),
+        (12, "skill://reports/daily/data\\..\\..\\x"),
+        (13, "skill://reports/daily/%2e%2e/x"),
+        (14, "skill://reports/daily/./SKILL.md"),
+        (15, "skill://reports/daily/secret.txt"),
     ] {
         w.send(read(id, uri)).await.assert_json(
             200,

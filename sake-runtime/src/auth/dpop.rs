@@ -61,10 +61,16 @@ fn invalid(reason: impl Into<String>) -> DpopError {
     DpopError::Invalid(reason.into())
 }
 
+fn replayed() -> DpopError {
+    invalid("the DPoP proof was used before (its jti); make a fresh proof for each request")
+}
+
 /// Checks DPoP proofs; holds the replay cache and the nonce key.
 pub(crate) struct DpopVerifier {
     replay: Mutex<Replay>,
     max_replay: usize,
+    /// At most this many live entries per key (a tenth of the cache).
+    max_per_key: usize,
     window: Duration,
     leeway: Duration,
     nonce_key: [u8; 32],
@@ -82,17 +88,48 @@ impl std::fmt::Debug for DpopVerifier {
 
 #[derive(Default)]
 struct Replay {
-    seen: HashMap<[u8; 32], Instant>,
+    /// The proofs seen, by id (`jti` and `htu`): their key's thumbprint.
+    seen: HashMap<[u8; 32], String>,
     order: BTreeMap<(Instant, u64), [u8; 32]>,
+    /// Live entries per key.
+    per_key: HashMap<String, usize>,
     seq: u64,
 }
 
-/// What a verified proof says.
+impl Replay {
+    fn purge(&mut self, now: Instant) {
+        while let Some(e) = self.order.first_entry() {
+            if e.key().0 > now {
+                break;
+            }
+            let old = e.remove();
+            if let Some(jkt) = self.seen.remove(&old)
+                && let Some(n) = self.per_key.get_mut(&jkt)
+            {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_key.remove(&jkt);
+                }
+            }
+        }
+    }
+}
+
+/// A proof checked but not yet recorded: [`DpopVerifier::record`] it once what it accompanies
+/// (a token, a code, a refresh token) checked out, so that proofs with nothing valid behind
+/// them never fill the replay cache.
 #[derive(Debug, Clone)]
-pub(crate) struct Proof {
+pub(crate) struct Checked {
     /// The JWK SHA-256 thumbprint of the proof's key (RFC 7638), Base64url.
     pub(crate) jkt: String,
+    id: [u8; 32],
+    iat: u64,
 }
+
+/// Under pressure (the replay cache half full), proofs are accepted only this fresh, and
+/// remembered only that long: the cache drains in seconds instead of refusing everyone.
+const PRESSED_WINDOW: Duration = Duration::from_secs(10);
+const PRESSED_LEEWAY: Duration = Duration::from_secs(5);
 
 fn now_secs() -> u64 {
     SystemTime::now()
@@ -118,6 +155,7 @@ impl DpopVerifier {
         DpopVerifier {
             replay: Mutex::new(Replay::default()),
             max_replay: 100_000,
+            max_per_key: 10_000,
             window: Duration::from_secs(300),
             leeway: Duration::from_secs(60),
             nonce_key,
@@ -151,14 +189,46 @@ impl DpopVerifier {
     }
 
     /// Verifies `proof` for a request of `method` to `url` (compared without query and
-    /// fragment), carrying `access_token` when given.
+    /// fragment), carrying `access_token` when given, and records it.
+    #[cfg(test)]
     pub(crate) fn verify(
         &self,
         proof: &str,
         method: &str,
         url: &str,
         access_token: Option<&str>,
-    ) -> Result<Proof, DpopError> {
+    ) -> Result<Checked, DpopError> {
+        let c = self.check(proof, method, url, access_token)?;
+        self.record(&c)?;
+        Ok(c)
+    }
+
+    /// The freshness window and the clock leeway now: narrower under pressure.
+    fn limits(&self) -> (Duration, Duration) {
+        let pressed = self
+            .replay
+            .lock()
+            .map_or(true, |r| r.seen.len() >= self.max_replay / 2);
+        if pressed {
+            (
+                self.window.min(PRESSED_WINDOW),
+                self.leeway.min(PRESSED_LEEWAY),
+            )
+        } else {
+            (self.window, self.leeway)
+        }
+    }
+
+    /// Checks `proof` for a request of `method` to `url` (compared without query and
+    /// fragment), carrying `access_token` when given, without recording it (a proof seen
+    /// before is refused).
+    pub(crate) fn check(
+        &self,
+        proof: &str,
+        method: &str,
+        url: &str,
+        access_token: Option<&str>,
+    ) -> Result<Checked, DpopError> {
         if proof.len() > MAX_PROOF_BYTES {
             return Err(invalid(format!(
                 "the DPoP proof is longer than {MAX_PROOF_BYTES} bytes"
@@ -240,10 +310,11 @@ impl DpopVerifier {
             .and_then(Value::as_u64)
             .ok_or_else(|| invalid("the DPoP proof has no iat"))?;
         let now = now_secs();
-        if iat > now + self.leeway.as_secs() {
+        let (window, leeway) = self.limits();
+        if iat > now + leeway.as_secs() {
             return Err(invalid("the DPoP proof was made in the future (iat)"));
         }
-        if iat + self.window.as_secs() + self.leeway.as_secs() < now {
+        if iat + window.as_secs() + leeway.as_secs() < now {
             return Err(invalid("the DPoP proof is too old (iat); make a fresh one"));
         }
         if let Some(token) = access_token {
@@ -275,33 +346,37 @@ impl DpopVerifier {
             .ok_or_else(|| {
                 invalid("the DPoP proof has no jti (a unique id of at most 256 characters)")
             })?;
-        // Last: a proof refused for another reason does not use up its jti.
-        self.remember(jti, htu)?;
-        Ok(Proof { jkt })
-    }
-
-    /// Records a proof's `jti` (with its `htu`); a second use within the window is a replay.
-    fn remember(&self, jti: &str, htu: &str) -> Result<(), DpopError> {
         let mut h = Sha256::new();
         h.update(jti.as_bytes());
         h.update([0]);
         h.update(normalize(htu).as_bytes());
         let id: [u8; 32] = h.finalize().into();
+        let r = self
+            .replay
+            .lock()
+            .map_err(|_| invalid("the DPoP replay cache is unavailable"))?;
+        if r.seen.contains_key(&id) {
+            return Err(replayed());
+        }
+        Ok(Checked { jkt, id, iat })
+    }
+
+    /// Records a checked proof's `jti` (with its `htu`) until it would be too old anyway; a
+    /// second use is a replay. Each key holds at most a tenth of the cache.
+    pub(crate) fn record(&self, c: &Checked) -> Result<(), DpopError> {
         let now = Instant::now();
+        let (window, leeway) = self.limits();
         let mut r = self
             .replay
             .lock()
             .map_err(|_| invalid("the DPoP replay cache is unavailable"))?;
-        while let Some(e) = r.order.first_entry() {
-            if e.key().0 > now {
-                break;
-            }
-            let old = e.remove();
-            r.seen.remove(&old);
+        r.purge(now);
+        if r.seen.contains_key(&c.id) {
+            return Err(replayed());
         }
-        if r.seen.contains_key(&id) {
+        if r.per_key.get(&c.jkt).copied().unwrap_or(0) >= self.max_per_key {
             return Err(invalid(
-                "the DPoP proof was used before (its jti); make a fresh proof for each request",
+                "too many proofs of this DPoP key are remembered right now; retry shortly",
             ));
         }
         if r.seen.len() >= self.max_replay {
@@ -309,11 +384,15 @@ impl DpopVerifier {
                 "too many DPoP proofs are being checked right now; retry shortly",
             ));
         }
-        let until = now + self.window + self.leeway * 2;
+        let until = now
+            + Duration::from_secs(
+                (c.iat + window.as_secs() + leeway.as_secs()).saturating_sub(now_secs()) + 1,
+            );
         r.seq += 1;
         let seq = r.seq;
-        r.order.insert((until, seq), id);
-        r.seen.insert(id, until);
+        r.order.insert((until, seq), c.id);
+        r.seen.insert(c.id, c.jkt.clone());
+        *r.per_key.entry(c.jkt.clone()).or_insert(0) += 1;
         Ok(())
     }
 }
@@ -379,5 +458,183 @@ pub(crate) fn bound_key(claims: &Map<String, Value>) -> Result<Option<&str>, Str
         None => Err(
             "the token is bound to a key by a confirmation (cnf) this server cannot check".into(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    struct Key {
+        key: jsonwebtoken::EncodingKey,
+        jwk: Jwk,
+    }
+
+    impl Key {
+        fn new() -> Key {
+            use p256::pkcs8::EncodePrivateKey as _;
+            let secret = loop {
+                let mut b = [0u8; 32];
+                getrandom::fill(&mut b).unwrap();
+                if let Ok(k) = p256::SecretKey::from_slice(&b) {
+                    break k;
+                }
+            };
+            let der = secret.to_pkcs8_der().unwrap();
+            let key = jsonwebtoken::EncodingKey::from_ec_der(der.as_bytes());
+            let jwk = Jwk::from_encoding_key(&key, jsonwebtoken::Algorithm::ES256).unwrap();
+            Key { key, jwk }
+        }
+
+        fn proof(&self, htu: &str, iat: u64) -> String {
+            let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+            header.typ = Some("dpop+jwt".into());
+            header.jwk = Some(self.jwk.clone());
+            let mut jti = [0u8; 16];
+            getrandom::fill(&mut jti).unwrap();
+            let claims = json!({"jti": B64.encode(jti), "htm": "POST", "htu": htu, "iat": iat});
+            jsonwebtoken::encode(&header, &claims, &self.key).unwrap()
+        }
+    }
+
+    /// A proof put together by hand (unsigned: refused before its signature is looked at).
+    fn forged(header: Value) -> String {
+        let claims = json!({"jti": "j", "htm": "POST", "htu": URL, "iat": now_secs()});
+        format!(
+            "{}.{}.{}",
+            B64.encode(header.to_string()),
+            B64.encode(claims.to_string()),
+            B64.encode(b"sig")
+        )
+    }
+
+    const URL: &str = "https://as.example/oauth/token";
+
+    fn refused(v: &DpopVerifier, proof: &str) -> String {
+        v.check(proof, "POST", URL, None)
+            .unwrap_err()
+            .reason()
+            .to_owned()
+    }
+
+    #[test]
+    fn private_keys_unaccepted_algorithms_and_stale_proofs_are_refused() {
+        let v = DpopVerifier::new(false);
+        let key = Key::new();
+        let mut jwk = serde_json::to_value(&key.jwk).unwrap();
+        jwk["d"] = json!("c2VjcmV0");
+        assert_eq!(
+            refused(
+                &v,
+                &forged(json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": jwk}))
+            ),
+            "the DPoP proof's jwk holds a private or symmetric key"
+        );
+        for alg in ["none", "HS256"] {
+            assert_eq!(
+                refused(
+                    &v,
+                    &forged(json!({"typ": "dpop+jwt", "alg": alg, "jwk": key.jwk}))
+                ),
+                format!(
+                    "the DPoP proof's algorithm {alg:?} is not accepted (accepted: ES256, ES384, RS256, PS256, EdDSA)"
+                )
+            );
+        }
+        let now = now_secs();
+        assert_eq!(
+            refused(&v, &key.proof(URL, now + 120)),
+            "the DPoP proof was made in the future (iat)"
+        );
+        assert_eq!(
+            refused(&v, &key.proof(URL, now - 400)),
+            "the DPoP proof is too old (iat); make a fresh one"
+        );
+        // Within the leeway either way: accepted.
+        assert!(
+            v.check(&key.proof(URL, now + 30), "POST", URL, None)
+                .is_ok()
+        );
+        assert!(
+            v.check(&key.proof(URL, now - 330), "POST", URL, None)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn urls_are_compared_normalised() {
+        let v = DpopVerifier::new(false);
+        let key = Key::new();
+        let proof = key.proof("HTTPS://AS.Example:443/oauth/token?x=1#f", now_secs());
+        assert!(v.check(&proof, "POST", URL, None).is_ok());
+        assert_eq!(
+            v.check(&proof, "POST", "https://as.example/oauth/tokens", None)
+                .unwrap_err()
+                .reason(),
+            "the DPoP proof is for \"HTTPS://AS.Example:443/oauth/token?x=1#f\", not \"https://as.example/oauth/tokens\""
+        );
+        assert_eq!(normalize("http://h:80"), "http://h/");
+        assert_eq!(normalize("https://h:8443/a"), "https://h:8443/a");
+    }
+
+    #[test]
+    fn a_proof_is_remembered_only_when_recorded() {
+        let v = DpopVerifier::new(false);
+        let key = Key::new();
+        let proof = key.proof(URL, now_secs());
+        // Checked twice (what it came with did not check out): not used up.
+        let c = v.check(&proof, "POST", URL, None).unwrap();
+        assert!(v.check(&proof, "POST", URL, None).is_ok());
+        assert!(v.replay.lock().unwrap().seen.is_empty());
+        v.record(&c).unwrap();
+        assert_eq!(
+            refused(&v, &proof),
+            "the DPoP proof was used before (its jti); make a fresh proof for each request"
+        );
+        assert_eq!(v.record(&c).unwrap_err(), replayed());
+    }
+
+    #[test]
+    fn a_full_cache_narrows_the_window_and_bounds_each_key() {
+        let mut v = DpopVerifier::new(false);
+        v.max_replay = 4;
+        v.max_per_key = 3;
+        let (a, b) = (Key::new(), Key::new());
+        let now = now_secs();
+        // A proof 30 s old is fine while the cache has room.
+        let older = a.proof(URL, now - 30);
+        assert!(v.check(&older, "POST", URL, None).is_ok());
+        for _ in 0..2 {
+            v.verify(&a.proof(URL, now), "POST", URL, None).unwrap();
+        }
+        // Half full: only proofs of the last 10 s (and 5 s of leeway) are taken.
+        assert_eq!(
+            refused(&v, &older),
+            "the DPoP proof is too old (iat); make a fresh one"
+        );
+        v.verify(&a.proof(URL, now), "POST", URL, None).unwrap();
+        // `a` holds its share (3): its next proof is refused, `b`'s is not.
+        assert_eq!(
+            v.verify(&a.proof(URL, now), "POST", URL, None)
+                .unwrap_err()
+                .reason(),
+            "too many proofs of this DPoP key are remembered right now; retry shortly"
+        );
+        v.verify(&b.proof(URL, now), "POST", URL, None).unwrap();
+        // Full.
+        assert_eq!(
+            v.verify(&b.proof(URL, now), "POST", URL, None)
+                .unwrap_err()
+                .reason(),
+            "too many DPoP proofs are being checked right now; retry shortly"
+        );
+        // Remembered only as long as they could be replayed: under pressure, seconds.
+        // The two recorded before the pressure stay for the whole window, the others not.
+        let r = v.replay.lock().unwrap();
+        let soon = Instant::now() + Duration::from_secs(17);
+        let long: Vec<_> = r.order.keys().filter(|(until, _)| *until > soon).collect();
+        assert_eq!(long.len(), 2, "{:?}", r.order.keys().collect::<Vec<_>>());
+        assert_eq!(r.per_key.values().sum::<usize>(), 4);
     }
 }

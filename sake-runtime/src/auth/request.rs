@@ -130,13 +130,16 @@ impl Authorization {
         };
         let proof = self
             .dpop
-            .verify(proof, method.as_str(), &self.resource, Some(token))
+            .check(proof, method.as_str(), &self.resource, Some(token))
             .map_err(Refusal::Dpop)?;
         if proof.jkt != bound {
             return Err(Refusal::Dpop(DpopError::Invalid(
                 "the DPoP proof is signed by another key than the one the token is bound to".into(),
             )));
         }
+        // Recorded only now: a proof without a valid token bound to its key never fills the
+        // replay cache.
+        self.dpop.record(&proof).map_err(Refusal::Dpop)?;
         Ok(Some(principal))
     }
 

@@ -213,9 +213,16 @@ impl Shared {
                 let uri = uri.to_owned();
                 let limit = self.config.limits.request_timeout;
                 Ok(Dispatched::Pending(Box::pin(async move {
-                    let read = tokio::time::timeout(limit, source.read(&path))
-                        .await
-                        .map_err(|_| super::dispatch::timed_out(&uri, limit))?;
+                    // Only a file the skill lists now (a source never sees another path).
+                    let read = tokio::time::timeout(limit, async {
+                        if source.files().await.contains(&path) {
+                            source.read(&path).await
+                        } else {
+                            Ok(None)
+                        }
+                    })
+                    .await
+                    .map_err(|_| super::dispatch::timed_out(&uri, limit))?;
                     let bytes = match read {
                         Ok(Some(bytes)) => bytes,
                         Ok(None) | Err(ResourceError::NotFound(_)) => {

@@ -342,6 +342,8 @@ pub(crate) fn is_public(ip: IpAddr) -> bool {
                 || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
                 || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
                 || (s[0] == 0x2001 && s[1] == 0) // Teredo
+                || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1) // local-use NAT64 (RFC 8215)
+                || (s[0..4] == [0, 0, 0, 0] && s[4] == 0xffff && s[5] == 0) // IPv4-translated (::ffff:0:0:0/96)
                 || s[0..6] == [0, 0, 0, 0, 0, 0]) // IPv4-compatible, deprecated
         }
     }
@@ -407,7 +409,21 @@ pub(crate) struct MetadataFetcher {
     max_bytes: usize,
     cache: Mutex<HashMap<String, (KnownClient, Instant)>>,
     max_cached: usize,
+    /// URLs whose document could not be fetched lately, with when they may be tried again:
+    /// asked again meanwhile, they are refused without a fetch.
+    failed: Mutex<HashMap<String, Instant>>,
+    /// Fetches under way (a stranger names the URLs: each costs a DNS lookup and a
+    /// connection, which may outlive its deadline).
+    fetching: tokio::sync::Semaphore,
 }
+
+/// How long a URL whose document could not be fetched is refused without a fetch.
+const FAILED_TTL: Duration = Duration::from_secs(60);
+/// At most this many metadata documents are fetched at once.
+const MAX_FETCHING: usize = 16;
+/// What a stranger is told when as many documents are being fetched as allowed.
+pub(crate) const TOO_MANY_FETCHES: &str =
+    "too many client metadata documents are being fetched right now; try again shortly";
 
 impl std::fmt::Debug for MetadataFetcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -444,6 +460,8 @@ impl MetadataFetcher {
             max_bytes: 5 * 1024,
             cache: Mutex::new(HashMap::new()),
             max_cached: 1000,
+            failed: Mutex::new(HashMap::new()),
+            fetching: tokio::sync::Semaphore::new(MAX_FETCHING),
         })
     }
 
@@ -479,7 +497,9 @@ impl MetadataFetcher {
                         "the client id URL points at the non-public address {ip}"
                     ));
                 }
-                if host.eq_ignore_ascii_case("localhost") {
+                // RFC 6761 section 6.3: every name under `localhost` is the loopback.
+                let name = host.trim_end_matches('.').to_ascii_lowercase();
+                if name == "localhost" || name.ends_with(".localhost") {
                     return Err("the client id URL points at localhost".into());
                 }
                 Ok(uri)
@@ -501,7 +521,32 @@ impl MetadataFetcher {
             return Ok(c.clone());
         }
         let uri = self.check_url(url)?;
-        let (client, ttl) = self.fetch(url, uri).await?;
+        let now = Instant::now();
+        if let Ok(failed) = self.failed.lock()
+            && failed.get(url).is_some_and(|until| *until > now)
+        {
+            return Err(NOT_FETCHED.to_owned());
+        }
+        let Ok(_fetching) = self.fetching.try_acquire() else {
+            return Err(TOO_MANY_FETCHES.to_owned());
+        };
+        let (client, ttl) = self.fetch(url, uri).await.map_err(|e| match e {
+            Fetch::Network(reason) => {
+                // What the network said (addresses, ports) stays in the log.
+                tracing::info!(url = %clip(url), %reason, "a client metadata document could not be fetched");
+                if let Ok(mut failed) = self.failed.lock() {
+                    let now = Instant::now();
+                    if failed.len() >= self.max_cached {
+                        failed.retain(|_, until| *until > now);
+                    }
+                    if failed.len() < self.max_cached {
+                        failed.insert(url.to_owned(), now + FAILED_TTL);
+                    }
+                }
+                NOT_FETCHED.to_owned()
+            }
+            Fetch::Document(reason) => reason,
+        })?;
         if let Ok(mut cache) = self.cache.lock() {
             let now = Instant::now();
             if cache.len() >= self.max_cached {
@@ -514,7 +559,7 @@ impl MetadataFetcher {
         Ok(client)
     }
 
-    async fn fetch(&self, url: &str, uri: Uri) -> Result<(KnownClient, Duration), String> {
+    async fn fetch(&self, url: &str, uri: Uri) -> Result<(KnownClient, Duration), Fetch> {
         let request = Request::get(uri)
             .header(ACCEPT, HeaderValue::from_static("application/json"))
             .header(
@@ -522,7 +567,7 @@ impl MetadataFetcher {
                 HeaderValue::from_static(concat!("sake/", env!("CARGO_PKG_VERSION"))),
             )
             .body(Full::new(Bytes::new()))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Fetch::Network(e.to_string()))?;
         let max = self.max_bytes;
         let https = url.starts_with("https://");
         let work = async {
@@ -554,26 +599,39 @@ impl MetadataFetcher {
             }
             Ok::<_, String>((status, ttl, out))
         };
-        let (status, ttl, body) =
-            tokio::time::timeout(self.timeout, work)
-                .await
-                .map_err(|_| {
-                    format!(
-                        "the client metadata document did not arrive within {:?}",
-                        self.timeout
-                    )
-                })??;
+        let (status, ttl, body) = tokio::time::timeout(self.timeout, work)
+            .await
+            .map_err(|_| {
+                Fetch::Network(format!(
+                    "the client metadata document did not arrive within {:?}",
+                    self.timeout
+                ))
+            })?
+            .map_err(Fetch::Network)?;
         if status != StatusCode::OK {
-            return Err(format!(
+            return Err(Fetch::Network(format!(
                 "the client metadata document URL answered {} (redirects are not followed)",
                 status.as_u16()
-            ));
+            )));
         }
-        let doc: Map<String, Value> = serde_json::from_slice(&body)
-            .map_err(|_| "the client metadata document is not a JSON object".to_owned())?;
-        Ok((parse_document(url, &doc)?, ttl))
+        let doc: Map<String, Value> = serde_json::from_slice(&body).map_err(|_| {
+            Fetch::Document("the client metadata document is not a JSON object".to_owned())
+        })?;
+        Ok((parse_document(url, &doc).map_err(Fetch::Document)?, ttl))
     }
 }
+
+/// Why a metadata document could not be read.
+enum Fetch {
+    /// The network's answer (an address, a refused port, a status): logged, never shown.
+    Network(String),
+    /// What the document says: the client's developer may see it.
+    Document(String),
+}
+
+/// What a stranger is told when a metadata document could not be fetched (the reason is
+/// logged).
+pub(crate) const NOT_FETCHED: &str = "the client metadata document could not be fetched: it must be served over https from a public address, with status 200 and no redirect, within 5 seconds and 5120 bytes";
 
 /// The time a document may be kept: its `max-age`, within bounds; `no-store` keeps it briefly.
 fn cache_ttl(header: Option<&HeaderValue>) -> Duration {
@@ -682,6 +740,8 @@ mod tests {
             "192.0.0.8",
             "198.18.0.1",
             "240.0.0.1",
+            "64:ff9b:1::808:808",
+            "::ffff:0:808:808",
         ] {
             assert!(!is_public(bad.parse().unwrap()), "{bad}");
         }
@@ -721,16 +781,41 @@ mod tests {
     fn metadata_urls_and_documents() {
         let f = MetadataFetcher::new(false).unwrap();
         assert!(f.check_url("https://app.example/client.json").is_ok());
-        for bad in [
-            "https://app.example/",
-            "https://10.0.0.1/c.json",
-            "https://[::1]/c.json",
-            "https://localhost/c.json",
-            "http://127.0.0.1:9/c.json",
-            "https://u:p@app.example/c.json",
-            "https://app.example/a/../c.json",
+        for (bad, reason) in [
+            (
+                "https://app.example/",
+                "a client id URL has a path (https://app.example/client.json)",
+            ),
+            (
+                "https://10.0.0.1/c.json",
+                "the client id URL points at the non-public address 10.0.0.1",
+            ),
+            (
+                "https://[::1]/c.json",
+                "the client id URL points at the non-public address ::1",
+            ),
+            (
+                "https://localhost/c.json",
+                "the client id URL points at localhost",
+            ),
+            (
+                "https://x.LocalHost./c.json",
+                "the client id URL points at localhost",
+            ),
+            (
+                "http://127.0.0.1:9/c.json",
+                "a client id URL must be https (plain http is accepted only for loopback addresses, and only when the server allows it for tests)",
+            ),
+            (
+                "https://u:p@app.example/c.json",
+                "a client id URL has no fragment and no credentials",
+            ),
+            (
+                "https://app.example/a/../c.json",
+                "a client id URL has no dot segments",
+            ),
         ] {
-            assert!(f.check_url(bad).is_err(), "{bad}");
+            assert_eq!(f.check_url(bad).unwrap_err(), reason, "{bad}");
         }
         let loopback = MetadataFetcher::new(true).unwrap();
         assert!(loopback.check_url("http://127.0.0.1:9/c.json").is_ok());
@@ -754,5 +839,35 @@ mod tests {
         );
         assert!(parse_document(url, &doc(json!({"client_id": url, "redirect_uris": ["https://a/cb"], "token_endpoint_auth_method": "client_secret_basic"}))).is_err());
         assert!(parse_document(url, &doc(json!({"client_id": url}))).is_err());
+    }
+
+    #[tokio::test]
+    async fn fetches_are_capped_and_failures_remembered() {
+        let f = MetadataFetcher::new(true).unwrap();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/client.json", closed.local_addr().unwrap());
+        drop(closed);
+        assert_eq!(f.client(&url).await.unwrap_err(), NOT_FETCHED);
+        // Remembered: refused again without a fetch (the fetch slots are all taken here, so a
+        // fetch would be refused with another text).
+        let _all = f.fetching.try_acquire_many(MAX_FETCHING as u32).unwrap();
+        assert_eq!(f.client(&url).await.unwrap_err(), NOT_FETCHED);
+        let other = url.replace("client.json", "other.json");
+        assert_eq!(f.client(&other).await.unwrap_err(), TOO_MANY_FETCHES);
+    }
+
+    #[tokio::test]
+    async fn a_name_resolving_to_a_private_address_is_refused_by_the_resolver() {
+        use tower::Service as _;
+        let err = PublicResolver
+            .call("localhost".parse().unwrap())
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text == "localhost resolves to the non-public address 127.0.0.1"
+                || text == "localhost resolves to the non-public address ::1",
+            "{text}"
+        );
     }
 }

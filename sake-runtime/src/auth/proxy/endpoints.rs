@@ -21,15 +21,34 @@ use serde_json::{Value, json};
 
 use super::clients::{Kind, KnownClient, MetadataFetcher, Method};
 use super::html::{self, Value as Slot};
-use super::store::{Bound, Insertion};
-use super::tokens::{Grant, Refresh, grant_key, s256, ttl};
+use super::policy::UpstreamUser;
+use super::store::{Bound, Insertion, ProxyStore as _};
+use super::tokens::{Grant, RefreshState, grant_key, refreshing_key, s256, ttl};
 use super::upstream::UpstreamError;
 use super::{B64, ClientAddr, Inner, JWT_BEARER, clip, constant_eq, digest, now, random};
 use crate::auth::dpop;
 use crate::net::fetch::{form_decode, form_encode};
 
-/// The largest form or JSON body read.
-const MAX_BODY: usize = 64 * 1024;
+/// The largest registration (a JSON document of redirect URIs and names).
+const MAX_REGISTRATION: usize = 16 * 1024;
+/// The largest token request (a form; an ID-JAG assertion is its largest field).
+const MAX_TOKEN_REQUEST: usize = 16 * 1024;
+/// The largest consent form (an id, a token and a button).
+const MAX_CONSENT: usize = 4 * 1024;
+/// The longest a body may take to arrive when the routes are served without the server's
+/// budgets ([`AuthProxy::router`](super::AuthProxy::router)).
+const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The largest body a route of the proxy takes (its path's last segment decides).
+pub(crate) fn max_body(path: &str) -> usize {
+    if path.ends_with("/oauth/consent") {
+        MAX_CONSENT
+    } else if path.ends_with("/oauth/register") {
+        MAX_REGISTRATION
+    } else {
+        MAX_TOKEN_REQUEST
+    }
+}
 /// The longest `state` a client may send.
 const MAX_STATE: usize = 2048;
 const COOKIE_NAME: &str = "sake_proxy_browser";
@@ -217,17 +236,29 @@ async fn jwks(State(p): State<Arc<Inner>>) -> Response {
     r
 }
 
-async fn read_body(body: Body) -> Result<bytes::Bytes, Response> {
-    axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
-        bad_request(
+/// Reads a body of at most `max` bytes within [`BODY_TIMEOUT`] (served with the server, the
+/// transport has read it already, within its budgets).
+async fn read_body(body: Body, max: usize) -> Result<bytes::Bytes, Response> {
+    match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, max)).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(_)) => Err(oauth_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
             "invalid_request",
-            &format!("the body is larger than {MAX_BODY} bytes"),
-        )
-    })
+            &format!("the body is larger than {max} bytes"),
+        )),
+        Err(_) => Err(oauth_error(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request",
+            &format!(
+                "the body did not arrive within {} s",
+                BODY_TIMEOUT.as_secs()
+            ),
+        )),
+    }
 }
 
 async fn register(State(p): State<Arc<Inner>>, request: Request) -> Response {
-    let body = match read_body(request.into_body()).await {
+    let body = match read_body(request.into_body(), MAX_REGISTRATION).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -363,6 +394,11 @@ struct Code {
     grant: String,
     #[serde(default)]
     dpop_jkt: Option<String>,
+}
+
+/// The mark of a revoked grant, kept as long as its refresh tokens could be.
+fn revoked_key(gid: &str) -> String {
+    format!("revoked:{gid}")
 }
 
 fn sign_in_key(id: &str) -> String {
@@ -516,6 +552,16 @@ async fn authorize(State(p): State<Arc<Inner>>, request: Request) -> Response {
                 ),
             );
         }
+        Ok(Started::NetworkFull) => {
+            tracing::info!(client_id = %clip(client_id), "a sign-in was refused: its IPv6 /48 has the most sign-ins under way");
+            return fail(
+                "temporarily_unavailable",
+                &format!(
+                    "too many sign-ins are under way from your network (an IPv6 /48: at most {}, each ending when finished or after 10 minutes); try again later",
+                    p.max_pending_per_network
+                ),
+            );
+        }
         Ok(Started::AllFull) => {
             tracing::warn!(
                 max = p.max_pending,
@@ -534,10 +580,12 @@ async fn authorize(State(p): State<Arc<Inner>>, request: Request) -> Response {
             );
         }
     }
-    let name = client.name.clone().unwrap_or_else(|| client.id.clone());
+    let name = printable(&client.name.clone().unwrap_or_else(|| client.id.clone()));
     let kind = match client.kind {
         Kind::Registered => "registered itself with this server; its name is not verified",
-        Kind::MetadataDocument => "described by its metadata document",
+        Kind::MetadataDocument => {
+            "described by its metadata document at the client id below; its name is not verified"
+        }
         Kind::Configured => "configured by the server's operator",
     };
     let server = p
@@ -572,33 +620,61 @@ async fn authorize(State(p): State<Arc<Inner>>, request: Request) -> Response {
     r
 }
 
-/// A long client id (a registration) shortened for the page.
+/// A client id for the page: whole (a metadata document's URL is told apart by its end), up
+/// to 2048 characters, without control or bidirectional formatting characters.
 fn clip_long(id: &str) -> String {
-    if id.chars().count() > 80 {
-        format!("{}…", id.chars().take(77).collect::<String>())
+    let id = printable(id);
+    if id.chars().count() > 2048 {
+        format!("{}…", id.chars().take(2047).collect::<String>())
     } else {
-        id.to_owned()
+        id
     }
+}
+
+/// Text from a client for the page, without control characters nor the bidirectional
+/// formatting ones that would make it read as something else (`U+202E` turning
+/// `evil.com/moc.elgoog` around).
+fn printable(text: &str) -> String {
+    text.chars()
+        .filter(|c| {
+            !c.is_control()
+                && !matches!(
+                    c,
+                    '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+                )
+        })
+        .collect()
 }
 
 /// The network address a request to the proxy came from: as the HTTP transport found it,
 /// else the connection's peer; `None` when the application serving the routes gives neither.
-fn client_addr(extensions: &http::Extensions) -> Option<IpAddr> {
-    extensions.get::<ClientAddr>().map(|c| c.0).or_else(|| {
-        extensions
-            .get::<axum::extract::ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip())
-    })
+fn client_addr(extensions: &http::Extensions) -> Option<(IpAddr, u8)> {
+    extensions
+        .get::<ClientAddr>()
+        .map(|c| (c.0, c.1))
+        .or_else(|| {
+            extensions
+                .get::<axum::extract::ConnectInfo<SocketAddr>>()
+                .map(|c| (c.0.ip(), 64))
+        })
 }
 
-/// The network a client address stands for: an IPv4 address, or the /64 of an IPv6 one (one
-/// subscriber's network: a client holds a whole /64 and picks addresses in it freely), by the
-/// rule the server's per-client bounds use (`Limits::ipv6_client_prefix`, at its default). An
-/// IPv4-mapped IPv6 address is its IPv4 address.
-pub(crate) fn address_group(ip: IpAddr) -> String {
-    match crate::limits::client_network(ip, 64) {
+/// The network a client address stands for: an IPv4 address, or the network of `prefix` bits
+/// of an IPv6 one (one subscriber's network: a client holds a whole /64 and picks addresses in
+/// it freely), by the rule the server's per-client bounds use (`Limits::ipv6_client_prefix`).
+/// An IPv4-mapped IPv6 address is its IPv4 address.
+pub(crate) fn address_group(ip: IpAddr, prefix: u8) -> String {
+    match crate::limits::client_network(ip, prefix) {
         IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(net) => format!("{net}/64"),
+        IpAddr::V6(net) => format!("{net}/{}", prefix.clamp(1, 128)),
+    }
+}
+
+/// The IPv6 /48 of an address (none for IPv4 and IPv4-mapped addresses).
+pub(crate) fn network_group(ip: IpAddr) -> Option<String> {
+    match crate::limits::client_network(ip, 48) {
+        IpAddr::V4(_) => None,
+        IpAddr::V6(net) => Some(format!("{net}/48")),
     }
 }
 
@@ -607,6 +683,8 @@ enum Started {
     Yes,
     /// Its client's address has `max_pending_per_client` under way.
     ClientFull,
+    /// Its IPv6 /48 has `max_pending_per_network` under way.
+    NetworkFull,
     /// `max_pending` are under way.
     AllFull,
 }
@@ -621,12 +699,20 @@ impl Inner {
         &self,
         id: &str,
         s: &SignIn,
-        addr: Option<IpAddr>,
+        addr: Option<(IpAddr, u8)>,
     ) -> Result<Started, String> {
         let bytes = serde_json::to_vec(s).map_err(|e| e.to_string())?;
-        let group = addr.map(|ip| {
-            let tag = super::hmac(&self.secret, "client-address", address_group(ip).as_bytes());
+        let group = addr.map(|(ip, prefix)| {
+            let tag = super::hmac(
+                &self.secret,
+                "client-address",
+                address_group(ip, prefix).as_bytes(),
+            );
             format!("{PENDING}:{}", B64.encode(&tag[..12]))
+        });
+        let network = addr.and_then(|(ip, _)| network_group(ip)).map(|net| {
+            let tag = super::hmac(&self.secret, "client-network", net.as_bytes());
+            format!("{PENDING}-48:{}", B64.encode(&tag[..12]))
         });
         if group.is_none()
             && !self
@@ -637,17 +723,27 @@ impl Inner {
                 "the authorization proxy sees no client addresses (serve its router with ConnectInfo): sign-ins under way are bounded in all only, not per client"
             );
         }
-        let mut bounds = Vec::with_capacity(2);
+        let mut bounds = Vec::with_capacity(3);
+        let mut kinds = Vec::with_capacity(3);
         if let Some(g) = &group {
             bounds.push(Bound {
                 name: g,
                 limit: self.max_pending_per_client,
             });
+            kinds.push(Started::ClientFull);
+        }
+        if let Some(n) = &network {
+            bounds.push(Bound {
+                name: n,
+                limit: self.max_pending_per_network,
+            });
+            kinds.push(Started::NetworkFull);
         }
         bounds.push(Bound {
             name: PENDING,
             limit: self.max_pending,
         });
+        kinds.push(Started::AllFull);
         match self
             .store
             .insert_bounded(&sign_in_key(id), bytes, ttl(self.sign_in_ttl), &bounds)
@@ -655,8 +751,7 @@ impl Inner {
             .map_err(|e| e.to_string())?
         {
             Insertion::Stored => Ok(Started::Yes),
-            Insertion::Full(i) if i + 1 < bounds.len() => Ok(Started::ClientFull),
-            Insertion::Full(_) => Ok(Started::AllFull),
+            Insertion::Full(i) => Ok(kinds.into_iter().nth(i).unwrap_or(Started::AllFull)),
             _ => Err("a sign-in id was drawn twice".into()),
         }
     }
@@ -731,7 +826,7 @@ async fn consent(State(p): State<Arc<Inner>>, request: Request) -> Response {
     {
         return forbidden("The form was posted from another site. Nothing was approved.");
     }
-    let body = match read_body(request.into_body()).await {
+    let body = match read_body(request.into_body(), MAX_CONSENT).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -993,17 +1088,31 @@ async fn callback(State(p): State<Arc<Inner>>, request: Request) -> Response {
             ]);
         }
     };
+    // What the user may let the client do: of the scopes asked for, those the policy gives
+    // this user (the token answer's `scope` says which).
+    let scopes = p
+        .policy
+        .filter(&UpstreamUser::new(&subject, &claims), &sign_in.scopes);
+    if scopes.len() < sign_in.scopes.len() {
+        tracing::info!(
+            client_id = %clip(&sign_in.client_id),
+            asked = %sign_in.scopes.join(" "),
+            granted = %scopes.join(" "),
+            "a user asked for scopes the policy does not give them"
+        );
+    }
     let issued = async {
         let gid = random(24)?;
         let grant = Grant {
             subject: subject.clone(),
             client_id: sign_in.client_id.clone(),
-            scopes: sign_in.scopes.clone(),
+            scopes,
             upstream: Some(upstream),
+            sealed_upstream: None,
             claims,
+            refresh: None,
         };
-        let bytes = serde_json::to_vec(&grant)
-            .map_err(|e| crate::auth::AuthError::misconfigured(e.to_string()))?;
+        let bytes = p.grant_bytes(&gid, &grant)?;
         p.store
             .put(&grant_key(&gid), bytes, ttl(p.refresh_ttl))
             .await
@@ -1125,9 +1234,10 @@ impl Inner {
         Ok(Authenticated { client })
     }
 
-    /// The key a token request proves possession of (its `DPoP` header), if any.
+    /// The proof of possession of a token request (its `DPoP` header), if any: checked, not
+    /// yet recorded (that waits for the grant it accompanies to check out).
     #[allow(clippy::result_large_err)] // The refusal is the response itself.
-    fn token_dpop(&self, headers: &HeaderMap) -> Result<Option<String>, Response> {
+    fn token_dpop(&self, headers: &HeaderMap) -> Result<Option<dpop::Checked>, Response> {
         let mut proofs = headers.get_all(DPOP).iter();
         let Some(proof) = proofs.next() else {
             return Ok(None);
@@ -1142,13 +1252,13 @@ impl Inner {
             .to_str()
             .map_err(|_| bad_request("invalid_dpop_proof", "the DPoP header is not ASCII"))?;
         self.dpop
-            .verify(proof, "POST", &self.url("/oauth/token"), None)
-            .map(|p| Some(p.jkt))
+            .check(proof, "POST", &self.url("/oauth/token"), None)
+            .map(Some)
             .map_err(|e| bad_request(e.code(), e.reason()))
     }
 
-    /// The tokens answer: an access token (bound to `jkt` when given) and, when `refresh`, a
-    /// refresh token for the grant.
+    /// The tokens answer: an access token (bound to `jkt` when given) and, when given, a
+    /// refresh token.
     #[allow(clippy::too_many_arguments)]
     async fn issue(
         &self,
@@ -1157,9 +1267,16 @@ impl Inner {
         scopes: &[String],
         gid: Option<&str>,
         claims: &serde_json::Map<String, Value>,
-        jkt: Option<&str>,
-        refresh: bool,
+        proof: Option<&dpop::Checked>,
+        refresh: Option<String>,
     ) -> Response {
+        // The proof is remembered (against its replay) only now that the grant checked out.
+        if let Some(c) = proof
+            && let Err(e) = self.dpop.record(c)
+        {
+            return bad_request(e.code(), e.reason());
+        }
+        let jkt = proof.map(|c| c.jkt.as_str());
         let access = match self.access_token(subject, &client.id, scopes, gid, claims, jkt) {
             Ok(a) => a,
             Err(e) => {
@@ -1177,44 +1294,7 @@ impl Inner {
             "expires_in": self.access_ttl.as_secs(),
             "scope": scopes.join(" "),
         });
-        if refresh && let Some(gid) = gid {
-            let Ok(token) = random(32) else {
-                return oauth_error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "server_error",
-                    "no randomness",
-                );
-            };
-            let record = Refresh {
-                grant: gid.to_owned(),
-                client_id: client.id.clone(),
-                scopes: scopes.to_vec(),
-                // RFC 9449 section 5: a public client's refresh token is bound too.
-                jkt: if client.method == Method::None {
-                    jkt.map(str::to_owned)
-                } else {
-                    None
-                },
-            };
-            let stored = match serde_json::to_vec(&record) {
-                Ok(b) => self
-                    .store
-                    .put(
-                        &format!("refresh:{}", digest(&token)),
-                        b,
-                        ttl(self.refresh_ttl),
-                    )
-                    .await
-                    .is_ok(),
-                Err(_) => false,
-            };
-            if !stored {
-                return oauth_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "temporarily_unavailable",
-                    "the authorization server is busy",
-                );
-            }
+        if let Some(token) = refresh {
             answer["refresh_token"] = json!(token);
         }
         let mut r = no_store(json_response(StatusCode::OK, &answer));
@@ -1230,7 +1310,29 @@ impl Inner {
     /// Ends a grant (a code or a refresh token was used twice: someone else holds a copy).
     async fn revoke(&self, gid: &str) {
         tracing::warn!("a code or refresh token was used twice: its grant is revoked");
+        // The mark first, then the grant: a refresh that writes the grant back meanwhile finds
+        // the mark after its write and ends the grant itself (`save_refreshed`).
+        let _ = self
+            .store
+            .put(&revoked_key(gid), b"1".to_vec(), ttl(self.refresh_ttl))
+            .await;
         let _ = self.store.delete(&grant_key(gid)).await;
+    }
+
+    /// Stores a refreshed grant unless it was revoked meanwhile: `Some(true)` stored,
+    /// `Some(false)` revoked (and gone), `None` the store failed.
+    async fn save_refreshed(&self, gid: &str, grant: &Grant) -> Option<bool> {
+        if !self.save_grant(gid, grant).await {
+            return None;
+        }
+        match self.store.get(&revoked_key(gid)).await {
+            Ok(None) => Some(true),
+            Ok(Some(_)) => {
+                let _ = self.store.delete(&grant_key(gid)).await;
+                Some(false)
+            }
+            Err(_) => None,
+        }
     }
 }
 
@@ -1251,7 +1353,7 @@ async fn token(State(p): State<Arc<Inner>>, request: Request) -> Response {
             "send the token request as application/x-www-form-urlencoded",
         );
     }
-    let body = match read_body(request.into_body()).await {
+    let body = match read_body(request.into_body(), MAX_TOKEN_REQUEST).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -1305,8 +1407,9 @@ async fn code_grant(
     p: &Inner,
     client: &KnownClient,
     pairs: &[(String, String)],
-    jkt: Option<String>,
+    proof: Option<dpop::Checked>,
 ) -> Response {
+    let jkt = proof.as_ref().map(|c| c.jkt.clone());
     let invalid_grant = |why: &str| bad_request("invalid_grant", why);
     let Some(code) = param(pairs, "code") else {
         return bad_request("invalid_request", "the request has no code");
@@ -1366,71 +1469,152 @@ async fn code_grant(
             "the code is bound to a DPoP key (dpop_jkt): prove possession of it",
         );
     }
-    let grant: Grant = match p.store.get(&grant_key(&record.grant)).await {
-        Ok(Some(b)) => match serde_json::from_slice(&b) {
-            Ok(g) => g,
-            Err(_) => return invalid_grant("the sign-in behind the code ended"),
+    let mut grant: Grant = match p.store.get(&grant_key(&record.grant)).await {
+        Ok(Some(b)) => match p.parse_grant(&record.grant, &b) {
+            Some(g) => g,
+            None => return invalid_grant("the sign-in behind the code ended"),
         },
         _ => return invalid_grant("the sign-in behind the code ended"),
     };
-    let refresh = client.grant_types.iter().any(|g| g == "refresh_token");
+    let mut refresh = None;
+    if client.grant_types.iter().any(|g| g == "refresh_token") {
+        // The grant's first refresh token: generation 0, bound to the DPoP key of a public
+        // client (RFC 9449 section 5).
+        grant.refresh = Some(RefreshState {
+            generation: 0,
+            jkt: if client.method == Method::None {
+                jkt.clone()
+            } else {
+                None
+            },
+        });
+        if !p.save_grant(&record.grant, &grant).await {
+            return busy();
+        }
+        refresh = Some(p.refresh_token(&record.grant, 0));
+    }
     p.issue(
         &grant.subject,
         client,
         &grant.scopes,
         Some(&record.grant),
         &grant.claims,
-        jkt.as_deref(),
+        proof.as_ref(),
         refresh,
     )
     .await
+}
+
+/// The token endpoint's answer when the store cannot be used.
+fn busy() -> Response {
+    oauth_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "temporarily_unavailable",
+        "the authorization server is busy",
+    )
+}
+
+impl Inner {
+    /// Stores a grant for the refresh tokens' lifetime; `false` when the store refused.
+    async fn save_grant(&self, gid: &str, grant: &Grant) -> bool {
+        let Ok(bytes) = self.grant_bytes(gid, grant) else {
+            return false;
+        };
+        match self
+            .store
+            .put(&grant_key(gid), bytes, ttl(self.refresh_ttl))
+            .await
+        {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot keep a grant");
+                false
+            }
+        }
+    }
 }
 
 async fn refresh_grant(
     p: &Inner,
     client: &KnownClient,
     pairs: &[(String, String)],
-    jkt: Option<String>,
+    proof: Option<dpop::Checked>,
 ) -> Response {
-    let invalid_grant = |why: &str| bad_request("invalid_grant", why);
     let Some(token) = param(pairs, "refresh_token") else {
         return bad_request("invalid_request", "the request has no refresh_token");
     };
-    let key = digest(token);
-    let record: Refresh = match p.store.take(&format!("refresh:{key}")).await {
-        Ok(Some(b)) => match serde_json::from_slice(&b) {
-            Ok(r) => r,
-            Err(_) => return invalid_grant("the refresh token is unknown"),
-        },
-        Ok(None) => {
-            if let Ok(Some(gid)) = p.store.get(&format!("used-refresh:{key}")).await {
-                p.revoke(&String::from_utf8_lossy(&gid)).await;
-                return invalid_grant(
-                    "the refresh token was used before (it is rotated at each use); the sign-in is revoked",
-                );
-            }
-            return invalid_grant("the refresh token is unknown, expired or used");
-        }
-        Err(_) => {
-            return oauth_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "temporarily_unavailable",
-                "the authorization server is busy",
+    let Some((gid, generation)) = p.parse_refresh_token(token) else {
+        return bad_request(
+            "invalid_grant",
+            "the refresh token is unknown, expired or used",
+        );
+    };
+    // One refresh of a grant at a time: the grant moves from one generation to the next once.
+    let lock = refreshing_key(&gid);
+    match p
+        .store
+        .insert_new(&lock, b"1".to_vec(), REFRESH_LOCK_TTL)
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => {
+            return bad_request(
+                "invalid_grant",
+                "another refresh of this sign-in is under way; use the refresh token it returns",
             );
         }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot refresh a grant");
+            return busy();
+        }
+    }
+    let answer = refresh_locked(p, client, pairs, proof, &gid, generation).await;
+    let _ = p.store.delete(&lock).await;
+    answer
+}
+
+/// How long a refresh holds its grant's lock at most (a replica that dies holding it).
+const REFRESH_LOCK_TTL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A refresh of generation `generation` of grant `gid`, holding its lock.
+async fn refresh_locked(
+    p: &Inner,
+    client: &KnownClient,
+    pairs: &[(String, String)],
+    proof: Option<dpop::Checked>,
+    gid: &str,
+    generation: u64,
+) -> Response {
+    let jkt = proof.as_ref().map(|c| c.jkt.clone());
+    let invalid_grant = |why: &str| bad_request("invalid_grant", why);
+    let mut grant: Grant = match p.store.get(&grant_key(gid)).await {
+        Ok(Some(b)) => match p.parse_grant(gid, &b) {
+            Some(g) => g,
+            None => return invalid_grant("the sign-in ended; sign in again"),
+        },
+        Ok(None) => return invalid_grant("the sign-in ended; sign in again"),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read a grant");
+            return busy();
+        }
     };
-    let _ = p
-        .store
-        .put(
-            &format!("used-refresh:{key}"),
-            record.grant.as_bytes().to_vec(),
-            ttl(p.refresh_ttl),
-        )
-        .await;
-    if record.client_id != client.id {
+    let Some(state) = grant.refresh.clone() else {
+        return invalid_grant("the refresh token is unknown, expired or used");
+    };
+    if generation < state.generation {
+        // An older token: whoever used its successor may not be the client.
+        p.revoke(gid).await;
+        return invalid_grant(
+            "the refresh token was used before (it is rotated at each use); the sign-in is revoked",
+        );
+    }
+    if generation > state.generation {
+        return invalid_grant("the refresh token is unknown, expired or used");
+    }
+    if grant.client_id != client.id {
         return invalid_grant("the refresh token was issued to another client");
     }
-    if let Some(bound) = &record.jkt
+    if let Some(bound) = &state.jkt
         && jkt.as_deref() != Some(bound.as_str())
     {
         return bad_request(
@@ -1438,30 +1622,34 @@ async fn refresh_grant(
             "the refresh token is bound to a DPoP key: prove possession of it",
         );
     }
-    let scopes = match p.granted_scopes(param(pairs, "scope"), Some(&record.scopes)) {
+    // The policy again: a user who lost a scope loses it now.
+    let allowed = p.policy.filter(
+        &UpstreamUser::new(&grant.subject, &grant.claims),
+        &grant.scopes,
+    );
+    let scopes = match p.granted_scopes(param(pairs, "scope"), Some(&allowed)) {
         Ok(s) => s,
         Err(e) => return bad_request("invalid_scope", &e),
     };
-    let key = grant_key(&record.grant);
-    let grant: Grant = match p.store.get(&key).await {
-        Ok(Some(b)) => match serde_json::from_slice(&b) {
-            Ok(g) => g,
-            Err(_) => return invalid_grant("the sign-in ended"),
-        },
-        _ => return invalid_grant("the sign-in ended; sign in again"),
-    };
-    // The grant lives as long as its newest refresh token.
-    if let Ok(b) = serde_json::to_vec(&grant) {
-        let _ = p.store.put(&key, b, ttl(p.refresh_ttl)).await;
+    // The next generation; the grant lives as long as its newest refresh token.
+    let next = generation + 1;
+    grant.refresh = Some(RefreshState {
+        generation: next,
+        jkt: state.jkt,
+    });
+    match p.save_refreshed(gid, &grant).await {
+        Some(true) => {}
+        Some(false) => return invalid_grant("the sign-in ended; sign in again"),
+        None => return busy(),
     }
     p.issue(
         &grant.subject,
         client,
         &scopes,
-        Some(&record.grant),
+        Some(gid),
         &grant.claims,
-        jkt.as_deref(),
-        true,
+        proof.as_ref(),
+        Some(p.refresh_token(gid, next)),
     )
     .await
 }
@@ -1472,12 +1660,18 @@ async fn jwt_bearer_grant(
     p: &Inner,
     client: &KnownClient,
     pairs: &[(String, String)],
-    jkt: Option<String>,
+    proof: Option<dpop::Checked>,
 ) -> Response {
     let invalid_grant = |why: &str| bad_request("invalid_grant", why);
     let Some(idp) = &p.idp else {
         return bad_request("unsupported_grant_type", "no identity provider is trusted");
     };
+    if client.method == Method::None {
+        return bad_request(
+            "unauthorized_client",
+            "the JWT bearer grant is for confidential clients (authenticate the client)",
+        );
+    }
     let Some(assertion) = param(pairs, "assertion") else {
         return bad_request("invalid_request", "the request has no assertion");
     };
@@ -1550,6 +1744,9 @@ async fn jwt_bearer_grant(
         Ok(s) => s,
         Err(e) => return bad_request("invalid_scope", &e),
     };
+    let scopes = p
+        .policy
+        .filter(&UpstreamUser::new(principal.subject(), claims), &scopes);
     tracing::info!(client_id = %clip(&client.id), "a token was issued for an enterprise assertion");
     p.issue(
         principal.subject(),
@@ -1557,19 +1754,76 @@ async fn jwt_bearer_grant(
         &scopes,
         None,
         &serde_json::Map::new(),
-        jkt.as_deref(),
-        false,
+        proof.as_ref(),
+        None,
     )
     .await
 }
 
 #[cfg(test)]
 mod tests {
-    use super::address_group;
+    use super::{address_group, clip_long, network_group, printable};
+    use crate::auth::proxy::tokens::{Grant, grant_key};
+    use crate::auth::proxy::{AuthProxy, ProxyStore as _, Upstream};
+
+    #[tokio::test]
+    async fn a_refresh_racing_a_revocation_does_not_bring_the_grant_back() {
+        let proxy = AuthProxy::builder(
+            "http://127.0.0.1:3000",
+            "/mcp",
+            Upstream::oidc("http://127.0.0.1:9", "id", "secret"),
+        )
+        .build()
+        .unwrap();
+        let p = &proxy.inner;
+        let grant = Grant {
+            subject: "alice".into(),
+            client_id: "c".into(),
+            scopes: vec![],
+            upstream: None,
+            sealed_upstream: None,
+            claims: serde_json::Map::new(),
+            refresh: None,
+        };
+        assert_eq!(p.save_refreshed("g", &grant).await, Some(true));
+        // A refresh read the grant; the grant is revoked; the refresh writes it back.
+        p.revoke("g").await;
+        assert_eq!(p.store.get(&grant_key("g")).await.unwrap(), None);
+        assert_eq!(p.save_refreshed("g", &grant).await, Some(false));
+        assert_eq!(p.store.get(&grant_key("g")).await.unwrap(), None);
+    }
+
+    #[test]
+    fn a_client_follows_the_server_prefix_and_a_network_is_a_48() {
+        let ip = |s: &str| s.parse().unwrap();
+        assert_eq!(address_group(ip("2001:db8:7:1::1"), 56), "2001:db8:7::/56");
+        assert_eq!(
+            address_group(ip("2001:db8:7:1::1"), 56),
+            address_group(ip("2001:db8:7:ff::1"), 56)
+        );
+        assert_eq!(
+            network_group(ip("2001:db8:7:1::1")).as_deref(),
+            Some("2001:db8:7::/48")
+        );
+        assert_eq!(network_group(ip("192.0.2.1")), None);
+        assert_eq!(network_group(ip("::ffff:192.0.2.1")), None);
+    }
+
+    #[test]
+    fn client_texts_on_the_consent_page_lose_bidi_and_control_characters_and_stay_whole() {
+        assert_eq!(
+            printable("Good App\u{202E}moc.live\u{202C} \u{2066}x\u{2069}\n\u{200F}"),
+            "Good Appmoc.live x"
+        );
+        let long = format!("https://app.example/{}/client.json", "a".repeat(200));
+        assert_eq!(clip_long(&long), long);
+        let huge = "b".repeat(3000);
+        assert_eq!(clip_long(&huge).chars().count(), 2048);
+    }
 
     #[test]
     fn a_client_is_an_ipv4_address_or_an_ipv6_64() {
-        let group = |s: &str| address_group(s.parse().unwrap());
+        let group = |s: &str| address_group(s.parse().unwrap(), 64);
         assert_eq!(group("192.0.2.1"), "192.0.2.1");
         assert_ne!(group("192.0.2.1"), group("192.0.2.2"));
         // An IPv4-mapped IPv6 address is its IPv4 address.

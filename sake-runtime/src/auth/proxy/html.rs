@@ -64,7 +64,7 @@ h1{font-size:1.3rem;margin:0 0 1rem}
 .client{font-weight:600}
 .uri{font-family:ui-monospace,Menlo,Consolas,monospace;background:#f0f1f3;border-radius:6px;padding:.4rem .6rem;word-break:break-all;display:block;margin:.3rem 0 1rem}
 ul{padding-left:1.2rem}
-.note{color:#5c6370;font-size:.9rem}
+.note{color:#5c6370;font-size:.9rem;overflow-wrap:anywhere}
 .buttons{display:flex;gap:.75rem;margin-top:1.5rem}
 button{font-size:1rem;border-radius:8px;padding:.6rem 1.2rem;cursor:pointer;border:1px solid #c9ccd1;background:#fff}
 button[name=approve]{background:#1f6feb;border-color:#1f6feb;color:#fff}

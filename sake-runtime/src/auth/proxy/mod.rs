@@ -13,7 +13,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use sake_runtime::auth::proxy::{AuthProxy, Upstream};
+//! use sake_runtime::auth::proxy::{AuthProxy, Upstream, Users};
 //!
 //! let proxy = AuthProxy::builder(
 //!     "https://mcp.example.com",
@@ -21,6 +21,9 @@
 //!     Upstream::oidc("https://idp.example.com", "client-id", "client-secret"),
 //! )
 //! .scopes_supported(["mcp:tools", "admin"])
+//! // Every user may let a client use the tools; only the user 248289761001 may grant `admin`.
+//! .default_scopes(["mcp:tools"])
+//! .grant_scope("admin", Users::new().subjects(["248289761001"]))
 //! .build()?;
 //! sake_runtime::Server::from_registry()
 //!     .authorization(proxy.authorization())
@@ -34,9 +37,13 @@
 mod clients;
 mod endpoints;
 mod html;
+mod policy;
+mod sealed;
 mod store;
 pub(crate) mod tokens;
 mod upstream;
+
+pub(crate) use endpoints::max_body;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -46,6 +53,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest as _, Sha256};
 
 pub use super::upstream_session::UpstreamSession;
+pub use policy::{UpstreamUser, Users};
 pub use store::{
     Bound, Insertion, MemoryProxyStore, ProxyStore, ProxyStoreError, ProxyStoreFuture,
 };
@@ -62,12 +70,15 @@ pub(crate) const B64: base64::engine::GeneralPurpose =
 const DEFAULT_MAX_PENDING: usize = 10_000;
 /// The default bound on sign-ins under way from one client address.
 const DEFAULT_MAX_PENDING_PER_CLIENT: usize = 64;
+/// The default bound on sign-ins under way from one IPv6 /48 (one site's networks).
+const DEFAULT_MAX_PENDING_PER_NETWORK: usize = 1024;
 
 /// The network address of the browser or client of a request to the proxy's routes, as the
-/// HTTP transport found it (the peer, or the trusted reverse proxy's header); without it, the
-/// connection's `ConnectInfo`.
+/// HTTP transport found it (the peer, or the trusted reverse proxy's header), with the server's
+/// IPv6 client prefix (`Limits::ipv6_client_prefix`); without it, the connection's
+/// `ConnectInfo` (and a /64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ClientAddr(pub(crate) std::net::IpAddr);
+pub(crate) struct ClientAddr(pub(crate) std::net::IpAddr, pub(crate) u8);
 
 /// The grant type of the JWT bearer grant (RFC 7523), which carries an ID-JAG.
 pub(crate) const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -203,11 +214,16 @@ pub(crate) struct Inner {
     pub(crate) prefix: String,
     pub(crate) resource: String,
     pub(crate) scopes: Vec<String>,
+    /// Who may receive which scope.
+    pub(crate) policy: policy::Policy,
     pub(crate) upstream: Upstream,
     pub(crate) upstream_endpoints: tokio::sync::RwLock<Option<upstream::Resolved>>,
     pub(crate) fetcher: Fetcher,
     pub(crate) metadata_fetcher: clients::MetadataFetcher,
-    pub(crate) store: Arc<dyn ProxyStore>,
+    /// The store, its values sealed with the secret.
+    pub(crate) store: sealed::SealedStore,
+    /// The key the upstream tokens are encrypted with.
+    pub(crate) cipher: sealed::TokenCipher,
     pub(crate) secret: Vec<u8>,
     pub(crate) keys: tokens::Keys,
     pub(crate) dpop: DpopVerifier,
@@ -222,6 +238,7 @@ pub(crate) struct Inner {
     /// At most this many sign-ins under way, in all and per client address.
     pub(crate) max_pending: usize,
     pub(crate) max_pending_per_client: usize,
+    pub(crate) max_pending_per_network: usize,
     /// Whether the missing client address was logged (once).
     pub(crate) no_address_logged: std::sync::atomic::AtomicBool,
 }
@@ -268,6 +285,7 @@ pub struct AuthProxyBuilder {
     path: String,
     upstream: Upstream,
     scopes: Vec<String>,
+    policy: policy::Policy,
     store: Option<Arc<dyn ProxyStore>>,
     secret: Option<Vec<u8>>,
     allow_http_client_metadata: bool,
@@ -279,6 +297,7 @@ pub struct AuthProxyBuilder {
     resource_name: Option<String>,
     max_pending: usize,
     max_pending_per_client: usize,
+    max_pending_per_network: usize,
 }
 
 impl std::fmt::Debug for AuthProxyBuilder {
@@ -306,6 +325,7 @@ impl AuthProxy {
             path: path.into(),
             upstream,
             scopes: Vec::new(),
+            policy: policy::Policy::default(),
             store: None,
             secret: None,
             allow_http_client_metadata: false,
@@ -317,6 +337,7 @@ impl AuthProxy {
             resource_name: None,
             max_pending: DEFAULT_MAX_PENDING,
             max_pending_per_client: DEFAULT_MAX_PENDING_PER_CLIENT,
+            max_pending_per_network: DEFAULT_MAX_PENDING_PER_NETWORK,
         }
     }
 
@@ -355,13 +376,60 @@ impl AuthProxy {
 
 impl AuthProxyBuilder {
     /// The scopes clients may ask for (the metadata's `scopes_supported`). A client gets only
-    /// the scopes it asks for.
+    /// the scopes it asks for, and of them only those its user may receive: the
+    /// [`default_scopes`](Self::default_scopes), and those a [`grant_scope`](Self::grant_scope)
+    /// or [`authorize_user`](Self::authorize_user) gives the user. By default nobody may
+    /// receive any scope.
     pub fn scopes_supported<I, S>(mut self, scopes: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
         self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The scopes every user the upstream provider signs in may receive (default: none). A
+    /// scope describes what a *user* may let a client do: name here only what anyone who can
+    /// sign in upstream (any Google account, any Entra ID tenant with `common`) may do.
+    pub fn default_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.policy.defaults = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The users of `users` may receive `scope` (in addition to the default scopes; several
+    /// calls for one scope add up). A user who asks for a scope they may not receive gets a
+    /// token without it: the token answer's `scope` says what was granted (RFC 6749 section
+    /// 5.1), and a tool needing it answers `403 insufficient_scope`.
+    ///
+    /// ```no_run
+    /// # fn demo(b: sake_runtime::auth::proxy::AuthProxyBuilder) {
+    /// use sake_runtime::auth::proxy::Users;
+    /// let b = b
+    ///     .scopes_supported(["mcp:tools", "admin"])
+    ///     .default_scopes(["mcp:tools"])
+    ///     .grant_scope("admin", Users::new().subjects(["248289761001"]));
+    /// # }
+    /// ```
+    pub fn grant_scope(mut self, scope: impl Into<String>, users: Users) -> Self {
+        self.policy.grants.push((scope.into(), users));
+        self
+    }
+
+    /// A decision of your own, asked for each scope a user asks for that neither the default
+    /// scopes nor a [`grant_scope`](Self::grant_scope) gives them: `true` grants it. It runs
+    /// when the user signs in and at each refresh (a user who lost a scope loses it at the
+    /// next refresh). Trust only claims the upstream vouches for (never an unverified
+    /// `email`).
+    pub fn authorize_user(
+        mut self,
+        decide: impl Fn(&UpstreamUser<'_>, &str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.policy.decide = Some(Arc::new(decide));
         self
     }
 
@@ -441,12 +509,19 @@ impl AuthProxyBuilder {
     }
 
     /// At most this many of them started from one network address (default 64; at least 1):
-    /// an IPv4 address, or an IPv6 /64 (one subscriber's network). The address is the
-    /// connection's peer, or with `Server::client_ip_header` the one the reverse proxy
-    /// names. Behind a NAT every user shares one; raise it where many people sign in through
-    /// one address within 10 minutes.
+    /// an IPv4 address, or an IPv6 network of the server's `Limits::ipv6_client_prefix` (a /64
+    /// by default: one subscriber's network). The address is the connection's peer, or with
+    /// `Server::client_ip_header` the one the reverse proxy names. Behind a NAT every user
+    /// shares one; raise it where many people sign in through one address within 10 minutes.
     pub fn max_pending_sign_ins_per_client(mut self, n: usize) -> Self {
         self.max_pending_per_client = n.max(1);
+        self
+    }
+
+    /// At most this many of them started from one IPv6 /48 together (default 1 024; at least
+    /// 1): whoever holds a /48 holds 65 536 /64s, each a client of its own.
+    pub fn max_pending_sign_ins_per_network(mut self, n: usize) -> Self {
+        self.max_pending_per_network = n.max(1);
         self
     }
 
@@ -480,6 +555,14 @@ impl AuthProxyBuilder {
             )));
         }
         self.upstream.check().map_err(bad)?;
+        if self.allow_http_client_metadata
+            && !matches!(uri.host(), Some("127.0.0.1" | "localhost" | "[::1]"))
+        {
+            tracing::warn!(
+                public,
+                "allow_http_client_metadata is on for a proxy that is not on a loopback address: it is for tests only"
+            );
+        }
         let secret = match self.secret {
             Some(s) if s.len() >= 32 => s,
             Some(_) => return Err(bad("the proxy's secret must be at least 32 bytes".into())),
@@ -521,14 +604,18 @@ impl AuthProxyBuilder {
                 prefix,
                 resource,
                 scopes: self.scopes,
+                policy: self.policy,
                 upstream: self.upstream,
                 upstream_endpoints: tokio::sync::RwLock::new(None),
                 fetcher,
                 metadata_fetcher: clients::MetadataFetcher::new(self.allow_http_client_metadata)
                     .map_err(bad)?,
-                store: self
-                    .store
-                    .unwrap_or_else(|| Arc::new(MemoryProxyStore::default())),
+                store: sealed::SealedStore::new(
+                    self.store
+                        .unwrap_or_else(|| Arc::new(MemoryProxyStore::default())),
+                    &secret,
+                ),
+                cipher: sealed::TokenCipher::new(&secret).map_err(bad)?,
                 secret,
                 keys,
                 dpop,
@@ -542,6 +629,7 @@ impl AuthProxyBuilder {
                 resource_name: self.resource_name,
                 max_pending: self.max_pending,
                 max_pending_per_client: self.max_pending_per_client,
+                max_pending_per_network: self.max_pending_per_network,
                 no_address_logged: std::sync::atomic::AtomicBool::new(false),
             }),
         })

@@ -11,12 +11,20 @@ use p256::pkcs8::EncodePrivateKey as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::store::ProxyStore as _;
 use super::upstream::{UpstreamError, UpstreamTokens};
 use super::{B64, Inner, hmac, now, random};
 use crate::auth::jwt::principal_from_claims;
 use crate::auth::upstream_session::{BoxFuture, UpstreamSession, UpstreamSource};
 use crate::auth::{AuthError, TokenVerifier, VerifyFuture};
 use base64::Engine as _;
+
+/// What a caller is told when the upstream cannot be reached to refresh its tokens.
+pub(crate) const UPSTREAM_UNAVAILABLE: &str =
+    "the identity provider cannot be reached; try again later";
+/// What a caller is told when the upstream refuses to refresh its tokens.
+pub(crate) const UPSTREAM_REFRESH_REFUSED: &str =
+    "the identity provider no longer accepts this sign-in; sign in again";
 
 /// The `typ` of an identity assertion authorization grant.
 pub(crate) const ID_JAG_TYP: &str = "oauth-id-jag+jwt";
@@ -71,30 +79,103 @@ impl Keys {
     }
 }
 
-/// One sign-in's grant: who, which client, what was granted, and the upstream tokens.
+/// One sign-in's grant: who, which client, what was granted, and the upstream tokens
+/// (stored encrypted: [`Inner::grant_bytes`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Grant {
     pub(crate) subject: String,
     pub(crate) client_id: String,
     pub(crate) scopes: Vec<String>,
-    #[serde(default)]
+    #[serde(skip)]
     pub(crate) upstream: Option<UpstreamTokens>,
+    /// The upstream tokens as stored: encrypted for the grant's key.
+    #[serde(default, rename = "upstream", skip_serializing_if = "Option::is_none")]
+    pub(crate) sealed_upstream: Option<String>,
     #[serde(default)]
     pub(crate) claims: Map<String, Value>,
+    /// Its refresh token, once one was issued: only the current generation is kept.
+    #[serde(default)]
+    pub(crate) refresh: Option<RefreshState>,
 }
 
-/// A refresh token's record.
+/// The refresh state of a grant. A refresh token names its grant and a generation; each
+/// refresh moves the grant to the next generation, and a token of an older one (someone else
+/// holds a copy) revokes the grant. Nothing is stored per refresh.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Refresh {
-    pub(crate) grant: String,
-    pub(crate) client_id: String,
-    pub(crate) scopes: Vec<String>,
+pub(crate) struct RefreshState {
+    pub(crate) generation: u64,
+    /// The DPoP key a public client's refresh tokens are bound to (RFC 9449 section 5).
     #[serde(default)]
     pub(crate) jkt: Option<String>,
 }
 
 pub(crate) fn grant_key(id: &str) -> String {
     format!("grant:{id}")
+}
+
+/// The lock a refresh of grant `id` holds while it moves the grant to its next generation.
+pub(crate) fn refreshing_key(id: &str) -> String {
+    format!("refreshing:{id}")
+}
+
+/// The longest a grant id or a refresh token is.
+const MAX_REFRESH_TOKEN: usize = 200;
+
+impl Inner {
+    /// A grant as the store keeps it: its upstream tokens encrypted for its key.
+    pub(crate) fn grant_bytes(&self, gid: &str, grant: &Grant) -> Result<Vec<u8>, AuthError> {
+        let mut stored = grant.clone();
+        stored.sealed_upstream = match &grant.upstream {
+            Some(u) => {
+                let plain =
+                    serde_json::to_vec(u).map_err(|e| AuthError::misconfigured(e.to_string()))?;
+                Some(
+                    self.cipher
+                        .encrypt(&grant_key(gid), &plain)
+                        .map_err(AuthError::misconfigured)?,
+                )
+            }
+            None => None,
+        };
+        serde_json::to_vec(&stored).map_err(|e| AuthError::misconfigured(e.to_string()))
+    }
+
+    /// A grant read from the store (`None` when it cannot be read or decrypted).
+    pub(crate) fn parse_grant(&self, gid: &str, bytes: &[u8]) -> Option<Grant> {
+        let mut grant: Grant = serde_json::from_slice(bytes).ok()?;
+        if let Some(sealed) = grant.sealed_upstream.take() {
+            let plain = self.cipher.decrypt(&grant_key(gid), &sealed)?;
+            grant.upstream = Some(serde_json::from_slice(&plain).ok()?);
+        }
+        Some(grant)
+    }
+
+    /// The refresh token of generation `generation` of grant `gid`: `gid.generation.mac`, the
+    /// MAC under the proxy's secret (only the proxy makes one; none is stored).
+    pub(crate) fn refresh_token(&self, gid: &str, generation: u64) -> String {
+        let mac = hmac(
+            &self.secret,
+            "refresh-token",
+            format!("{gid}.{generation}").as_bytes(),
+        );
+        format!("{gid}.{generation}.{}", B64.encode(mac))
+    }
+
+    /// The grant id and generation a refresh token names, if the proxy made it.
+    pub(crate) fn parse_refresh_token(&self, token: &str) -> Option<(String, u64)> {
+        if token.len() > MAX_REFRESH_TOKEN {
+            return None;
+        }
+        let mut parts = token.split('.');
+        let (gid, generation, _) = (parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() || gid.is_empty() {
+            return None;
+        }
+        let generation: u64 = generation.parse().ok()?;
+        let expected = self.refresh_token(gid, generation);
+        super::constant_eq(expected.as_bytes(), token.as_bytes())
+            .then(|| (gid.to_owned(), generation))
+    }
 }
 
 impl Inner {
@@ -183,7 +264,7 @@ impl Inner {
             .get(&key)
             .await
             .map_err(|e| AuthError::unavailable(e.to_string()))?
-            .and_then(|b| serde_json::from_slice(&b).ok())
+            .and_then(|b| self.parse_grant(gid, &b))
             .ok_or_else(|| AuthError::invalid("the sign-in behind this token ended"))?;
         let Some(up) = grant.upstream.clone() else {
             return Err(AuthError::invalid(
@@ -196,7 +277,10 @@ impl Inner {
         let Some(refresh) = up.refresh_token.clone() else {
             return Err(AuthError::Expired);
         };
-        let endpoints = self.endpoints().await?;
+        let endpoints = self.endpoints().await.map_err(|e| {
+            tracing::warn!(error = %e, "the upstream provider cannot be used");
+            AuthError::unavailable(UPSTREAM_UNAVAILABLE)
+        })?;
         let mut fields = vec![
             ("grant_type", "refresh_token"),
             ("refresh_token", refresh.as_str()),
@@ -208,19 +292,32 @@ impl Inner {
             .upstream
             .token_request(&self.fetcher, &endpoints, &fields)
             .await
-            .map_err(|e| match e {
-                UpstreamError::Unavailable(r) => AuthError::unavailable(r),
-                other => AuthError::invalid(format!("the upstream refresh failed: {other}")),
+            .map_err(|e| {
+                // What the upstream said stays in the log: a tool may show this error.
+                tracing::warn!(error = %e, "an upstream refresh failed");
+                match e {
+                    UpstreamError::Unavailable(_) => AuthError::unavailable(UPSTREAM_UNAVAILABLE),
+                    _ => AuthError::invalid(UPSTREAM_REFRESH_REFUSED),
+                }
             })?;
-        let mut updated = grant;
         let mut tokens = fresh;
         if tokens.refresh_token.is_none() {
             tokens.refresh_token = Some(refresh);
         }
         let access = tokens.access_token.clone();
+        // The grant as it is now (a refresh may have moved it to its next generation while
+        // the upstream answered): only its upstream tokens change.
+        let Some(mut updated) = self
+            .store
+            .get(&key)
+            .await
+            .map_err(|e| AuthError::unavailable(e.to_string()))?
+            .and_then(|b| self.parse_grant(gid, &b))
+        else {
+            return Err(AuthError::invalid("the sign-in behind this token ended"));
+        };
         updated.upstream = Some(tokens);
-        let bytes =
-            serde_json::to_vec(&updated).map_err(|e| AuthError::misconfigured(e.to_string()))?;
+        let bytes = self.grant_bytes(gid, &updated)?;
         self.store
             .put(&key, bytes, self.refresh_ttl)
             .await
@@ -276,7 +373,7 @@ impl UpstreamSource for GrantTokens {
                 .get(&grant_key(&self.grant))
                 .await
                 .map_err(|e| AuthError::unavailable(e.to_string()))?
-                .and_then(|b| serde_json::from_slice(&b).ok());
+                .and_then(|b| self.proxy.parse_grant(&self.grant, &b));
             Ok(grant.and_then(|g| g.upstream).and_then(|u| u.id_token))
         })
     }
@@ -301,4 +398,55 @@ pub(crate) fn ttl(d: Duration) -> Duration {
 pub(crate) fn s256(verifier: &str) -> String {
     use sha2::{Digest as _, Sha256};
     B64.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::proxy::{AuthProxy, Upstream};
+
+    #[tokio::test]
+    async fn a_failed_upstream_refresh_tells_the_caller_nothing_of_the_upstream() {
+        // The upstream cannot be reached (a closed port): its address stays in the log.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let issuer = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let proxy = AuthProxy::builder(
+            "http://127.0.0.1:3000",
+            "/mcp",
+            Upstream::oidc(&issuer, "id", "secret"),
+        )
+        .build()
+        .unwrap();
+        let p = &proxy.inner;
+        let grant = Grant {
+            subject: "alice".into(),
+            client_id: "c".into(),
+            scopes: vec![],
+            upstream: Some(UpstreamTokens {
+                access_token: "old".into(),
+                token_type: "Bearer".into(),
+                refresh_token: Some("r".into()),
+                id_token: None,
+                expires_at: Some(now()),
+                scope: None,
+            }),
+            sealed_upstream: None,
+            claims: Map::new(),
+            refresh: None,
+        };
+        p.store
+            .put(
+                &grant_key("g"),
+                p.grant_bytes("g", &grant).unwrap(),
+                Duration::from_secs(60),
+            )
+            .await
+            .unwrap();
+        let err = p.upstream_access_token("g").await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the token cannot be checked now: the identity provider cannot be reached; try again later"
+        );
+    }
 }

@@ -131,11 +131,16 @@ pub(crate) fn metadata_routes(auth: &Arc<Authorization>) -> Router<Arc<Endpoint>
     // The authorization proxy, on the same origin (feature `auth-proxy`), told each request's
     // client address as admission finds it (the peer, or the trusted proxy's header): its
     // sign-ins under way are bounded per address.
+    //
+    // A body posted to it (registration, token, consent) is read here as an MCP body is: in a
+    // reading slot of its client's `max_bodies_per_client` and of `max_bodies_in_flight`,
+    // within `body_timeout` and at `min_body_rate`, and at most the endpoint's own small size.
     #[cfg(feature = "auth-proxy")]
     if let Some(proxy) = &auth.proxy {
         let service = proxy.router();
         for path in proxy.paths() {
             let service = service.clone();
+            let limit = crate::auth::proxy::max_body(&path);
             router = router.route(
                 &path,
                 axum::routing::any(
@@ -145,10 +150,19 @@ pub(crate) fn metadata_routes(auth: &Arc<Authorization>) -> Router<Arc<Endpoint>
                             use tower::ServiceExt as _;
                             let (mut parts, body) = request.into_parts();
                             if let Some(peer) = super::peer(&ep.http, &parts) {
-                                parts
-                                    .extensions
-                                    .insert(crate::auth::proxy::ClientAddr(peer.ip));
+                                parts.extensions.insert(crate::auth::proxy::ClientAddr(
+                                    peer.ip,
+                                    ep.http.limits.ipv6_client_prefix,
+                                ));
                             }
+                            let body = if parts.method == http::Method::POST {
+                                match read_proxy_body(&ep, &mut parts, body, limit).await {
+                                    Ok(b) => Body::from(b),
+                                    Err(e) => return proxy_refusal(&e),
+                                }
+                            } else {
+                                body
+                            };
                             let request = axum::extract::Request::from_parts(parts, body);
                             match service.oneshot(request).await {
                                 Ok(response) => response,
@@ -182,6 +196,61 @@ pub(crate) fn metadata_routes(auth: &Arc<Authorization>) -> Router<Arc<Endpoint>
         );
     }
     router
+}
+
+/// Reads a body posted to the authorization proxy through the MCP bodies' budgets: a reading
+/// slot of its client address, at most `limit` bytes, in time.
+#[cfg(feature = "auth-proxy")]
+async fn read_proxy_body(
+    ep: &Endpoint,
+    parts: &mut http::request::Parts,
+    body: Body,
+    limit: usize,
+) -> Result<bytes::Bytes, crate::RpcError> {
+    super::note_peer(&ep.http, parts);
+    let declared = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > limit as u64) {
+        return Err(super::admission::too_large(limit));
+    }
+    let caller = ep.engine.caller_key(&parts.extensions);
+    let _reading = ep.reading_slot(caller)?;
+    let mut arriving = super::Arriving {
+        engine: &ep.engine,
+        caller,
+        flight: None,
+    };
+    super::read_body(&ep.http, body, declared, limit, &mut arriving).await
+}
+
+/// The authorization proxy's answer to a body refused by the budgets: the status the budget
+/// names (413, 408, 429, 503) with an OAuth error (RFC 6749 section 5.2).
+#[cfg(feature = "auth-proxy")]
+fn proxy_refusal(e: &crate::RpcError) -> Response {
+    let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    let code = match status {
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
+            "temporarily_unavailable"
+        }
+        _ => "invalid_request",
+    };
+    let body = serde_json::json!({"error": code, "error_description": e.message});
+    let mut resp = Response::new(Body::from(body.to_string()));
+    *resp.status_mut() = status;
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    if matches!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+    ) {
+        h.insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    resp
 }
 
 #[cfg(test)]
