@@ -10,6 +10,7 @@ pub(crate) mod dispatch;
 pub(crate) mod front;
 pub(crate) mod hub;
 pub(crate) mod inflight;
+pub(crate) mod invoker;
 pub(crate) mod memory;
 pub(crate) mod quota;
 pub(crate) mod records;

@@ -152,7 +152,7 @@ impl Shared {
                     };
                     let files = tokio::time::timeout(limit, source.files())
                         .await
-                        .map_err(|_| super::dispatch::timed_out(&root, limit))?;
+                        .map_err(|_| super::invoker::timed_out(&root, limit))?;
                     let children = dynamic_children(&root, &dir, &files)
                         .ok_or_else(|| {
                             RpcError::invalid_params(format!(
@@ -215,7 +215,7 @@ impl Shared {
                 Ok(Dispatched::Pending(Box::pin(async move {
                     let read = tokio::time::timeout(limit, source.read(&path))
                         .await
-                        .map_err(|_| super::dispatch::timed_out(&uri, limit))?;
+                        .map_err(|_| super::invoker::timed_out(&uri, limit))?;
                     let bytes = match read {
                         Ok(Some(bytes)) => bytes,
                         Ok(None) | Err(ResourceError::NotFound(_)) => {
