@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use super::catalog;
 use super::invoker::{Call, Function, Prompt, Resource, Round, Step, Tool, View};
 use super::{Pages, Shared, decode_cursor};
 use crate::handler::context::RequestParts;
@@ -398,16 +399,7 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let name = required(params.name, "name")?;
-        let def = self.registry.prompt(&name).ok_or_else(|| {
-            RpcError::invalid_params(format!("Unknown prompt: {name}"))
-                .with_data(json!({ "name": name }))
-        })?;
-        self.authorize(
-            &parts.extensions,
-            format_args!("prompt `{name}`"),
-            def.scopes,
-            def.principal,
-        )?;
+        let def = self.denoted::<catalog::Prompt>(&parts.extensions, &name)?;
         let arguments = object_or_absent(params.arguments, "arguments")?;
         let key = RoundKey {
             method: "prompts/get",
@@ -439,18 +431,11 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let uri = required(params.uri, "uri")?.into_owned();
-        let (def, vars) = match self.registry.named(&uri) {
-            Some(Named::SkillFile(file)) => return self.read_skill_file(&parts, &uri, file),
-            Some(Named::View(view)) => return self.read_view(parts, params, view),
-            Some(Named::Resource(def, vars)) => (def, vars),
-            None => return Err(RpcError::resource_not_found(&uri)),
+        let (def, vars) = match self.denoted::<catalog::Resource>(&parts.extensions, &uri)? {
+            Named::SkillFile(file) => return self.read_skill_file(&parts, &uri, file),
+            Named::View(view) => return self.read_view(parts, params, view),
+            Named::Resource(def, vars) => (def, vars),
         };
-        self.authorize(
-            &parts.extensions,
-            format_args!("resource `{uri}`"),
-            def.scopes,
-            def.principal,
-        )?;
         let key = RoundKey {
             method: "resources/read",
             name: Cow::Owned(uri.clone()),
