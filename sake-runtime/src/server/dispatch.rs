@@ -87,19 +87,6 @@ fn object_or_absent<'a>(
     }
 }
 
-/// The arguments' text for a round key: a view of the request's bytes when the transport
-/// kept them, a copy otherwise.
-pub(super) fn arguments_text(parts: &RequestParts, arguments: Option<&RawValue>) -> Option<Bytes> {
-    let text = arguments?.get().as_bytes();
-    if let Some(message) = parts.meta.raw.message() {
-        let start = (text.as_ptr() as usize).wrapping_sub(message.as_ptr() as usize);
-        if start <= message.len() && text.len() <= message.len() - start {
-            return Some(message.slice(start..start + text.len()));
-        }
-    }
-    Some(Bytes::copy_from_slice(text))
-}
-
 impl Shared {
     /// Whether the server offers what a method needs (advertised capabilities ⇔ handlers).
     pub(crate) fn offers(&self, needs: Needs) -> bool {
@@ -659,41 +646,4 @@ fn view_contents(view: &ViewEntry, html: String) -> ReadResourceResult {
     let mut text = TextResourceContents::new(view.def.uri, html).with_mime_type(apps::MIME_TYPE);
     text.meta = view.meta.to_meta();
     ReadResourceResult::new(vec![ResourceContents::Text(text)])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::meta::{RawMeta, RequestMeta};
-
-    #[test]
-    fn round_key_arguments_share_the_kept_request_bytes() {
-        let message = Bytes::from_static(br#"{"params":{"arguments":{"a":1}}}"#);
-        let elsewhere = r#"{"a":1}"#.to_owned();
-        let args: &RawValue = serde_json::from_str(&elsewhere).unwrap();
-        let inside =
-            <&RawValue>::deserialize(&mut serde_json::Deserializer::from_slice(&message[23..30]))
-                .unwrap();
-        let kept = RequestParts::new(
-            Revision::LATEST,
-            RequestMeta {
-                raw: RawMeta::of_message(message.clone()),
-                ..RequestMeta::default()
-            },
-        );
-        // A view of the request's bytes: same text, same memory.
-        let shared = arguments_text(&kept, Some(inside)).unwrap();
-        assert_eq!(&shared[..], br#"{"a":1}"#);
-        assert_eq!(shared.as_ptr(), message[23..].as_ptr());
-        // Arguments from elsewhere (or no kept bytes) are copied.
-        let copied = arguments_text(&kept, Some(args)).unwrap();
-        assert_eq!(&copied[..], br#"{"a":1}"#);
-        assert_ne!(copied.as_ptr(), message[23..].as_ptr());
-        let plain = RequestParts::new(Revision::LATEST, RequestMeta::default());
-        assert_eq!(
-            &arguments_text(&plain, Some(inside)).unwrap()[..],
-            br#"{"a":1}"#
-        );
-        assert_eq!(arguments_text(&plain, None), None);
-    }
 }

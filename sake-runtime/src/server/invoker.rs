@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -293,7 +294,7 @@ impl Invoker<'_> {
                 if parts.revision.features().input_required && (takes_context || answers_a_round) {
                     // The arguments' text only for a round's key: a call without one never
                     // needs it.
-                    key.arguments = super::dispatch::arguments_text(&parts, arguments);
+                    key.arguments = arguments_text(&parts, arguments);
                     key.principal = shared.caller_name(&parts.extensions);
                     Some(Mrtr::start(
                         shared.sessions.signer(),
@@ -364,6 +365,19 @@ impl Invoker<'_> {
     }
 }
 
+/// The arguments' text for a round key: a view of the request's bytes when the transport
+/// kept them, a copy otherwise.
+pub(super) fn arguments_text(parts: &RequestParts, arguments: Option<&RawValue>) -> Option<Bytes> {
+    let text = arguments?.get().as_bytes();
+    if let Some(message) = parts.meta.raw.message() {
+        let start = (text.as_ptr() as usize).wrapping_sub(message.as_ptr() as usize);
+        if start <= message.len() && text.len() <= message.len() - start {
+            return Some(message.slice(start..start + text.len()));
+        }
+    }
+    Some(Bytes::copy_from_slice(text))
+}
+
 /// The error for a function that panicked: logged with its name; the client learns only that
 /// it failed.
 pub(crate) fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> RpcError {
@@ -385,4 +399,43 @@ pub(crate) fn timed_out(name: &str, limit: Duration) -> RpcError {
         "Request timed out: `{name}` did not finish within {} s and was cancelled",
         limit.as_secs_f64()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Revision;
+    use crate::protocol::meta::{RawMeta, RequestMeta};
+    use serde::Deserialize;
+
+    #[test]
+    fn round_key_arguments_share_the_kept_request_bytes() {
+        let message = Bytes::from_static(br#"{"params":{"arguments":{"a":1}}}"#);
+        let elsewhere = r#"{"a":1}"#.to_owned();
+        let args: &RawValue = serde_json::from_str(&elsewhere).unwrap();
+        let inside =
+            <&RawValue>::deserialize(&mut serde_json::Deserializer::from_slice(&message[23..30]))
+                .unwrap();
+        let kept = RequestParts::new(
+            Revision::LATEST,
+            RequestMeta {
+                raw: RawMeta::of_message(message.clone()),
+                ..RequestMeta::default()
+            },
+        );
+        // A view of the request's bytes: same text, same memory.
+        let shared = arguments_text(&kept, Some(inside)).unwrap();
+        assert_eq!(&shared[..], br#"{"a":1}"#);
+        assert_eq!(shared.as_ptr(), message[23..].as_ptr());
+        // Arguments from elsewhere (or no kept bytes) are copied.
+        let copied = arguments_text(&kept, Some(args)).unwrap();
+        assert_eq!(&copied[..], br#"{"a":1}"#);
+        assert_ne!(copied.as_ptr(), message[23..].as_ptr());
+        let plain = RequestParts::new(Revision::LATEST, RequestMeta::default());
+        assert_eq!(
+            &arguments_text(&plain, Some(inside)).unwrap()[..],
+            br#"{"a":1}"#
+        );
+        assert_eq!(arguments_text(&plain, None), None);
+    }
 }

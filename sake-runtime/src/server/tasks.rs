@@ -312,7 +312,7 @@ impl Shared {
             Some(_) => None,
             None => Some(self.owner_of(&parts.extensions)),
         };
-        key.arguments = super::dispatch::arguments_text(&parts, arguments);
+        key.arguments = super::invoker::arguments_text(&parts, arguments);
         key.principal = principal.clone();
         let request = task_request(def, rev, arguments, &parts.meta);
         // Nothing waits before the task exists but the store: the request's own cancellation
