@@ -12,14 +12,12 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
-use tokio_util::sync::{CancellationToken, DropGuard};
 
-use std::panic::AssertUnwindSafe;
-use std::task::Poll;
-
+use super::catalog;
+use super::invoker::{Call, Function, Prompt, Resource, Round, Step, Tool, View};
 use super::{Pages, Shared, decode_cursor};
-use crate::handler::context::{Context, RequestParts};
-use crate::handler::input::{InputChannel, Mrtr, RoundKey, RoundOutcome, merge_capabilities};
+use crate::handler::context::RequestParts;
+use crate::handler::input::{Mrtr, RoundKey, merge_capabilities};
 use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport};
 use crate::protocol::Revision;
 use crate::protocol::apps;
@@ -34,73 +32,15 @@ use crate::protocol::types::{
 };
 use crate::registry::{Named, ViewEntry, ViewHtml};
 
-/// How a round of a user function ended.
-enum Step<T, I> {
-    /// It returned.
-    Done(T),
-    /// It was waiting when `interrupt` said to stop (an MRTR round that asked for input).
-    Interrupted(I),
-}
-
-/// Runs a user function's future: a panic in it, or `request_timeout`, fails this request
-/// only (logged with `name`). `interrupt` is asked each time the function waits; `Some` ends
-/// it there. Most functions finish on their first poll: only one that waits gets a timer.
-async fn supervise<T, I>(
-    mut fut: BoxFuture<T>,
-    limit: std::time::Duration,
-    name: &str,
-    mut interrupt: impl FnMut() -> Option<I>,
-) -> Result<Step<T, I>, RpcError> {
-    let polled = std::future::poll_fn(|cx| {
-        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-            Err(panic) => Poll::Ready(Err(panic)),
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(Step::Done(v))),
-            Ok(Poll::Pending) => match interrupt() {
-                Some(i) => Poll::Ready(Ok(Step::Interrupted(i))),
-                None => Poll::Pending,
-            },
-        }
-    });
-    let mut polled = std::pin::pin!(polled);
-    let first = std::future::poll_fn(|cx| Poll::Ready(polled.as_mut().poll(cx))).await;
-    let outcome = match first {
-        Poll::Ready(outcome) => outcome,
-        Poll::Pending => tokio::time::timeout(limit, polled)
-            .await
-            .map_err(|_| timed_out(name, limit))?,
-    };
-    outcome.map_err(|panic| panicked(name, panic.as_ref()))
-}
-
-/// The error for a function that panicked: logged with its name; the client learns only that
-/// it failed.
-pub(crate) fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> RpcError {
-    let message = panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(no message)".to_owned());
-    tracing::error!(name = %name, panic = %message, "a function panicked; its request failed, the server goes on");
-    RpcError::internal(format!(
-        "Internal error: `{name}` failed unexpectedly; the server's log has the details"
-    ))
-}
-
-/// The error for a function cut off by `request_timeout`: logged with its name.
-pub(crate) fn timed_out(name: &str, limit: std::time::Duration) -> RpcError {
-    tracing::warn!(name = %name, timeout_s = limit.as_secs_f64(), "a request timed out and was cancelled");
-    RpcError::internal(format!(
-        "Request timed out: `{name}` did not finish within {} s and was cancelled",
-        limit.as_secs_f64()
-    ))
-}
-
 /// -32021 when a function failed after being refused a client capability.
 fn refusal(round: Option<&Mrtr>) -> Option<RpcError> {
     round
         .and_then(Mrtr::refused)
         .map(RpcError::missing_capability)
 }
+
+/// Renders what a user function returned, in its round if it had one.
+type Finish<T> = fn(&Shared, Revision, T, Option<&Mrtr>) -> Result<Bytes, RpcError>;
 
 /// The answer of the dispatcher.
 pub(crate) enum Dispatched {
@@ -145,19 +85,6 @@ fn object_or_absent<'a>(
         ))),
         other => Ok(other),
     }
-}
-
-/// The arguments' text for a round key: a view of the request's bytes when the transport
-/// kept them, a copy otherwise.
-pub(super) fn arguments_text(parts: &RequestParts, arguments: Option<&RawValue>) -> Option<Bytes> {
-    let text = arguments?.get().as_bytes();
-    if let Some(message) = parts.meta.raw.message() {
-        let start = (text.as_ptr() as usize).wrapping_sub(message.as_ptr() as usize);
-        if start <= message.len() && text.len() <= message.len() - start {
-            return Some(message.slice(start..start + text.len()));
-        }
-    }
-    Some(Bytes::copy_from_slice(text))
 }
 
 impl Shared {
@@ -284,106 +211,72 @@ impl Shared {
         }
     }
 
-    /// Runs a user function: on 2026-07-28 inside an MRTR round (its questions end the call
-    /// with `input_required`), elsewhere as it is; then `finish` renders what it returned.
+    /// Runs a user function through the invoker: on 2026-07-28 inside an MRTR round (its
+    /// questions end the call with `input_required`), elsewhere as it is; then `finish`
+    /// renders what it returned.
     ///
-    /// A function that does not take the `Context` (`takes_context` false) can neither ask
-    /// a question nor see a cancellation: it gets no round unless the request answers one
-    /// (its `requestState` and `inputResponses` are still checked), and no cancellation token.
+    /// A function that does not take the `Context` can neither ask a question nor see a
+    /// cancellation: it gets no round unless the request answers one (its `requestState` and
+    /// `inputResponses` are still checked), and no cancellation token.
     // `arguments` rides beside `key` rather than in it: it is copied into the key only when
     // there is a round.
-    #[allow(clippy::too_many_arguments)]
-    fn run<T: Send + 'static>(
+    fn run<F: Function>(
         self: &Arc<Self>,
-        mut parts: RequestParts,
-        key: RoundKey,
-        arguments: Option<&RawValue>,
+        parts: RequestParts,
+        function: F,
+        (key, arguments): (RoundKey, Option<&RawValue>),
         params: &Params<'_>,
-        takes_context: bool,
-        start: impl FnOnce(Context) -> BoxFuture<T>,
-        finish: fn(&Shared, Revision, T, Option<&Mrtr>) -> Result<Bytes, RpcError>,
+        finish: Finish<F::Output>,
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
-        let name = key.name.clone();
-        let answers_a_round = params.request_state.is_some() || params.input_responses.is_some();
-        let round = if rev.features().input_required && (takes_context || answers_a_round) {
-            let mut key = key;
-            // The arguments' text only for a round's key: a call without one never needs it.
-            key.arguments = arguments_text(&parts, arguments);
-            key.principal = self.caller_name(&parts.extensions);
-            let round = Arc::new(Mrtr::start(
-                self.sessions.signer(),
+        let mut running = self.invoker().start(Call {
+            parts,
+            function,
+            round: Round::OfRequest {
                 key,
-                params.request_state,
-                params.input_responses,
-            )?);
-            parts.input = InputChannel::Mrtr(round.clone());
-            Some(round)
-        } else {
-            None
-        };
-        parts.notifier = Some(self.notifier.clone());
-        parts.states = Some(self.states.clone());
-        let call = parts.call.clone();
-        let (ctx, cancel) = if takes_context {
-            let (ctx, cancel) = Context::new(parts, Some(name.clone()));
-            (ctx, Some(cancel))
-        } else {
-            (Context::unobserved(parts, Some(name.clone())), None)
-        };
-        // User code runs from here on: argument decoding, then the function. A panic in it
-        // fails this request only.
-        let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx))) {
-            Ok(fut) => fut,
-            Err(panic) => return Err(panicked(&name, panic.as_ref())),
-        };
+                arguments,
+                state: params.request_state,
+                responses: params.input_responses,
+            },
+        })?;
         let shared = self.clone();
         Ok(Dispatched::Pending(Box::pin(async move {
-            let guard = cancel.map(CancellationToken::drop_guard);
             let limit = shared.config.limits.request_timeout;
-            let asked = || {
-                round
-                    .as_ref()
-                    .and_then(|r| r.poll_pending())
-                    .map(|RoundOutcome::InputRequired(asked)| asked)
-            };
-            let step = supervise(fut, limit, &name, asked)
+            let step = running
+                .within(limit)
                 .await
                 .map_err(|e| render::error(rev, e))?;
-            match (step, &round) {
-                (Step::Interrupted(asked), Some(round)) => {
-                    // The function's future is dropped with the round: anything it spawned
+            let round = running.round().cloned();
+            match (step, round) {
+                (Step::Asked(asked), Some(round)) => {
+                    // The function's future is dropped with `running`: anything it spawned
                     // sees the cancellation.
-                    drop(guard);
-                    let state = round.next_state(
-                        shared.sessions.signer(),
-                        shared.config.request_state_lifetime,
-                    );
-                    Ok(Bytes::from(render::input_required(
-                        &shared.env,
-                        rev,
-                        asked,
-                        &state,
-                    )))
+                    Ok(shared.input_required(rev, &round, asked))
                 }
-                (Step::Done(v), round) => {
-                    guard.map(DropGuard::disarm);
-                    if let Some(msg) = round.as_ref().and_then(|r| r.invalid()) {
-                        return Err(render::error(
-                            rev,
-                            RpcError::invalid_params(format!("Invalid params: {msg}")),
-                        ));
-                    }
-                    if let Some(e) = call.take_failure() {
+                (Step::Returned(v), round) => {
+                    running.disarm();
+                    if let Some(e) = running.failure() {
                         return Err(render::error(rev, e));
                     }
                     finish(&shared, rev, v, round.as_deref()).map_err(|e| render::error(rev, e))
                 }
-                (Step::Interrupted(_), None) => {
+                (Step::Asked(_), None) => {
                     Err(RpcError::internal("input was asked outside a round"))
                 }
             }
         })))
+    }
+
+    /// The `input_required` answer to a round whose function asked the client `asked`: the
+    /// questions, and the signed state of every answer so far.
+    pub(super) fn input_required(
+        &self,
+        rev: Revision,
+        round: &Mrtr,
+        asked: Vec<(String, serde_json::Value)>,
+    ) -> Bytes {
+        let state = round.next_state(self.sessions.signer(), self.config.request_state_lifetime);
+        Bytes::from(render::input_required(&self.env, rev, asked, &state))
     }
 
     /// Whether a request's function could send anything before its answer (progress, log
@@ -467,11 +360,9 @@ impl Shared {
         }
         self.run(
             parts,
-            key,
-            arguments,
+            Tool { def, arguments },
+            (key, arguments),
             params,
-            def.context,
-            |ctx| (def.call)(arguments, ctx),
             |shared, rev, result: CallToolResult, round| {
                 if result.is_error()
                     && let Some(caps) = round.and_then(Mrtr::refused)
@@ -495,16 +386,7 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let name = required(params.name, "name")?;
-        let def = self.registry.prompt(&name).ok_or_else(|| {
-            RpcError::invalid_params(format!("Unknown prompt: {name}"))
-                .with_data(json!({ "name": name }))
-        })?;
-        self.authorize(
-            &parts.extensions,
-            format_args!("prompt `{name}`"),
-            def.scopes,
-            def.principal,
-        )?;
+        let def = self.denoted::<catalog::Prompt>(&parts.extensions, &name)?;
         let arguments = object_or_absent(params.arguments, "arguments")?;
         let key = RoundKey {
             method: "prompts/get",
@@ -514,11 +396,9 @@ impl Shared {
         };
         self.run(
             parts,
-            key,
-            arguments,
+            Prompt { def, arguments },
+            (key, arguments),
             params,
-            true,
-            |ctx| (def.get)(arguments, ctx),
             |shared, rev, result, round| match result {
                 Ok(r) => Ok(Bytes::from(render::result(
                     rev,
@@ -538,18 +418,11 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let uri = required(params.uri, "uri")?.into_owned();
-        let (def, vars) = match self.registry.named(&uri) {
-            Some(Named::SkillFile(file)) => return self.read_skill_file(&parts, &uri, file),
-            Some(Named::View(view)) => return self.read_view(parts, params, view),
-            Some(Named::Resource(def, vars)) => (def, vars),
-            None => return Err(RpcError::resource_not_found(&uri)),
+        let (def, vars) = match self.denoted::<catalog::Resource>(&parts.extensions, &uri)? {
+            Named::SkillFile(file) => return self.read_skill_file(&parts, &uri, file),
+            Named::View(view) => return self.read_view(parts, params, view),
+            Named::Resource(def, vars) => (def, vars),
         };
-        self.authorize(
-            &parts.extensions,
-            format_args!("resource `{uri}`"),
-            def.scopes,
-            def.principal,
-        )?;
         let key = RoundKey {
             method: "resources/read",
             name: Cow::Owned(uri.clone()),
@@ -558,11 +431,12 @@ impl Shared {
         };
         self.run(
             parts,
-            key,
-            None,
+            Resource {
+                def,
+                request: ResourceRequest { uri, vars },
+            },
+            (key, None),
             params,
-            true,
-            |ctx| (def.read)(ResourceRequest { uri, vars }, ctx),
             |shared, rev, result, round| match result {
                 Ok(r) if r.contents.is_empty() => Err(RpcError::internal(
                     "The resource function returned no contents",
@@ -608,14 +482,9 @@ impl Shared {
                 };
                 self.run(
                     parts,
-                    key,
-                    None,
+                    View { uri, html: make },
+                    (key, None),
                     params,
-                    true,
-                    |ctx| {
-                        let html = make(ctx);
-                        Box::pin(async move { (uri, html.await) })
-                    },
                     |shared, rev, (uri, html), round| match (html, shared.registry.view(uri)) {
                         (Ok(html), Some(view)) => Ok(Bytes::from(render::result(
                             rev,
@@ -751,14 +620,15 @@ impl Shared {
             Ref::Prompt { name } => name,
             Ref::Resource { uri } => uri,
         };
-        let fut = std::panic::catch_unwind(AssertUnwindSafe(|| complete(request)))
-            .map_err(|p| panicked(&label, p.as_ref()))?;
+        let mut running = self.invoker().complete(complete, request, label)?;
         let limit = self.config.limits.request_timeout;
         Ok(Dispatched::Pending(Box::pin(async move {
-            let c = match supervise(fut, limit, &label, || None::<std::convert::Infallible>).await?
-            {
-                Step::Done(c) => c,
-                Step::Interrupted(never) => match never {},
+            let c = match running.within(limit).await? {
+                Step::Returned(c) => c,
+                // A completion has no round to ask in.
+                Step::Asked(_) => {
+                    return Err(RpcError::internal("input was asked outside a round"));
+                }
             };
             let c = if c.values.len() > Completion::MAX_VALUES {
                 Completion::new(c.values)
@@ -776,41 +646,4 @@ fn view_contents(view: &ViewEntry, html: String) -> ReadResourceResult {
     let mut text = TextResourceContents::new(view.def.uri, html).with_mime_type(apps::MIME_TYPE);
     text.meta = view.meta.to_meta();
     ReadResourceResult::new(vec![ResourceContents::Text(text)])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::meta::{RawMeta, RequestMeta};
-
-    #[test]
-    fn round_key_arguments_share_the_kept_request_bytes() {
-        let message = Bytes::from_static(br#"{"params":{"arguments":{"a":1}}}"#);
-        let elsewhere = r#"{"a":1}"#.to_owned();
-        let args: &RawValue = serde_json::from_str(&elsewhere).unwrap();
-        let inside =
-            <&RawValue>::deserialize(&mut serde_json::Deserializer::from_slice(&message[23..30]))
-                .unwrap();
-        let kept = RequestParts::new(
-            Revision::LATEST,
-            RequestMeta {
-                raw: RawMeta::of_message(message.clone()),
-                ..RequestMeta::default()
-            },
-        );
-        // A view of the request's bytes: same text, same memory.
-        let shared = arguments_text(&kept, Some(inside)).unwrap();
-        assert_eq!(&shared[..], br#"{"a":1}"#);
-        assert_eq!(shared.as_ptr(), message[23..].as_ptr());
-        // Arguments from elsewhere (or no kept bytes) are copied.
-        let copied = arguments_text(&kept, Some(args)).unwrap();
-        assert_eq!(&copied[..], br#"{"a":1}"#);
-        assert_ne!(copied.as_ptr(), message[23..].as_ptr());
-        let plain = RequestParts::new(Revision::LATEST, RequestMeta::default());
-        assert_eq!(
-            &arguments_text(&plain, Some(inside)).unwrap()[..],
-            br#"{"a":1}"#
-        );
-        assert_eq!(arguments_text(&plain, None), None);
-    }
 }

@@ -5,12 +5,14 @@
 //! The public builder ([`Server`](crate::Server)) and the built [`Service`](crate::Service)
 //! live above the transports, in `service.rs`.
 
+pub(crate) mod catalog;
 pub(crate) mod dev;
 pub(crate) mod dispatch;
 pub(crate) mod front;
 pub(crate) mod greeting;
 pub(crate) mod hub;
 pub(crate) mod inflight;
+pub(crate) mod invoker;
 pub(crate) mod memory;
 pub(crate) mod quota;
 pub(crate) mod records;
@@ -533,35 +535,6 @@ impl Shared {
             self.sessions
                 .signer()
                 .digest(crate::signing::Domain::Principal, &name),
-        )
-    }
-
-    /// Whether the caller may follow `uri` (a subscription, a listen filter): the server
-    /// serves it (a static resource, a match of a template, a skill file, a view), it is no
-    /// longer than [`MAX_URI_BYTES`], and the caller may read it — its scopes, and a
-    /// signed-in caller where it takes a `Principal`, as `resources/read` checks. A client
-    /// may make the server remember only URIs it could read.
-    pub(crate) fn followable_uri(
-        &self,
-        extensions: &http::Extensions,
-        uri: &str,
-    ) -> Result<(), RpcError> {
-        if uri.len() > MAX_URI_BYTES {
-            return Err(RpcError::invalid_params(format!(
-                "Invalid params: the URI has {} bytes; this server serves none longer than {MAX_URI_BYTES}",
-                uri.len()
-            )));
-        }
-        let (scopes, principal) = self
-            .registry
-            .named(uri)
-            .ok_or_else(|| RpcError::resource_not_found(uri))?
-            .access();
-        self.authorize(
-            extensions,
-            format_args!("resource `{uri}`"),
-            scopes,
-            principal,
         )
     }
 

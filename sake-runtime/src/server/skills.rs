@@ -7,8 +7,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::Shared;
 use super::dispatch::Dispatched;
+use super::{Shared, catalog};
 use crate::handler::ResourceError;
 use crate::handler::context::RequestParts;
 use crate::protocol::jsonrpc::{RpcError, clip, raw_string};
@@ -51,16 +51,7 @@ impl Shared {
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
         let uri = uri_of(params)?;
-        let skill = self.registry.skills.skill(&uri).ok_or_else(|| {
-            RpcError::invalid_params(format!("No skill is served at {uri}"))
-                .with_data(json!({ "uri": uri }))
-        })?;
-        self.authorize(
-            &parts.extensions,
-            format_args!("skill `{uri}`"),
-            skill.scopes,
-            false,
-        )?;
+        let skill = self.denoted::<catalog::Skill>(&parts.extensions, &uri)?;
         Ok(Dispatched::Ready(Ok(Bytes::from(render::result(
             rev,
             &self.env,
@@ -79,19 +70,7 @@ impl Shared {
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
         let uri = uri_of(params)?;
-        let not_a_directory = || {
-            let what = if self.registry.skills.file(&uri).is_some() {
-                "is not a directory resource"
-            } else {
-                "is not a directory this server serves"
-            };
-            RpcError::invalid_params(format!("{uri} {what}")).with_data(json!({ "uri": uri }))
-        };
-        let at = self
-            .registry
-            .skills
-            .directory(&uri)
-            .ok_or_else(not_a_directory)?;
+        let at = self.denoted::<catalog::Directory>(&parts.extensions, &uri)?;
         let cursor = match params.cursor {
             None => None,
             Some(raw) if raw.get() == "null" => None,
@@ -121,12 +100,6 @@ impl Shared {
         };
         match at {
             DirAt::Static(dir) => {
-                self.authorize(
-                    &parts.extensions,
-                    format_args!("directory `{uri}`"),
-                    dir.scopes,
-                    false,
-                )?;
                 let children = dir
                     .children
                     .values()
@@ -135,12 +108,6 @@ impl Shared {
                 Ok(Dispatched::Ready(page(self, children)))
             }
             DirAt::Dynamic(skill, dir) => {
-                self.authorize(
-                    &parts.extensions,
-                    format_args!("directory `{uri}`"),
-                    skill.scopes,
-                    false,
-                )?;
                 let source = skill.source.clone();
                 let root = skill.root.clone();
                 let shared = self.clone();
@@ -152,7 +119,7 @@ impl Shared {
                     };
                     let files = tokio::time::timeout(limit, source.files())
                         .await
-                        .map_err(|_| super::dispatch::timed_out(&root, limit))?;
+                        .map_err(|_| super::invoker::timed_out(&root, limit))?;
                     let children = dynamic_children(&root, &dir, &files)
                         .ok_or_else(|| {
                             RpcError::invalid_params(format!(
@@ -169,7 +136,8 @@ impl Shared {
         }
     }
 
-    /// `resources/read` of a skill file: from memory, or from a dynamic skill's source.
+    /// `resources/read` of a skill file the caller may read ([`Shared::denoted`]): from
+    /// memory, or from a dynamic skill's source.
     pub(crate) fn read_skill_file(
         &self,
         parts: &RequestParts,
@@ -189,24 +157,12 @@ impl Shared {
         };
         match file {
             FileAt::Static(f) => {
-                self.authorize(
-                    &parts.extensions,
-                    format_args!("resource `{uri}`"),
-                    f.scopes,
-                    false,
-                )?;
                 let c = contents(uri, f.listing.mime_type.as_deref(), &f.bytes);
                 Ok(Dispatched::Ready(Ok(render(ReadResourceResult::new(
                     vec![c],
                 )))))
             }
             FileAt::Dynamic(skill, path) => {
-                self.authorize(
-                    &parts.extensions,
-                    format_args!("resource `{uri}`"),
-                    skill.scopes,
-                    false,
-                )?;
                 let Some(source) = skill.source.clone() else {
                     return Err(RpcError::resource_not_found(uri));
                 };
@@ -222,7 +178,7 @@ impl Shared {
                         }
                     })
                     .await
-                    .map_err(|_| super::dispatch::timed_out(&uri, limit))?;
+                    .map_err(|_| super::invoker::timed_out(&uri, limit))?;
                     let bytes = match read {
                         Ok(Some(bytes)) => bytes,
                         Ok(None) | Err(ResourceError::NotFound(_)) => {

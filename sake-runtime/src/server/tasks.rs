@@ -18,7 +18,8 @@
 //! once.
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
@@ -31,11 +32,12 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use super::dispatch::{Dispatched, panicked, raw_str};
-use crate::handler::context::{CallState, Context, RequestParts};
+use super::dispatch::{Dispatched, raw_str};
+use super::invoker::{Call, Round, Running as Invoked, Step, Tool};
+use crate::handler::ToolDef;
+use crate::handler::context::RequestParts;
 use crate::handler::events::{BusMessage, EventBus};
-use crate::handler::input::{InputChannel, Mrtr, RoundKey, RoundOutcome, check_answer};
-use crate::handler::{BoxFuture, ToolDef};
+use crate::handler::input::{Mrtr, RoundKey, check_answer};
 use crate::protocol::jsonrpc::{RpcError, clip};
 use crate::protocol::meta::{ClientInfo, Params, RequestMeta};
 use crate::protocol::methods::Method;
@@ -241,16 +243,11 @@ fn store_error(e: TaskStoreError) -> RpcError {
     }
 }
 
-/// How the first poll of a function ended.
-enum First<T> {
-    Done(T),
-    Asked(Vec<(String, Value)>),
-    Waiting,
-}
-
 /// How a run of a function under a task ended.
 enum Ended {
     Returned(CallToolResult),
+    /// What it returned, as its call answers (or the error it ends with).
+    Rendered(Result<Bytes, RpcError>),
     Asked(Vec<(String, Value)>),
     Outcome(TaskOutcome),
     /// Another holder has the task, or it ended: drop what this run produced.
@@ -265,15 +262,12 @@ impl Shared {
         &self,
         rev: Revision,
         result: CallToolResult,
-        round: Option<&Mrtr>,
-        call: &CallState,
+        running: &Invoked<CallToolResult>,
     ) -> Result<Bytes, RpcError> {
-        if let Some(msg) = round.and_then(Mrtr::invalid) {
-            return Err(RpcError::invalid_params(format!("Invalid params: {msg}")));
-        }
-        if let Some(e) = call.take_failure() {
+        if let Some(e) = running.failure() {
             return Err(e);
         }
+        let round = running.round().map(|r| &**r);
         if result.is_error()
             && let Some(caps) = round.and_then(Mrtr::refused)
         {
@@ -318,65 +312,48 @@ impl Shared {
             Some(_) => None,
             None => Some(self.owner_of(&parts.extensions)),
         };
-        key.arguments = super::dispatch::arguments_text(&parts, arguments);
+        key.arguments = super::invoker::arguments_text(&parts, arguments);
         key.principal = principal.clone();
-        let round = Arc::new(Mrtr::start(
-            self.sessions.signer(),
-            key,
-            params.request_state,
-            params.input_responses,
-        )?);
         let request = task_request(def, rev, arguments, &parts.meta);
-        parts.input = InputChannel::Mrtr(round.clone());
-        parts.notifier = Some(self.notifier.clone());
-        parts.states = Some(self.states.clone());
         // Nothing waits before the task exists but the store: the request's own cancellation
         // would only end the task the client is about to be given.
         parts.cancel = None;
-        let call = parts.call.clone();
-        let (ctx, cancel) = Context::new(parts, Some(def.name.into()));
-        let fut = std::panic::catch_unwind(AssertUnwindSafe(|| (def.call)(arguments, ctx)))
-            .map_err(|panic| panicked(def.name, panic.as_ref()))?;
+        let mut running = self.invoker().start(Call {
+            parts,
+            function: Tool { def, arguments },
+            round: Round::Task {
+                key,
+                state: params.request_state,
+                responses: params.input_responses,
+            },
+        })?;
         let shared = self.clone();
         Ok(Dispatched::Pending(Box::pin(async move {
-            let guard = cancel.clone().drop_guard();
-            let mut fut = fut;
-            let first = std::future::poll_fn(|cx| {
-                Poll::Ready(
-                    match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-                        Err(panic) => Err(panicked(def.name, panic.as_ref())),
-                        Ok(Poll::Ready(v)) => Ok(First::Done(v)),
-                        Ok(Poll::Pending) => Ok(match round.poll_pending() {
-                            Some(RoundOutcome::InputRequired(asked)) => First::Asked(asked),
-                            None => First::Waiting,
-                        }),
-                    },
-                )
-            })
-            .await
-            .map_err(|e| render::error(rev, e))?;
-            match first {
-                First::Done(result) => {
-                    guard.disarm();
+            let first =
+                std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut running).poll(cx))).await;
+            let round = running.round().cloned();
+            match (first, round) {
+                (Poll::Ready(Err(e)), _) => Err(render::error(rev, e)),
+                (Poll::Ready(Ok(Step::Returned(result))), _) => {
+                    running.disarm();
                     shared
-                        .tool_outcome(rev, result, Some(&round), &call)
+                        .tool_outcome(rev, result, &running)
                         .map_err(|e| render::error(rev, e))
                 }
-                First::Asked(asked) => {
+                (Poll::Ready(Ok(Step::Asked(asked))), Some(round)) => {
                     // Answered in this call (MRTR); the future goes with the round.
-                    drop(guard);
-                    let state = round.next_state(
-                        shared.sessions.signer(),
-                        shared.config.request_state_lifetime,
-                    );
-                    Ok(Bytes::from(render::input_required(
-                        &shared.env,
-                        rev,
-                        asked,
-                        &state,
-                    )))
+                    drop(running);
+                    Ok(shared.input_required(rev, &round, asked))
                 }
-                First::Waiting => {
+                (Poll::Ready(Ok(Step::Asked(_))), None) => {
+                    Err(RpcError::internal("input was asked outside a round"))
+                }
+                (Poll::Pending, round) => {
+                    let Some(round) = round else {
+                        return Err(RpcError::internal("a task runs outside a round"));
+                    };
+                    let call = running.call().clone();
+                    let cancel = running.cancellation().cloned().unwrap_or_default();
                     let id = new_task_id().ok_or_else(|| {
                         tracing::error!("the system's random source failed");
                         RpcError::internal("Internal error: no task id could be made")
@@ -397,7 +374,8 @@ impl Shared {
                         .await
                         .map_err(|e| render::error(rev, store_error(e)))?;
                     call.become_task(&record.id);
-                    guard.disarm();
+                    // The run holds the cancellation from here.
+                    running.disarm();
                     tasks.changed(&record.id);
                     tracing::debug!(task = %record.id, tool = def.name, "a tool call became a task");
                     let run = Run {
@@ -407,12 +385,10 @@ impl Shared {
                         claim,
                         def,
                         rev,
-                        round,
-                        call,
                         cancel,
                         deadline: record.created_at.saturating_add(record.ttl_ms),
                     };
-                    tokio::spawn(run.drive(fut));
+                    tokio::spawn(run.drive(running));
                     Ok(Bytes::from(render::task_created(
                         &shared.env,
                         rev,
@@ -567,7 +543,7 @@ impl Shared {
         };
         let deadline = record.created_at.saturating_add(record.ttl_ms);
         let started = self.start_again(&record, extensions);
-        let (def, rev, round, call, cancel, fut) = match started {
+        let (def, rev, running) = match started {
             Ok(s) => s,
             Err(e) => {
                 tasks
@@ -586,32 +562,20 @@ impl Shared {
             claim,
             def,
             rev,
-            round,
-            call,
-            cancel,
+            // A task's function always has its token.
+            cancel: running.cancellation().cloned().unwrap_or_default(),
             deadline,
         };
-        tokio::spawn(run.drive(fut));
+        tokio::spawn(run.drive(running));
         Ok(())
     }
 
     /// The function of a task, started again from its request and answers.
-    #[allow(clippy::type_complexity)]
     fn start_again(
         self: &Arc<Self>,
         record: &TaskRecord,
         extensions: http::Extensions,
-    ) -> Result<
-        (
-            &'static ToolDef,
-            Revision,
-            Arc<Mrtr>,
-            Arc<CallState>,
-            CancellationToken,
-            BoxFuture<CallToolResult>,
-        ),
-        RpcError,
-    > {
+    ) -> Result<(&'static ToolDef, Revision, Invoked<CallToolResult>), RpcError> {
         let req = &record.request;
         let entry = self.registry.tool(&req.name).ok_or_else(|| {
             RpcError::internal(format!(
@@ -653,19 +617,21 @@ impl Shared {
             arguments: req.arguments.clone().map(Bytes::from),
             principal: record.principal.clone(),
         };
-        let round = Arc::new(Mrtr::with_answers(key, record.answers.clone()));
         let mut parts = RequestParts::new(rev, meta);
         parts.extensions = extensions;
-        parts.input = InputChannel::Mrtr(round.clone());
-        parts.notifier = Some(self.notifier.clone());
-        parts.states = Some(self.states.clone());
-        let call = parts.call.clone();
-        call.become_task(&record.id);
-        let (ctx, cancel) = Context::new(parts, Some(def.name.into()));
-        let fut =
-            std::panic::catch_unwind(AssertUnwindSafe(|| (def.call)(arguments.as_deref(), ctx)))
-                .map_err(|panic| panicked(def.name, panic.as_ref()))?;
-        Ok((def, rev, round, call, cancel, fut))
+        parts.call.become_task(&record.id);
+        let running = self.invoker().start(Call {
+            parts,
+            function: Tool {
+                def,
+                arguments: arguments.as_deref(),
+            },
+            round: Round::Resumed {
+                key,
+                answers: record.answers.clone(),
+            },
+        })?;
+        Ok((def, rev, running))
     }
 }
 
@@ -726,8 +692,6 @@ struct Run {
     claim: Claim,
     def: &'static ToolDef,
     rev: Revision,
-    round: Arc<Mrtr>,
-    call: Arc<CallState>,
     cancel: CancellationToken,
     /// The end of the task's time to live (milliseconds since the Unix epoch).
     deadline: u64,
@@ -736,16 +700,23 @@ struct Run {
 impl Run {
     /// Runs the function until it returns, asks, is cancelled or runs out of time, renewing
     /// the claim meanwhile; then records what happened.
-    async fn drive(self, fut: BoxFuture<CallToolResult>) {
+    async fn drive(self, mut running: Invoked<CallToolResult>) {
         let tasks = self.tasks.clone();
         let _here = tasks.run_here(&self.id, self.cancel.clone());
-        let ended = self.watch(fut).await;
+        let ended = match self.watch(&mut running).await {
+            Ended::Returned(result) => {
+                Ended::Rendered(self.shared.tool_outcome(self.rev, result, &running))
+            }
+            other => other,
+        };
+        drop(running);
         // The function's future is gone: anything it spawned sees the cancellation.
         self.cancel.cancel();
         let store = &self.tasks.store;
         let holder = self.claim.holder.as_str();
         let recorded = match ended {
-            Ended::Lost => Ok(false),
+            // (`Returned` became `Rendered` above.)
+            Ended::Lost | Ended::Returned(_) => Ok(false),
             Ended::Asked(asked) => {
                 let requests: Map<String, Value> = asked.into_iter().collect();
                 store
@@ -759,20 +730,16 @@ impl Run {
                     .await
                     .map(|o| o != UpdateOutcome::NotFound)
             }
-            Ended::Returned(result) => {
-                let outcome =
-                    match self
-                        .shared
-                        .tool_outcome(self.rev, result, Some(&self.round), &self.call)
-                    {
-                        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
-                            Ok(v) => TaskOutcome::Completed(v),
-                            Err(e) => TaskOutcome::Failed(RpcError::internal(format!(
-                                "Internal error: the result could not be kept: {e}"
-                            ))),
-                        },
-                        Err(e) => TaskOutcome::Failed(render::error(self.rev, e)),
-                    };
+            Ended::Rendered(rendered) => {
+                let outcome = match rendered {
+                    Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+                        Ok(v) => TaskOutcome::Completed(v),
+                        Err(e) => TaskOutcome::Failed(RpcError::internal(format!(
+                            "Internal error: the result could not be kept: {e}"
+                        ))),
+                    },
+                    Err(e) => TaskOutcome::Failed(render::error(self.rev, e)),
+                };
                 store.finish(&self.id, holder, outcome).await
             }
             Ended::Outcome(outcome) => store.finish(&self.id, holder, outcome).await,
@@ -786,9 +753,10 @@ impl Run {
         }
     }
 
-    async fn watch(&self, mut fut: BoxFuture<CallToolResult>) -> Ended {
+    async fn watch(&self, running: &mut Invoked<CallToolResult>) -> Ended {
         let name = self.def.name;
-        let link = self.call.task();
+        let call = running.call().clone();
+        let link = call.task();
         let until = Duration::from_millis(self.deadline.saturating_sub(now_ms()));
         let deadline = tokio::time::sleep(until);
         tokio::pin!(deadline);
@@ -797,18 +765,7 @@ impl Run {
         // The first tick is immediate: the claim was just made.
         heartbeat.tick().await;
         loop {
-            let step = std::future::poll_fn(|cx| {
-                match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-                    Err(panic) => Poll::Ready(Err(panicked(name, panic.as_ref()))),
-                    Ok(Poll::Ready(v)) => Poll::Ready(Ok(Ended::Returned(v))),
-                    Ok(Poll::Pending) => match self.round.poll_pending() {
-                        Some(RoundOutcome::InputRequired(asked)) => {
-                            Poll::Ready(Ok(Ended::Asked(asked)))
-                        }
-                        None => Poll::Pending,
-                    },
-                }
-            });
+            let step = &mut *running;
             let report = async {
                 match link {
                     Some(l) => {
@@ -823,7 +780,8 @@ impl Run {
                 () = self.cancel.cancelled() => return Ended::Outcome(TaskOutcome::Cancelled),
                 step = step => {
                     return match step {
-                        Ok(ended) => ended,
+                        Ok(Step::Returned(result)) => Ended::Returned(result),
+                        Ok(Step::Asked(asked)) => Ended::Asked(asked),
                         Err(e) => Ended::Outcome(TaskOutcome::Failed(e)),
                     };
                 }

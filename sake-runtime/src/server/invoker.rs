@@ -1,0 +1,441 @@
+//! The invoker: the one place a user function is called.
+//!
+//! Every `#[tool]`, `#[prompt]`, `#[resource]`, `#[view]` function and every completion runs
+//! through [`Invoker::start`] (the architecture test fails on a call of a registry's function
+//! anywhere else). A [`Call`] goes in — the request's parts, the [`Function`] with what it is
+//! called with, and how its input round starts — and a [`Running`] comes out: a future of
+//! the function's next [`Step`]. On its way the invoker
+//! - starts the input round (MRTR): as the request asks, always (a call that may become a
+//!   task), or from a task's answers so far;
+//! - builds the [`Context`] (a cancellation token only for a function that can see one);
+//! - calls the function, catching a panic there and on every poll: a panic fails its call
+//!   only, logged under the function's name;
+//! - cancels what the function spawned when its future is dropped before it returned.
+//!
+//! Dispatch awaits a `Running` under `request_timeout` ([`Running::within`]); the tasks
+//! extension polls it once inside the request, then drives it in the background. A policy
+//! layer (middleware on every call) wraps [`Invoker::start`]: it sees which function is
+//! called, by whom (the parts' extensions) and with what, and may refuse or observe the call.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::Shared;
+use crate::handler::context::{CallState, Context, RequestParts};
+use crate::handler::input::{InputChannel, Mrtr, RoundKey, RoundOutcome};
+use crate::handler::{
+    BoxFuture, CompleteFn, CompletionRequest, PromptDef, ResourceDef, ResourceRequest, ToolDef,
+};
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::types::{CallToolResult, Completion, GetPromptResult, ReadResourceResult};
+
+/// A user function, with what it is called with.
+pub(crate) trait Function {
+    /// What its future yields.
+    type Output: Send + 'static;
+    /// Its name in logs and in its `Context` (a tool's or prompt's name, a resource's URI).
+    fn name(&self) -> Cow<'static, str>;
+    /// Whether it takes the [`Context`]: only such a function can ask the client for input
+    /// or see a cancellation.
+    fn takes_context(&self) -> bool;
+    /// Calls it: the user's code runs from here (argument decoding, then the function).
+    fn call(self, ctx: Context) -> BoxFuture<Self::Output>;
+}
+
+/// A `tools/call`.
+pub(crate) struct Tool<'a> {
+    pub def: &'static ToolDef,
+    pub arguments: Option<&'a RawValue>,
+}
+
+impl Function for Tool<'_> {
+    type Output = CallToolResult;
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(self.def.name)
+    }
+    fn takes_context(&self) -> bool {
+        self.def.context
+    }
+    fn call(self, ctx: Context) -> BoxFuture<CallToolResult> {
+        (self.def.call)(self.arguments, ctx)
+    }
+}
+
+/// A `prompts/get`.
+pub(crate) struct Prompt<'a> {
+    pub def: &'static PromptDef,
+    pub arguments: Option<&'a RawValue>,
+}
+
+impl Function for Prompt<'_> {
+    type Output = Result<GetPromptResult, RpcError>;
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(self.def.name)
+    }
+    fn takes_context(&self) -> bool {
+        true
+    }
+    fn call(self, ctx: Context) -> BoxFuture<Self::Output> {
+        (self.def.get)(self.arguments, ctx)
+    }
+}
+
+/// A `resources/read` of a static resource or a template's match.
+pub(crate) struct Resource {
+    pub def: &'static ResourceDef,
+    pub request: ResourceRequest,
+}
+
+impl Function for Resource {
+    type Output = Result<ReadResourceResult, RpcError>;
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Owned(self.request.uri.clone())
+    }
+    fn takes_context(&self) -> bool {
+        true
+    }
+    fn call(self, ctx: Context) -> BoxFuture<Self::Output> {
+        (self.def.read)(self.request, ctx)
+    }
+}
+
+/// A `resources/read` of a view whose HTML a function renders (MCP Apps).
+pub(crate) struct View {
+    pub uri: &'static str,
+    pub html: crate::handler::apps::ViewFn,
+}
+
+impl Function for View {
+    /// The view's URI beside what the function rendered.
+    type Output = (&'static str, Result<String, RpcError>);
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(self.uri)
+    }
+    fn takes_context(&self) -> bool {
+        true
+    }
+    fn call(self, ctx: Context) -> BoxFuture<Self::Output> {
+        let html = (self.html)(ctx);
+        let uri = self.uri;
+        Box::pin(async move { (uri, html.await) })
+    }
+}
+
+/// How a call's input round (MRTR) starts.
+pub(crate) enum Round<'a> {
+    /// As the request asks: on a revision with input rounds, for a function that takes the
+    /// `Context` or a request that answers a round (its `requestState` and `inputResponses`
+    /// are checked either way); none otherwise. `key.arguments` and `key.principal` are
+    /// filled here, only when there is a round.
+    OfRequest {
+        key: RoundKey,
+        arguments: Option<&'a RawValue>,
+        state: Option<&'a RawValue>,
+        responses: Option<&'a RawValue>,
+    },
+    /// Always, with the key as given: a call that may become a task.
+    Task {
+        key: RoundKey,
+        state: Option<&'a RawValue>,
+        responses: Option<&'a RawValue>,
+    },
+    /// A task's function run again, with every answer so far.
+    Resumed {
+        key: RoundKey,
+        answers: serde_json::Map<String, Value>,
+    },
+}
+
+impl Round<'_> {
+    /// A task's function always gets a cancellation token: the task can be cancelled
+    /// whether or not the function looks.
+    fn for_task(&self) -> bool {
+        !matches!(self, Round::OfRequest { .. })
+    }
+}
+
+/// One call of a user function: the request value the invoker takes.
+pub(crate) struct Call<'a, F> {
+    pub parts: RequestParts,
+    pub function: F,
+    pub round: Round<'a>,
+}
+
+/// The next thing a running function did.
+pub(crate) enum Step<T> {
+    /// It returned.
+    Returned(T),
+    /// It asked the client for input (its round's questions, by key).
+    Asked(Vec<(String, Value)>),
+}
+
+/// A user function that runs: a future of its next [`Step`], or the error of a panic in it.
+///
+/// Dropping it before the function returned cancels the function's token (anything it
+/// spawned sees the cancellation); [`Running::disarm`] keeps the token alive.
+pub(crate) struct Running<T> {
+    fut: BoxFuture<T>,
+    name: Cow<'static, str>,
+    round: Option<Arc<Mrtr>>,
+    call: Arc<CallState>,
+    cancel: Option<CancellationToken>,
+    guard: Option<DropGuard>,
+}
+
+impl<T> Running<T> {
+    /// Its input round, if it has one.
+    pub(crate) fn round(&self) -> Option<&Arc<Mrtr>> {
+        self.round.as_ref()
+    }
+
+    /// The state of its call (progress, a recorded failure, its task).
+    pub(crate) fn call(&self) -> &Arc<CallState> {
+        &self.call
+    }
+
+    /// Its cancellation token, if it has one.
+    pub(crate) fn cancellation(&self) -> Option<&CancellationToken> {
+        self.cancel.as_ref()
+    }
+
+    /// Keeps its token alive when it is dropped (it returned, or something else holds it on).
+    pub(crate) fn disarm(&mut self) {
+        if let Some(guard) = self.guard.take() {
+            guard.disarm();
+        }
+    }
+
+    /// The protocol error a function that returned ends with, whatever it returned: a
+    /// malformed answer it read (-32602) or an error it recorded ([`Context::fail_with`]).
+    pub(crate) fn failure(&self) -> Option<RpcError> {
+        if let Some(msg) = self.round.as_ref().and_then(|r| r.invalid()) {
+            return Some(RpcError::invalid_params(format!("Invalid params: {msg}")));
+        }
+        self.call.take_failure()
+    }
+
+    /// Runs it to its next step, under `limit` once it waits (most functions finish on their
+    /// first poll: only one that waits gets a timer). A timeout fails the call, logged.
+    pub(crate) async fn within(&mut self, limit: Duration) -> Result<Step<T>, RpcError> {
+        let first = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *self).poll(cx))).await;
+        match first {
+            Poll::Ready(step) => step,
+            Poll::Pending => match tokio::time::timeout(limit, &mut *self).await {
+                Ok(step) => step,
+                Err(_) => Err(timed_out(&self.name, limit)),
+            },
+        }
+    }
+}
+
+impl<T> Future for Running<T> {
+    type Output = Result<Step<T>, RpcError>;
+
+    /// One poll of the function, a panic caught: ready when it returned or asked something,
+    /// pending while it waits for anything else.
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| this.fut.as_mut().poll(cx))) {
+            Err(panic) => Poll::Ready(Err(panicked(&this.name, panic.as_ref()))),
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(Step::Returned(v))),
+            Ok(Poll::Pending) => match this.round.as_ref().and_then(|r| r.poll_pending()) {
+                Some(RoundOutcome::InputRequired(asked)) => Poll::Ready(Ok(Step::Asked(asked))),
+                None => Poll::Pending,
+            },
+        }
+    }
+}
+
+/// The invoker of a server (see the module's documentation).
+pub(crate) struct Invoker<'s> {
+    shared: &'s Shared,
+}
+
+impl Shared {
+    /// The invoker, the one caller of user functions.
+    pub(crate) fn invoker(&self) -> Invoker<'_> {
+        Invoker { shared: self }
+    }
+}
+
+impl Invoker<'_> {
+    /// Starts a call: its round, its `Context`, the function called (a panic in the call
+    /// fails it, logged). Errors: the round's `requestState` or `inputResponses` are
+    /// invalid (-32602), or the function panicked.
+    pub(crate) fn start<F: Function>(
+        &self,
+        call: Call<'_, F>,
+    ) -> Result<Running<F::Output>, RpcError> {
+        let Call {
+            mut parts,
+            function,
+            round,
+        } = call;
+        let shared = self.shared;
+        let takes_context = function.takes_context() || round.for_task();
+        let round = match round {
+            Round::OfRequest {
+                mut key,
+                arguments,
+                state,
+                responses,
+            } => {
+                let answers_a_round = state.is_some() || responses.is_some();
+                if parts.revision.features().input_required && (takes_context || answers_a_round) {
+                    // The arguments' text only for a round's key: a call without one never
+                    // needs it.
+                    key.arguments = arguments_text(&parts, arguments);
+                    key.principal = shared.caller_name(&parts.extensions);
+                    Some(Mrtr::start(
+                        shared.sessions.signer(),
+                        key,
+                        state,
+                        responses,
+                    )?)
+                } else {
+                    None
+                }
+            }
+            Round::Task {
+                key,
+                state,
+                responses,
+            } => Some(Mrtr::start(
+                shared.sessions.signer(),
+                key,
+                state,
+                responses,
+            )?),
+            Round::Resumed { key, answers } => Some(Mrtr::with_answers(key, answers)),
+        }
+        .map(Arc::new);
+        if let Some(round) = &round {
+            parts.input = InputChannel::Mrtr(round.clone());
+        }
+        parts.notifier = Some(shared.notifier.clone());
+        parts.states = Some(shared.states.clone());
+        let call = parts.call.clone();
+        let name = function.name();
+        let (ctx, cancel) = if takes_context {
+            let (ctx, cancel) = Context::new(parts, Some(name.clone()));
+            (ctx, Some(cancel))
+        } else {
+            (Context::unobserved(parts, Some(name.clone())), None)
+        };
+        let fut = std::panic::catch_unwind(AssertUnwindSafe(|| function.call(ctx)))
+            .map_err(|panic| panicked(&name, panic.as_ref()))?;
+        Ok(Running {
+            fut,
+            name,
+            round,
+            call,
+            guard: cancel.clone().map(CancellationToken::drop_guard),
+            cancel,
+        })
+    }
+
+    /// Starts a completion (`completion/complete`): it takes no `Context` and has no round;
+    /// `label` (the prompt's name or the template's URI) names it in the log.
+    pub(crate) fn complete(
+        &self,
+        complete: CompleteFn,
+        request: CompletionRequest,
+        label: String,
+    ) -> Result<Running<Completion>, RpcError> {
+        let fut = std::panic::catch_unwind(AssertUnwindSafe(|| complete(request)))
+            .map_err(|panic| panicked(&label, panic.as_ref()))?;
+        Ok(Running {
+            fut,
+            name: Cow::Owned(label),
+            round: None,
+            call: Arc::default(),
+            cancel: None,
+            guard: None,
+        })
+    }
+}
+
+/// The arguments' text for a round key: a view of the request's bytes when the transport
+/// kept them, a copy otherwise.
+pub(super) fn arguments_text(parts: &RequestParts, arguments: Option<&RawValue>) -> Option<Bytes> {
+    let text = arguments?.get().as_bytes();
+    if let Some(message) = parts.meta.raw.message() {
+        let start = (text.as_ptr() as usize).wrapping_sub(message.as_ptr() as usize);
+        if start <= message.len() && text.len() <= message.len() - start {
+            return Some(message.slice(start..start + text.len()));
+        }
+    }
+    Some(Bytes::copy_from_slice(text))
+}
+
+/// The error for a function that panicked: logged with its name; the client learns only that
+/// it failed.
+pub(crate) fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> RpcError {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned());
+    tracing::error!(name = %name, panic = %message, "a function panicked; its request failed, the server goes on");
+    RpcError::internal(format!(
+        "Internal error: `{name}` failed unexpectedly; the server's log has the details"
+    ))
+}
+
+/// The error for a function cut off by `request_timeout`: logged with its name.
+pub(crate) fn timed_out(name: &str, limit: Duration) -> RpcError {
+    tracing::warn!(name = %name, timeout_s = limit.as_secs_f64(), "a request timed out and was cancelled");
+    RpcError::internal(format!(
+        "Request timed out: `{name}` did not finish within {} s and was cancelled",
+        limit.as_secs_f64()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Revision;
+    use crate::protocol::meta::{RawMeta, RequestMeta};
+    use serde::Deserialize;
+
+    #[test]
+    fn round_key_arguments_share_the_kept_request_bytes() {
+        let message = Bytes::from_static(br#"{"params":{"arguments":{"a":1}}}"#);
+        let elsewhere = r#"{"a":1}"#.to_owned();
+        let args: &RawValue = serde_json::from_str(&elsewhere).unwrap();
+        let inside =
+            <&RawValue>::deserialize(&mut serde_json::Deserializer::from_slice(&message[23..30]))
+                .unwrap();
+        let kept = RequestParts::new(
+            Revision::LATEST,
+            RequestMeta {
+                raw: RawMeta::of_message(message.clone()),
+                ..RequestMeta::default()
+            },
+        );
+        // A view of the request's bytes: same text, same memory.
+        let shared = arguments_text(&kept, Some(inside)).unwrap();
+        assert_eq!(&shared[..], br#"{"a":1}"#);
+        assert_eq!(shared.as_ptr(), message[23..].as_ptr());
+        // Arguments from elsewhere (or no kept bytes) are copied.
+        let copied = arguments_text(&kept, Some(args)).unwrap();
+        assert_eq!(&copied[..], br#"{"a":1}"#);
+        assert_ne!(copied.as_ptr(), message[23..].as_ptr());
+        let plain = RequestParts::new(Revision::LATEST, RequestMeta::default());
+        assert_eq!(
+            &arguments_text(&plain, Some(inside)).unwrap()[..],
+            br#"{"a":1}"#
+        );
+        assert_eq!(arguments_text(&plain, None), None);
+    }
+}
