@@ -137,7 +137,8 @@ impl Authorization {
         let proof = self
             .dpop
             .check(proof, method.as_str(), &self.resource, Some(token))
-            .map_err(Refusal::Dpop)?;
+            .map_err(Refusal::Dpop)?
+            .sent_by(client);
         if proof.jkt != bound {
             return Err(Refusal::Dpop(DpopError::Invalid(
                 "the DPoP proof is signed by another key than the one the token is bound to".into(),

@@ -1338,6 +1338,9 @@ impl Inner {
 
 async fn token(State(p): State<Arc<Inner>>, request: Request) -> Response {
     let headers = request.headers().clone();
+    // A proof counts against its client's share of the replay cache.
+    let network = client_addr(request.extensions())
+        .map(|(ip, prefix)| crate::limits::client_network(ip, prefix));
     let form = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -1367,7 +1370,7 @@ async fn token(State(p): State<Arc<Inner>>, request: Request) -> Response {
     };
     let client = auth.client;
     let jkt = match p.token_dpop(&headers) {
-        Ok(j) => j,
+        Ok(j) => j.map(|c| c.sent_by(network)),
         Err(r) => return r,
     };
     if let Some(r) = param(&pairs, "resource")
