@@ -569,6 +569,9 @@ async fn a_flood_of_made_up_tokens_costs_at_most_the_concurrent_introspections()
         .issuer(server.issuer.clone())
         .client_id_as_subject(true)
         .max_concurrent_introspections(MAX as usize)
+        // The flood comes from one address here: all its slots are its share (the share
+        // itself: `auth::tests::one_client_holds_at_most_its_share_of_the_introspection_slots`).
+        .max_concurrent_introspections_per_client(MAX as usize)
         .build()
         .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -758,7 +758,7 @@ async fn sakes_client_signs_in_to_the_example_in_both_eras_and_steps_up() {
             .unwrap();
         assert_eq!(client.revision(), revision);
         let who: Value = client.call("whoami", json!({})).await.unwrap();
-        assert_eq!(who, json!({"subject": "alice"}), "{revision:?}");
+        assert_eq!(who, json!({"subject": "upstream:alice"}), "{revision:?}");
         let tokens = oauth.tokens(&example.mcp()).await.unwrap().unwrap();
         assert_eq!(tokens.issuer, example.base);
         assert_eq!(tokens.resource, example.mcp());
@@ -767,11 +767,11 @@ async fn sakes_client_signs_in_to_the_example_in_both_eras_and_steps_up() {
         let claims = oidc::claims(tokens.access_token.expose());
         assert_eq!(claims["iss"], example.base);
         assert_eq!(claims["aud"], example.mcp());
-        assert_eq!(claims["sub"], "alice");
+        assert_eq!(claims["sub"], "upstream:alice");
         assert_eq!(claims["scope"], "mcp:tools");
         // Step-up (the 403 challenge, in the session too): admin_report needs `admin`; the client asks again, without registering again.
         let report: String = client.call("admin_report", json!({})).await.unwrap();
-        assert_eq!(report, "Report for alice: 3 servers up, 0 down.");
+        assert_eq!(report, "Report for upstream:alice: 3 servers up, 0 down.");
         let stepped = oauth.tokens(&example.mcp()).await.unwrap().unwrap();
         let claims2 = oidc::claims(stepped.access_token.expose());
         assert_eq!(claims2["scope"], "mcp:tools admin");
@@ -792,7 +792,7 @@ async fn sakes_client_signs_in_to_the_example_in_both_eras_and_steps_up() {
         let refreshed = oauth.tokens(&example.mcp()).await.unwrap().unwrap();
         assert_ne!(refreshed.refresh_token, stepped.refresh_token, "rotated");
         let who: Value = client.call("whoami", json!({})).await.unwrap();
-        assert_eq!(who, json!({"subject": "alice"}));
+        assert_eq!(who, json!({"subject": "upstream:alice"}));
     }
 }
 
@@ -845,7 +845,7 @@ async fn admin_goes_only_to_the_users_the_policy_names() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
         body["result"]["content"][0]["text"],
-        "Report for alice: 3 servers up, 0 down."
+        "Report for upstream:alice: 3 servers up, 0 down."
     );
     // bob asks for admin too: his token has only what everyone may receive, and the token
     // answer says so (RFC 6749 section 5.1).
@@ -899,7 +899,7 @@ async fn admin_goes_only_to_the_users_the_policy_names() {
         .await
         .unwrap();
     let who: Value = client.call("whoami", json!({})).await.unwrap();
-    assert_eq!(who, json!({"subject": "bob"}));
+    assert_eq!(who, json!({"subject": "upstream:bob"}));
     let err = client
         .call::<String>("admin_report", json!({}))
         .await
@@ -1077,7 +1077,7 @@ async fn a_cimd_client_signs_in_without_registering() {
         .await
         .unwrap();
     let who: Value = client.call("whoami", json!({})).await.unwrap();
-    assert_eq!(who, json!({"subject": "bob"}));
+    assert_eq!(who, json!({"subject": "upstream:bob"}));
     let tokens = oauth.tokens(&example.mcp()).await.unwrap().unwrap();
     assert_eq!(
         oidc::claims(tokens.access_token.expose())["client_id"],
@@ -1474,12 +1474,12 @@ async fn a_dpop_bound_token_works_only_with_its_proof() {
         .await
         .unwrap();
     let who: Value = client.call("whoami", json!({})).await.unwrap();
-    assert_eq!(who, json!({"subject": "alice"}));
+    assert_eq!(who, json!({"subject": "upstream:alice"}));
     let tokens = oauth.tokens(&mcp).await.unwrap().unwrap();
     assert_eq!(tokens.token_type, "DPoP");
     assert!(oidc::claims(tokens.access_token.expose())["cnf"]["jkt"].is_string());
     let report: String = client.call("admin_report", json!({})).await.unwrap();
-    assert_eq!(report, "Report for alice");
+    assert_eq!(report, "Report for upstream:alice");
 
     // By hand: a bound token, then what is refused.
     let mut ua = UserAgent::new();
@@ -1540,7 +1540,7 @@ async fn a_dpop_bound_token_works_only_with_its_proof() {
     assert_eq!(s, StatusCode::OK, "{body}");
     assert_eq!(
         body["result"]["structuredContent"],
-        json!({"subject": "alice"})
+        json!({"subject": "upstream:alice"})
     );
     // The same proof again: a replay.
     let (s, h, body) = call(
@@ -1641,7 +1641,7 @@ async fn dpop_nonces_are_asked_for_and_followed() {
         .await
         .unwrap();
     let who: Value = client.call("whoami", json!({})).await.unwrap();
-    assert_eq!(who, json!({"subject": "alice"}));
+    assert_eq!(who, json!({"subject": "upstream:alice"}));
     assert_eq!(
         oauth.tokens(&mcp).await.unwrap().unwrap().token_type,
         "DPoP"
@@ -1691,7 +1691,7 @@ async fn an_enterprise_client_gets_a_token_from_an_id_jag_without_a_browser() {
         .await
         .unwrap();
     let who: Value = client.call("whoami", json!({})).await.unwrap();
-    assert_eq!(who, json!({"subject": "carol"}));
+    assert_eq!(who, json!({"subject": "idjag:carol"}));
     let tokens = oauth.tokens(&mcp).await.unwrap().unwrap();
     let claims = oidc::claims(tokens.access_token.expose());
     assert_eq!(
@@ -1838,7 +1838,7 @@ async fn drive(mut command: Command, callback_port: u16, user: &str) -> HashMap<
 fn expect_sdk_run(steps: &HashMap<String, Value>, revision: &str) {
     assert_eq!(
         steps["whoami"],
-        json!({"subject": "alice"}),
+        json!({"subject": "upstream:alice"}),
         "{revision}: {steps:?}"
     );
     assert_eq!(
@@ -1850,7 +1850,7 @@ fn expect_sdk_run(steps: &HashMap<String, Value>, revision: &str) {
     // insufficient_scope challenge.
     assert_eq!(
         steps["admin_report"],
-        json!(["Report for alice: 3 servers up, 0 down."]),
+        json!(["Report for upstream:alice: 3 servers up, 0 down."]),
         "{revision}: {steps:?}"
     );
     assert_eq!(
@@ -2147,7 +2147,7 @@ async fn one_address_flooding_authorize_leaves_room_for_another_to_sign_in() {
         .await
         .unwrap();
     let who: Value = client.call("whoami", json!({})).await.unwrap();
-    assert_eq!(who, json!({"subject": "heidi"}));
+    assert_eq!(who, json!({"subject": "upstream:heidi"}));
 
     // The flooding address is still held to its 64; denying one of its consents frees one.
     assert!(
@@ -2261,7 +2261,7 @@ async fn trickled_proxy_bodies_hold_only_their_address_share_for_seconds() {
     assert_eq!(status, StatusCode::OK, "{tokens}");
     assert_eq!(
         oidc::claims(tokens["access_token"].as_str().unwrap())["sub"],
-        "heidi"
+        "upstream:heidi"
     );
     // Each flooding request was answered: refused at once past the address's 64 bodies, or
     // timed out within seconds (its slot given back).
@@ -2758,7 +2758,7 @@ async fn a_sign_in_begun_on_one_replica_finishes_on_another() {
         assert_eq!(s, StatusCode::OK, "{body}");
         assert_eq!(
             body["result"]["structuredContent"],
-            json!({"subject": "erin"})
+            json!({"subject": "upstream:erin"})
         );
     }
     // Refresh tokens rotate across replicas; the old one used again ends the sign-in

@@ -11,6 +11,7 @@
 //! its MAC).
 
 use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -71,6 +72,9 @@ pub(crate) struct DpopVerifier {
     max_replay: usize,
     /// At most this many live entries per key (a tenth of the cache).
     max_per_key: usize,
+    /// At most this many live entries per client network (a tenth of the cache): a client
+    /// making a fresh key for each proof is bounded too.
+    max_per_client: usize,
     window: Duration,
     leeway: Duration,
     nonce_key: [u8; 32],
@@ -88,11 +92,14 @@ impl std::fmt::Debug for DpopVerifier {
 
 #[derive(Default)]
 struct Replay {
-    /// The proofs seen, by id (`jti` and `htu`): their key's thumbprint.
-    seen: HashMap<[u8; 32], String>,
+    /// The proofs seen, by id (`jti` and `htu`): their key's thumbprint, and the client
+    /// network that sent them (when known).
+    seen: HashMap<[u8; 32], (String, Option<IpAddr>)>,
     order: BTreeMap<(Instant, u64), [u8; 32]>,
     /// Live entries per key.
     per_key: HashMap<String, usize>,
+    /// Live entries per client network.
+    per_client: HashMap<IpAddr, usize>,
     seq: u64,
 }
 
@@ -103,12 +110,21 @@ impl Replay {
                 break;
             }
             let old = e.remove();
-            if let Some(jkt) = self.seen.remove(&old)
-                && let Some(n) = self.per_key.get_mut(&jkt)
-            {
+            let Some((jkt, client)) = self.seen.remove(&old) else {
+                continue;
+            };
+            if let Some(n) = self.per_key.get_mut(&jkt) {
                 *n -= 1;
                 if *n == 0 {
                     self.per_key.remove(&jkt);
+                }
+            }
+            if let Some(client) = client
+                && let Some(n) = self.per_client.get_mut(&client)
+            {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_client.remove(&client);
                 }
             }
         }
@@ -124,6 +140,17 @@ pub(crate) struct Checked {
     pub(crate) jkt: String,
     id: [u8; 32],
     iat: u64,
+    /// The client network that sent it, when known: its entries are bounded.
+    client: Option<IpAddr>,
+}
+
+impl Checked {
+    /// The proof as sent by `client` (its address, or IPv6 network): recorded under that
+    /// client's share of the replay cache.
+    pub(crate) fn sent_by(mut self, client: Option<IpAddr>) -> Checked {
+        self.client = client;
+        self
+    }
 }
 
 /// Under pressure (the replay cache half full), proofs are accepted only this fresh, and
@@ -156,6 +183,7 @@ impl DpopVerifier {
             replay: Mutex::new(Replay::default()),
             max_replay: 100_000,
             max_per_key: 10_000,
+            max_per_client: 10_000,
             window: Duration::from_secs(300),
             leeway: Duration::from_secs(60),
             nonce_key,
@@ -358,11 +386,17 @@ impl DpopVerifier {
         if r.seen.contains_key(&id) {
             return Err(replayed());
         }
-        Ok(Checked { jkt, id, iat })
+        Ok(Checked {
+            jkt,
+            id,
+            iat,
+            client: None,
+        })
     }
 
     /// Records a checked proof's `jti` (with its `htu`) until it would be too old anyway; a
-    /// second use is a replay. Each key holds at most a tenth of the cache.
+    /// second use is a replay. Each key, and each client network, holds at most a tenth of
+    /// the cache.
     pub(crate) fn record(&self, c: &Checked) -> Result<(), DpopError> {
         let now = Instant::now();
         let (window, leeway) = self.limits();
@@ -379,6 +413,13 @@ impl DpopVerifier {
                 "too many proofs of this DPoP key are remembered right now; retry shortly",
             ));
         }
+        if let Some(client) = c.client
+            && r.per_client.get(&client).copied().unwrap_or(0) >= self.max_per_client
+        {
+            return Err(invalid(
+                "too many DPoP proofs from this client's address are remembered right now; retry shortly",
+            ));
+        }
         if r.seen.len() >= self.max_replay {
             return Err(invalid(
                 "too many DPoP proofs are being checked right now; retry shortly",
@@ -391,8 +432,11 @@ impl DpopVerifier {
         r.seq += 1;
         let seq = r.seq;
         r.order.insert((until, seq), c.id);
-        r.seen.insert(c.id, c.jkt.clone());
+        r.seen.insert(c.id, (c.jkt.clone(), c.client));
         *r.per_key.entry(c.jkt.clone()).or_insert(0) += 1;
+        if let Some(client) = c.client {
+            *r.per_client.entry(client).or_insert(0) += 1;
+        }
         Ok(())
     }
 }
@@ -636,5 +680,47 @@ mod tests {
         let long: Vec<_> = r.order.keys().filter(|(until, _)| *until > soon).collect();
         assert_eq!(long.len(), 2, "{:?}", r.order.keys().collect::<Vec<_>>());
         assert_eq!(r.per_key.values().sum::<usize>(), 4);
+    }
+
+    #[test]
+    fn each_client_address_holds_at_most_its_share_of_the_cache() {
+        let mut v = DpopVerifier::new(false);
+        v.max_replay = 100;
+        v.max_per_client = 3;
+        let x: IpAddr = "192.0.2.7".parse().unwrap();
+        let y: IpAddr = "2001:db8:1:2::".parse().unwrap();
+        let now = now_secs();
+        let record = |v: &DpopVerifier, client| {
+            // A fresh key each time: the per-key bound does not catch it.
+            let c = v
+                .check(&Key::new().proof(URL, now), "POST", URL, None)
+                .unwrap()
+                .sent_by(client);
+            v.record(&c)
+        };
+        for _ in 0..3 {
+            record(&v, Some(x)).unwrap();
+        }
+        assert_eq!(
+            record(&v, Some(x)).unwrap_err(),
+            DpopError::Invalid(
+                "too many DPoP proofs from this client's address are remembered right now; retry shortly"
+                    .into()
+            )
+        );
+        // Other clients, and proofs whose client is not known, are still recorded.
+        for _ in 0..3 {
+            record(&v, Some(y)).unwrap();
+            record(&v, None).unwrap();
+        }
+        let mut r = v.replay.lock().unwrap();
+        assert_eq!(r.per_client.get(&x), Some(&3));
+        assert_eq!(r.per_client.get(&y), Some(&3));
+        assert_eq!(r.seen.len(), 9);
+        // Expired entries give the share back.
+        r.purge(Instant::now() + Duration::from_secs(400));
+        assert!(r.per_client.is_empty() && r.per_key.is_empty() && r.seen.is_empty());
+        drop(r);
+        record(&v, Some(x)).unwrap();
     }
 }

@@ -52,10 +52,14 @@ pub enum ClientAuth {
 /// Each token a client sends costs a request to the authorization server, made with the
 /// resource server's own credentials: at most
 /// [`max_concurrent_introspections`](IntrospectionVerifierBuilder::max_concurrent_introspections)
-/// (16 by default) are in flight at once, and concurrent checks of one token share one
-/// request. A token that arrives while all are taken is not checked: the request gets `503`
-/// (retry shortly), and a flood of made-up tokens costs the authorization server no more than
-/// that many requests at a time while tokens already checked are served from the cache.
+/// (16 by default) are in flight at once, at most
+/// [`max_concurrent_introspections_per_client`](IntrospectionVerifierBuilder::max_concurrent_introspections_per_client)
+/// (a quarter of them, 4 by default) for one client address or IPv6 network, and concurrent
+/// checks of one token share one request. A token that arrives while all are taken, or while
+/// its client has its share out, is not checked: the request gets `503` (retry shortly), and a
+/// flood of made-up tokens costs the authorization server no more than that many requests at
+/// a time, leaves slots for other clients, while tokens already checked are served from the
+/// cache.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), sake_runtime::auth::AuthError> {
@@ -102,6 +106,10 @@ struct Inner {
     /// Introspections in flight: at most `max_concurrent` at once.
     slots: Arc<tokio::sync::Semaphore>,
     max_concurrent: usize,
+    /// Introspections in flight per client network (only networks with some out), at most
+    /// `max_per_client` each.
+    per_client: Mutex<HashMap<std::net::IpAddr, usize>>,
+    max_per_client: usize,
     /// The introspection in flight for each token being checked.
     flights: Mutex<HashMap<TokenKey, Flight>>,
     /// Checks are being refused for want of a slot (logged once per episode).
@@ -123,6 +131,27 @@ impl Drop for Landing<'_> {
             .is_some_and(|f| Arc::ptr_eq(f, &self.flight))
         {
             flights.remove(&self.key);
+        }
+    }
+}
+
+/// One introspection slot of a client's share; given back when dropped.
+struct ClientShare<'a> {
+    per_client: &'a Mutex<HashMap<std::net::IpAddr, usize>>,
+    client: std::net::IpAddr,
+}
+
+impl Drop for ClientShare<'_> {
+    fn drop(&mut self) {
+        let mut out = self
+            .per_client
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = out.get_mut(&self.client) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                out.remove(&self.client);
+            }
         }
     }
 }
@@ -160,6 +189,7 @@ pub struct IntrospectionVerifierBuilder {
     max_cached_refusals: usize,
     max_cached_refusal_bytes: usize,
     max_concurrent: usize,
+    max_per_client: Option<usize>,
     fetch_timeout: Duration,
     max_response_bytes: usize,
     max_token_bytes: usize,
@@ -201,6 +231,7 @@ impl IntrospectionVerifier {
             max_cached_refusals: DEFAULT_MAX_REFUSALS,
             max_cached_refusal_bytes: DEFAULT_MAX_REFUSAL_BYTES,
             max_concurrent: 16,
+            max_per_client: None,
             fetch_timeout: Duration::from_secs(10),
             max_response_bytes: 64 * 1024,
             max_token_bytes: 16 * 1024,
@@ -289,6 +320,12 @@ impl IntrospectionVerifier {
     /// remembers the answer.
     async fn introspect_once(&self, token: &str, key: TokenKey) -> Result<Principal, AuthError> {
         let inner = &*self.inner;
+        // The client's share first: a client at its share takes none of the slots others
+        // still have.
+        let _share = match super::client::current() {
+            Some(client) => Some(self.client_share(client)?),
+            None => None,
+        };
         let Ok(_slot) = inner.slots.clone().try_acquire_owned() else {
             if !inner.saturated.swap(true, Ordering::Relaxed) {
                 tracing::warn!(
@@ -309,6 +346,31 @@ impl IntrospectionVerifier {
             inner.refusals.remember(key, e, inner.clock.now_ms());
         }
         result
+    }
+
+    /// One slot of `client`'s share, or the refusal when it has them all out.
+    fn client_share(&self, client: std::net::IpAddr) -> Result<ClientShare<'_>, AuthError> {
+        let inner = &*self.inner;
+        let mut out = inner
+            .per_client
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let n = out.entry(client).or_default();
+        if *n >= inner.max_per_client {
+            tracing::debug!(
+                max_concurrent_introspections_per_client = inner.max_per_client,
+                "a client has its share of token introspections in flight: its next unchecked token is answered 503"
+            );
+            return Err(AuthError::unavailable(format!(
+                "{} token introspections are in flight for this client, the most one client may have at once (max_concurrent_introspections_per_client)",
+                inner.max_per_client
+            )));
+        }
+        *n += 1;
+        Ok(ClientShare {
+            per_client: &inner.per_client,
+            client,
+        })
     }
 
     /// Asks the authorization server about `token`; remembers an active answer.
@@ -530,6 +592,17 @@ impl IntrospectionVerifierBuilder {
         self
     }
 
+    /// The most introspection requests in flight at once for one client (its IPv4 address,
+    /// or its network under `Limits::ipv6_client_prefix`): by default a quarter of
+    /// [`max_concurrent_introspections`](Self::max_concurrent_introspections) (4 of 16), at
+    /// least 1, at most that. A client's token not yet checked that arrives while it has its
+    /// share out is answered `503`, and the other slots stay for other clients. Checks made
+    /// outside an HTTP request (stdio's token) count only against the global bound.
+    pub fn max_concurrent_introspections_per_client(mut self, n: usize) -> Self {
+        self.max_per_client = Some(n.max(1));
+        self
+    }
+
     /// How long a refusal (inactive, expired, for another audience…) is remembered under the
     /// token's SHA-256 (default 10 s; zero: not at all).
     pub fn refusal_ttl(mut self, ttl: Duration) -> Self {
@@ -635,6 +708,11 @@ impl IntrospectionVerifierBuilder {
                 max_token_bytes: self.max_token_bytes,
                 slots: Arc::new(tokio::sync::Semaphore::new(self.max_concurrent)),
                 max_concurrent: self.max_concurrent,
+                per_client: Mutex::new(HashMap::new()),
+                max_per_client: self
+                    .max_per_client
+                    .unwrap_or(self.max_concurrent.div_ceil(4))
+                    .clamp(1, self.max_concurrent),
                 flights: Mutex::new(HashMap::new()),
                 saturated: AtomicBool::new(false),
             }),

@@ -32,6 +32,7 @@
 
 mod cache;
 mod challenge;
+pub(crate) mod client;
 mod discovery;
 pub(crate) mod dpop;
 mod error;

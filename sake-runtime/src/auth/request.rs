@@ -74,10 +74,15 @@ impl Authorization {
     /// Checks the credentials of a `method` request with `headers`: the principal, `None` for
     /// an anonymous caller (when allowed), or the refusal. A token bound to a key (`cnf`) is
     /// accepted only with the `DPoP` scheme and a valid proof for this request.
+    ///
+    /// `client` is the caller's network (its address, or its IPv6 prefix), when known: a
+    /// token check and a DPoP proof count against its share (introspection slots, the replay
+    /// cache).
     pub(crate) async fn authenticate_request(
         &self,
         method: &Method,
         headers: &HeaderMap,
+        client: Option<std::net::IpAddr>,
     ) -> Result<Option<Principal>, Refusal> {
         let (token, dpop) = match credentials(headers) {
             Credentials::None if self.anonymous => return Ok(None),
@@ -86,7 +91,8 @@ impl Authorization {
             Credentials::Bearer(t) => (t, false),
             Credentials::Dpop(t) => (t, true),
         };
-        let principal = match self.verifier.verify(token).await {
+        let principal = match super::client::checking_for(client, self.verifier.verify(token)).await
+        {
             Ok(p) => p,
             Err(e) if e.is_token_error() => return Err(Refusal::Token(e)),
             Err(e) => return Err(Refusal::Unavailable(e)),
@@ -131,7 +137,8 @@ impl Authorization {
         let proof = self
             .dpop
             .check(proof, method.as_str(), &self.resource, Some(token))
-            .map_err(Refusal::Dpop)?;
+            .map_err(Refusal::Dpop)?
+            .sent_by(client);
         if proof.jkt != bound {
             return Err(Refusal::Dpop(DpopError::Invalid(
                 "the DPoP proof is signed by another key than the one the token is bound to".into(),

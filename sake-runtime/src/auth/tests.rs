@@ -1496,6 +1496,80 @@ async fn introspections_of_one_token_are_shared_and_their_number_is_bounded() {
     assert_eq!(mock.hits("/introspect"), 3);
 }
 
+/// One client (an address, or an IPv6 network) holds at most its share of the introspection
+/// slots; the others stay for other clients.
+#[tokio::test]
+async fn one_client_holds_at_most_its_share_of_the_introspection_slots() {
+    use super::client::checking_for;
+    let mock = Mock::issuer(&[]).await;
+    let a: std::net::IpAddr = "192.0.2.1".parse().unwrap();
+    let b: std::net::IpAddr = "2001:db8::".parse().unwrap();
+    let v = introspector(&mock)
+        .max_concurrent_introspections(4)
+        .max_concurrent_introspections_per_client(2)
+        .build()
+        .unwrap();
+    let check = |client, token: &'static str| checking_for(Some(client), v.verify(token));
+    let (a1, a2, a3, b1, b2) = tokio::join!(
+        check(a, "a-1"),
+        check(a, "a-2"),
+        check(a, "a-3"),
+        check(b, "b-1"),
+        check(b, "b-2"),
+    );
+    for (name, r) in [("a1", &a1), ("a2", &a2), ("b1", &b1), ("b2", &b2)] {
+        assert!(
+            matches!(r, Err(AuthError::InvalidToken { .. })),
+            "{name}: {r:?}"
+        );
+    }
+    assert_eq!(
+        a3,
+        Err(AuthError::Unavailable {
+            reason: "2 token introspections are in flight for this client, the most one client may have at once (max_concurrent_introspections_per_client)".into()
+        })
+    );
+    assert_eq!(mock.hits("/introspect"), 4);
+    // The shares were given back: a's third token is checked now (not remembered as refused).
+    assert!(matches!(
+        check(a, "a-3").await,
+        Err(AuthError::InvalidToken { .. })
+    ));
+    assert_eq!(mock.hits("/introspect"), 5);
+
+    // By default a quarter of the slots: 4 of 16.
+    let v = introspector(&mock).build().unwrap();
+    let check = |client, token: String| {
+        let v = &v;
+        async move { checking_for(Some(client), v.verify(&token)).await }
+    };
+    let answers =
+        futures_util::future::join_all((0..6).map(|i| check(a, format!("default-{i}")))).await;
+    let busy: Vec<_> = answers
+        .iter()
+        .filter(|r| matches!(r, Err(AuthError::Unavailable { .. })))
+        .collect();
+    assert_eq!(busy.len(), 2, "{answers:?}");
+    assert_eq!(
+        busy[0],
+        &Err(AuthError::Unavailable {
+            reason: "4 token introspections are in flight for this client, the most one client may have at once (max_concurrent_introspections_per_client)".into()
+        })
+    );
+    // Without a client (a check outside an HTTP request), only the global bound.
+    let answers = futures_util::future::join_all((0..6).map(|i| {
+        let v = &v;
+        async move { v.verify(&format!("nobody-{i}")).await }
+    }))
+    .await;
+    assert!(
+        answers
+            .iter()
+            .all(|r| matches!(r, Err(AuthError::InvalidToken { .. }))),
+        "{answers:?}"
+    );
+}
+
 // --- the cache over the JWT verifier --------------------------------------------------------
 
 #[tokio::test]

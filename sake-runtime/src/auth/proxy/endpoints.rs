@@ -678,6 +678,26 @@ pub(crate) fn network_group(ip: IpAddr) -> Option<String> {
     }
 }
 
+/// Where the user of a token the proxy issues was signed in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Origin {
+    /// By the upstream identity provider (the code and refresh grants).
+    Upstream,
+    /// By the enterprise IdP whose ID-JAG the client presented (the JWT bearer grant).
+    IdJag,
+}
+
+/// The `sub` of a token the proxy issues: the user's subject at its origin, prefixed with the
+/// origin (`upstream:`, `idjag:`), so that a subject of one can never be taken for one of the
+/// other (an IdP user `alice` is not the upstream's `alice`, whatever either names itself).
+/// The policy (`grant_scope`, `authorize_user`) and the stored grant see the subject unprefixed.
+pub(crate) fn issued_subject(origin: Origin, subject: &str) -> String {
+    match origin {
+        Origin::Upstream => format!("upstream:{subject}"),
+        Origin::IdJag => format!("idjag:{subject}"),
+    }
+}
+
 /// Whether a sign-in could start.
 enum Started {
     Yes,
@@ -1338,6 +1358,9 @@ impl Inner {
 
 async fn token(State(p): State<Arc<Inner>>, request: Request) -> Response {
     let headers = request.headers().clone();
+    // A proof counts against its client's share of the replay cache.
+    let network = client_addr(request.extensions())
+        .map(|(ip, prefix)| crate::limits::client_network(ip, prefix));
     let form = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -1367,7 +1390,7 @@ async fn token(State(p): State<Arc<Inner>>, request: Request) -> Response {
     };
     let client = auth.client;
     let jkt = match p.token_dpop(&headers) {
-        Ok(j) => j,
+        Ok(j) => j.map(|c| c.sent_by(network)),
         Err(r) => return r,
     };
     if let Some(r) = param(&pairs, "resource")
@@ -1494,7 +1517,7 @@ async fn code_grant(
         refresh = Some(p.refresh_token(&record.grant, 0));
     }
     p.issue(
-        &grant.subject,
+        &issued_subject(Origin::Upstream, &grant.subject),
         client,
         &grant.scopes,
         Some(&record.grant),
@@ -1643,7 +1666,7 @@ async fn refresh_locked(
         None => return busy(),
     }
     p.issue(
-        &grant.subject,
+        &issued_subject(Origin::Upstream, &grant.subject),
         client,
         &scopes,
         Some(gid),
@@ -1749,7 +1772,7 @@ async fn jwt_bearer_grant(
         .filter(&UpstreamUser::new(principal.subject(), claims), &scopes);
     tracing::info!(client_id = %clip(&client.id), "a token was issued for an enterprise assertion");
     p.issue(
-        principal.subject(),
+        &issued_subject(Origin::IdJag, principal.subject()),
         client,
         &scopes,
         None,
@@ -1762,7 +1785,7 @@ async fn jwt_bearer_grant(
 
 #[cfg(test)]
 mod tests {
-    use super::{address_group, clip_long, network_group, printable};
+    use super::{Origin, address_group, clip_long, issued_subject, network_group, printable};
     use crate::auth::proxy::tokens::{Grant, grant_key};
     use crate::auth::proxy::{AuthProxy, ProxyStore as _, Upstream};
 
@@ -1791,6 +1814,25 @@ mod tests {
         assert_eq!(p.store.get(&grant_key("g")).await.unwrap(), None);
         assert_eq!(p.save_refreshed("g", &grant).await, Some(false));
         assert_eq!(p.store.get(&grant_key("g")).await.unwrap(), None);
+    }
+
+    #[test]
+    fn upstream_and_id_jag_subjects_never_meet() {
+        assert_eq!(issued_subject(Origin::Upstream, "alice"), "upstream:alice");
+        assert_eq!(issued_subject(Origin::IdJag, "alice"), "idjag:alice");
+        // A subject that names itself after the other origin stays in its own.
+        assert_eq!(
+            issued_subject(Origin::Upstream, "idjag:alice"),
+            "upstream:idjag:alice"
+        );
+        assert_ne!(
+            issued_subject(Origin::Upstream, "idjag:alice"),
+            issued_subject(Origin::IdJag, "alice")
+        );
+        assert_ne!(
+            issued_subject(Origin::IdJag, "upstream:alice"),
+            issued_subject(Origin::Upstream, "alice")
+        );
     }
 
     #[test]

@@ -33,7 +33,10 @@ pub(crate) async fn authenticate(
     let Some(auth) = &ep.auth else {
         return Ok(());
     };
-    match auth.authenticate_request(method, headers).await {
+    let client = extensions
+        .get::<super::PeerAddr>()
+        .map(|peer| crate::limits::client_network(peer.ip, ep.http.limits.ipv6_client_prefix));
+    match auth.authenticate_request(method, headers, client).await {
         Ok(Some(principal)) => {
             extensions.insert(principal);
             Ok(())
