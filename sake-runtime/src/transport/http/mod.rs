@@ -12,6 +12,7 @@ pub(crate) mod admission;
 mod auth;
 mod card;
 pub mod cors;
+mod dev_apps;
 pub mod headers;
 pub(crate) mod resume;
 mod serve;
@@ -240,6 +241,11 @@ pub(crate) fn router(ep: Arc<Endpoint>) -> Router {
     // The server card and the AI Catalog (`Server::listing`).
     let router = match card::routes(&ep) {
         Some(cards) => router.merge(cards),
+        None => router,
+    };
+    // The MCP Apps preview, under `cargo sake dev` only (`SAKE_DEV_APPS`).
+    let router = match dev_apps::routes() {
+        Some(preview) => router.merge(preview),
         None => router,
     };
     #[cfg(feature = "auth")]
