@@ -5,6 +5,10 @@
 //! still good after it; and the lists it served last (`SAKE_PREVIOUS_LISTS`), so that clients
 //! reconnecting their streams are told what changed. A build that fails leaves the running
 //! server alone; a build that changes nothing restarts nothing.
+//!
+//! The server also serves the MCP Apps preview at `/_sake/apps` (`SAKE_DEV_APPS`, the
+//! directory [`apps::write`] fills): a page that calls a tool and shows its view, and reloads
+//! it after each restart.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,7 +24,7 @@ use crate::project::{self, Project, TargetArgs};
 use crate::state::{self, ServerState};
 use crate::target::{DEFAULT_PORT, parse_headers};
 use crate::watch::Watcher;
-use crate::{Error, lists, style};
+use crate::{Error, apps, lists, style};
 
 /// How long a server may take to listen after it starts.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -80,6 +84,8 @@ struct Dev {
     headers: Vec<(HeaderName, HeaderValue)>,
     server: Option<Server>,
     inspector: Option<Inspector>,
+    /// The MCP Apps preview's files (`SAKE_DEV_APPS`).
+    apps: PathBuf,
     /// Whether how to connect a client was said (once, at the first start).
     connect_said: bool,
 }
@@ -92,6 +98,7 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, Error> {
     state.set_port(port)?;
     let headers = parse_headers(&args.target.headers)?;
     let url = format!("http://127.0.0.1:{port}{}", args.target.mcp_path);
+    let apps = apps::write(&project.state_dir())?;
     let mut signals = Signals::new()?;
     let mut watcher = Watcher::new(&project.watched, vec![project.target_directory.clone()])?;
     let watched: Vec<String> = project
@@ -123,6 +130,7 @@ pub(crate) async fn run(args: Args) -> Result<ExitCode, Error> {
         headers,
         server: None,
         inspector: None,
+        apps,
         connect_said: false,
     };
     let mut rebuild = true;
@@ -263,6 +271,7 @@ impl Dev {
             args: &self.target.args,
             previous_lists: Some(self.state.lists_path()),
             server_json: None,
+            apps: Some(&self.apps),
             quiet: false,
         })
         .await;
@@ -302,6 +311,14 @@ impl Dev {
                     for w in warnings {
                         eprintln!("  {w}");
                     }
+                }
+                if lists::has_views(&lists) {
+                    eprintln!(
+                        "{} http://127.0.0.1:{}{} (the MCP Apps preview: call a tool, see its view)",
+                        style::bold("views:"),
+                        self.port,
+                        apps::PATH
+                    );
                 }
                 if !self.connect_said {
                     self.connect_said = true;

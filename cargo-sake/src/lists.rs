@@ -292,6 +292,16 @@ pub(crate) fn table(lists: &Lists) -> String {
     out
 }
 
+/// Whether a client that declares MCP Apps sees a tool with a view (`_meta.ui.resourceUri`)
+/// on some revision.
+pub(crate) fn has_views(lists: &Lists) -> bool {
+    revisions(&lists.apps).into_iter().any(|rev| {
+        items(&lists.apps, rev, "tools")
+            .iter()
+            .any(|t| t.pointer("/_meta/ui/resourceUri").is_some())
+    })
+}
+
 /// What a client that declares MCP Apps sees besides the table: tools only views call, tools
 /// carrying their view in `_meta.ui`, and the views among the resources. `None` when it sees
 /// the same lists.

@@ -16,6 +16,7 @@
 //! It never links the user's crate: it builds it with cargo and asks the running server over
 //! MCP, as any client would.
 
+mod apps;
 mod build;
 mod call;
 mod card;

@@ -119,6 +119,8 @@ pub(crate) struct ServerOptions<'a> {
     pub previous_lists: Option<std::path::PathBuf>,
     /// `SAKE_WRITE_SERVER_JSON`.
     pub server_json: Option<std::path::PathBuf>,
+    /// `SAKE_DEV_APPS`: the MCP Apps preview's files (`dev` only).
+    pub apps: Option<&'a std::path::Path>,
     /// Keep the server's output (shown if it fails to start) instead of passing it through.
     pub quiet: bool,
 }
@@ -157,6 +159,11 @@ impl Server {
         if let Some(p) = &opts.server_json {
             cmd.env("SAKE_WRITE_SERVER_JSON", p);
         }
+        // Only `dev` serves the preview; any other run, even one from this environment, not.
+        match opts.apps {
+            Some(dir) => cmd.env("SAKE_DEV_APPS", dir),
+            None => cmd.env_remove("SAKE_DEV_APPS"),
+        };
         if opts.quiet {
             cmd.stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped());

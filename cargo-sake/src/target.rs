@@ -54,6 +54,7 @@ pub(crate) async fn look<T>(
         args: &target.args,
         previous_lists: None,
         server_json,
+        apps: None,
         quiet: true,
     })
     .await?;
