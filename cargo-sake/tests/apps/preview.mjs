@@ -62,7 +62,7 @@ try {
   const sandboxes = [];
   context.on('response', (r) => {
     if (new URL(r.url()).pathname === '/_sake/apps/sandbox') {
-      sandboxes.push({ origin: new URL(r.url()).origin, csp: r.headers()['content-security-policy'] ?? null });
+      sandboxes.push({ url: r.url(), origin: new URL(r.url()).origin, csp: r.headers()['content-security-policy'] ?? null });
     }
   });
   page = await context.newPage();
