@@ -26,12 +26,15 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 #[cfg(test)]
 use http::HeaderMap;
-use http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
+use http::header::{
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
 use http::{HeaderValue, StatusCode};
 use serde_json::{Value, json};
 
 use super::Endpoint;
 use super::admission;
+use crate::protocol::apps::{Csp, ViewMeta};
 use crate::protocol::headers::{Line, RequestHeaders};
 
 /// The variable `cargo sake dev` sets to the preview's directory.
@@ -226,95 +229,17 @@ fn sandbox(ep: &Endpoint, req: &Request, p: &Preview) -> Response {
     )
 }
 
-/// Whether `s` is an origin a view may name in its `csp`: `http(s)://` or `ws(s)://`, a host
-/// (optionally `*.`-prefixed) of letters, digits, dots and hyphens, an optional port (or
-/// `*`), an optional `/`. Anything else (a path, a quote, a `;`) is left out of the policy.
-fn is_origin(s: &str) -> bool {
-    let Some((scheme, rest)) = s.split_once("://") else {
-        return false;
-    };
-    if !matches!(
-        scheme.to_ascii_lowercase().as_str(),
-        "http" | "https" | "ws" | "wss"
-    ) {
-        return false;
-    }
-    let rest = rest.strip_suffix('/').unwrap_or(rest);
-    let (host, port) = match rest.rsplit_once(':') {
-        Some((h, p)) => (h, Some(p)),
-        None => (rest, None),
-    };
-    let host = host.strip_prefix("*.").unwrap_or(host);
-    let host_ok = !host.is_empty()
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
-    let port_ok = port.is_none_or(|p| {
-        p == "*" || (!p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()))
-    });
-    host_ok && port_ok
-}
-
-/// The Content Security Policy of a view, as the MCP Apps specification builds it from its
-/// `_meta.ui.csp` ("Content Security Policy Enforcement"): the restrictive default without
-/// one, else the domains it declares added to each directive (entries that are not origins
-/// left out).
+/// The Content Security Policy of a view whose `_meta.ui.csp` is `csp`, as the MCP Apps
+/// specification builds it (`ViewMeta::content_security_policy`): the restrictive default
+/// without one, or with one that is not a `csp` object; entries that are not origins are left
+/// out.
 pub(crate) fn policy(csp: Option<&Value>) -> String {
-    let Some(csp) = csp else {
-        return [
-            "default-src 'none'",
-            "script-src 'self' 'unsafe-inline'",
-            "style-src 'self' 'unsafe-inline'",
-            "img-src 'self' data:",
-            "media-src 'self' data:",
-            "connect-src 'none'",
-            "frame-src 'none'",
-            "object-src 'none'",
-            "base-uri 'self'",
-        ]
-        .join("; ");
-    };
-    let list = |key: &str| -> Vec<&str> {
-        csp.get(key)
-            .and_then(Value::as_array)
-            .map(|l| {
-                l.iter()
-                    .filter_map(Value::as_str)
-                    .filter(|o| is_origin(o))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let with = |base: &str, extra: &[&str]| {
-        std::iter::once(base)
-            .chain(extra.iter().copied())
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let resources = list("resourceDomains");
-    let frames = list("frameDomains");
-    let bases = list("baseUriDomains");
-    [
-        "default-src 'none'".to_owned(),
-        with("script-src 'self' 'unsafe-inline'", &resources),
-        with("style-src 'self' 'unsafe-inline'", &resources),
-        with("connect-src 'self'", &list("connectDomains")),
-        with("img-src 'self' data:", &resources),
-        with("font-src 'self'", &resources),
-        with("media-src 'self' data:", &resources),
-        if frames.is_empty() {
-            "frame-src 'none'".to_owned()
-        } else {
-            with("frame-src", &frames)
-        },
-        "object-src 'none'".to_owned(),
-        if bases.is_empty() {
-            "base-uri 'self'".to_owned()
-        } else {
-            with("base-uri", &bases)
-        },
-    ]
-    .join("; ")
+    let csp = csp.and_then(|c| serde_json::from_value::<Csp>(c.clone()).ok());
+    ViewMeta {
+        csp,
+        ..ViewMeta::default()
+    }
+    .content_security_policy()
 }
 
 #[cfg(test)]
@@ -382,6 +307,7 @@ mod tests {
         );
         assert_eq!(headers[CONTENT_TYPE], "text/html; charset=utf-8");
         assert_eq!(headers[CACHE_CONTROL], "no-store");
+        assert_eq!(headers[X_FRAME_OPTIONS], "DENY");
         assert!(headers.get(CONTENT_SECURITY_POLICY).is_none());
 
         let (status, headers, body) = get(&router, "/_sake/apps/host.mjs", "localhost:3000").await;
@@ -486,7 +412,7 @@ mod tests {
         let csp = json!({
             "connectDomains": ["https://api.example.com", "wss://live.example.com:8443"],
             "resourceDomains": ["https://*.cdn.example", "https://evil.example; script-src *",
-                "javascript:alert(1)", "https://x.example/path", 7],
+                "javascript:alert(1)", "https://x.example/path"],
             "frameDomains": ["https://youtube.com/"],
         });
         assert_eq!(
@@ -498,35 +424,14 @@ mod tests {
              media-src 'self' data: https://*.cdn.example; frame-src https://youtube.com/; \
              object-src 'none'; base-uri 'self'"
         );
+        // Not a csp: the default.
+        let not_csp = json!({"connectDomains": "https://api.example.com", "resourceDomains": [7]});
+        assert_eq!(policy(Some(&not_csp)), policy(None));
         assert_eq!(
             policy(Some(&json!({}))),
             "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; \
              connect-src 'self'; img-src 'self' data:; font-src 'self'; media-src 'self' data:; \
              frame-src 'none'; object-src 'none'; base-uri 'self'"
         );
-    }
-
-    #[test]
-    fn origins() {
-        for ok in [
-            "https://a.example",
-            "http://127.0.0.1:8080",
-            "wss://*.x.example:*",
-            "https://a.example/",
-        ] {
-            assert!(is_origin(ok), "{ok}");
-        }
-        for bad in [
-            "a.example",
-            "ftp://a.example",
-            "https://",
-            "https://a.example/x",
-            "https://a b",
-            "https://a.example:123456",
-            "https://a.example'",
-            "'self'",
-        ] {
-            assert!(!is_origin(bad), "{bad}");
-        }
     }
 }
