@@ -182,15 +182,13 @@ fn file(
     }
 }
 
+/// The page: never inside another page's frame.
 fn page(ep: &Endpoint, req: &Request, p: &Preview) -> Response {
-    file(
-        ep,
-        req,
-        &p.dir,
-        "index.html",
-        "text/html; charset=utf-8",
-        None,
-    )
+    let html = "text/html; charset=utf-8";
+    let mut resp = file(ep, req, &p.dir, "index.html", html, None);
+    resp.headers_mut()
+        .insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    resp
 }
 
 fn state(ep: &Endpoint, req: &Request, p: &Preview) -> Response {
