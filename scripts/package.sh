@@ -50,7 +50,13 @@ for crate in wanted:
         files = {m.name.removeprefix(prefix): m for m in tar.getmembers() if m.isfile()}
         manifest = tomllib.loads(tar.extractfile(files["Cargo.toml"]).read().decode())
     package = manifest["package"]
-    for f in ["LICENSE-MIT", "LICENSE-APACHE", package.get("readme", "README.md")]:
+    needed = ["LICENSE-MIT", "LICENSE-APACHE", package.get("readme", "README.md")]
+    if crate == "cargo-sake":
+        # The MCP Apps preview of `dev` (include_bytes!): the page, and the bundled host
+        # bridge with its packages' licences.
+        needed += [f"assets/apps/{f}" for f in ["index.html", "host.mjs", "form.mjs", "host.css",
+                   "sandbox.html", "sandbox.js", "bridge.js", "bridge.LICENSES.txt"]]
+    for f in needed:
         if f not in files:
             failures.append(f"{crate}: {f} is not in the package")
     for key in ["description", "license", "repository", "documentation", "readme",
