@@ -117,13 +117,14 @@ fn routes_in(dir: PathBuf) -> Router<Arc<Endpoint>> {
 }
 
 /// 403 unless the request's `Host` is one the endpoint serves.
-fn host_checked(ep: &Endpoint, req: &Request) -> Result<(), Response> {
+fn refused(ep: &Endpoint, req: &Request) -> Option<Response> {
     let host_only = RequestHeaders {
         origin: Line::default(),
         ..RequestHeaders::new(req.headers())
     };
     admission::check_origin(&ep.http.hosts, &[], &host_only)
-        .map_err(|e| plain(StatusCode::FORBIDDEN, &e.message))
+        .err()
+        .map(|e| plain(StatusCode::FORBIDDEN, &e.message))
 }
 
 fn plain(status: StatusCode, message: &str) -> Response {
@@ -153,7 +154,7 @@ fn file(
     media: &'static str,
     csp: Option<String>,
 ) -> Response {
-    if let Err(r) = host_checked(ep, req) {
+    if let Some(r) = refused(ep, req) {
         return r;
     }
     let path = dir.join(name);
@@ -192,7 +193,7 @@ fn page(ep: &Endpoint, req: &Request, p: &Preview) -> Response {
 }
 
 fn state(ep: &Endpoint, req: &Request, p: &Preview) -> Response {
-    if let Err(r) = host_checked(ep, req) {
+    if let Some(r) = refused(ep, req) {
         return r;
     }
     let doc = json!({"mcp": ep.http.path, "build": p.build});
