@@ -19,6 +19,9 @@
 //! - **`SAKE_WRITE_SERVER_JSON`** names a file the server writes its MCP registry `server.json`
 //!   to when it is built ([`Service::registry_server_json`](crate::Service::registry_server_json);
 //!   `null` without a listing): `cargo sake card` prints it for any crate without linking it.
+//!
+//! (And **`SAKE_DEV_APPS`**, which `cargo sake dev` sets to the files of its MCP Apps preview:
+//! the HTTP transport reads it, `transport/http/dev_apps.rs`, since it is routes of its own.)
 
 use std::collections::HashSet;
 use std::sync::Mutex;
