@@ -130,7 +130,8 @@ async function start() {
 
   if (before?.tool && byName.has(before.tool)) {
     choose(before.tool, before.values);
-    log(`the server was rebuilt: ${before.tool} again with the same inputs`);
+    const why = before.rebuilt ? 'the server was rebuilt: ' : '';
+    log(`${why}${before.tool} again with the same inputs`);
     await call(before.tool, before.values);
   } else if (shown.length === 1) {
     choose(shown[0].name);
@@ -318,6 +319,7 @@ async function poll() {
     const before = saved();
     if (before) {
       before.reloads = (before.reloads ?? 0) + 1;
+      before.rebuilt = true;
       sessionStorage.setItem(SAVED, JSON.stringify(before));
     }
     app.state = 'reloading';
