@@ -746,23 +746,16 @@ impl Inner {
         let mut bounds = Vec::with_capacity(3);
         let mut kinds = Vec::with_capacity(3);
         if let Some(g) = &group {
-            bounds.push(Bound {
-                name: g,
-                limit: self.max_pending_per_client,
-            });
+            bounds.push(Bound::refusing(g, self.max_pending_per_client));
             kinds.push(Started::ClientFull);
         }
         if let Some(n) = &network {
-            bounds.push(Bound {
-                name: n,
-                limit: self.max_pending_per_network,
-            });
+            bounds.push(Bound::refusing(n, self.max_pending_per_network));
             kinds.push(Started::NetworkFull);
         }
-        bounds.push(Bound {
-            name: PENDING,
-            limit: self.max_pending,
-        });
+        // Full, the table drops the oldest sign-in of whoever holds the most (a client
+        // address or an IPv6 /48) rather than turn everyone away.
+        bounds.push(Bound::making_room(PENDING, self.max_pending));
         kinds.push(Started::AllFull);
         match self
             .store
