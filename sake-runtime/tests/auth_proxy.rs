@@ -1119,19 +1119,44 @@ async fn every_attack_is_refused() {
     let client_id = register(&mut ua, &base, &redirect).await;
     let p = pkce();
 
-    // An unregistered redirect URI: an error page, never a redirect.
-    let page = ua
-        .get(&authorize_url(
-            &base,
-            &client_id,
-            "http://127.0.0.1:9/evil",
-            &p.challenge,
-            &[],
-        ))
-        .await;
-    assert_eq!(page.status, StatusCode::BAD_REQUEST);
-    assert!(page.location.is_none());
-    assert!(page.body.contains("Invalid redirect URI"), "{}", page.body);
+    // An unregistered redirect URI: an error page, never a redirect. Matching is exact: the
+    // registered URI with a path walked out of it, a query added, on another port, with a
+    // trailing slash or another case is another URI.
+    let (authority_of_redirect, path_of_redirect) = redirect
+        .strip_prefix("http://")
+        .unwrap()
+        .split_once('/')
+        .unwrap();
+    let other_port = format!("http://127.0.0.1:{}/{path_of_redirect}", free_port());
+    let upper = format!("http://{authority_of_redirect}/CB");
+    for unregistered in [
+        "http://127.0.0.1:9/evil".to_owned(),
+        format!("{redirect}/../x"),
+        format!("{redirect}/../../evil"),
+        format!("{redirect}?a"),
+        format!("{redirect}?a=1&b=2"),
+        other_port,
+        format!("{redirect}/"),
+        upper,
+        format!("http://localhost:{}", redirect.rsplit_once(':').unwrap().1),
+    ] {
+        let page = ua
+            .get(&authorize_url(
+                &base,
+                &client_id,
+                &unregistered,
+                &p.challenge,
+                &[],
+            ))
+            .await;
+        assert_eq!(page.status, StatusCode::BAD_REQUEST, "{unregistered}");
+        assert!(page.location.is_none(), "{unregistered}");
+        assert!(
+            page.body.contains("Invalid redirect URI"),
+            "{unregistered}: {}",
+            page.body
+        );
+    }
     // An unknown client, too.
     let page = ua
         .get(&authorize_url(
