@@ -16,9 +16,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use base64::Engine as _;
 use http::header::{
-    ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
-    ACCESS_CONTROL_EXPOSE_HEADERS, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, COOKIE, LOCATION,
-    PRAGMA, SET_COOKIE,
+    AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, COOKIE, LOCATION, PRAGMA, SET_COOKIE,
 };
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::{Deserialize, Serialize};
@@ -33,6 +31,7 @@ use super::upstream::UpstreamError;
 use super::{B64, ClientAddr, Inner, JWT_BEARER, clip, constant_eq, digest, now, random};
 use crate::auth::dpop;
 use crate::net::fetch::{form_decode, form_encode};
+use crate::protocol::headers::CorsHeaders;
 
 /// The largest registration (a JSON document of redirect URIs and names).
 const MAX_REGISTRATION: usize = 16 * 1024;
@@ -104,7 +103,7 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
     *r.status_mut() = status;
     let h = r.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    h.insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    CorsHeaders::ORIGIN_ONLY.allow_any_origin(h);
     r
 }
 
@@ -192,19 +191,17 @@ fn with_query(base: &str, params: &[(&str, &str)]) -> String {
     out
 }
 
+/// A browser's preflight of a POST to registration or the token endpoint: any origin, with
+/// the headers an OAuth client sends.
 async fn preflight() -> Response {
     let mut r = Response::new(Body::empty());
     *r.status_mut() = StatusCode::NO_CONTENT;
-    let h = r.headers_mut();
-    h.insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
-    h.insert(
-        ACCESS_CONTROL_ALLOW_METHODS,
-        HeaderValue::from_static("POST, OPTIONS"),
-    );
-    h.insert(
-        ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("authorization, content-type, dpop, mcp-protocol-version"),
-    );
+    CorsHeaders {
+        methods: Some("POST, OPTIONS"),
+        allow_headers: Some("authorization, content-type, dpop, mcp-protocol-version"),
+        ..CorsHeaders::ORIGIN_ONLY
+    }
+    .allow_any_origin(r.headers_mut());
     r
 }
 

@@ -153,10 +153,11 @@ impl Inner {
         }
         let mut r = no_store(json_response(StatusCode::OK, &answer));
         if jkt.is_some() {
-            r.headers_mut().insert(
-                ACCESS_CONTROL_EXPOSE_HEADERS,
-                HeaderValue::from_static("dpop-nonce"),
-            );
+            CorsHeaders {
+                expose: Some("dpop-nonce"),
+                ..CorsHeaders::ORIGIN_ONLY
+            }
+            .allow_any_origin(r.headers_mut());
         }
         r
     }
