@@ -319,19 +319,15 @@ async fn code_grant(
     {
         return invalid_grant("the code_verifier does not match the code_challenge (PKCE)");
     }
-    if let Some(bound) = &record.dpop_jkt
-        && jkt.as_deref() != Some(bound.as_str())
-    {
-        return bad_request(
-            "invalid_dpop_proof",
-            "the code is bound to a DPoP key (dpop_jkt): prove possession of it",
-        );
+    if let Err(r) = bound_to(
+        record.dpop_jkt.as_deref(),
+        jkt.as_deref(),
+        "the code is bound to a DPoP key (dpop_jkt): prove possession of it",
+    ) {
+        return r;
     }
-    let mut grant: Grant = match p.store.get(&grant_key(&record.grant)).await {
-        Ok(Some(b)) => match p.parse_grant(&record.grant, &b) {
-            Some(g) => g,
-            None => return invalid_grant("the sign-in behind the code ended"),
-        },
+    let mut grant = match p.load_grant(&record.grant).await {
+        Ok(Some(g)) => g,
         _ => return invalid_grant("the sign-in behind the code ended"),
     };
     let mut refresh = None;
@@ -351,16 +347,62 @@ async fn code_grant(
         }
         refresh = Some(p.refresh_token(&record.grant, 0));
     }
-    p.issue(
-        &issued_subject(Origin::Upstream, &grant.subject),
+    p.issue_for_grant(
+        &record.grant,
+        &grant,
         client,
         &grant.scopes,
-        Some(&record.grant),
-        &grant.claims,
         proof.as_ref(),
         refresh,
     )
     .await
+}
+
+/// Refuses a request whose DPoP key is not the one its code or refresh token is bound to
+/// (`bound`), saying `why`.
+#[allow(clippy::result_large_err)] // The refusal is the response itself.
+fn bound_to(bound: Option<&str>, jkt: Option<&str>, why: &str) -> Result<(), Response> {
+    match bound {
+        Some(b) if jkt != Some(b) => Err(bad_request("invalid_dpop_proof", why)),
+        _ => Ok(()),
+    }
+}
+
+impl Inner {
+    /// The grant `gid`: `Ok(None)` when it ended (or its record does not verify).
+    async fn load_grant(
+        &self,
+        gid: &str,
+    ) -> Result<Option<Grant>, crate::auth::proxy::ProxyStoreError> {
+        Ok(self
+            .store
+            .get(&grant_key(gid))
+            .await?
+            .and_then(|b| self.parse_grant(gid, &b)))
+    }
+
+    /// The tokens answer of an upstream user's grant (the code and refresh grants): `scopes`
+    /// of it, for `client`.
+    async fn issue_for_grant(
+        &self,
+        gid: &str,
+        grant: &Grant,
+        client: &KnownClient,
+        scopes: &[String],
+        proof: Option<&dpop::Checked>,
+        refresh: Option<String>,
+    ) -> Response {
+        self.issue(
+            &issued_subject(Origin::Upstream, &grant.subject),
+            client,
+            scopes,
+            Some(gid),
+            &grant.claims,
+            proof,
+            refresh,
+        )
+        .await
+    }
 }
 
 /// The token endpoint's answer when the store cannot be used.
@@ -445,11 +487,8 @@ async fn refresh_locked(
 ) -> Response {
     let jkt = proof.as_ref().map(|c| c.jkt.clone());
     let invalid_grant = |why: &str| bad_request("invalid_grant", why);
-    let mut grant: Grant = match p.store.get(&grant_key(gid)).await {
-        Ok(Some(b)) => match p.parse_grant(gid, &b) {
-            Some(g) => g,
-            None => return invalid_grant("the sign-in ended; sign in again"),
-        },
+    let mut grant = match p.load_grant(gid).await {
+        Ok(Some(g)) => g,
         Ok(None) => return invalid_grant("the sign-in ended; sign in again"),
         Err(e) => {
             tracing::warn!(error = %e, "cannot read a grant");
@@ -472,13 +511,12 @@ async fn refresh_locked(
     if grant.client_id != client.id {
         return invalid_grant("the refresh token was issued to another client");
     }
-    if let Some(bound) = &state.jkt
-        && jkt.as_deref() != Some(bound.as_str())
-    {
-        return bad_request(
-            "invalid_dpop_proof",
-            "the refresh token is bound to a DPoP key: prove possession of it",
-        );
+    if let Err(r) = bound_to(
+        state.jkt.as_deref(),
+        jkt.as_deref(),
+        "the refresh token is bound to a DPoP key: prove possession of it",
+    ) {
+        return r;
     }
     // The policy again: a user who lost a scope loses it now.
     let allowed = p.policy.filter(
@@ -500,12 +538,11 @@ async fn refresh_locked(
         Some(false) => return invalid_grant("the sign-in ended; sign in again"),
         None => return busy(),
     }
-    p.issue(
-        &issued_subject(Origin::Upstream, &grant.subject),
+    p.issue_for_grant(
+        gid,
+        &grant,
         client,
         &scopes,
-        Some(gid),
-        &grant.claims,
         proof.as_ref(),
         Some(p.refresh_token(gid, next)),
     )
