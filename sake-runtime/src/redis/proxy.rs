@@ -18,13 +18,12 @@ use ::redis::Script;
 use ::redis::aio::ConnectionManager;
 
 use super::{InvalidUrl, Link, RedisConfig, tag};
+use crate::auth::proxy::check_name;
 use crate::auth::proxy::{Bound, Insertion, ProxyStore, ProxyStoreError, ProxyStoreFuture};
 
 /// The one reason a Redis failure is given with: what Redis said stays in the server's log.
 const UNAVAILABLE: &str =
     "Redis is unreachable, too slow, or refused the command (the server's log has the details)";
-/// The longest key and bound name taken.
-const MAX_KEY: usize = 512;
 /// How many times a change is tried again when the entry's bounds were not the ones read.
 const ATTEMPTS: usize = 4;
 
@@ -180,16 +179,6 @@ impl std::fmt::Debug for RedisProxyStore {
 fn failed(e: &::redis::RedisError) -> ProxyStoreError {
     tracing::debug!(error = %e, "a command of the authorization proxy's store failed");
     ProxyStoreError::new(UNAVAILABLE)
-}
-
-/// Refuses a key or bound name the store does not take.
-fn check_name(what: &str, name: &str) -> Result<(), ProxyStoreError> {
-    if name.is_empty() || name.len() > MAX_KEY || !name.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(ProxyStoreError::new(format!(
-            "a {what} must be 1 to {MAX_KEY} bytes of visible ASCII"
-        )));
-    }
-    Ok(())
 }
 
 fn millis(ttl: Duration) -> u64 {
@@ -353,15 +342,6 @@ impl ProxyStore for RedisProxyStore {
         })
     }
 
-    fn insert_new<'a>(
-        &'a self,
-        key: &'a str,
-        value: Vec<u8>,
-        ttl: Duration,
-    ) -> ProxyStoreFuture<'a, bool> {
-        Box::pin(async move { Ok(self.insert(key, value, ttl, &[]).await? == Insertion::Stored) })
-    }
-
     fn insert_bounded<'a>(
         &'a self,
         key: &'a str,
@@ -389,9 +369,5 @@ impl ProxyStore for RedisProxyStore {
 
     fn take<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, Option<Vec<u8>>> {
         Box::pin(self.on_entry(&TAKE, key, &[]))
-    }
-
-    fn delete<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, ()> {
-        Box::pin(async move { self.on_entry(&TAKE, key, &[]).await.map(drop) })
     }
 }

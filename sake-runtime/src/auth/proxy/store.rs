@@ -26,6 +26,20 @@ impl ProxyStoreError {
     }
 }
 
+/// The longest key and bound name a store takes.
+const MAX_NAME: usize = 512;
+
+/// Refuses a key or bound name no store takes: empty, longer than 512 bytes, or anything but
+/// visible ASCII (the proxy makes none such; a store keying a backend on them relies on it).
+pub(crate) fn check_name(what: &str, name: &str) -> Result<(), ProxyStoreError> {
+    if name.is_empty() || name.len() > MAX_NAME || !name.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ProxyStoreError::new(format!(
+            "a {what} must be 1 to {MAX_NAME} bytes of visible ASCII"
+        )));
+    }
+    Ok(())
+}
+
 /// The future a [`ProxyStore`] method returns.
 pub type ProxyStoreFuture<'a, T> =
     Pin<Box<dyn Future<Output = Result<T, ProxyStoreError>> + Send + 'a>>;
@@ -102,12 +116,17 @@ pub trait ProxyStore: Send + Sync {
     /// `ttl` ends.
     fn put<'a>(&'a self, key: &'a str, value: Vec<u8>, ttl: Duration) -> ProxyStoreFuture<'a, ()>;
     /// Stores `value` under `key` for `ttl` only if nothing is there; `true` when stored.
+    /// By default, [`insert_bounded`](Self::insert_bounded) under no bound.
     fn insert_new<'a>(
         &'a self,
         key: &'a str,
         value: Vec<u8>,
         ttl: Duration,
-    ) -> ProxyStoreFuture<'a, bool>;
+    ) -> ProxyStoreFuture<'a, bool> {
+        Box::pin(async move {
+            Ok(self.insert_bounded(key, value, ttl, &[]).await? == Insertion::Stored)
+        })
+    }
     /// Stores `value` under `key` for `ttl` only if nothing is there and every bound of
     /// `bounds` has room (a full bound that makes room, [`Bound::make_room`], removes the
     /// oldest entry of its largest group first), atomically; the entry then counts under each
@@ -124,8 +143,11 @@ pub trait ProxyStore: Send + Sync {
     fn get<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, Option<Vec<u8>>>;
     /// Removes and returns the value under `key`, atomically.
     fn take<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, Option<Vec<u8>>>;
-    /// Removes the value under `key`.
-    fn delete<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, ()>;
+    /// Removes the value under `key`. By default, [`take`](Self::take) with the value
+    /// dropped.
+    fn delete<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, ()> {
+        Box::pin(async move { self.take(key).await.map(drop) })
+    }
 }
 
 /// A shared store is a store: keep an `Arc` to look at it (a [`MemoryProxyStore`]'s size) while
@@ -255,6 +277,10 @@ impl MemoryProxyStore {
         only_new: bool,
         bounds: &[Bound<'_>],
     ) -> Result<Insertion, ProxyStoreError> {
+        check_name("key", key)?;
+        for b in bounds {
+            check_name("bound name", b.name)?;
+        }
         let (max_entries, max_bytes) = (self.max_entries, self.max_bytes);
         self.with(|m| {
             if only_new && m.entries.contains_key(key) {
@@ -381,18 +407,6 @@ impl ProxyStore for MemoryProxyStore {
         Box::pin(async move { self.store(key, value, ttl, false, &[]).map(drop) })
     }
 
-    fn insert_new<'a>(
-        &'a self,
-        key: &'a str,
-        value: Vec<u8>,
-        ttl: Duration,
-    ) -> ProxyStoreFuture<'a, bool> {
-        Box::pin(async move {
-            self.store(key, value, ttl, true, &[])
-                .map(|i| i == Insertion::Stored)
-        })
-    }
-
     fn insert_bounded<'a>(
         &'a self,
         key: &'a str,
@@ -409,10 +423,6 @@ impl ProxyStore for MemoryProxyStore {
 
     fn take<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, Option<Vec<u8>>> {
         Box::pin(async move { self.with(|m| m.remove(key, true).map(|e| e.value)) })
-    }
-
-    fn delete<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, ()> {
-        Box::pin(async move { self.with(|m| m.remove(key, true)).map(drop) })
     }
 }
 
