@@ -654,3 +654,65 @@ async fn jwt_bearer_grant(
     )
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::proxy::{AuthProxy, Upstream};
+
+    async fn answer(r: Response) -> (StatusCode, Value) {
+        let status = r.status();
+        let body = axum::body::to_bytes(r.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, serde_json::from_slice(&body).unwrap())
+    }
+
+    /// One refresh of a grant at a time: a second one while the first holds the grant's lock
+    /// is refused, and the lock is given back after each.
+    #[tokio::test]
+    async fn a_second_refresh_of_a_grant_at_once_is_refused() {
+        let proxy = AuthProxy::builder(
+            "http://127.0.0.1:3000",
+            "/mcp",
+            Upstream::oidc("http://127.0.0.1:9", "id", "secret"),
+        )
+        .build()
+        .unwrap();
+        let p = &proxy.inner;
+        let client = KnownClient {
+            id: "c".into(),
+            name: None,
+            redirect_uris: vec![],
+            method: Method::None,
+            grant_types: vec!["refresh_token".into()],
+            kind: Kind::Registered,
+            secret: None,
+        };
+        let pairs = vec![
+            ("grant_type".to_owned(), "refresh_token".to_owned()),
+            ("refresh_token".to_owned(), p.refresh_token("g", 0)),
+        ];
+        // Another refresh of grant `g` holds its lock.
+        let lock = refreshing_key("g");
+        assert!(
+            p.store
+                .insert_new(&lock, b"1".to_vec(), REFRESH_LOCK_TTL)
+                .await
+                .unwrap()
+        );
+        let (status, e) = answer(refresh_grant(p, &client, &pairs, None).await).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            e,
+            json!({"error": "invalid_grant", "error_description": "another refresh of this sign-in is under way; use the refresh token it returns"})
+        );
+        // Its lock given back, the refresh goes on (to a grant that does not exist here), and
+        // gives the lock back in turn.
+        p.store.delete(&lock).await.unwrap();
+        let (status, e) = answer(refresh_grant(p, &client, &pairs, None).await).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(e["error_description"], "the sign-in ended; sign in again");
+        assert_eq!(p.store.get(&lock).await.unwrap(), None);
+    }
+}
