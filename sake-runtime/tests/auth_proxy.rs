@@ -1119,19 +1119,44 @@ async fn every_attack_is_refused() {
     let client_id = register(&mut ua, &base, &redirect).await;
     let p = pkce();
 
-    // An unregistered redirect URI: an error page, never a redirect.
-    let page = ua
-        .get(&authorize_url(
-            &base,
-            &client_id,
-            "http://127.0.0.1:9/evil",
-            &p.challenge,
-            &[],
-        ))
-        .await;
-    assert_eq!(page.status, StatusCode::BAD_REQUEST);
-    assert!(page.location.is_none());
-    assert!(page.body.contains("Invalid redirect URI"), "{}", page.body);
+    // An unregistered redirect URI: an error page, never a redirect. Matching is exact: the
+    // registered URI with a path walked out of it, a query added, on another port, with a
+    // trailing slash or another case is another URI.
+    let (authority_of_redirect, path_of_redirect) = redirect
+        .strip_prefix("http://")
+        .unwrap()
+        .split_once('/')
+        .unwrap();
+    let other_port = format!("http://127.0.0.1:{}/{path_of_redirect}", free_port());
+    let upper = format!("http://{authority_of_redirect}/CB");
+    for unregistered in [
+        "http://127.0.0.1:9/evil".to_owned(),
+        format!("{redirect}/../x"),
+        format!("{redirect}/../../evil"),
+        format!("{redirect}?a"),
+        format!("{redirect}?a=1&b=2"),
+        other_port,
+        format!("{redirect}/"),
+        upper,
+        format!("http://localhost:{}", redirect.rsplit_once(':').unwrap().1),
+    ] {
+        let page = ua
+            .get(&authorize_url(
+                &base,
+                &client_id,
+                &unregistered,
+                &p.challenge,
+                &[],
+            ))
+            .await;
+        assert_eq!(page.status, StatusCode::BAD_REQUEST, "{unregistered}");
+        assert!(page.location.is_none(), "{unregistered}");
+        assert!(
+            page.body.contains("Invalid redirect URI"),
+            "{unregistered}: {}",
+            page.body
+        );
+    }
     // An unknown client, too.
     let page = ua
         .get(&authorize_url(
@@ -2334,7 +2359,6 @@ async fn the_share_is_per_ipv6_64_behind_a_reverse_proxy_and_the_total_is_bounde
     let redirect = format!("http://127.0.0.1:{}/cb", free_port());
     let client_id = register(&mut ua, &base, &redirect).await;
     let per_client = "too many sign-ins are under way from your network address (at most 2, each ending when finished or after 10 minutes); finish one or try again later";
-    let in_all = "too many sign-ins are under way on this server; try again in a few minutes";
     // (the header the reverse proxy sets, what happens)
     let cases: [(&str, Result<(), &str>); 9] = [
         ("2001:db8:7:1::1", Ok(())),
@@ -2348,8 +2372,9 @@ async fn the_share_is_per_ipv6_64_behind_a_reverse_proxy_and_the_total_is_bounde
         ("::ffff:192.0.2.1", Ok(())),
         ("192.0.2.1", Ok(())),
         ("192.0.2.1", Err(per_client)),
-        // Five are under way: every other client waits.
-        ("203.0.113.9", Err(in_all)),
+        // Five are under way: another client still gets in; the oldest sign-in of the
+        // largest group (2001:db8:7::/48, three) made room.
+        ("203.0.113.9", Ok(())),
     ];
     for (i, (forwarded, expected)) in cases.into_iter().enumerate() {
         let got = start_sign_in(
@@ -2419,6 +2444,137 @@ async fn a_48_spread_over_many_clients_is_bounded_and_the_client_is_the_server_p
     }
 }
 
+/// Denies the sign-in of a consent `page` (a probe that changes nothing else): whether it was
+/// still under way (sent back to the client with `access_denied`) or gone ("Sign-in expired").
+async fn still_under_way(ua: &mut UserAgent, page: &Page, headers: &[(&str, &str)]) -> bool {
+    let fields: Vec<(String, String)> = form_fields(&page.body)
+        .into_iter()
+        .filter(|(n, _)| n != "approve")
+        .collect();
+    let body = oidc::form(
+        &fields
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect::<Vec<_>>(),
+    );
+    let mut with: Vec<(&str, &str)> = headers.to_vec();
+    with.push(("content-type", "application/x-www-form-urlencoded"));
+    let r = ua
+        .send(
+            Method::POST,
+            &form_action(&page.body, &page.url),
+            &with,
+            Some(body),
+        )
+        .await;
+    match r.status {
+        StatusCode::SEE_OTHER => {
+            assert_eq!(
+                oidc::query(r.location.as_deref().unwrap())["error"],
+                "access_denied"
+            );
+            true
+        }
+        StatusCode::BAD_REQUEST => {
+            assert!(
+                r.body.contains(
+                    "This sign-in is unknown or expired. Start again from the application."
+                ),
+                "{}",
+                r.body
+            );
+            false
+        }
+        other => panic!("{other}: {}", r.body),
+    }
+}
+
+/// M6 of issue 39: a /48 spread over many /64s (each under its own per-client bound, the /48
+/// under its own) fills the table of sign-ins under way; a newcomer still signs in, and the
+/// room is made from the /48's oldest sign-ins, never from another user's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_48_spread_filling_the_table_pays_for_the_next_user_to_sign_in() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let store = Arc::new(MemoryProxyStore::default());
+    let proxy = AuthProxy::builder(
+        &base,
+        "/mcp",
+        Upstream::oidc("http://127.0.0.1:9", UPSTREAM_ID, UPSTREAM_SECRET),
+    )
+    .scopes_supported(["mcp:tools"])
+    .store(store.clone())
+    .max_pending_sign_ins(24)
+    .build()
+    .unwrap();
+    let service = sake::Server::from_registry()
+        .authorization(proxy.authorization())
+        .client_ip_header("x-forwarded-for")
+        .build()
+        .unwrap();
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    let mut spread = UserAgent::new();
+    let redirect = format!("http://127.0.0.1:{}/cb", free_port());
+    let client_id = register(&mut spread, &base, &redirect).await;
+    let from48 = |k: usize| format!("2001:db8:9:{k:x}::1");
+    // One user signs in before the table fills.
+    let mut early = UserAgent::new();
+    let early_at = [("x-forwarded-for", "198.51.100.6")];
+    let early_page = start_sign_in(&mut early, &base, &client_id, &redirect, "early", &early_at)
+        .await
+        .unwrap();
+    // The /48 takes the other 23 places, one /64 each, then goes on for 40 more: each of them
+    // pushes out the /48's own oldest.
+    let mut pages = Vec::new();
+    for k in 0..63 {
+        let at = from48(k);
+        let page = start_sign_in(
+            &mut spread,
+            &base,
+            &client_id,
+            &redirect,
+            &format!("s{k}"),
+            &[("x-forwarded-for", &at)],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{k}: {e}"));
+        pages.push((at, page));
+    }
+    assert_eq!(store.len(), 24, "the table holds its 24, no more");
+    // Another user still signs in, while the table is full.
+    let mut late = UserAgent::new();
+    let late_at = [("x-forwarded-for", "203.0.113.50")];
+    let late_page = start_sign_in(&mut late, &base, &client_id, &redirect, "late", &late_at)
+        .await
+        .unwrap();
+    // More from the /48 after it: room is made from the /48 again.
+    for k in 63..80 {
+        let at = from48(k);
+        let page = start_sign_in(
+            &mut spread,
+            &base,
+            &client_id,
+            &redirect,
+            &format!("s{k}"),
+            &[("x-forwarded-for", &at)],
+        )
+        .await
+        .unwrap();
+        pages.push((at, page));
+    }
+    assert_eq!(store.len(), 24);
+    // Both users' sign-ins are still under way; of the /48's, only the newest 22.
+    assert!(still_under_way(&mut early, &early_page, &early_at).await);
+    assert!(still_under_way(&mut late, &late_page, &late_at).await);
+    let mut kept = Vec::new();
+    for (k, (at, page)) in pages.iter().enumerate() {
+        if still_under_way(&mut spread, page, &[("x-forwarded-for", at)]).await {
+            kept.push(k);
+        }
+    }
+    assert_eq!(kept, (58..80).collect::<Vec<_>>());
+}
+
 // --- replicas sharing Redis ----------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread")]
@@ -2473,14 +2629,8 @@ async fn the_redis_store_is_atomic_bounded_and_expires_by_redis_ttls() {
         let s = if i % 2 == 0 { a.clone() } else { b.clone() };
         racers.push(tokio::spawn(async move {
             let bounds = [
-                Bound {
-                    name: "pending:one",
-                    limit: 10,
-                },
-                Bound {
-                    name: "pending",
-                    limit: 100,
-                },
+                Bound::refusing("pending:one", 10),
+                Bound::refusing("pending", 100),
             ];
             s.insert_bounded(&format!("signin:{i}"), b"s".to_vec(), minute, &bounds)
                 .await
@@ -2504,10 +2654,7 @@ async fn the_redis_store_is_atomic_bounded_and_expires_by_redis_ttls() {
         .filter(|k| cli(&["EXISTS", &format!("{{sake}}:proxy:{k}")]) == "1")
         .collect();
     assert_eq!(stored.len(), 10);
-    let one = [Bound {
-        name: "pending:one",
-        limit: 10,
-    }];
+    let one = [Bound::refusing("pending:one", 10)];
     // Rewriting an entry keeps it counted; taking and deleting release it.
     b.put(&stored[0], b"approved".to_vec(), minute)
         .await
@@ -2542,10 +2689,7 @@ async fn the_redis_store_is_atomic_bounded_and_expires_by_redis_ttls() {
 
     // Expiry is Redis's: an entry and its bound are gone when their TTL ends, and the bound
     // admits again.
-    let short = [Bound {
-        name: "short",
-        limit: 1,
-    }];
+    let short = [Bound::refusing("short", 1)];
     let second = Duration::from_secs(1);
     assert_eq!(
         a.insert_bounded("signin:s1", b"s".to_vec(), second, &short)
@@ -2571,6 +2715,81 @@ async fn the_redis_store_is_atomic_bounded_and_expires_by_redis_ttls() {
             .unwrap(),
         Insertion::Stored
     );
+
+    // A full bound that makes room drops the oldest entry of its largest group, atomically
+    // across replicas: a /48 spread over /64s fills it, other users still get in.
+    async fn spread(s: &RedisProxyStore, key: &str, groups: &[&str], all: usize) -> Insertion {
+        let mut bounds: Vec<Bound<'_>> =
+            groups.iter().map(|g| Bound::refusing(g, 100_000)).collect();
+        bounds.push(Bound::making_room("room", all));
+        s.insert_bounded(key, b"s".to_vec(), Duration::from_secs(60), &bounds)
+            .await
+            .unwrap()
+    }
+    assert_eq!(
+        spread(&a, "signin:u1", &["room:u"], 4).await,
+        Insertion::Stored
+    );
+    for k in 0..3 {
+        let g = format!("room:{k}/64");
+        assert_eq!(
+            spread(&b, &format!("signin:n{k}"), &[&g, "room:n/48"], 4).await,
+            Insertion::Stored
+        );
+    }
+    assert_eq!(
+        spread(&a, "signin:v1", &["room:v"], 4).await,
+        Insertion::Stored
+    );
+    let live = |k: &str| cli(&["EXISTS", &format!("{{sake}}:proxy:{k}")]) == "1";
+    assert!(!live("signin:n0") && live("signin:n1") && live("signin:u1") && live("signin:v1"));
+    assert_eq!(cli(&["ZCARD", "{sake}:proxy-bound:room"]), "4");
+    assert_eq!(cli(&["ZCARD", "{sake}:proxy-bound:room:n/48"]), "2");
+    assert_eq!(cli(&["EXISTS", "{sake}:proxy-bound:room:0/64"]), "0");
+    // Replicas racing for a full bound: every newcomer gets in, the /48 pays for each.
+    let mut racers = Vec::new();
+    for i in 0..8 {
+        let s = if i % 2 == 0 { a.clone() } else { b.clone() };
+        racers.push(tokio::spawn(async move {
+            let g = format!("room:w{i}");
+            spread(&s, &format!("signin:w{i}"), &[&g], 10).await
+        }));
+    }
+    for r in racers {
+        assert_eq!(r.await.unwrap(), Insertion::Stored);
+    }
+    assert_eq!(cli(&["ZCARD", "{sake}:proxy-bound:room"]), "10");
+    // A refusing bound is checked first: nothing is dropped for an entry it refuses.
+    let refused = [Bound::refusing("room:u", 1), Bound::making_room("room", 10)];
+    assert_eq!(
+        a.insert_bounded("signin:u2", b"s".to_vec(), minute, &refused)
+            .await
+            .unwrap(),
+        Insertion::Full(0)
+    );
+    assert_eq!(cli(&["ZCARD", "{sake}:proxy-bound:room"]), "10");
+    // What making room costs Redis at the default of 10,000 sign-ins under way (a scan of the
+    // table, only while it is full).
+    let fill = 10_000;
+    for i in 0..fill {
+        let k = format!("signin:f{i}");
+        let net = format!("room:f{}/64", i % 157);
+        spread(&a, &k, &[&net, "room:f/48"], fill).await;
+    }
+    let started = std::time::Instant::now();
+    for i in 0..20 {
+        let g = format!("room:x{i}");
+        assert_eq!(
+            spread(&b, &format!("signin:x{i}"), &[&g], fill).await,
+            Insertion::Stored
+        );
+    }
+    eprintln!(
+        "a full bound of {fill} entries makes room in {:?} per insertion (Redis scan)",
+        started.elapsed() / 20
+    );
+    assert_eq!(cli(&["ZCARD", "{sake}:proxy-bound:room"]), fill.to_string());
+    assert!(live("signin:x0") && live("signin:u1") && !live("signin:f0"));
 
     // Values and names are bounded; nothing is truncated.
     let e = a

@@ -14,8 +14,9 @@ use super::cache::{
     system_ms, token_key,
 };
 use super::discovery::{self, check_issuer};
-use super::fetch::{FetchError, Fetcher, FormAuth, Limits};
+use super::fetch::{FetchError, Fetcher, FormAuth};
 use super::jwt::principal_from_claims;
+use super::verifier::Common;
 use super::{AuthError, Principal, TokenVerifier, VerifyFuture};
 
 /// How the resource server authenticates to the introspection endpoint (RFC 6749 section
@@ -174,15 +175,13 @@ impl fmt::Debug for IntrospectionVerifier {
 #[derive(Clone)]
 #[must_use]
 pub struct IntrospectionVerifierBuilder {
-    audiences: Vec<String>,
+    common: Common,
     client_id: String,
     client_secret: String,
     client_auth: ClientAuth,
     endpoint: Option<String>,
     issuer: Option<String>,
     require_audience: bool,
-    client_id_as_subject: bool,
-    leeway: Duration,
     cache_ttl: Duration,
     max_cache_entries: usize,
     refusal_ttl: Duration,
@@ -190,15 +189,12 @@ pub struct IntrospectionVerifierBuilder {
     max_cached_refusal_bytes: usize,
     max_concurrent: usize,
     max_per_client: Option<usize>,
-    fetch_timeout: Duration,
-    max_response_bytes: usize,
-    max_token_bytes: usize,
 }
 
 impl fmt::Debug for IntrospectionVerifierBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IntrospectionVerifierBuilder")
-            .field("audiences", &self.audiences)
+            .field("audiences", &self.common.audiences)
             .field("client_id", &self.client_id)
             .field("endpoint", &self.endpoint)
             .field("issuer", &self.issuer)
@@ -216,15 +212,13 @@ impl IntrospectionVerifier {
         client_secret: impl Into<String>,
     ) -> IntrospectionVerifierBuilder {
         IntrospectionVerifierBuilder {
-            audiences: vec![audience.into()],
+            common: Common::new(audience.into(), 64 * 1024),
             client_id: client_id.into(),
             client_secret: client_secret.into(),
             client_auth: ClientAuth::default(),
             endpoint: None,
             issuer: None,
             require_audience: true,
-            client_id_as_subject: false,
-            leeway: Duration::from_secs(60),
             cache_ttl: Duration::from_secs(60),
             max_cache_entries: 10_000,
             refusal_ttl: Duration::from_secs(10),
@@ -232,9 +226,6 @@ impl IntrospectionVerifier {
             max_cached_refusal_bytes: DEFAULT_MAX_REFUSAL_BYTES,
             max_concurrent: 16,
             max_per_client: None,
-            fetch_timeout: Duration::from_secs(10),
-            max_response_bytes: 64 * 1024,
-            max_token_bytes: 16 * 1024,
         }
     }
 
@@ -562,7 +553,7 @@ impl IntrospectionVerifierBuilder {
 
     /// Also accepts tokens whose `aud` names `audience`.
     pub fn audience(mut self, audience: impl Into<String>) -> Self {
-        self.audiences.push(audience.into());
+        self.common.audiences.push(audience.into());
         self
     }
 
@@ -581,7 +572,7 @@ impl IntrospectionVerifierBuilder {
     /// caller would share its name with a user whose `sub` is that client id, and be taken
     /// for them wherever the server keys something by the subject.
     pub fn client_id_as_subject(mut self, allow: bool) -> Self {
-        self.client_id_as_subject = allow;
+        self.common.client_id_as_subject = allow;
         self
     }
 
@@ -620,7 +611,7 @@ impl IntrospectionVerifierBuilder {
 
     /// The clock skew allowed on `exp` and `nbf` (default 60 s, at most 1 hour).
     pub fn leeway(mut self, leeway: Duration) -> Self {
-        self.leeway = leeway;
+        self.common.leeway = leeway;
         self
     }
 
@@ -638,19 +629,19 @@ impl IntrospectionVerifierBuilder {
 
     /// The deadline of one request to the authorization server (default 10 s).
     pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
-        self.fetch_timeout = timeout;
+        self.common.fetch_timeout = timeout;
         self
     }
 
     /// The longest answer read (default 64 KiB).
     pub fn max_response_bytes(mut self, bytes: usize) -> Self {
-        self.max_response_bytes = bytes;
+        self.common.max_response_bytes = bytes;
         self
     }
 
     /// The longest token accepted (default 16 KiB).
     pub fn max_token_bytes(mut self, bytes: usize) -> Self {
-        self.max_token_bytes = bytes;
+        self.common.max_token_bytes = bytes;
         self
     }
 
@@ -668,34 +659,23 @@ impl IntrospectionVerifierBuilder {
                 "token introspection needs an endpoint or an issuer whose metadata names one",
             ));
         }
-        if self.audiences.iter().any(String::is_empty) {
-            return Err(AuthError::misconfigured("an audience is empty"));
-        }
+        self.common.check()?;
         if self.client_id.is_empty() {
             return Err(AuthError::misconfigured("the client id is empty"));
         }
-        if self.leeway > Duration::from_secs(3600) {
-            return Err(AuthError::misconfigured(
-                "a clock leeway above 1 hour would accept long-expired tokens",
-            ));
-        }
-        let fetcher = Fetcher::new(Limits {
-            timeout: self.fetch_timeout,
-            max_bytes: self.max_response_bytes,
-        })
-        .map_err(AuthError::misconfigured)?;
+        let fetcher = self.common.fetcher()?;
         Ok(IntrospectionVerifier {
             inner: Arc::new(Inner {
                 endpoint: self.endpoint.map(OnceLock::from).unwrap_or_default(),
                 discovery: tokio::sync::Mutex::new(None),
                 issuer: self.issuer,
-                audiences: self.audiences,
+                audiences: self.common.audiences,
                 client_id: self.client_id,
                 client_secret: self.client_secret,
                 client_auth: self.client_auth,
                 require_audience: self.require_audience,
-                client_id_as_subject: self.client_id_as_subject,
-                leeway_ms: u64::try_from(self.leeway.as_millis()).unwrap_or(u64::MAX),
+                client_id_as_subject: self.common.client_id_as_subject,
+                leeway_ms: u64::try_from(self.common.leeway.as_millis()).unwrap_or(u64::MAX),
                 cache: ExpiryCache::new(self.max_cache_entries),
                 cache_ttl: self.cache_ttl,
                 refusals: Refusals::new(
@@ -705,7 +685,7 @@ impl IntrospectionVerifierBuilder {
                 ),
                 fetcher,
                 clock: Clock::default(),
-                max_token_bytes: self.max_token_bytes,
+                max_token_bytes: self.common.max_token_bytes,
                 slots: Arc::new(tokio::sync::Semaphore::new(self.max_concurrent)),
                 max_concurrent: self.max_concurrent,
                 per_client: Mutex::new(HashMap::new()),

@@ -2,18 +2,18 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, PoisonError, RwLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
-use http::StatusCode;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{DecodingKey, Validation};
 use serde_json::{Map, Value};
 
-use super::discovery::{self, check_issuer};
-use super::fetch::{FetchError, Fetcher, Limits};
+use super::discovery::check_issuer;
+use super::key_store::{KeyStore, Refresh, Source};
 use super::keys::{Algorithm, Key, KeySet};
+use super::verifier::Common;
 use super::{AuthError, Principal, TokenVerifier, VerifyFuture};
 
 /// Checks JWT access tokens (RFC 9068) issued by one authorization server for this resource.
@@ -90,32 +90,19 @@ impl fmt::Debug for JwtVerifier {
     }
 }
 
-/// Where the keys come from.
-#[derive(Debug, Clone)]
-enum Source {
-    Discover,
-    JwksUrl(String),
-    Static(String),
-}
-
 /// Configures a [`JwtVerifier`]; made by [`JwtVerifier::builder`].
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct JwtVerifierBuilder {
     issuer: String,
-    audiences: Vec<String>,
+    common: Common,
     algorithms: Option<Vec<Algorithm>>,
-    leeway: Duration,
     source: Source,
     hmac_secret: Option<Vec<u8>>,
     refresh_interval: Duration,
     max_age: Duration,
-    fetch_timeout: Duration,
-    max_response_bytes: usize,
     max_keys: usize,
-    max_token_bytes: usize,
     require_at_jwt: bool,
-    client_id_as_subject: bool,
     token_type: Option<&'static str>,
 }
 
@@ -127,19 +114,14 @@ impl JwtVerifier {
     pub fn builder(issuer: impl Into<String>, audience: impl Into<String>) -> JwtVerifierBuilder {
         JwtVerifierBuilder {
             issuer: issuer.into(),
-            audiences: vec![audience.into()],
+            common: Common::new(audience.into(), 512 * 1024),
             algorithms: None,
-            leeway: Duration::from_secs(60),
             source: Source::Discover,
             hmac_secret: None,
             refresh_interval: Duration::from_secs(30),
             max_age: Duration::from_secs(3600),
-            fetch_timeout: Duration::from_secs(10),
-            max_response_bytes: 512 * 1024,
             max_keys: 64,
-            max_token_bytes: 16 * 1024,
             require_at_jwt: false,
-            client_id_as_subject: false,
             token_type: None,
         }
     }
@@ -564,7 +546,7 @@ impl JwtVerifierBuilder {
     /// Also accepts tokens whose `aud` names `audience` (e.g. the resource URI under another
     /// public name).
     pub fn audience(mut self, audience: impl Into<String>) -> Self {
-        self.audiences.push(audience.into());
+        self.common.audiences.push(audience.into());
         self
     }
 
@@ -585,7 +567,7 @@ impl JwtVerifierBuilder {
 
     /// The clock skew allowed on `exp`, `nbf` and `iat` (default 60 s, at most 1 hour).
     pub fn leeway(mut self, leeway: Duration) -> Self {
-        self.leeway = leeway;
+        self.common.leeway = leeway;
         self
     }
 
@@ -617,13 +599,13 @@ impl JwtVerifierBuilder {
 
     /// The deadline of one fetch of metadata or keys (default 10 s).
     pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
-        self.fetch_timeout = timeout;
+        self.common.fetch_timeout = timeout;
         self
     }
 
     /// The longest metadata or key set document read (default 512 KiB).
     pub fn max_response_bytes(mut self, bytes: usize) -> Self {
-        self.max_response_bytes = bytes;
+        self.common.max_response_bytes = bytes;
         self
     }
 
@@ -635,7 +617,7 @@ impl JwtVerifierBuilder {
 
     /// The longest token accepted (default 16 KiB).
     pub fn max_token_bytes(mut self, bytes: usize) -> Self {
-        self.max_token_bytes = bytes;
+        self.common.max_token_bytes = bytes;
         self
     }
 
@@ -651,7 +633,7 @@ impl JwtVerifierBuilder {
     /// caller would share its name with a user whose `sub` is that client id, and be taken
     /// for them wherever the server keys something by the subject.
     pub fn client_id_as_subject(mut self, allow: bool) -> Self {
-        self.client_id_as_subject = allow;
+        self.common.client_id_as_subject = allow;
         self
     }
 
@@ -666,14 +648,7 @@ impl JwtVerifierBuilder {
     pub fn build(self) -> Result<JwtVerifier, AuthError> {
         ensure_crypto_provider()?;
         check_issuer(&self.issuer)?;
-        if self.audiences.iter().any(String::is_empty) {
-            return Err(AuthError::misconfigured("an audience is empty"));
-        }
-        if self.leeway > Duration::from_secs(3600) {
-            return Err(AuthError::misconfigured(
-                "a clock leeway above 1 hour would accept long-expired tokens",
-            ));
-        }
+        self.common.check()?;
         let mut algorithms = self
             .algorithms
             .unwrap_or_else(|| Algorithm::DEFAULT.to_vec());
@@ -702,7 +677,7 @@ impl JwtVerifierBuilder {
         if algorithms.is_empty() {
             return Err(AuthError::misconfigured("no algorithm is accepted"));
         }
-        let leeway_secs = self.leeway.as_secs();
+        let leeway_secs = self.common.leeway.as_secs();
         let validations = algorithms
             .iter()
             .map(|&alg| {
@@ -713,14 +688,10 @@ impl JwtVerifierBuilder {
                 v.validate_nbf = true;
                 v.validate_aud = true;
                 v.set_issuer(&[&self.issuer]);
-                v.set_audience(&self.audiences);
+                v.set_audience(&self.common.audiences);
                 (alg, v)
             })
             .collect();
-        let limits = Limits {
-            timeout: self.fetch_timeout,
-            max_bytes: self.max_response_bytes,
-        };
         let store = match self.source {
             Source::Static(json) => {
                 let set = KeySet::parse(json.as_bytes(), self.max_keys)
@@ -732,7 +703,7 @@ impl JwtVerifierBuilder {
                     super::fetch::parse(url)
                         .map_err(|e| AuthError::misconfigured(format!("the JWKS URL: {e}")))?;
                 }
-                let fetcher = Fetcher::new(limits).map_err(AuthError::misconfigured)?;
+                let fetcher = self.common.fetcher()?;
                 KeyStore::remote(
                     source,
                     self.issuer.clone(),
@@ -746,15 +717,15 @@ impl JwtVerifierBuilder {
         Ok(JwtVerifier {
             inner: Arc::new(Inner {
                 issuer: self.issuer,
-                audiences: self.audiences,
+                audiences: self.common.audiences,
                 algorithms,
                 validations,
                 leeway_secs,
                 hmac,
                 store,
-                max_token_bytes: self.max_token_bytes,
+                max_token_bytes: self.common.max_token_bytes,
                 require_at_jwt: self.require_at_jwt,
-                client_id_as_subject: self.client_id_as_subject,
+                client_id_as_subject: self.common.client_id_as_subject,
                 token_type: self.token_type,
             }),
         })
@@ -774,236 +745,5 @@ fn ensure_crypto_provider() -> Result<(), AuthError> {
         None => Err(AuthError::misconfigured(
             "jsonwebtoken has no crypto provider",
         )),
-    }
-}
-
-/// Why the key set is fetched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Refresh {
-    /// No keys yet.
-    Initial,
-    /// A token names a key not in the set.
-    UnknownKey,
-    /// The set is older than the maximum age.
-    Stale,
-}
-
-/// The keys currently held.
-#[derive(Debug)]
-struct Loaded {
-    set: KeySet,
-    /// When they were fetched; `None` before the first successful fetch.
-    fetched_at: Option<Instant>,
-    /// Bumped at every successful fetch.
-    generation: u64,
-}
-
-/// The issuer's keys, and how they are fetched again.
-struct KeyStore {
-    remote: Option<Remote>,
-    current: RwLock<Arc<Loaded>>,
-    gate: tokio::sync::Mutex<Gate>,
-}
-
-struct Remote {
-    source: Source,
-    issuer: String,
-    fetcher: Fetcher,
-    max_keys: usize,
-    refresh_interval: Duration,
-    max_age: Duration,
-}
-
-/// What fetching remembers; held (async lock) by the one task fetching.
-#[derive(Default)]
-struct Gate {
-    /// The JWKS URL found by discovery (forgotten when it stops answering).
-    jwks_uri: Option<String>,
-    /// When the last fetch started, successful or not.
-    last_attempt: Option<Instant>,
-    /// Why the last fetch failed, if it did.
-    last_error: Option<AuthError>,
-}
-
-impl KeyStore {
-    fn fixed(set: KeySet) -> Self {
-        Self {
-            remote: None,
-            current: RwLock::new(Arc::new(Loaded {
-                set,
-                fetched_at: Some(Instant::now()),
-                generation: 1,
-            })),
-            gate: tokio::sync::Mutex::new(Gate::default()),
-        }
-    }
-
-    fn remote(
-        source: Source,
-        issuer: String,
-        fetcher: Fetcher,
-        max_keys: usize,
-        refresh_interval: Duration,
-        max_age: Duration,
-    ) -> Self {
-        let jwks_uri = match &source {
-            Source::JwksUrl(url) => Some(url.clone()),
-            _ => None,
-        };
-        Self {
-            remote: Some(Remote {
-                source,
-                issuer,
-                fetcher,
-                max_keys,
-                refresh_interval,
-                max_age,
-            }),
-            current: RwLock::new(Arc::new(Loaded {
-                set: KeySet::default(),
-                fetched_at: None,
-                generation: 0,
-            })),
-            gate: tokio::sync::Mutex::new(Gate {
-                jwks_uri,
-                ..Gate::default()
-            }),
-        }
-    }
-
-    fn current(&self) -> Arc<Loaded> {
-        self.current
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// The keys to verify with: loaded on first use; fetched again (by one request, the
-    /// others going on with the keys held) when older than the maximum age.
-    async fn keys(&self) -> Result<Arc<Loaded>, AuthError> {
-        let loaded = self.current();
-        let Some(remote) = &self.remote else {
-            return Ok(loaded);
-        };
-        match loaded.fetched_at {
-            None => self.refresh(loaded.generation, Refresh::Initial).await,
-            Some(at) if at.elapsed() > remote.max_age => {
-                let Ok(gate) = self.gate.try_lock() else {
-                    return Ok(loaded);
-                };
-                match self
-                    .refresh_locked(gate, loaded.generation, Refresh::Stale)
-                    .await
-                {
-                    Ok(fresh) => Ok(fresh),
-                    Err(e) => {
-                        tracing::warn!(
-                            issuer = remote.issuer,
-                            "the key set could not be refreshed; the keys held are kept: {e}"
-                        );
-                        Ok(loaded)
-                    }
-                }
-            }
-            Some(_) => Ok(loaded),
-        }
-    }
-
-    /// Fetches the key set again, unless another request did since `seen` was read, or the
-    /// last fetch started less than the refresh interval ago: then the keys held are
-    /// returned (or, when there are none, the last fetch's error).
-    async fn refresh(&self, seen: u64, why: Refresh) -> Result<Arc<Loaded>, AuthError> {
-        let gate = self.gate.lock().await;
-        self.refresh_locked(gate, seen, why).await
-    }
-
-    async fn refresh_locked(
-        &self,
-        mut gate: tokio::sync::MutexGuard<'_, Gate>,
-        seen: u64,
-        why: Refresh,
-    ) -> Result<Arc<Loaded>, AuthError> {
-        let loaded = self.current();
-        let Some(remote) = &self.remote else {
-            return Ok(loaded);
-        };
-        if loaded.generation != seen {
-            // Another request fetched while this one waited.
-            return Ok(loaded);
-        }
-        if let Some(at) = gate.last_attempt
-            && at.elapsed() < remote.refresh_interval
-        {
-            // Too soon to fetch again. A request that needs keys the set lacks gets the last
-            // fetch's failure if it failed (the token cannot be judged), else the keys held.
-            return match (why, &gate.last_error) {
-                (Refresh::Stale, _) | (_, None) => Ok(loaded),
-                (_, Some(e)) => Err(e.clone()),
-            };
-        }
-        gate.last_attempt = Some(Instant::now());
-        match self.fetch(remote, &mut gate).await {
-            Ok(set) => {
-                tracing::debug!(
-                    issuer = remote.issuer,
-                    keys = set.keys.len(),
-                    ?why,
-                    "key set fetched"
-                );
-                gate.last_error = None;
-                let fresh = Arc::new(Loaded {
-                    set,
-                    fetched_at: Some(Instant::now()),
-                    generation: loaded.generation + 1,
-                });
-                *self.current.write().unwrap_or_else(PoisonError::into_inner) = fresh.clone();
-                Ok(fresh)
-            }
-            Err(e) => {
-                tracing::warn!(
-                    issuer = remote.issuer,
-                    ?why,
-                    "fetching the key set failed: {e}"
-                );
-                gate.last_error = Some(e.clone());
-                Err(e)
-            }
-        }
-    }
-
-    async fn fetch(&self, remote: &Remote, gate: &mut Gate) -> Result<KeySet, AuthError> {
-        let url = match &gate.jwks_uri {
-            Some(url) => url.clone(),
-            None => {
-                let metadata = discovery::discover(&remote.fetcher, &remote.issuer).await?;
-                let url = metadata.jwks_uri.ok_or_else(|| {
-                    AuthError::misconfigured(format!(
-                        "the metadata of {:?} names no jwks_uri",
-                        remote.issuer
-                    ))
-                })?;
-                super::fetch::parse(&url).map_err(|e| {
-                    AuthError::misconfigured(format!("the metadata's jwks_uri: {e}"))
-                })?;
-                gate.jwks_uri = Some(url.clone());
-                url
-            }
-        };
-        let response = remote.fetcher.get(&url).await.map_err(|e| match e {
-            FetchError::InvalidUrl { .. } => AuthError::misconfigured(e.to_string()),
-            _ => AuthError::unavailable(format!("the key set: {e}")),
-        })?;
-        if response.status != StatusCode::OK {
-            if matches!(remote.source, Source::Discover) {
-                // The metadata may have moved the key set: discover again next time.
-                gate.jwks_uri = None;
-            }
-            return Err(AuthError::unavailable(format!(
-                "the key set: {url} answered {}",
-                response.status
-            )));
-        }
-        KeySet::parse(&response.body, remote.max_keys)
-            .map_err(|e| AuthError::unavailable(format!("the key set at {url}: {e}")))
     }
 }

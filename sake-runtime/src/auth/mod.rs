@@ -40,6 +40,7 @@ mod error;
 use crate::net::fetch;
 mod introspection;
 pub(crate) mod jwt;
+mod key_store;
 mod keys;
 mod metadata;
 mod principal;
@@ -50,6 +51,7 @@ pub(crate) mod request;
 mod server;
 #[cfg(feature = "auth-proxy")]
 mod upstream_session;
+mod verifier;
 
 #[cfg(test)]
 mod tests;

@@ -5,6 +5,10 @@
 //! `Mcp-Name`), "Custom Headers from Tool Parameters" (`Mcp-Param-{Name}`) and "Value
 //! Encoding" (the `=?base64?…?=` sentinel); `Mcp-Session-Id` is the handshake revisions'
 //! session header ("Session Management").
+//!
+//! Also [`CorsHeaders`]: the one place sake writes CORS response headers, for the `Cors` layer
+//! (named origins) and for what any page may read (metadata, server cards, the authorization
+//! proxy's endpoints).
 
 use std::borrow::Cow;
 
@@ -542,5 +546,59 @@ mod tests {
             e.message,
             "Header mismatch: the Mcp-Method header appears more than once; send it once"
         );
+    }
+}
+
+/// The CORS headers of an answer (the Fetch standard's `Access-Control-*`): the one place
+/// they are written, whoever grants (the `Cors` layer of the transport for named origins; the
+/// protected resource metadata, the server card and the authorization proxy for any origin).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CorsHeaders<'a> {
+    /// `Access-Control-Allow-Methods` (a preflight's answer).
+    pub methods: Option<&'a str>,
+    /// `Access-Control-Allow-Headers` (a preflight's answer).
+    pub allow_headers: Option<&'a str>,
+    /// `Access-Control-Expose-Headers`: what a page may read of the answer.
+    pub expose: Option<&'a str>,
+    /// `Access-Control-Max-Age` in seconds (a preflight's answer).
+    pub max_age: Option<u64>,
+}
+
+impl CorsHeaders<'_> {
+    /// Only `Access-Control-Allow-Origin`.
+    pub const ORIGIN_ONLY: CorsHeaders<'static> = CorsHeaders {
+        methods: None,
+        allow_headers: None,
+        expose: None,
+        max_age: None,
+    };
+
+    /// Lets any origin read the answer (`*`: public documents and endpoints that take no
+    /// cookie-borne credential).
+    pub fn allow_any_origin(&self, headers: &mut HeaderMap) {
+        self.allow_origin(HeaderValue::from_static("*"), headers);
+    }
+
+    /// Lets `origin` read the answer (the `Cors` layer echoes a named origin).
+    pub fn allow_origin(&self, origin: HeaderValue, headers: &mut HeaderMap) {
+        use http::header::{
+            ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
+            ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE,
+        };
+        headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        let text = [
+            (ACCESS_CONTROL_ALLOW_METHODS, self.methods),
+            (ACCESS_CONTROL_ALLOW_HEADERS, self.allow_headers),
+            (ACCESS_CONTROL_EXPOSE_HEADERS, self.expose),
+        ];
+        for (name, value) in text {
+            // A value that is no header value (never one sake writes) is left out.
+            if let Some(v) = value.and_then(|v| HeaderValue::from_str(v).ok()) {
+                headers.insert(name, v);
+            }
+        }
+        if let Some(age) = self.max_age {
+            headers.insert(ACCESS_CONTROL_MAX_AGE, HeaderValue::from(age));
+        }
     }
 }

@@ -164,7 +164,13 @@ pub(crate) struct Sessions {
     cut_off_all: std::sync::atomic::AtomicU64,
     /// Callers signed out (`Service::end_sessions_of`), by principal digest: when. Sessions
     /// of theirs opened then or before are refused; kept until the last could have expired.
+    /// A sign-out is never forgotten either: one pushed out to make room raises
+    /// `signed_out_all`.
     signed_out: Mutex<Records<String, u64>>,
+    /// Every signed-in caller's session opened at or before this (Unix seconds) is refused:
+    /// what the sign-outs that did not fit said, kept another way (their callers sign in
+    /// again; anonymous sessions are not touched). 0: none.
+    signed_out_all: std::sync::atomic::AtomicU64,
     /// Tokens whose signature was checked, and what they say. A client sends the same id on
     /// every request of its session, and checking the signature and decoding the payload is
     /// most of what serving a session costs sake. Bounded by [`VERIFIED_CACHE`] entries (when
@@ -213,6 +219,7 @@ impl Sessions {
             cut_offs: Mutex::new(Records::new(max_ended, 1)),
             cut_off_all: std::sync::atomic::AtomicU64::new(0),
             signed_out: Mutex::new(Records::new(max_ended, max_ended_per_owner)),
+            signed_out_all: std::sync::atomic::AtomicU64::new(0),
             verified: Mutex::new(HashMap::new()),
         }
     }
@@ -296,6 +303,13 @@ impl Sessions {
         }
         drop(cut_offs);
         if let Some(p) = &session.principal {
+            if opened
+                <= self
+                    .signed_out_all
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            {
+                return Err(Refused::Ended);
+            }
             let out = self.signed_out.lock().map_err(|_| Refused::Invalid)?;
             if let Some(&at) = out.get(p, instant)
                 && self.opened_at(&session) <= at
@@ -387,9 +401,22 @@ impl Sessions {
         let Some(expires) = instant_at(until, now) else {
             return;
         };
-        if let Ok(mut out) = self.signed_out.lock() {
-            let at = out.get(principal, now).map_or(at, |&a| a.max(at));
-            out.insert(principal.to_owned(), at, expires, principal, now);
+        let evicted = match self.signed_out.lock() {
+            Ok(mut out) => {
+                let at = out.get(principal, now).map_or(at, |&a| a.max(at));
+                out.insert(principal.to_owned(), at, expires, principal, now)
+            }
+            Err(_) => return,
+        };
+        // Never forgotten: a sign-out pushed out of the full table (Limits::max_tracked_sessions)
+        // refuses every signed-in session opened until it.
+        for e in evicted {
+            tracing::warn!(
+                "the table of sign-outs is full (Limits::max_tracked_sessions): every signed-in session opened until {} is refused",
+                e.value
+            );
+            self.signed_out_all
+                .fetch_max(e.value, std::sync::atomic::Ordering::Relaxed);
         }
     }
 }
@@ -412,6 +439,36 @@ mod tests {
             4,
             4,
         )
+    }
+
+    /// Issue 39 (Low): a sign-out pushed out of a full table is not forgotten; the signed-out
+    /// caller's session stays refused however many other sign-outs follow.
+    #[test]
+    fn a_sign_out_pushed_out_of_a_full_table_still_refuses_its_sessions() {
+        let s = sessions(3600);
+        let now = now_secs();
+        let opened = |principal: Option<&str>, ago: u64| {
+            let mut session =
+                Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+            session.principal = principal.map(str::to_owned);
+            session.expires = now + 3600 - ago;
+            s.mint(&session)
+        };
+        let old = opened(Some("p0"), 200);
+        assert!(s.verify(&old).is_ok());
+        s.sign_out("p0", now - 100);
+        assert_eq!(s.verify(&old), Err(Refused::Ended));
+        // Four more sign-outs fill the table of four: p0's record is pushed out.
+        for i in 1..=4 {
+            s.sign_out(&format!("p{i}"), now - 100);
+        }
+        assert!(!s.signed_out.lock().unwrap().contains("p0", Instant::now()));
+        assert_eq!(s.verify(&old), Err(Refused::Ended));
+        // Every signed-in session opened until then is refused; later ones and anonymous
+        // ones are not.
+        assert_eq!(s.verify(&opened(Some("q"), 150)), Err(Refused::Ended));
+        assert!(s.verify(&opened(Some("q"), 50)).is_ok());
+        assert!(s.verify(&opened(None, 150)).is_ok());
     }
 
     #[test]

@@ -54,6 +54,8 @@ use sha2::{Digest as _, Sha256};
 
 pub use super::upstream_session::UpstreamSession;
 pub use policy::{UpstreamUser, Users};
+#[cfg(feature = "redis")]
+pub(crate) use store::check_name;
 pub use store::{
     Bound, Insertion, MemoryProxyStore, ProxyStore, ProxyStoreError, ProxyStoreFuture,
 };

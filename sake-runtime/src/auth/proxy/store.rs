@@ -26,6 +26,20 @@ impl ProxyStoreError {
     }
 }
 
+/// The longest key and bound name a store takes.
+const MAX_NAME: usize = 512;
+
+/// Refuses a key or bound name no store takes: empty, longer than 512 bytes, or anything but
+/// visible ASCII (the proxy makes none such; a store keying a backend on them relies on it).
+pub(crate) fn check_name(what: &str, name: &str) -> Result<(), ProxyStoreError> {
+    if name.is_empty() || name.len() > MAX_NAME || !name.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ProxyStoreError::new(format!(
+            "a {what} must be 1 to {MAX_NAME} bytes of visible ASCII"
+        )));
+    }
+    Ok(())
+}
+
 /// The future a [`ProxyStore`] method returns.
 pub type ProxyStoreFuture<'a, T> =
     Pin<Box<dyn Future<Output = Result<T, ProxyStoreError>> + Send + 'a>>;
@@ -39,6 +53,37 @@ pub struct Bound<'a> {
     pub name: &'a str,
     /// How many live entries may count under it.
     pub limit: usize,
+    /// What a new entry finds when this bound holds its limit: `false`, a refusal
+    /// ([`Insertion::Full`]); `true`, room made for it (once every bound that refuses has
+    /// room): the store removes the oldest entry of the *largest group* under this bound. A
+    /// group is one of the other bounds the entries counted under this one count under (a
+    /// client's address, an IPv6 /48); the largest holds the most of them (a store may judge
+    /// by its oldest entries only: [`MemoryProxyStore`] counts all, the Redis store the 256
+    /// oldest); when none of them counts under another bound, the oldest of all goes. So
+    /// whoever holds the most pays for a newcomer, and a full table never locks everyone out.
+    /// The proxy makes room this way in its bound of every sign-in under way.
+    pub make_room: bool,
+}
+
+impl<'a> Bound<'a> {
+    /// A bound that refuses new entries when it holds `limit`.
+    pub fn refusing(name: &'a str, limit: usize) -> Self {
+        Bound {
+            name,
+            limit,
+            make_room: false,
+        }
+    }
+
+    /// A bound that makes room for new entries when it holds `limit` (see
+    /// [`make_room`](Self::make_room)).
+    pub fn making_room(name: &'a str, limit: usize) -> Self {
+        Bound {
+            name,
+            limit,
+            make_room: true,
+        }
+    }
 }
 
 /// What [`ProxyStore::insert_bounded`] did.
@@ -71,16 +116,22 @@ pub trait ProxyStore: Send + Sync {
     /// `ttl` ends.
     fn put<'a>(&'a self, key: &'a str, value: Vec<u8>, ttl: Duration) -> ProxyStoreFuture<'a, ()>;
     /// Stores `value` under `key` for `ttl` only if nothing is there; `true` when stored.
+    /// By default, [`insert_bounded`](Self::insert_bounded) under no bound.
     fn insert_new<'a>(
         &'a self,
         key: &'a str,
         value: Vec<u8>,
         ttl: Duration,
-    ) -> ProxyStoreFuture<'a, bool>;
+    ) -> ProxyStoreFuture<'a, bool> {
+        Box::pin(async move {
+            Ok(self.insert_bounded(key, value, ttl, &[]).await? == Insertion::Stored)
+        })
+    }
     /// Stores `value` under `key` for `ttl` only if nothing is there and every bound of
-    /// `bounds` has room, atomically; the entry then counts under each until it is taken,
-    /// deleted or expires. The proxy keeps what anonymous browsers start (sign-ins under way)
-    /// this way: per client and in all.
+    /// `bounds` has room (a full bound that makes room, [`Bound::make_room`], removes the
+    /// oldest entry of its largest group first), atomically; the entry then counts under each
+    /// until it is taken, deleted or expires. The proxy keeps what anonymous browsers start
+    /// (sign-ins under way) this way: per client, per IPv6 /48 and in all.
     fn insert_bounded<'a>(
         &'a self,
         key: &'a str,
@@ -92,8 +143,11 @@ pub trait ProxyStore: Send + Sync {
     fn get<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, Option<Vec<u8>>>;
     /// Removes and returns the value under `key`, atomically.
     fn take<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, Option<Vec<u8>>>;
-    /// Removes the value under `key`.
-    fn delete<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, ()>;
+    /// Removes the value under `key`. By default, [`take`](Self::take) with the value
+    /// dropped.
+    fn delete<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, ()> {
+        Box::pin(async move { self.take(key).await.map(drop) })
+    }
 }
 
 /// A shared store is a store: keep an `Arc` to look at it (a [`MemoryProxyStore`]'s size) while
@@ -138,7 +192,8 @@ impl<S: ProxyStore + ?Sized> ProxyStore for std::sync::Arc<S> {
 /// The default store: in this process's memory, at most `max_entries` entries and
 /// `max_bytes` bytes of keys, values and bound names (100 000 and 64 MiB by default). Expired
 /// entries are dropped as new ones come; a full store refuses new entries (a sign-in then
-/// fails with `temporarily_unavailable`) rather than dropping live ones.
+/// fails with `temporarily_unavailable`) rather than dropping live ones (only a full bound
+/// that makes room, [`Bound::make_room`], drops one of its own entries).
 #[derive(Debug)]
 pub struct MemoryProxyStore {
     inner: Mutex<Memory>,
@@ -222,15 +277,30 @@ impl MemoryProxyStore {
         only_new: bool,
         bounds: &[Bound<'_>],
     ) -> Result<Insertion, ProxyStoreError> {
+        check_name("key", key)?;
+        for b in bounds {
+            check_name("bound name", b.name)?;
+        }
         let (max_entries, max_bytes) = (self.max_entries, self.max_bytes);
         self.with(|m| {
             if only_new && m.entries.contains_key(key) {
                 return Ok(Insertion::Exists);
             }
-            if let Some(i) = bounds
-                .iter()
-                .position(|b| m.counts.get(b.name).copied().unwrap_or(0) >= b.limit)
-            {
+            let full =
+                |m: &Memory, b: &Bound<'_>| m.counts.get(b.name).copied().unwrap_or(0) >= b.limit;
+            if let Some(i) = bounds.iter().position(|b| !b.make_room && full(m, b)) {
+                return Ok(Insertion::Full(i));
+            }
+            for b in bounds.iter().filter(|b| b.make_room) {
+                // Each removal frees one: a limit lowered since may take a few.
+                while full(m, b) {
+                    let Some(victim) = m.oldest_of_largest_group(b.name) else {
+                        break;
+                    };
+                    m.remove(&victim, true);
+                }
+            }
+            if let Some(i) = bounds.iter().position(|b| full(m, b)) {
                 return Ok(Insertion::Full(i));
             }
             // A replaced entry keeps counting under its bounds.
@@ -283,6 +353,32 @@ impl Memory {
         }
     }
 
+    /// The key of the entry a full bound `name` gives up for a newcomer: the oldest of the
+    /// largest group of the entries counted under it (see [`Bound::make_room`]). A scan of
+    /// the table, made only when the bound is full.
+    fn oldest_of_largest_group(&self, name: &str) -> Option<String> {
+        let under = || {
+            self.entries
+                .iter()
+                .filter(move |(_, e)| e.bounds.iter().any(|b| b == name))
+        };
+        let mut groups: HashMap<&str, usize> = HashMap::new();
+        for (_, e) in under() {
+            for b in e.bounds.iter().filter(|b| *b != name) {
+                *groups.entry(b).or_insert(0) += 1;
+            }
+        }
+        // The largest; of equals, the first name (a stable choice).
+        let largest = groups
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+            .map(|(g, _)| g.to_owned());
+        under()
+            .filter(|(_, e)| largest.as_ref().is_none_or(|g| e.bounds.contains(g)))
+            .min_by_key(|(_, e)| e.at.1)
+            .map(|(k, _)| k.clone())
+    }
+
     /// Removes an entry; `release`: it no longer counts under its bounds.
     fn remove(&mut self, key: &str, release: bool) -> Option<Entry> {
         let e = self.entries.remove(key)?;
@@ -311,18 +407,6 @@ impl ProxyStore for MemoryProxyStore {
         Box::pin(async move { self.store(key, value, ttl, false, &[]).map(drop) })
     }
 
-    fn insert_new<'a>(
-        &'a self,
-        key: &'a str,
-        value: Vec<u8>,
-        ttl: Duration,
-    ) -> ProxyStoreFuture<'a, bool> {
-        Box::pin(async move {
-            self.store(key, value, ttl, true, &[])
-                .map(|i| i == Insertion::Stored)
-        })
-    }
-
     fn insert_bounded<'a>(
         &'a self,
         key: &'a str,
@@ -339,10 +423,6 @@ impl ProxyStore for MemoryProxyStore {
 
     fn take<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, Option<Vec<u8>>> {
         Box::pin(async move { self.with(|m| m.remove(key, true).map(|e| e.value)) })
-    }
-
-    fn delete<'a>(&'a self, key: &'a str) -> ProxyStoreFuture<'a, ()> {
-        Box::pin(async move { self.with(|m| m.remove(key, true)).map(drop) })
     }
 }
 
@@ -395,18 +475,7 @@ mod tests {
     async fn bounded_entries_count_until_taken_deleted_or_expired() {
         let s = MemoryProxyStore::default();
         let minute = Duration::from_secs(60);
-        let bounds = |client| {
-            [
-                Bound {
-                    name: client,
-                    limit: 2,
-                },
-                Bound {
-                    name: "all",
-                    limit: 3,
-                },
-            ]
-        };
+        let bounds = |client| [Bound::refusing(client, 2), Bound::refusing("all", 3)];
         let (a, b) = (bounds("a"), bounds("b"));
         async fn put(
             s: &MemoryProxyStore,
@@ -457,10 +526,7 @@ mod tests {
     async fn a_full_store_refuses_a_bounded_entry_without_counting_it() {
         let s = MemoryProxyStore::new(1, 1000);
         let minute = Duration::from_secs(60);
-        let bound = [Bound {
-            name: "c",
-            limit: 5,
-        }];
+        let bound = [Bound::refusing("c", 5)];
         s.put("other", b"1".to_vec(), minute).await.unwrap();
         assert!(
             s.insert_bounded("k", b"1".to_vec(), minute, &bound)
@@ -476,5 +542,65 @@ mod tests {
         assert!(s.put("k", vec![0; 64], minute).await.is_err());
         assert!(s.inner.lock().unwrap().counts.is_empty());
         assert_eq!(s.bytes(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_full_bound_that_makes_room_drops_the_oldest_of_the_largest_group() {
+        let s = MemoryProxyStore::default();
+        let minute = Duration::from_secs(60);
+        async fn put(s: &MemoryProxyStore, key: &str, groups: &[&str]) -> Insertion {
+            let mut bounds: Vec<Bound<'_>> =
+                groups.iter().map(|g| Bound::refusing(g, 100)).collect();
+            bounds.push(Bound::making_room("all", 4));
+            s.insert_bounded(key, b"x".to_vec(), Duration::from_secs(60), &bounds)
+                .await
+                .unwrap()
+        }
+        // A /48 spread over three /64s holds three; one user holds one.
+        assert_eq!(put(&s, "n1", &["a/64", "n/48"]).await, Insertion::Stored);
+        assert_eq!(put(&s, "u1", &["u"]).await, Insertion::Stored);
+        assert_eq!(put(&s, "n2", &["b/64", "n/48"]).await, Insertion::Stored);
+        assert_eq!(put(&s, "n3", &["c/64", "n/48"]).await, Insertion::Stored);
+        // Full: another user gets in, and the /48's oldest goes (not the older user's).
+        assert_eq!(put(&s, "v1", &["v"]).await, Insertion::Stored);
+        assert_eq!(s.get("n1").await.unwrap(), None);
+        assert!(s.get("u1").await.unwrap().is_some());
+        // A rewritten entry counts as new: `n2` rewritten, `n3` is now the /48's oldest.
+        s.put("n2", b"y".to_vec(), minute).await.unwrap();
+        assert_eq!(put(&s, "n4", &["d/64", "n/48"]).await, Insertion::Stored);
+        assert_eq!(s.get("n3").await.unwrap(), None);
+        assert_eq!(s.get("n2").await.unwrap(), Some(b"y".to_vec()));
+        // Groups of one each: of equals, the first name pays ("b/64", so `n2`).
+        s.delete("n4").await.unwrap();
+        assert_eq!(put(&s, "w1", &["w"]).await, Insertion::Stored);
+        assert_eq!(put(&s, "x1", &["x"]).await, Insertion::Stored);
+        assert_eq!(s.get("n2").await.unwrap(), None);
+        assert_eq!(s.len(), 4);
+        // A refusing bound is checked first: nothing is dropped for an entry it refuses.
+        let refused = [Bound::refusing("u", 1), Bound::making_room("all", 4)];
+        assert_eq!(
+            s.insert_bounded("u2", b"x".to_vec(), minute, &refused)
+                .await
+                .unwrap(),
+            Insertion::Full(0)
+        );
+        assert_eq!(s.len(), 4);
+        // Entries under no other bound: the oldest of all goes.
+        let t = MemoryProxyStore::default();
+        let alone = [Bound::making_room("all", 2)];
+        for k in ["k1", "k2", "k3"] {
+            assert_eq!(
+                t.insert_bounded(k, b"x".to_vec(), minute, &alone)
+                    .await
+                    .unwrap(),
+                Insertion::Stored
+            );
+        }
+        assert_eq!(t.get("k1").await.unwrap(), None);
+        assert_eq!(t.len(), 2);
+        // Counts follow what was dropped.
+        assert_eq!(t.inner.lock().unwrap().counts.get("all"), Some(&2));
+        assert_eq!(s.inner.lock().unwrap().counts.get("n/48"), None);
+        assert_eq!(s.inner.lock().unwrap().counts.get("all"), Some(&4));
     }
 }

@@ -12,12 +12,13 @@ use axum::body::Body;
 #[cfg(feature = "auth-proxy")]
 use axum::extract::State;
 use axum::response::Response;
-use http::header::{ACCESS_CONTROL_ALLOW_ORIGIN, CACHE_CONTROL, CONTENT_TYPE};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
 use super::{Endpoint, sse};
 use crate::auth::request::Refusal;
 use crate::auth::{AuthError, Authorization};
+use crate::protocol::headers::CorsHeaders;
 use crate::protocol::jsonrpc::{self, RpcError, code};
 
 /// Checks the request's credentials (`auth::request`: Bearer, or DPoP with its proof) and
@@ -191,7 +192,7 @@ pub(crate) fn metadata_routes(auth: &Arc<Authorization>) -> Router<Arc<Endpoint>
                         CACHE_CONTROL,
                         HeaderValue::from_static("public, max-age=300"),
                     );
-                    h.insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+                    CorsHeaders::ORIGIN_ONLY.allow_any_origin(h);
                     *resp.status_mut() = StatusCode::OK;
                     resp
                 }
@@ -246,7 +247,7 @@ fn proxy_refusal(e: &crate::RpcError) -> Response {
     let h = resp.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    CorsHeaders::ORIGIN_ONLY.allow_any_origin(h);
     if matches!(
         status,
         StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE

@@ -14,16 +14,14 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use http::StatusCode;
 use http::header::{
-    ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
-    ACCESS_CONTROL_EXPOSE_HEADERS, CACHE_CONTROL, CONTENT_TYPE, ETAG, HOST, HeaderMap, HeaderValue,
-    IF_NONE_MATCH,
+    CACHE_CONTROL, CONTENT_TYPE, ETAG, HOST, HeaderMap, HeaderValue, IF_NONE_MATCH,
 };
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
 use super::admission;
 use crate::card::{AI_CATALOG_MEDIA_TYPE, AI_CATALOG_PATH, SERVER_CARD_MEDIA_TYPE};
-use crate::protocol::headers::{Line, RequestHeaders};
+use crate::protocol::headers::{CorsHeaders, Line, RequestHeaders};
 
 /// The routes, when the server has a listing.
 pub(crate) fn routes(ep: &Arc<Endpoint>) -> Option<Router<Arc<Endpoint>>> {
@@ -77,20 +75,15 @@ fn plain(status: StatusCode, message: &str) -> Response {
     resp
 }
 
+/// Any page may read a card (and its errors): `GET`, revalidated with `If-None-Match`.
 fn cors(h: &mut HeaderMap) {
-    h.insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
-    h.insert(
-        ACCESS_CONTROL_ALLOW_METHODS,
-        HeaderValue::from_static("GET"),
-    );
-    h.insert(
-        ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("Content-Type, If-None-Match"),
-    );
-    h.insert(
-        ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("ETag"),
-    );
+    CorsHeaders {
+        methods: Some("GET"),
+        allow_headers: Some("Content-Type, If-None-Match"),
+        expose: Some("ETag"),
+        max_age: None,
+    }
+    .allow_any_origin(h);
 }
 
 /// A JSON document with its media type, cache headers and `ETag`; 304 when the request's

@@ -3,6 +3,9 @@
 //! `Mcp-Session-Id` and `WWW-Authenticate` exposed); every other origin gets no grant, and the
 //! endpoint's DNS-rebinding check still refuses a foreign one with 403.
 //!
+//! The headers themselves are written by `protocol::headers::CorsHeaders`, as for every
+//! answer sake lets any page read (metadata, server cards, the authorization proxy).
+//!
 //! [`Cors`] is a tower [`Layer`](tower::Layer): `Server::cors` puts it around the endpoint's
 //! router, and an application can put it around routes of its own.
 
@@ -12,14 +15,10 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::response::Response;
-use http::header::{
-    ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
-    ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE, ACCESS_CONTROL_REQUEST_HEADERS,
-    ACCESS_CONTROL_REQUEST_METHOD, ORIGIN, VARY,
-};
+use http::header::{ACCESS_CONTROL_REQUEST_HEADERS, ACCESS_CONTROL_REQUEST_METHOD, ORIGIN, VARY};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
 
-use crate::protocol::headers::PARAM_PREFIX;
+use crate::protocol::headers::{CorsHeaders, PARAM_PREFIX};
 use crate::protocol::jsonrpc::{self, RpcError};
 
 /// The request headers an MCP client sends that a preflight must allow (besides the
@@ -167,18 +166,13 @@ impl Cors {
         let mut resp = Response::new(Body::empty());
         *resp.status_mut() = StatusCode::NO_CONTENT;
         let h = resp.headers_mut();
-        h.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
-        h.insert(
-            ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static(METHODS),
-        );
-        if let Ok(v) = HeaderValue::from_str(&allowed.join(", ")) {
-            h.insert(ACCESS_CONTROL_ALLOW_HEADERS, v);
+        CorsHeaders {
+            methods: Some(METHODS),
+            allow_headers: Some(&allowed.join(", ")),
+            expose: None,
+            max_age: Some(self.max_age.as_secs()),
         }
-        h.insert(
-            ACCESS_CONTROL_MAX_AGE,
-            HeaderValue::from(self.max_age.as_secs()),
-        );
+        .allow_origin(origin.clone(), h);
         h.insert(VARY, HeaderValue::from_static(VARY_PREFLIGHT));
         resp
     }
@@ -188,11 +182,11 @@ impl Cors {
         // Whatever the origin: the answer differs by origin, and a cache must know.
         headers.append(VARY, HeaderValue::from_static("Origin"));
         if let Some(origin) = origin.filter(|o| o.to_str().is_ok_and(|o| self.grants(o))) {
-            headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
-            headers.insert(
-                ACCESS_CONTROL_EXPOSE_HEADERS,
-                HeaderValue::from_static(EXPOSED_HEADERS),
-            );
+            CorsHeaders {
+                expose: Some(EXPOSED_HEADERS),
+                ..CorsHeaders::ORIGIN_ONLY
+            }
+            .allow_origin(origin.clone(), headers);
         }
     }
 }
