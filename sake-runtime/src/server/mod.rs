@@ -594,7 +594,7 @@ impl Shared {
     pub(crate) fn check_memory(&self, what: &str) -> Result<(), RpcError> {
         self.memory.check().map_err(|(resident, limit)| {
             tracing::warn!(resident, limit, "past the memory watermark: {what} refused");
-            front::busy(&format!(
+            front::port::busy(&format!(
                 "memory ({resident} bytes resident, past the watermark of {limit}: Limits::memory_watermark); {what} is not kept"
             ))
         })
