@@ -17,8 +17,7 @@ use tracing::Instrument as _;
 
 use super::carrier::Opened;
 use super::port::{
-    Answering, Connection, Frame, Frames, Hints, Reply, Run, Running, SessionStream, Slot,
-    StreamOwner,
+    Answering, Connection, Frame, Frames, Hints, Reply, Run, Running, SessionStream, StreamOwner,
 };
 use super::routing;
 use super::telemetry::Call;
@@ -33,6 +32,7 @@ use crate::protocol::methods::Method;
 use crate::protocol::render::{self, Cache, Shape};
 use crate::protocol::types::{Implementation, LoggingLevel};
 use crate::protocol::version::Revision;
+use crate::quota::Slot;
 use crate::server::Shared;
 use crate::server::dispatch::{Dispatched, raw_str};
 use crate::server::hub::SubscribeRefused;

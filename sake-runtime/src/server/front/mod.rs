@@ -29,7 +29,6 @@ use tokio_util::sync::CancellationToken;
 
 use self::port::{Answer, Answering, Frame, Reply, busy, too_many};
 use super::Shared;
-use super::quota::{Drawn, Flight, Key, Over, Refused};
 use super::session::Session;
 use crate::error::Error;
 use crate::handler::BoxFuture;
@@ -38,6 +37,7 @@ use crate::handler::events::Event;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
 use crate::protocol::methods::Method;
 use crate::protocol::{Era, Revision};
+use crate::quota::{Flight, Key, Over, Refused, Slot};
 
 /// A request's rendered result, or its error.
 pub(crate) type Outcome = Result<Bytes, RpcError>;
@@ -164,11 +164,7 @@ impl Shared {
                 self.config.limits.max_concurrent_requests
             ))
         })?;
-        Ok(Slot {
-            _running: running,
-            _shares: [Some(client), session],
-            _bytes: Some(drawn),
-        })
+        Ok(Slot::new(running, [Some(client), session], Some(drawn)))
     }
 
     /// `bytes` of a request in flight for `caller`: -32000 with 429 past the caller's
@@ -213,15 +209,11 @@ impl Shared {
             .streams_open
             .draw(1)
             .ok_or_else(|| busy(&format!("{} open streams", self.config.limits.max_streams)))?;
-        Ok(Slot {
-            _running: open,
-            _shares: [Some(share), None],
-            _bytes: None,
-        })
+        Ok(Slot::new(open, [Some(share), None], None))
     }
 }
 
-pub(crate) use super::quota::Held;
+pub(crate) use crate::quota::Held;
 
 /// The bookkeeping a held URI costs besides its bytes (its box, its set entry).
 pub(crate) const HELD_OVERHEAD: usize = 64;
@@ -265,15 +257,6 @@ impl Shared {
             })?;
         Ok(Held::new(mine, all))
     }
-}
-
-/// Held while requests run or a stream is open: a share of the global budget and of the
-/// caller's and session's.
-#[derive(Debug)]
-pub(crate) struct Slot {
-    _running: Drawn,
-    _shares: [Option<super::quota::Share>; 2],
-    _bytes: Option<Drawn>,
 }
 
 /// A 2025-03-26 batch, started: its requests run concurrently; the answer is one array.

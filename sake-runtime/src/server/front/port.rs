@@ -36,14 +36,10 @@ use crate::handler::context::Sink;
 use crate::protocol::Era;
 use crate::protocol::headers::RequestHeaders;
 use crate::protocol::jsonrpc::{self, RequestId, RpcError};
+use crate::quota::{Flight, Key, PeerAddr, Slot};
 use crate::server::Shared;
 use crate::server::inflight::InflightGuard;
 use crate::server::session::Session;
-
-pub(crate) use super::Slot;
-pub(crate) use crate::server::PeerAddr;
-pub(crate) use crate::server::quota::{Drawn, Flight, Key, Pool, Quotas, Share};
-pub(crate) use crate::server::records::Records;
 
 /// The engine as transports see it: what they need to make connections and to admit what they
 /// read, and nothing of its insides.

@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::Inbound;
-use super::port::{Connection, Hints, Reply, Slot};
+use super::port::{Connection, Hints, Reply};
 use crate::handler::context::Sink;
 
 use crate::protocol::Era;
@@ -25,6 +25,7 @@ use crate::protocol::jsonrpc::{self, Incoming, RpcError};
 use crate::protocol::meta::{self, ModernMeta, ModernRequest, Params};
 use crate::protocol::methods::Method;
 use crate::protocol::version::Revision;
+use crate::quota::Slot;
 use crate::server::Shared;
 use crate::server::dispatch::raw_str;
 
