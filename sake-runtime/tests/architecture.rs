@@ -940,8 +940,10 @@ fn problems(krate: &Crate, table: &Table) -> Vec<String> {
 
 /// The protocol files that import a file of their own rank or above.
 fn protocol_problems(krate: &Crate) -> Vec<String> {
+    // A directory of `protocol/` (`types/`) has its rank in all its files.
     let rank = |file: &str| {
         let name = file.strip_prefix("protocol/")?.strip_suffix(".rs")?;
+        let name = name.split('/').next()?;
         PROTOCOL_ORDER
             .iter()
             .find(|(n, _)| *n == name)
@@ -954,8 +956,10 @@ fn protocol_problems(krate: &Crate) -> Vec<String> {
         }
     }
     for e in &krate.edges {
+        let unit = |file: &str| file.split('/').take(2).collect::<Vec<_>>().join("/");
         if let (Some(own), Some(theirs)) = (rank(&e.from), rank(&e.to.file))
             && e.from != "protocol/mod.rs"
+            && unit(&e.from) != unit(&e.to.file)
             && theirs >= own
         {
             out.push(format!(
