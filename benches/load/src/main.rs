@@ -58,10 +58,22 @@ pub struct Shape {
 
 /// The "concurrency" workload's shapes: 32 and 256 connections, one and two load threads.
 const SHAPES: [Shape; 4] = [
-    Shape { connections: 32, threads: 1 },
-    Shape { connections: 32, threads: 2 },
-    Shape { connections: 256, threads: 1 },
-    Shape { connections: 256, threads: 2 },
+    Shape {
+        connections: 32,
+        threads: 1,
+    },
+    Shape {
+        connections: 32,
+        threads: 2,
+    },
+    Shape {
+        connections: 256,
+        threads: 1,
+    },
+    Shape {
+        connections: 256,
+        threads: 2,
+    },
 ];
 
 #[derive(Clone, Debug)]
@@ -1091,7 +1103,11 @@ fn check_tasks_on(spec: &Spec, addr: SocketAddr) {
 /// count printed on `SIGUSR1` after a warm-up and again after `counted` more requests, on one
 /// connection and on 32 and 256 at once, for the 2026-07-28 call and the session call.
 fn allocs(o: &Opts, rep: &mut Report) {
-    let (warm, counted) = if o.quick { (300, 2_000) } else { (2_000, 20_000) };
+    let (warm, counted) = if o.quick {
+        (300, 2_000)
+    } else {
+        (2_000, 20_000)
+    };
     let mut t = Table::new(&[
         "workload",
         "connections",
@@ -1143,9 +1159,7 @@ fn allocs(o: &Opts, rep: &mut Report) {
                 ));
             }
             let ((ax, axr), (sk, skr)) = (per[0], per[1]);
-            eprintln!(
-                "  allocs {workload} c{conns}: bare axum {ax:.2}, sake {sk:.2} per request"
-            );
+            eprintln!("  allocs {workload} c{conns}: bare axum {ax:.2}, sake {sk:.2} per request");
             t.row(vec![
                 workload.to_owned(),
                 conns.to_string(),
@@ -1183,7 +1197,9 @@ fn alloc_counts(server: &Running, log: &Path, n: usize) -> std::io::Result<(u64,
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(10) {
         let text = std::fs::read_to_string(log).unwrap_or_default();
-        if let Some(line) = text
+        // Whole lines only: the server may be writing the last one.
+        let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+        if let Some(line) = whole
             .lines()
             .filter(|l| l.starts_with("BENCH_ALLOCS "))
             .nth(n - 1)
