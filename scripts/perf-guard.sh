@@ -29,6 +29,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUDGETS="$ROOT/benches/budgets.toml"
 TOLERANCE=3 # percent over budget that still passes
+TOLERANCE_L1=5 # for the simulated L1 misses (`_l1`), which move up to 2% from run to run
 
 bless= build=1 only=
 while [ $# -gt 0 ]; do
@@ -161,9 +162,9 @@ declare -A WHAT=(
 )
 for c in 32 256; do
   WHAT[call_c$c]="2026-07-28 tools/call, $c connections at once, per request"
-  WHAT[call_c${c}_l1]="  its L1 misses per request (last level: ${LAST_LEVEL[call_c$c]})"
+  WHAT[call_c${c}_l1]="  its L1 misses per request (last level: ${LAST_LEVEL[call_c$c]:-})"
   WHAT[session_c$c]="2025-11-25 session tools/call, $c connections at once, per request"
-  WHAT[session_c${c}_l1]="  its L1 misses per request (last level: ${LAST_LEVEL[session_c$c]})"
+  WHAT[session_c${c}_l1]="  its L1 misses per request (last level: ${LAST_LEVEL[session_c$c]:-})"
 done
 
 if [ -n "$bless" ]; then
@@ -184,12 +185,14 @@ for w in "${WORKLOADS[@]}"; do
   f=${FIGURE[$w]}
   ratio=$(awk -v f="$f" -v b="$b" 'BEGIN { printf "%.3f", f / b }')
   verdict=ok
-  if [ $((f * 100)) -gt $((b * (100 + TOLERANCE))) ]; then verdict="OVER BUDGET"; failed+=("$w"); fi
+  tol=$TOLERANCE
+  [[ "$w" == *_l1 ]] && tol=$TOLERANCE_L1
+  if [ $((f * 100)) -gt $((b * (100 + tol))) ]; then verdict="OVER BUDGET"; failed+=("$w"); fi
   printf '%-10s %14d %14d %7s×  %s  %s\n' "$w" "$f" "$b" "$ratio" "${WHAT[$w]}" "$verdict"
 done
 if [ ${#failed[@]} -gt 0 ]; then
-  echo "perf guard: ${failed[*]} over budget by more than $TOLERANCE% ($((SECONDS - started)) s of measuring)." >&2
+  echo "perf guard: ${failed[*]} over budget by more than $TOLERANCE% ($TOLERANCE_L1% for L1 misses; $((SECONDS - started)) s of measuring)." >&2
   echo "Find the cause with callgrind_annotate (docs/benchmarks.md, \"The performance guard\"); raise a budget only on purpose, in its own reviewed change." >&2
   exit 1
 fi
-echo "==> perf guard: every figure within $TOLERANCE% of its budget ($((SECONDS - started)) s of measuring)"
+echo "==> perf guard: every figure within $TOLERANCE% of its budget ($TOLERANCE_L1% for L1 misses) ($((SECONDS - started)) s of measuring)"
