@@ -194,7 +194,7 @@ async fn cut_off_when_quiet(watch: Arc<HeadWatch>, timeout: Duration) {
     loop {
         sleep.as_mut().await;
         let now = watch.turns.load(Ordering::Relaxed);
-        if now == seen && now % 2 == 0 {
+        if now == seen && now.is_multiple_of(2) {
             quiet += 1;
             if quiet >= QUARTERS {
                 return;
