@@ -20,7 +20,7 @@ use crate::signing::Signer;
 /// Whether the endpoint serves a request with these headers and params statelessly
 /// (2026-07-28) rather than as part of a handshake session (2026-07-28 "Backward Compatibility" of the versioning page).
 pub fn is_stateless(headers: &HeaderMap, params: &Params<'_>) -> bool {
-    crate::server::front::port::is_stateless(headers, params)
+    crate::server::front::routing::is_stateless(headers, params)
 }
 
 /// Session ids and `requestState` under one key, as a server holding that key mints and

@@ -66,6 +66,8 @@ pub mod otel;
 pub mod protocol;
 #[cfg(not(feature = "internals"))]
 pub(crate) mod protocol;
+pub(crate) mod quota;
+pub(crate) mod records;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis;

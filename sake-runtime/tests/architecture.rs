@@ -5,7 +5,7 @@
 //! file that defines what it names: `crate::…`, `super::…` and `self::…` paths, paths that start
 //! with a child module's name (`hub::Hub` in `server/mod.rs`) or with a name a `use` brought
 //! in, `use` trees, and re-exports followed to the item they re-export (`crate::Service` is
-//! `service.rs`'s, `port::Records` is `server/records.rs`'s). A `pub use` is an import of the
+//! `service.rs`'s, `transport::Connection` is `server/front/port.rs`'s). A `pub use` is an import of the
 //! file that does it. Items under `#[cfg(test)]` (and files declared by a `#[cfg(test)] mod`)
 //! are left out wherever they stand (unit tests may use anything: they build servers to test
 //! the parts); everything else counts, in whatever order it comes.
@@ -20,8 +20,8 @@
 //!   what its enclosing modules define (a child file uses `super::…`; its parent may use it
 //!   in turn): [`circles`];
 //! - a transport names only what is *defined* in the port, `server/front/port.rs`, or in a
-//!   layer below the server (a name the port re-exports from elsewhere in the engine is that
-//!   file's), save for the [`PORT_EXCEPTIONS`], each with its reason;
+//!   layer below the server (a name the port re-exported from elsewhere in the engine would be
+//!   that file's): no exceptions;
 //! - the files of `protocol/` import in one order;
 //! - only the revision table (`protocol/version.rs`) names a particular revision or compares
 //!   version strings, and only `protocol/` and `server/front/` branch on an era (`Era::…`).
@@ -39,53 +39,6 @@ const CLIENT_MAY_USE: &[&str] = &["limits", "protocol", "auth", "net", "otel"];
 
 /// The engine's port: the one file of `server/` whose items the transports may name.
 const PORT: &str = "server/front/port.rs";
-
-/// Items of the engine outside the port that the transports name today, through the port's
-/// re-exports: (the file that defines it, the item, why it is allowed for now). Issue 38 moves
-/// the quotas and the records below the server, and the rest into the port; each of these
-/// lines goes then.
-const PORT_EXCEPTIONS: &[(&str, &str, &str)] = &[
-    (
-        "server/quota.rs",
-        "*",
-        "the per-caller shares HTTP admission draws on; std and limits only, to move below the server",
-    ),
-    (
-        "server/records.rs",
-        "*",
-        "bounded records the kept SSE streams use; std and limits only, to move below the server",
-    ),
-    (
-        "server/mod.rs",
-        "PeerAddr",
-        "the address a request came from, made once per HTTP connection",
-    ),
-    (
-        "server/front/mod.rs",
-        "Frame",
-        "the frames of a stream, to move into the port",
-    ),
-    (
-        "server/front/mod.rs",
-        "OnLag",
-        "what a stream does when its reader lags, to move into the port",
-    ),
-    (
-        "server/front/mod.rs",
-        "Slot",
-        "a held request slot, to move into the port",
-    ),
-    (
-        "server/front/mod.rs",
-        "busy",
-        "the busy error, to move into the port",
-    ),
-    (
-        "server/front/mod.rs",
-        "too_many",
-        "the too-many-requests error, to move into the port",
-    ),
-];
 
 /// Where an era may be branched on (`Era::Modern`, `Era::Legacy`).
 const ERA_MAY_BRANCH: &[&str] = &["protocol", "server/front"];
@@ -959,15 +912,10 @@ fn problems(krate: &Crate, table: &Table) -> Vec<String> {
         }
         // A transport names only what the port or a layer below the server defines.
         if own == "transport" && theirs == "server" && e.to.file != PORT {
-            let excepted = PORT_EXCEPTIONS
-                .iter()
-                .any(|(file, name, _)| *file == e.to.file && (*name == "*" || *name == e.to.item));
-            if !excepted {
-                out.push(format!(
-                    "{at}: a transport names {named}, defined in {} (only {PORT}, the engine's port, is theirs)",
-                    e.to.file
-                ));
-            }
+            out.push(format!(
+                "{at}: a transport names {named}: `{}` is defined in {} (only {PORT}, the engine's port, is theirs)",
+                e.to.item, e.to.file
+            ));
         }
     }
     for (file, facts) in &krate.files {
@@ -992,8 +940,10 @@ fn problems(krate: &Crate, table: &Table) -> Vec<String> {
 
 /// The protocol files that import a file of their own rank or above.
 fn protocol_problems(krate: &Crate) -> Vec<String> {
+    // A directory of `protocol/` (`types/`) has its rank in all its files.
     let rank = |file: &str| {
         let name = file.strip_prefix("protocol/")?.strip_suffix(".rs")?;
+        let name = name.split('/').next()?;
         PROTOCOL_ORDER
             .iter()
             .find(|(n, _)| *n == name)
@@ -1006,8 +956,10 @@ fn protocol_problems(krate: &Crate) -> Vec<String> {
         }
     }
     for e in &krate.edges {
+        let unit = |file: &str| file.split('/').take(2).collect::<Vec<_>>().join("/");
         if let (Some(own), Some(theirs)) = (rank(&e.from), rank(&e.to.file))
             && e.from != "protocol/mod.rs"
+            && unit(&e.from) != unit(&e.to.file)
             && theirs >= own
         {
             out.push(format!(

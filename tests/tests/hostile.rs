@@ -1829,5 +1829,18 @@ async fn slow_or_idle_request_heads_are_cut_off() {
     assert!(String::from_utf8_lossy(&out).starts_with("HTTP/1.1 200 OK\r\n"));
     // hyper closes such connections without a word.
     assert_eq!((idle_answer.as_str(), slow_answer.as_str()), ("", ""));
+    // A response that streams for five times the header timeout is not cut off: the
+    // connection waits for a head only once its response has ended.
+    let mut streaming = open_stream(addr, listen_request())
+        .await
+        .expect("a listen stream");
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_millis(1500) {
+        let mut buf = [0u8; 1024];
+        match tokio::time::timeout(Duration::from_millis(100), streaming.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => panic!("a streaming response was cut off as a quiet head"),
+            Ok(Ok(_)) | Err(_) => {}
+        }
+    }
     socket_still_serves(addr, 1).await;
 }

@@ -19,6 +19,7 @@ mod bus;
 mod chart;
 mod http;
 mod pages;
+mod replay;
 mod stats;
 mod stdio;
 
@@ -32,9 +33,47 @@ use std::time::{Duration, Instant};
 
 use stats::{Table, median, micros, ratio, thousands};
 
-pub const WORKLOADS: [&str; 11] = [
-    "call", "session", "list", "progress", "auth", "bus", "startup", "memory", "build", "stdio",
+pub const WORKLOADS: [&str; 13] = [
+    "call",
+    "session",
+    "concurrency",
+    "allocs",
+    "list",
+    "progress",
+    "auth",
+    "bus",
+    "startup",
+    "memory",
+    "build",
+    "stdio",
     "pages",
+];
+
+/// How wrk loads a server: connections, and load threads (all on the load core).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Shape {
+    pub connections: u32,
+    pub threads: u32,
+}
+
+/// The "concurrency" workload's shapes: 32 and 256 connections, one and two load threads.
+const SHAPES: [Shape; 4] = [
+    Shape {
+        connections: 32,
+        threads: 1,
+    },
+    Shape {
+        connections: 32,
+        threads: 2,
+    },
+    Shape {
+        connections: 256,
+        threads: 1,
+    },
+    Shape {
+        connections: 256,
+        threads: 2,
+    },
 ];
 
 #[derive(Clone, Debug)]
@@ -337,14 +376,21 @@ struct WrkOut {
     errors: u64,
 }
 
-fn wrk(o: &Opts, script: &str, addr: SocketAddr, seconds: u32, env: &[(String, String)]) -> WrkOut {
+fn wrk(
+    o: &Opts,
+    shape: Shape,
+    script: &str,
+    addr: SocketAddr,
+    seconds: u32,
+    env: &[(String, String)],
+) -> WrkOut {
     let script = o.bench_dir.join("wrk").join(script);
     let out = Command::new("taskset")
         .arg("-c")
         .arg(&o.load_core)
         .arg("wrk")
-        .arg("-t1")
-        .arg(format!("-c{}", o.connections))
+        .arg(format!("-t{}", shape.threads))
+        .arg(format!("-c{}", shape.connections))
         .arg(format!("-d{seconds}s"))
         .arg("--timeout")
         .arg("5s")
@@ -519,6 +565,24 @@ fn count(hay: &[u8], needle: &[u8]) -> usize {
 
 /// A throughput workload: every server, `rounds` times, interleaved.
 fn throughput(o: &Opts, rep: &mut Report, workload: &str, title: &str, specs: &[Spec]) {
+    let shape = Shape {
+        connections: o.connections,
+        threads: 1,
+    };
+    throughput_shaped(o, rep, workload, shape, false, title, specs);
+}
+
+/// [`throughput`] with `shape`; `concurrency`: a shape of the "concurrency" workload (its own
+/// chart bar and targets).
+fn throughput_shaped(
+    o: &Opts,
+    rep: &mut Report,
+    workload: &str,
+    shape: Shape,
+    concurrency: bool,
+    title: &str,
+    specs: &[Spec],
+) {
     let script = format!("{workload}.lua");
     let mut samples: Vec<Samples> = vec![Samples::default(); specs.len()];
     let load_before = load();
@@ -542,12 +606,14 @@ fn throughput(o: &Opts, rep: &mut Report, workload: &str, title: &str, specs: &[
                 env.push(("SAKE_BENCH_TOKEN".to_owned(), auth::bearer(server.addr)));
             }
             check(workload, spec, server.addr, sid.as_deref());
-            let _ = wrk(o, &script, server.addr, o.warmup, &env);
+            let _ = wrk(o, shape, &script, server.addr, o.warmup, &env);
             let l = load();
-            let w = wrk(o, &script, server.addr, o.duration, &env);
+            let w = wrk(o, shape, &script, server.addr, o.duration, &env);
             let rps = w.requests as f64 / (w.duration_us as f64 / 1e6);
             eprintln!(
-                "  {workload} round {} {:<16} {:>9} req/s  p50 {:>8}  p99 {:>8}  errors {}  (load {l})",
+                "  {workload} c{} t{} round {} {:<16} {:>9} req/s  p50 {:>8}  p99 {:>8}  errors {}  (load {l})",
+                shape.connections,
+                shape.threads,
                 round + 1,
                 spec.label,
                 thousands(rps),
@@ -608,10 +674,11 @@ fn throughput(o: &Opts, rep: &mut Report, workload: &str, title: &str, specs: &[
         .map(|(s, spec)| format!("{}: {}", spec.label, s.loads.join(" / ")))
         .collect();
     rep.section(&format!(
-        "\n### {title}\n\nMedians of {} interleaved round(s) of {} s each (wrk -t1 -c{}), after a {} s warm-up. Load average before: {load_before}; at each measurement: {}.\n\n{}",
+        "\n### {title}\n\nMedians of {} interleaved round(s) of {} s each (wrk -t{} -c{}), after a {} s warm-up. Load average before: {load_before}; at each measurement: {}.\n\n{}",
         o.rounds,
         o.duration,
-        o.connections,
+        shape.threads,
+        shape.connections,
         o.warmup,
         loads.join("; "),
         t.render()
@@ -693,9 +760,34 @@ fn throughput(o: &Opts, rep: &mut Report, workload: &str, title: &str, specs: &[
             ));
         }
         rep.chart.push(chart::Group {
-            label: workload.to_owned(),
+            label: if concurrency {
+                format!("{workload} c{} t{}", shape.connections, shape.threads)
+            } else {
+                workload.to_owned()
+            },
             bars,
         });
+    }
+    if concurrency {
+        // The targets of issue 43 (docs/benchmarks.md, "Under concurrency").
+        let era = if workload == "call" {
+            "2026-07-28 tools/call"
+        } else {
+            "session tools/call"
+        };
+        let (what, floor) = if shape.connections > 32 {
+            (format!("{era}, {} connections", shape.connections), 0.8)
+        } else {
+            (format!("{era}, {} load thread(s)", shape.threads), 0.85)
+        };
+        rep.target(
+            &format!("{what} ≥ {floor}× bare axum"),
+            vs(ax),
+            Some(floor),
+            None,
+        );
+        rep.target(&format!("{what} ≥ 4.5× rmcp"), vs(rm), Some(4.5), None);
+        return;
     }
     match workload {
         "call" => {
@@ -1006,9 +1098,135 @@ fn check_tasks_on(spec: &Spec, addr: SocketAddr) {
     }
 }
 
-/// `sake-bench replay <port> <call|session|list> <count>`: sends `count` requests of a
-/// workload one after another on one connection, for profiling a server under callgrind or
-/// perf (instruction counts per request are stable on a busy machine, wall-clock is not).
+/// The "allocs" workload: allocations per request in bare axum and sake, counted by the bench
+/// servers' counting allocator (`BENCH_COUNT_ALLOCS=1`, benches/servers/alloc_count.rs): the
+/// count printed on `SIGUSR1` after a warm-up and again after `counted` more requests, on one
+/// connection and on 32 and 256 at once, for the 2026-07-28 call and the session call.
+fn allocs(o: &Opts, rep: &mut Report) {
+    let (warm, counted) = if o.quick {
+        (300, 2_000)
+    } else {
+        (2_000, 20_000)
+    };
+    let mut t = Table::new(&[
+        "workload",
+        "connections",
+        "bare axum",
+        "sake",
+        "sake − axum",
+        "reallocs: axum",
+        "sake",
+    ]);
+    for workload in ["call", "session"] {
+        for conns in [1usize, 32, 256] {
+            let mut per = Vec::new();
+            for mut spec in [axum(), sake()] {
+                spec.env.push(("BENCH_COUNT_ALLOCS".into(), "1".into()));
+                let server = start(o, &spec);
+                let log = o.bench_dir.join(format!(
+                    "target/bench-logs/{}-{}.log",
+                    spec.program,
+                    server.addr.port()
+                ));
+                let addr = server.addr;
+                let counts = rt().block_on(async {
+                    let req = if spec.kind == Kind::Axum && workload == "session" {
+                        // Bare axum has no sessions: the same request without one.
+                        replay::Request {
+                            body: http::LEGACY_CALL,
+                            headers: vec![("mcp-protocol-version", "2025-11-25".to_owned())],
+                        }
+                    } else {
+                        replay::request(addr, workload)
+                            .await?
+                            .expect("a replayable workload")
+                    };
+                    let req = Arc::new(req);
+                    let c = replay::open(addr, conns).await?;
+                    let c = replay::drive(c, &req, warm).await?;
+                    let before = alloc_counts(&server, &log, 1)?;
+                    let c = replay::drive(c, &req, counted).await?;
+                    let after = alloc_counts(&server, &log, 2)?;
+                    drop(c);
+                    Ok::<_, std::io::Error>((before, after))
+                });
+                let ((a0, r0), (a1, r1)) = counts.unwrap_or_else(|e| {
+                    panic!("{}: counting allocations ({workload}): {e}", spec.label)
+                });
+                per.push((
+                    (a1 - a0) as f64 / counted as f64,
+                    (r1 - r0) as f64 / counted as f64,
+                ));
+            }
+            let ((ax, axr), (sk, skr)) = (per[0], per[1]);
+            eprintln!("  allocs {workload} c{conns}: bare axum {ax:.2}, sake {sk:.2} per request");
+            t.row(vec![
+                workload.to_owned(),
+                conns.to_string(),
+                format!("{ax:.2}"),
+                format!("{sk:.2}"),
+                format!("{:+.2}", sk - ax),
+                format!("{axr:.2}"),
+                format!("{skr:.2}"),
+            ]);
+            rep.target(
+                &format!(
+                    "{workload}, {conns} connection(s): allocations per request ≤ bare axum's + 2 (sake − axum)"
+                ),
+                sk - ax,
+                None,
+                Some(2.0),
+            );
+        }
+    }
+    rep.section(&format!(
+        "\n### Allocations per request (counting allocator)\n\nAllocations (`alloc` and `alloc_zeroed`) and reallocations per request, counted in the server over {counted} requests after {warm} of warm-up, sent by `sake-bench` on 1, 32 or 256 keep-alive connections at once (the session call: one session shared). Bare axum answers the session call's request without a session.\n\n{}",
+        t.render()
+    ));
+}
+
+/// Sends `SIGUSR1` to the server and reads its `n`-th `BENCH_ALLOCS` line from `log`:
+/// (allocations, reallocations).
+fn alloc_counts(server: &Running, log: &Path, n: usize) -> std::io::Result<(u64, u64)> {
+    let killed = Command::new("kill")
+        .args(["-USR1", &server.pid().to_string()])
+        .status()?;
+    if !killed.success() {
+        return Err(std::io::Error::other("kill -USR1 failed"));
+    }
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        // Whole lines only: the server may be writing the last one.
+        let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+        if let Some(line) = whole
+            .lines()
+            .filter(|l| l.starts_with("BENCH_ALLOCS "))
+            .nth(n - 1)
+        {
+            let field = |name: &str| -> Option<u64> {
+                line.split_whitespace()
+                    .find_map(|f| f.strip_prefix(name))
+                    .and_then(|v| v.parse().ok())
+            };
+            return match (field("allocs="), field("reallocs=")) {
+                (Some(a), Some(r)) => Ok((a, r)),
+                _ => Err(std::io::Error::other(format!("unreadable: {line}"))),
+            };
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(std::io::Error::other(format!(
+        "no BENCH_ALLOCS line {n} in {} (started without BENCH_COUNT_ALLOCS=1?)",
+        log.display()
+    )))
+}
+
+/// `sake-bench replay <port> <call|session|list> <count> [<connections>]`: sends `count`
+/// requests of a workload on one keep-alive connection one after another, or spread over
+/// `connections` at once (each sending its next request when its previous one is answered),
+/// for profiling a server under callgrind or perf (instruction counts per request are stable
+/// on a busy machine, wall-clock is not).
 fn replay(mut args: impl Iterator<Item = String>) {
     let port: u16 = args
         .next()
@@ -1016,34 +1234,27 @@ fn replay(mut args: impl Iterator<Item = String>) {
         .unwrap_or_else(|| usage());
     let workload = args.next().unwrap_or_else(|| usage());
     let count: usize = args.next().and_then(|p| p.parse().ok()).unwrap_or(10_000);
+    let connections: usize = args
+        .next()
+        .map(|c| c.parse().unwrap_or_else(|_| usage()))
+        .unwrap_or(1)
+        .max(1);
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let started = Instant::now();
     rt().block_on(async move {
-        let mut c = http::Conn::open(addr).await.expect("connect");
-        let (body, headers): (&'static str, Vec<(&'static str, String)>) = match workload.as_str() {
-            "call" => (
-                http::MODERN_CALL,
-                http::modern_headers("tools/call", Some("add")),
-            ),
-            "list" => (http::MODERN_LIST, http::modern_headers("tools/list", None)),
-            "session" => {
-                let sid = http::open_session(&mut c).await.expect("a session");
-                (
-                    http::LEGACY_CALL,
-                    vec![
-                        ("mcp-protocol-version", "2025-11-25".to_owned()),
-                        ("mcp-session-id", sid),
-                    ],
-                )
-            }
-            _ => usage(),
-        };
-        for _ in 0..count {
-            let a = c.post(body, &headers).await.expect("an answer");
-            assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
-        }
+        let req = replay::request(addr, &workload)
+            .await
+            .expect("a session")
+            .unwrap_or_else(|| usage());
+        let conns = replay::open(addr, connections).await.expect("connect");
+        replay::drive(conns, &Arc::new(req), count)
+            .await
+            .expect("every answer 200");
     });
-    eprintln!("{count} requests in {:.2?}", started.elapsed());
+    eprintln!(
+        "{count} requests on {connections} connection(s) in {:.2?}",
+        started.elapsed()
+    );
 }
 
 fn main() {
@@ -1147,6 +1358,29 @@ fn main() {
                 "2. tools/call inside a 2025-11-25 session",
                 &[axum(), sake(), rmcp_legacy()],
             ),
+            "concurrency" => {
+                for shape in SHAPES {
+                    for (workload, what, specs) in [
+                        (
+                            "call",
+                            "tools/call on 2026-07-28",
+                            [axum(), sake(), rmcp_stateless()],
+                        ),
+                        (
+                            "session",
+                            "tools/call inside a 2025-11-25 session",
+                            [axum(), sake(), rmcp_legacy()],
+                        ),
+                    ] {
+                        let title = format!(
+                            "Under concurrency: {what}, {} connections, {} load thread(s)",
+                            shape.connections, shape.threads
+                        );
+                        throughput_shaped(&o, &mut rep, workload, shape, true, &title, &specs);
+                    }
+                }
+            }
+            "allocs" => allocs(&o, &mut rep),
             "list" => {
                 let mut ax = axum();
                 ax.env.push((

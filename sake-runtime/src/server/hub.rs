@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::quota::Held;
-use super::records::Records;
 use super::session::Session;
 use crate::protocol::types::LoggingLevel;
+use crate::quota::Held;
+use crate::records::Records;
 
 /// Why a subscription was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,8 +245,8 @@ mod tests {
 
     /// A share of a budget no test reaches.
     fn held() -> Held {
-        let q = std::sync::Arc::new(crate::server::quota::Quotas::default());
-        let k = crate::server::quota::Keys::default().of("c");
+        let q = std::sync::Arc::new(crate::quota::Quotas::default());
+        let k = crate::quota::Keys::default().of("c");
         Held::new(
             q.take(k, 1, usize::MAX).unwrap(),
             q.take(k, 1, usize::MAX).unwrap(),
@@ -256,8 +256,8 @@ mod tests {
     #[test]
     fn a_subscription_gives_its_bytes_back_when_it_goes() {
         let hub = Hub::new(4, 4, 4);
-        let q = std::sync::Arc::new(crate::server::quota::Quotas::default());
-        let k = crate::server::quota::Keys::default().of("c");
+        let q = std::sync::Arc::new(crate::quota::Quotas::default());
+        let k = crate::quota::Keys::default().of("c");
         let take = || Held::new(q.take(k, 10, 100).unwrap(), q.take(k, 10, 100).unwrap());
         let s = session("x");
         hub.subscribe(&s, "a://1", take()).unwrap();

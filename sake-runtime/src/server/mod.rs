@@ -14,8 +14,6 @@ pub(crate) mod hub;
 pub(crate) mod inflight;
 pub(crate) mod invoker;
 pub(crate) mod memory;
-pub(crate) mod quota;
-pub(crate) mod records;
 pub(crate) mod revocation;
 pub(crate) mod session;
 pub(crate) mod skills;
@@ -38,6 +36,7 @@ use crate::protocol::types::{
     Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
 };
 use crate::protocol::{Revision, jsonrpc::RpcError};
+use crate::quota::{self, PeerAddr};
 use crate::registry::{Audience, Registry};
 use crate::signing::Signer;
 use hub::Hub;
@@ -46,22 +45,6 @@ use session::Sessions;
 /// The longest URI a client may make the server remember (a subscription, a listen filter's
 /// entry).
 pub(crate) const MAX_URI_BYTES: usize = 4096;
-
-/// The network address a request came from (HTTP): its records count against it when the
-/// caller is anonymous. `key` is its quota key ([`Shared::address_key`]) when a transport made
-/// it once for the connection, rather than for every request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PeerAddr {
-    pub ip: std::net::IpAddr,
-    pub key: Option<quota::Key>,
-}
-
-impl PeerAddr {
-    /// An address whose quota key is made when asked for.
-    pub(crate) fn new(ip: std::net::IpAddr) -> PeerAddr {
-        PeerAddr { ip, key: None }
-    }
-}
 
 /// Whether a caller digest stored in a record is a given request's caller
 /// ([`Shared::owner_test`]).
@@ -594,7 +577,7 @@ impl Shared {
     pub(crate) fn check_memory(&self, what: &str) -> Result<(), RpcError> {
         self.memory.check().map_err(|(resident, limit)| {
             tracing::warn!(resident, limit, "past the memory watermark: {what} refused");
-            front::busy(&format!(
+            front::port::busy(&format!(
                 "memory ({resident} bytes resident, past the watermark of {limit}: Limits::memory_watermark); {what} is not kept"
             ))
         })

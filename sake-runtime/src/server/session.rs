@@ -9,9 +9,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use super::records::Records;
 use crate::protocol::Revision;
 use crate::protocol::types::{ClientCapabilities, Implementation, LoggingLevel};
+use crate::records::Records;
 use crate::signing::{Domain, Signer};
 
 /// Seconds since the Unix epoch.

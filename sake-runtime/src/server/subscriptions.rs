@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use super::Shared;
-use super::front::{Frame, event_notification};
+use super::front::event_notification;
+use super::front::port::Frame;
 use super::tasks::Tasks;
 use crate::handler::events::Event;
 use crate::protocol::jsonrpc::clip;

@@ -30,6 +30,13 @@ use axum::serve::ListenerExt as _;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+#[path = "../../alloc_count.rs"]
+mod alloc_count;
+
+/// Counts allocations when `BENCH_COUNT_ALLOCS=1` (the "allocs" workload).
+#[global_allocator]
+static ALLOC: alloc_count::Counting = alloc_count::Counting;
+
 #[derive(Deserialize)]
 struct Request<'a> {
     #[allow(dead_code)]
@@ -301,6 +308,7 @@ fn main() {
         .build()
         .expect("a tokio runtime");
     runtime.block_on(async move {
+        alloc_count::start();
         let mut app = Router::new().route("/mcp", post(mcp)).with_state(list);
         if let Ok(secret) = std::env::var("AXUM_BENCH_AUTH_SECRET") {
             let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);

@@ -5,6 +5,13 @@
 
 use sake::prelude::*;
 
+#[path = "../../alloc_count.rs"]
+mod alloc_count;
+
+/// Counts allocations when `BENCH_COUNT_ALLOCS=1` (the "allocs" workload).
+#[global_allocator]
+static ALLOC: alloc_count::Counting = alloc_count::Counting;
+
 /// Adds two integers.
 #[tool(annotations(read_only, idempotent))]
 pub fn add(
@@ -84,7 +91,10 @@ pub fn main(name: &str) {
     let served = if port == "stdio" {
         runtime.block_on(server.serve_stdio())
     } else {
-        runtime.block_on(server.serve_http(format!("127.0.0.1:{port}")))
+        runtime.block_on(async {
+            alloc_count::start();
+            server.serve_http(format!("127.0.0.1:{port}")).await
+        })
     };
     if let Err(e) = served {
         eprintln!("{e}");

@@ -7,29 +7,37 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use bytes::Bytes;
+use futures_util::StreamExt as _;
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use super::carrier::Opened;
+use super::port::{
+    Answering, Connection, Frame, Frames, Hints, Reply, Run, Running, SessionStream, StreamOwner,
+};
+use super::routing;
 use super::telemetry::Call;
-use super::{Inbound, Outcome};
+use super::{Inbound, OnLag, Outcome};
 use crate::handler::BoxFuture;
 use crate::handler::context::RequestParts;
 use crate::handler::input::{InputChannel, LegacyPeer};
 use crate::protocol::Era;
-use crate::protocol::jsonrpc::{self, RequestId, RpcError, clip};
+use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError, clip, code};
 use crate::protocol::meta::{ClientInfo, Params, RequestMeta, parse_legacy_meta};
 use crate::protocol::methods::Method;
 use crate::protocol::render::{self, Cache, Shape};
 use crate::protocol::types::{Implementation, LoggingLevel};
 use crate::protocol::version::Revision;
+use crate::quota::Slot;
 use crate::server::Shared;
 use crate::server::dispatch::{Dispatched, raw_str};
 use crate::server::hub::SubscribeRefused;
 use crate::server::inflight::InflightGuard;
-use crate::server::session::Session;
+use crate::server::session::{Refused, Session};
 
 /// What one request of a session gave.
 pub(crate) enum Started {
@@ -388,6 +396,415 @@ impl Shared {
             render::result(revision, &self.env, Shape::Plain, Cache::None, &result),
             session,
         ))
+    }
+}
+
+/// The session door: `initialize`, and the messages of a handshake session — held by the
+/// connection, or named by an HTTP request's `Mcp-Session-Id`.
+impl Connection {
+    /// `initialize`: opens a handshake session (a held connection's own, or a new one whose
+    /// signed id the reply carries).
+    pub(super) fn initialize(
+        &self,
+        id: RequestId,
+        params: &Params<'_>,
+        extensions: http::Extensions,
+    ) -> Reply {
+        let principal = self.shared.principal_of(&extensions);
+        let transport = self.transport.unwrap_or("memory");
+        // A held connection's session is its own, named by its scope.
+        let scope = self.carrier.scope();
+        let owner = scope.map_or_else(|| self.shared.owner_of(&extensions), str::to_owned);
+        match self.shared.initialize(
+            &id,
+            params,
+            principal,
+            owner,
+            scope.map(str::to_owned),
+            transport,
+        ) {
+            Ok((result, session)) => {
+                let reply = Reply::now(Era::Legacy, Some(id), Ok(Bytes::from(result)));
+                match self.carrier.open_session(&self.shared, session) {
+                    Opened::Named(sid) => reply.with_session_id(Some(sid)),
+                    Opened::Held { first } => {
+                        // List changes and subscribed resource updates, on the outbound
+                        // channel.
+                        if first && let Some(scope) = scope {
+                            let events = self.shared.session_events(scope, OnLag::Skip);
+                            self.carrier
+                                .forward(events.filter_map(|f| std::future::ready(f.message())));
+                        }
+                        reply
+                    }
+                }
+            }
+            Err(e) => Reply::error(Era::Legacy, Some(id), e),
+        }
+    }
+
+    /// The session a per-request connection's message names: `Ok(None)` without an
+    /// `Mcp-Session-Id`, 404 when the id is not one this server issued, has expired or ended,
+    /// or belongs to another caller.
+    fn named_session(
+        &self,
+        hints: &Hints<'_>,
+        extensions: &http::Extensions,
+    ) -> Result<Option<Arc<Session>>, RpcError> {
+        let Some(raw) = hints.headers.and_then(|h| h.session_id.first) else {
+            return Ok(None);
+        };
+        // As text without `to_str`'s walk over a long token: the cache compares it whole and
+        // the signature check reads it, so a byte that is no visible ASCII fails there.
+        let token = std::str::from_utf8(raw.as_bytes().trim_ascii()).unwrap_or("");
+        let verified = self.shared.sessions.verify(token).and_then(|s| {
+            // A session opened by one caller is nobody else's: not another caller's, and not
+            // an anonymous caller's either (nor the reverse).
+            if self.shared.same_caller(s.principal.as_deref(), extensions) {
+                Ok(s)
+            } else {
+                Err(Refused::Foreign)
+            }
+        });
+        verified.map(Some).map_err(|why| {
+            let reason = match why {
+                Refused::Invalid => "is not a session of this server",
+                Refused::Expired => "has expired",
+                Refused::Ended => "was ended",
+                Refused::Foreign => "belongs to another caller",
+            };
+            RpcError::new(
+                code::SESSION_NOT_FOUND,
+                format!("Session not found: the Mcp-Session-Id {reason}; start a new session with `initialize`"),
+            )
+            .with_status(404)
+        })
+    }
+
+    /// A message that belongs to a handshake session: a request (its params read when its
+    /// door was decided), a notification or a client's response.
+    pub(super) fn session_message(
+        &self,
+        message: Incoming<'_>,
+        params: Option<Params<'_>>,
+        hints: &Hints<'_>,
+        bytes: usize,
+        era_hint: Era,
+        extensions: http::Extensions,
+    ) -> Reply {
+        if let Some(scope) = self.carrier.scope() {
+            return self.held_message(scope, message, params, hints, bytes, extensions);
+        }
+        let session = match self.named_session(hints, &extensions) {
+            Ok(Some(s)) => s,
+            // JSON-RPC: an error names the request whenever its id could be read.
+            Err(e) => return Reply::error(Era::Legacy, message.request_id().cloned(), e),
+            Ok(None) => {
+                return match message {
+                    // A 2026-07-28 client has no notifications to send over HTTP; accept and
+                    // ignore.
+                    Incoming::Notification { .. } if era_hint == Era::Modern => {
+                        Reply::of(Answering::Accepted)
+                    }
+                    Incoming::Request { id, .. } => Reply::error(
+                        Era::Legacy,
+                        Some(id),
+                        RpcError::invalid_request(
+                            "Bad Request: no Mcp-Session-Id; start a session with `initialize`, or send a 2026-07-28 request (params._meta with io.modelcontextprotocol/protocolVersion)",
+                        )
+                        .with_status(400),
+                    ),
+                    _ => Reply::error(
+                        Era::Legacy,
+                        None,
+                        RpcError::invalid_request(
+                            "Bad Request: no Mcp-Session-Id; notifications and responses belong to a session",
+                        )
+                        .with_status(400),
+                    ),
+                };
+            }
+        };
+        // A request of the session holds a slot while it runs; its notifications and
+        // responses are handled at once.
+        let slot = match &message {
+            Incoming::Request { id, .. } => match self.slots(1, bytes, Some(&session.sid)) {
+                Ok(s) => Some(s),
+                Err(e) => return Reply::error(Era::Legacy, Some(id.clone()), e),
+            },
+            _ => None,
+        };
+        if let Some(headers) = hints.headers
+            && let Err(e) = routing::check_session_version(session.revision, headers)
+        {
+            return Reply::error(Era::Legacy, message.request_id().cloned(), e);
+        }
+        let refreshed = self
+            .shared
+            .sessions
+            .needs_refresh(&session)
+            .then(|| self.shared.sessions.mint(&session));
+        match message {
+            Incoming::Notification { method, params } => {
+                self.shared
+                    .session_notification(&session.sid, &method, params);
+                Reply::of(Answering::Accepted).with_session_id(refreshed)
+            }
+            Incoming::Response { id, outcome } => {
+                self.shared.session_answer(&session.sid, &id, outcome);
+                Reply::of(Answering::Accepted).with_session_id(refreshed)
+            }
+            Incoming::Request {
+                id,
+                method,
+                params: raw,
+            } => {
+                let span = tracing::Span::current();
+                span.record("method", &*method);
+                span.record("revision", session.revision.as_str());
+                let params = params.map_or_else(|| Params::parse(raw), Ok);
+                // A call of a function that does not take the `Context` sends nothing before
+                // its answer: no response stream, no questions.
+                let sends = params
+                    .as_ref()
+                    .is_ok_and(|p| self.shared.may_send(&method, p));
+                let (sink, messages) = self.sink(hints, sends);
+                let mut inbound = self.inbound(sink, extensions);
+                inbound.quiet = !sends;
+                // `session::respond` polls the run before anything else of this connection.
+                inbound.polled_at_once = true;
+                let started = self.shared.session_request(
+                    &session,
+                    &session.sid,
+                    id.clone(),
+                    &method,
+                    params,
+                    inbound,
+                );
+                match started {
+                    Started::Done(out, Some(changed)) => {
+                        let sid = self.shared.sessions.mint(&changed);
+                        Reply::in_session(id, out).with_session_id(Some(sid))
+                    }
+                    Started::Done(out, None) => {
+                        Reply::in_session(id, out).with_session_id(refreshed)
+                    }
+                    Started::Running(fut) => {
+                        let run = Run {
+                            id: Some(id),
+                            settle: RpcError::in_session,
+                            running: Running::Cancellable(fut),
+                            slot,
+                            _inflight: None,
+                        };
+                        let mut reply =
+                            Reply::of(Answering::Later(run, messages)).with_session_id(refreshed);
+                        reply.resumable = Some(StreamOwner::of(&session));
+                        reply
+                    }
+                }
+            }
+        }
+    }
+
+    /// A message of a held connection that is no stateless request.
+    fn held_message(
+        &self,
+        scope: &str,
+        message: Incoming<'_>,
+        params: Option<Params<'_>>,
+        hints: &Hints<'_>,
+        bytes: usize,
+        extensions: http::Extensions,
+    ) -> Reply {
+        let (id, method, raw) = match message {
+            Incoming::Notification { method, params } => {
+                self.shared.session_notification(scope, &method, params);
+                return Reply::of(Answering::Accepted);
+            }
+            Incoming::Response { id, outcome } => {
+                self.shared.session_answer(scope, &id, outcome);
+                return Reply::of(Answering::Accepted);
+            }
+            Incoming::Request { id, method, params } => (id, method, params),
+        };
+        let Some(session) = self.carrier.session() else {
+            return if method == Method::Ping.as_str() {
+                Reply::now(Era::Legacy, Some(id), Ok(Bytes::from_static(b"{}")))
+            } else {
+                Reply::error(
+                    Era::Legacy,
+                    Some(id),
+                    RpcError::invalid_params(
+                        "Invalid params: no `_meta`; send 2026-07-28 requests with params._meta (io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities), or `initialize` first",
+                    ),
+                )
+            };
+        };
+        // At most `max_requests_per_session` run at once: the connection is the session.
+        let slot = match self.slots(1, bytes, None) {
+            Ok(s) => s,
+            Err(e) => return Reply::error(Era::Legacy, Some(id), e),
+        };
+        let (sink, _) = self.sink(hints, true);
+        let inbound = self.inbound(sink, extensions);
+        let params = params.map_or_else(|| Params::parse(raw), Ok);
+        match self
+            .shared
+            .session_request(&session, scope, id.clone(), &method, params, inbound)
+        {
+            Started::Done(out, changed) => {
+                if let Some(changed) = changed {
+                    self.carrier.keep(&self.shared, *changed);
+                }
+                Reply::in_session(id, out)
+            }
+            Started::Running(fut) => Reply::of(Answering::Later(
+                Run {
+                    id: Some(id),
+                    settle: RpcError::in_session,
+                    running: Running::Cancellable(fut),
+                    slot: Some(slot),
+                    _inflight: None,
+                },
+                None,
+            )),
+        }
+    }
+
+    /// A 2025-03-26 session's batch: one array of responses, in order.
+    pub(super) fn batch(
+        &self,
+        body: &[u8],
+        hints: &Hints<'_>,
+        era_hint: Era,
+        extensions: http::Extensions,
+    ) -> Reply {
+        let session = match self.carrier.session() {
+            Some(s) => s,
+            None if !self.carrier.per_request() => {
+                return Reply::error(Era::Legacy, None, batch_without_session());
+            }
+            None => match self.named_session(hints, &extensions) {
+                Ok(Some(s)) => s,
+                Ok(None) => return Reply::error(era_hint, None, batch_without_session()),
+                Err(e) => return Reply::error(Era::Legacy, None, e),
+            },
+        };
+        let scope = self.carrier.scope().unwrap_or(&session.sid).to_owned();
+        if let Some(headers) = hints.headers
+            && let Err(e) = routing::check_session_version(session.revision, headers)
+        {
+            return Reply::error(Era::Legacy, None, e);
+        }
+        // A batch's requests may always send messages (their client posted a batch in a
+        // session that streams).
+        let (sink, messages) = match self.sink(hints, true) {
+            (None, None) => {
+                let (tx, rx) = mpsc::channel::<Bytes>(self.shared.config.limits.stream_buffer);
+                (Some(tx), Some(rx))
+            }
+            other => other,
+        };
+        let inbound = self.inbound(sink, extensions);
+        let batch = match self
+            .shared
+            .batch(&session, body, &scope, self.caller, inbound)
+        {
+            Ok(b) => b,
+            Err(e) => return Reply::error(Era::Legacy, None, e),
+        };
+        let session_id = batch
+            .changed
+            .and_then(|changed| self.carrier.keep(&self.shared, *changed));
+        let mut reply = match batch.answer {
+            None => Reply::of(Answering::Accepted),
+            // The batch's answer holds its request slots.
+            Some(all) => Reply::of(Answering::Later(
+                Run {
+                    id: None,
+                    settle: RpcError::in_session,
+                    running: Running::Batch(all),
+                    slot: None,
+                    _inflight: None,
+                },
+                messages,
+            )),
+        }
+        .with_session_id(session_id);
+        if self.carrier.per_request() && matches!(reply.answer, Answering::Later(..)) {
+            reply.resumable = Some(StreamOwner::of(&session));
+        }
+        reply
+    }
+
+    /// A per-request connection's session stream (Streamable HTTP GET): the session its
+    /// headers name, with a stream slot. `Ok(None)` without a session.
+    pub(crate) fn session_stream(
+        &self,
+        hints: &Hints<'_>,
+    ) -> Result<Option<SessionStream>, RpcError> {
+        let Some(session) = self.named_session(hints, &self.extensions)? else {
+            return Ok(None);
+        };
+        if let Some(v) = hints.headers.and_then(|h| h.protocol_version.first)
+            && v.to_str().map(str::trim).ok() != Some(session.revision.as_str())
+        {
+            return Err(RpcError::invalid_request(
+                "Bad Request: MCP-Protocol-Version is not this session's revision",
+            )
+            .with_status(400));
+        }
+        // A resumed stream and the standalone stream alike count against `max_streams`.
+        let slot = self.shared.stream_slot(self.caller)?;
+        Ok(Some(SessionStream {
+            shared: self.shared.clone(),
+            // After a restart: the lists that changed since the process before (`server/dev.rs`).
+            restarted: self.shared.restart_notices(&session),
+            // Ends when the session's caller is signed out.
+            revoked: session.principal.clone().map(|p| self.shared.live.watch(p)),
+            sid: session.sid.clone(),
+            slot,
+        }))
+    }
+
+    /// Ends the session a per-request connection's headers name (Streamable HTTP DELETE),
+    /// here and on every replica. `Ok(false)` without a session.
+    pub(crate) fn end_session(&self, hints: &Hints<'_>) -> Result<bool, RpcError> {
+        let Some(session) = self.named_session(hints, &self.extensions)? else {
+            return Ok(false);
+        };
+        self.shared.end_session(&session);
+        tracing::debug!("handshake session ended by DELETE");
+        Ok(true)
+    }
+}
+
+impl SessionStream {
+    /// The session's standalone stream of notifications: list changes, and updates of the
+    /// resources it subscribed to. It begins with a keep-alive and ends when a newer stream of
+    /// the session replaces it, the session ends, or the server shuts down.
+    pub(crate) fn events(self) -> Frames {
+        let frames = self.shared.session_events(&self.sid, OnLag::End);
+        use futures_util::StreamExt as _;
+        let restarted = futures_util::stream::iter(self.restarted.into_iter().map(Frame::Message));
+        let revoked = self.revoked;
+        let frames = restarted.chain(frames).take_until(async move {
+            match revoked {
+                Some(watch) => watch.revoked().await,
+                None => std::future::pending().await,
+            }
+        });
+        Frames {
+            frames: Box::new(Box::pin(frames)),
+            _slot: Some(self.slot),
+            cancelled: None,
+        }
+    }
+
+    /// The stream slot, for a stream the transport keeps itself.
+    pub(crate) fn slot(self) -> Slot {
+        self.slot
     }
 }
 

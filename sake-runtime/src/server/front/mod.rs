@@ -11,6 +11,7 @@
 //! What stays in a transport is only its own: HTTP its admission, statuses, SSE framing and
 //! resumption and the session id on the wire; stdio its lines.
 
+pub(crate) mod carrier;
 pub(crate) mod legacy;
 pub(crate) mod modern;
 pub(crate) mod port;
@@ -26,15 +27,17 @@ use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use self::port::{Answer, Answering, Frame, Reply, busy, too_many};
 use super::Shared;
-use super::quota::{Drawn, Flight, Key, Over, Refused};
 use super::session::Session;
+use crate::error::Error;
 use crate::handler::BoxFuture;
 use crate::handler::context::Sink;
 use crate::handler::events::Event;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
 use crate::protocol::methods::Method;
 use crate::protocol::{Era, Revision};
+use crate::quota::{Flight, Key, Over, Refused, Slot};
 
 /// A request's rendered result, or its error.
 pub(crate) type Outcome = Result<Bytes, RpcError>;
@@ -161,11 +164,7 @@ impl Shared {
                 self.config.limits.max_concurrent_requests
             ))
         })?;
-        Ok(Slot {
-            _running: running,
-            _shares: [Some(client), session],
-            _bytes: Some(drawn),
-        })
+        Ok(Slot::new(running, [Some(client), session], Some(drawn)))
     }
 
     /// `bytes` of a request in flight for `caller`: -32000 with 429 past the caller's
@@ -210,15 +209,11 @@ impl Shared {
             .streams_open
             .draw(1)
             .ok_or_else(|| busy(&format!("{} open streams", self.config.limits.max_streams)))?;
-        Ok(Slot {
-            _running: open,
-            _shares: [Some(share), None],
-            _bytes: None,
-        })
+        Ok(Slot::new(open, [Some(share), None], None))
     }
 }
 
-pub(crate) use super::quota::Held;
+pub(crate) use crate::quota::Held;
 
 /// The bookkeeping a held URI costs besides its bytes (its box, its set entry).
 pub(crate) const HELD_OVERHEAD: usize = 64;
@@ -262,33 +257,6 @@ impl Shared {
             })?;
         Ok(Held::new(mine, all))
     }
-}
-
-/// Held while requests run or a stream is open: a share of the global budget and of the
-/// caller's and session's.
-#[derive(Debug)]
-pub(crate) struct Slot {
-    _running: Drawn,
-    _shares: [Option<super::quota::Share>; 2],
-    _bytes: Option<Drawn>,
-}
-
-/// -32000 with HTTP 429: a client is over its share of concurrent work.
-pub(crate) fn too_many(what: &str) -> RpcError {
-    RpcError::new(
-        jsonrpc::code::TRANSPORT_REFUSED,
-        format!("Too Many Requests: {what}; wait for one to finish"),
-    )
-    .with_status(429)
-}
-
-/// -32000 with HTTP 503: a limit of concurrent work is reached.
-pub(crate) fn busy(what: &str) -> RpcError {
-    RpcError::new(
-        jsonrpc::code::TRANSPORT_REFUSED,
-        format!("Service Unavailable: the server is at its limit of {what}; retry shortly"),
-    )
-    .with_status(503)
 }
 
 /// A 2025-03-26 batch, started: its requests run concurrently; the answer is one array.
@@ -410,14 +378,6 @@ impl Shared {
     }
 }
 
-/// One message of a long-lived stream, or a keep-alive tick.
-pub(crate) enum Frame {
-    /// A JSON-RPC message (a notification, or a listen stream's final result).
-    Message(Bytes),
-    /// Nothing happened for a while.
-    KeepAlive,
-}
-
 /// The notification of an event, tagged with a `subscriptions/listen` request's id when the
 /// stream is one.
 pub(crate) fn event_notification(event: &Event, listen: Option<&RequestId>) -> Bytes {
@@ -511,5 +471,66 @@ impl Shared {
                 }
             },
         )
+    }
+}
+
+/// The replies the doors make.
+impl Reply {
+    pub(crate) fn of(answer: Answering) -> Reply {
+        Reply {
+            answer,
+            session_id: None,
+            resumable: None,
+        }
+    }
+
+    /// An answer known now, its error's status settled for `era`.
+    pub(crate) fn now(era: Era, id: Option<RequestId>, out: Outcome) -> Reply {
+        Reply::of(Answering::Now(Answer::One(
+            id,
+            out.map_err(|e| e.settled(era)),
+        )))
+    }
+
+    pub(crate) fn error(era: Era, id: Option<RequestId>, e: RpcError) -> Reply {
+        Reply::now(era, id, Err(e))
+    }
+
+    /// A session request's answer, known now: a JSON-RPC message with 200, whatever it
+    /// holds but an authorization refusal (`RpcError::in_session`).
+    pub(crate) fn in_session(id: RequestId, out: Outcome) -> Reply {
+        Reply::of(Answering::Now(Answer::One(
+            Some(id),
+            out.map_err(RpcError::in_session),
+        )))
+    }
+
+    pub(crate) fn with_session_id(mut self, id: Option<String>) -> Reply {
+        if id.is_some() {
+            self.session_id = id;
+        }
+        self
+    }
+}
+
+impl Shared {
+    /// The caller of a connection that has no request headers (stdio): see
+    /// [`Engine::caller_from_env`](port::Engine::caller_from_env).
+    pub(crate) async fn caller_from_env(&self) -> Result<http::Extensions, Error> {
+        #[allow(unused_mut)]
+        let mut extensions = http::Extensions::new();
+        #[cfg(feature = "auth")]
+        if let Some(auth) = &self.auth
+            && let Some((token, source)) = auth.stdio_token.as_ref().and_then(|t| t.read())
+        {
+            let principal = auth.verifier.verify(&token).await.map_err(|e| {
+                Error::Config(format!(
+                    "the bearer token of {source} was not accepted: {e}"
+                ))
+            })?;
+            tracing::info!(subject = principal.subject(), "caller from {source}");
+            extensions.insert(principal);
+        }
+        Ok(extensions)
     }
 }

@@ -7,12 +7,15 @@ use futures_util::Stream;
 
 use tracing::Instrument as _;
 
+use super::port::{Answering, Connection, Frame, Frames, Hints, Reply, Run, Running};
+use super::routing;
 use super::telemetry::Call;
-use super::{Frame, Inbound, Outcome};
+use super::{Inbound, Outcome};
 use crate::handler::BoxFuture;
 use crate::handler::context::RequestParts;
+use crate::protocol::Era;
 use crate::protocol::jsonrpc::RequestId;
-use crate::protocol::meta::{Params, RequestMeta};
+use crate::protocol::meta::{ModernRequest, Params, RequestMeta};
 use crate::protocol::methods::Method;
 use crate::protocol::version::Revision;
 use crate::server::Shared;
@@ -32,6 +35,97 @@ pub(crate) enum Answer {
 /// then does it need a stream.
 pub(crate) fn wants_stream(meta: &RequestMeta) -> bool {
     meta.progress_token.is_some() || meta.log_level.is_some()
+}
+
+/// The stateless door: a 2026-07-28 request, its `_meta` read, on any connection.
+impl Connection {
+    /// A stateless request, its `_meta` read.
+    pub(super) fn stateless(
+        &self,
+        req: ModernRequest<'_>,
+        hints: &Hints<'_>,
+        bytes: usize,
+        extensions: http::Extensions,
+    ) -> Reply {
+        let ModernRequest {
+            id,
+            method,
+            params,
+            meta,
+        } = req;
+        let slot = match self.slots(1, bytes, None) {
+            Ok(s) => s,
+            Err(e) => return Reply::error(Era::Modern, Some(id), e),
+        };
+        let (rev, method, meta) =
+            match routing::check_modern(&self.shared, hints.headers, method, &params, meta) {
+                Ok(v) => v,
+                Err(e) => return Reply::error(Era::Modern, Some(id), e),
+            };
+        let meta = meta.meta;
+        // A subscription counts against `max_streams`, not `max_concurrent_requests`.
+        let slot = if method == Method::Listen {
+            drop(slot);
+            match self.shared.stream_slot(self.caller) {
+                Ok(s) => s,
+                Err(e) => return Reply::error(Era::Modern, Some(id), e),
+            }
+        } else {
+            slot
+        };
+        // Progress and logs need a stream; a client that cannot take one gets none.
+        let (sink, messages) = self.sink(hints, wants_stream(&meta));
+        let mut inbound = self.inbound(sink, extensions);
+        // On a held connection, `notifications/cancelled` cancels by id.
+        let cancel = self.carrier.cancellable();
+        inbound.cancel = cancel.clone();
+        match self
+            .shared
+            .serve_stateless(rev, &id, method, &params, meta, inbound)
+        {
+            Answer::Ready(out) => Reply::now(Era::Modern, Some(id), out),
+            Answer::Listen(frames) => {
+                let cancelled = cancel.and_then(|cancel| {
+                    let waits = Box::pin(cancel.clone().cancelled_owned());
+                    Some((waits, self.carrier.register(&self.shared, &id, cancel)?))
+                });
+                Reply::of(Answering::Stream(Frames {
+                    frames,
+                    _slot: Some(slot),
+                    cancelled,
+                }))
+            }
+            Answer::Running(fut) => {
+                let registered = cancel.and_then(|cancel| {
+                    let guard = self.carrier.register(&self.shared, &id, cancel.clone())?;
+                    Some((cancel, guard))
+                });
+                let (running, inflight) = match registered {
+                    Some((cancel, guard)) => {
+                        let fut: BoxFuture<Option<Outcome>> = Box::pin(async move {
+                            // Cancellation first: a function that stops when cancelled
+                            // finishes at the same moment, and its result must not be sent.
+                            tokio::select! {
+                                biased;
+                                () = cancel.cancelled() => None,
+                                out = fut => Some(out),
+                            }
+                        });
+                        (Running::Cancellable(fut), Some(guard))
+                    }
+                    None => (Running::Plain(fut), None),
+                };
+                let run = Run {
+                    id: Some(id),
+                    settle: |e| e.settled(Era::Modern),
+                    running,
+                    slot: Some(slot),
+                    _inflight: inflight,
+                };
+                Reply::of(Answering::Later(run, messages))
+            }
+        }
+    }
 }
 
 impl Shared {

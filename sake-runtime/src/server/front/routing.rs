@@ -7,16 +7,25 @@
 //! the 2026-07-28 routing headers in the order of its Streamable HTTP transport's "Request
 //! validation", and a handshake session's version header. A transport only reads its wire.
 
+use std::borrow::Cow;
+
+use bytes::Bytes;
 use http::HeaderMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use super::Inbound;
+use super::port::{Connection, Hints, Reply};
+use crate::handler::context::Sink;
 
 use crate::protocol::Era;
 use crate::protocol::headers::{self, HeaderKind, HeaderParam, RequestHeaders};
-use crate::protocol::jsonrpc::RpcError;
-use crate::protocol::meta::{self, ModernMeta, Params};
+use crate::protocol::jsonrpc::{self, Incoming, RpcError};
+use crate::protocol::meta::{self, ModernMeta, ModernRequest, Params};
 use crate::protocol::methods::Method;
 use crate::protocol::version::Revision;
+use crate::quota::Slot;
 use crate::server::Shared;
 use crate::server::dispatch::raw_str;
 
@@ -298,6 +307,152 @@ fn integer_eq(header: &str, body: &Value) -> bool {
             h == f as i128
         }
         _ => false,
+    }
+}
+
+/// What a connection does with a message: reads it as far as its door needs, decides the
+/// door, and hands it to the stateless door (`modern.rs`) or the session door (`legacy.rs`).
+impl Connection {
+    pub(super) fn serve(
+        &self,
+        message: Bytes,
+        hints: &Hints<'_>,
+        extensions: http::Extensions,
+    ) -> Reply {
+        let era_hint = header_era(hints.headers);
+        // What the request costs while it runs (`Limits::max_request_bytes_per_client`).
+        let bytes = message.len();
+        if message.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            return self.batch(&message, hints, era_hint, extensions);
+        }
+        // The common case, a well-formed 2026-07-28 request over HTTP, is read in one pass;
+        // anything else (and every malformed request) is decoded level by level below.
+        if era_hint == Era::Modern
+            && let Some(req) = meta::decode_modern_request(&message)
+        {
+            record_request(req.method, &req.params);
+            tracing::Span::current().record("revision", req.meta.protocol_version.as_ref());
+            return self.stateless(req, hints, bytes, extensions);
+        }
+        // A well-formed request is read in one pass too (envelope and `params` together);
+        // notifications, responses and malformed messages level by level.
+        let (id, method, params) = match meta::decode_request(&message) {
+            Some((id, method, params)) => (id, Cow::Borrowed(method), params),
+            None => {
+                let incoming = match jsonrpc::decode(&message) {
+                    Ok(m) => m,
+                    Err(e) => return Reply::error(era_hint, e.id, *e.error),
+                };
+                let Incoming::Request { id, method, params } = incoming else {
+                    return self
+                        .session_message(incoming, None, hints, bytes, era_hint, extensions);
+                };
+                match Params::parse(params) {
+                    Ok(p) => (id, method, p),
+                    Err(e) => {
+                        let e = if era_hint == Era::Modern {
+                            RpcError::invalid_meta(e.message)
+                        } else {
+                            e
+                        };
+                        return Reply::error(era_hint, Some(id), e);
+                    }
+                }
+            }
+        };
+        record_request(&method, &params);
+        if !self.carrier.per_request() {
+            tracing::info!(method = &*jsonrpc::logged(&method), id = %jsonrpc::Logged(&id), "request");
+        }
+        // Asked only of an `initialize`: whether it is sent inside a session. A held
+        // connection's `initialize` starts its session over.
+        let in_session = || self.carrier.in_session(hints.headers);
+        let stateless_default = self.carrier.stateless_by_default();
+        match door(
+            hints.headers,
+            &method,
+            &params,
+            in_session,
+            stateless_default,
+        ) {
+            Door::Stateless => match meta::parse_modern_meta(params.meta) {
+                Ok(meta) => {
+                    tracing::Span::current().record("revision", meta.protocol_version.as_ref());
+                    let req = ModernRequest {
+                        id,
+                        method: &method,
+                        params,
+                        meta,
+                    };
+                    self.stateless(req, hints, bytes, extensions)
+                }
+                Err(e) => Reply::error(Era::Modern, Some(id), e),
+            },
+            Door::Initialize => self.initialize(id, &params, extensions),
+            Door::Session => {
+                let request = Incoming::Request {
+                    id,
+                    method,
+                    params: None,
+                };
+                self.session_message(request, Some(params), hints, bytes, era_hint, extensions)
+            }
+        }
+    }
+
+    /// The share of the request budgets a session's (or this connection's) requests take.
+    pub(super) fn slots(
+        &self,
+        n: usize,
+        bytes: usize,
+        session: Option<&str>,
+    ) -> Result<Slot, RpcError> {
+        let scope = self.carrier.scope().or(session);
+        self.shared.request_slots(n, bytes, scope, self.caller)
+    }
+
+    /// Where a request's messages go before its answer, and the channel a per-request
+    /// connection reads them from. `wanted`: whether the request may send any.
+    pub(super) fn sink(
+        &self,
+        hints: &Hints<'_>,
+        wanted: bool,
+    ) -> (Option<Sink>, Option<mpsc::Receiver<Bytes>>) {
+        if let Some(sink) = &hints.sink {
+            return (Some(sink.clone()), None);
+        }
+        if let Some(out) = self.carrier.outbound() {
+            return (Some(out), None);
+        }
+        if wanted && hints.streams.is_some_and(|accepts| accepts()) {
+            let (tx, rx) = mpsc::channel::<Bytes>(self.shared.config.limits.stream_buffer);
+            return (Some(tx), Some(rx));
+        }
+        (None, None)
+    }
+
+    pub(super) fn inbound(&self, sink: Option<Sink>, extensions: http::Extensions) -> Inbound {
+        Inbound {
+            sink,
+            extensions,
+            cancel: None,
+            no_questions: !self.questions,
+            quiet: false,
+            polled_at_once: false,
+            transport: self.transport,
+        }
+    }
+}
+
+/// Records what a request is in the current span (Streamable HTTP opens one per POST).
+fn record_request(method: &str, params: &Params<'_>) {
+    let span = tracing::Span::current();
+    if span.is_disabled() {
+        return;
+    }
+    span.record("method", &*jsonrpc::logged(method));
+    if let Some(name) = params.name.or(params.uri).and_then(jsonrpc::raw_string) {
+        span.record("name", &*jsonrpc::logged(&name));
     }
 }
 

@@ -38,9 +38,9 @@ use crate::error::Error;
 use crate::limits::Limits;
 use crate::protocol::headers::RequestHeaders;
 use crate::protocol::jsonrpc::{self, RpcError};
+use crate::quota::{Drawn, Flight, Key, PeerAddr, Pool, Quotas, Share};
 use crate::server::front::port::{
-    Answering, Connection, Drawn, Engine, Flight, Frame, Hints, Key, PeerAddr, Pool, Quotas, Reply,
-    Share, busy, too_many,
+    Answering, Connection, Engine, Frame, Hints, Reply, busy, too_many,
 };
 
 /// The settings of the HTTP transport.

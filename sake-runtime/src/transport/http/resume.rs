@@ -4,7 +4,7 @@
 //! A stream is written by the task that runs the request and read by the POST that started
 //! it, then by any GET that resumes it. Process-local, bounded in bytes per stream and in all,
 //! bounded in number per client, and forgotten a minute after the request ends (by expiry, in
-//! O(log n): see `server::records`).
+//! O(log n): see `records.rs`).
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::server::front::port::{Records, StreamOwner};
+use crate::records::Records;
+use crate::server::front::port::StreamOwner;
 use futures_util::Stream;
 use tokio::sync::Notify;
 

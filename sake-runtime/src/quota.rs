@@ -316,6 +316,41 @@ impl Held {
     }
 }
 
+/// The network address a request came from (HTTP): its records count against it when the
+/// caller is anonymous. `key` is its quota key (`Shared::address_key`) when a transport made
+/// it once for the connection, rather than for every request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PeerAddr {
+    pub ip: std::net::IpAddr,
+    pub key: Option<Key>,
+}
+
+impl PeerAddr {
+    /// An address whose quota key is made when asked for.
+    pub(crate) fn new(ip: std::net::IpAddr) -> PeerAddr {
+        PeerAddr { ip, key: None }
+    }
+}
+
+/// Held while requests run or a stream is open: a share of the global budget and of the
+/// caller's and session's (and, for requests, of the bytes in flight).
+#[derive(Debug)]
+pub(crate) struct Slot {
+    _running: Drawn,
+    _shares: [Option<Share>; 2],
+    _bytes: Option<Drawn>,
+}
+
+impl Slot {
+    pub(crate) fn new(running: Drawn, shares: [Option<Share>; 2], bytes: Option<Drawn>) -> Slot {
+        Slot {
+            _running: running,
+            _shares: shares,
+            _bytes: bytes,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
