@@ -764,6 +764,9 @@ pub(crate) struct ArgAttrs {
     pub force: bool,
     /// `#[arg(header = "Region")]`: mirror the argument in the `Mcp-Param-Region` header.
     pub header: Option<LitStr>,
+    /// `#[arg(sensitive)]`: a secret: its schema says `writeOnly`, and the audit trail
+    /// (`sake::middleware::Audit`) never records it.
+    pub sensitive: bool,
 }
 
 pub(crate) fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, out: &mut ArgAttrs) {
@@ -777,9 +780,13 @@ pub(crate) fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, out: &mut ArgAttr
                         set_once(cx, &mut out.header, opt.string("\"Name\"")?, &opt.key);
                         Ok(())
                     }
+                    "sensitive" => {
+                        out.sensitive = opt.flag()?.value;
+                        Ok(())
+                    }
                     other => Err(syn::Error::new(
                         opt.key.span(),
-                        format!("unknown #[arg] option `{other}`; expected `header = \"Name\"`"),
+                        format!("unknown #[arg] option `{other}`; expected `header = \"Name\"` or `sensitive`"),
                     )),
                 });
                 Ok(())
@@ -788,8 +795,9 @@ pub(crate) fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, out: &mut ArgAttr
                 cx.push(e);
             }
         }
-        syn::Meta::NameValue(nv) => {
-            cx.error_spanned_by(nv, "write #[arg] or #[arg(header = \"Name\")]")
-        }
+        syn::Meta::NameValue(nv) => cx.error_spanned_by(
+            nv,
+            "write #[arg], #[arg(header = \"Name\")] or #[arg(sensitive)]",
+        ),
     }
 }

@@ -563,7 +563,7 @@ mod tests {
             ),
             [
                 "unknown #[tool] option `nmae`; expected one of: name, title, annotations, icons, icon, requires, input_schema, scopes, task, ui, visibility",
-                "unknown #[arg] option `wat`; expected `header = \"Name\"`",
+                "unknown #[arg] option `wat`; expected `header = \"Name\"` or `sensitive`",
                 "a #[tool] needs a description: write a `///` doc comment above the function (clients and the official conformance suite reject tools without one)",
                 "a #[tool] function cannot be generic: the server needs one concrete signature to build its schema; write a non-generic wrapper that calls your generic function",
                 "a #[tool] function cannot take `self`: annotate a free function (it may call your method)",

@@ -56,6 +56,7 @@ pub(crate) mod handler;
 #[doc(hidden)]
 pub mod internals;
 mod limits;
+pub mod middleware;
 #[cfg(any(feature = "auth", feature = "client"))]
 mod net;
 #[cfg(feature = "otel")]
