@@ -659,3 +659,129 @@ async fn a_layer_for_an_unknown_name_stops_start_up() {
     );
     let _ = server_meta;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Rate limits shared through Redis
+
+fn replica(store: sake::redis::RedisRateStore) -> Server {
+    server().layer_for(
+        "limited",
+        RateLimit::new(3, Duration::from_secs(10))
+            .per_client()
+            .name("limited")
+            .store(store),
+    )
+}
+
+#[tokio::test]
+async fn replicas_on_one_redis_share_one_budget() {
+    let redis = sake_tests::redis::Redis::start();
+    let store = || sake::redis::RedisRateStore::new(&redis.url()).unwrap();
+    let a = Wire::new(replica(store()));
+    let b = Wire::new(replica(store()));
+    for (id, w) in [(1, &a), (2, &b), (3, &a)] {
+        w.send(call(id, "limited", json!({})).extension(at([10, 0, 0, 1])))
+            .await
+            .assert_json(200, ok(id, text("ok")));
+    }
+    for (id, w) in [(4, &b), (5, &a)] {
+        let refused = w
+            .send(call(id, "limited", json!({})).extension(at([10, 0, 0, 1])))
+            .await;
+        refused.assert_json(429, rate_refusal(id));
+        assert_eq!(refused.header("retry-after"), Some("4"));
+    }
+    b.send(call(6, "limited", json!({})).extension(at([10, 0, 0, 2])))
+        .await
+        .assert_json(200, ok(6, text("ok")));
+    // Another server's limit (another name) has its own buckets in the same Redis.
+    let other = Wire::new(
+        server().layer_for(
+            "limited",
+            RateLimit::new(3, Duration::from_secs(10))
+                .per_client()
+                .name("another")
+                .store(store()),
+        ),
+    );
+    other
+        .send(call(7, "limited", json!({})).extension(at([10, 0, 0, 1])))
+        .await
+        .assert_json(200, ok(7, text("ok")));
+}
+
+#[tokio::test]
+async fn a_redis_that_is_down_serves_calls_uncounted_or_refuses_them_if_asked() {
+    let down = sake_tests::redis::Redis::down();
+    let w = Wire::new(replica(
+        sake::redis::RedisRateStore::new(&down.url()).unwrap(),
+    ));
+    for id in 1..=5 {
+        w.send(call(id, "limited", json!({})))
+            .await
+            .assert_json(200, ok(id, text("ok")));
+    }
+    let closed = Wire::new(
+        server().layer_for(
+            "limited",
+            RateLimit::new(3, Duration::from_secs(10))
+                .store(sake::redis::RedisRateStore::new(&down.url()).unwrap())
+                .fail_open(false),
+        ),
+    );
+    closed
+        .send(call(1, "limited", json!({})))
+        .await
+        .assert_json(
+            200,
+            err(
+                1,
+                -32603,
+                "Internal error: the rate limit of `limited` cannot be checked now; retry later",
+                None,
+            ),
+        );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every policy over a stream
+
+#[tokio::test]
+async fn every_policy_holds_over_a_stream() {
+    let kept = Kept::default();
+    let service = server()
+        .layer(Audit::new().sink(kept.sink()))
+        .layer_tools(Allow::new(|_, req| req.name() != "login"))
+        .layer_for("counter", Cache::new(Duration::from_secs(60)))
+        .layer_for("work", Concurrency::new(1))
+        .build()
+        .unwrap();
+    let mut io = Stdio::start(service);
+    let mut ask = async |id: i64, name: &str, arguments: Value| {
+        io.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": name, "arguments": arguments,
+                "_meta": modern_meta(json!({}), json!({})),
+            }}),
+        )
+        .await;
+        io.recv("2026-07-28", Some("tools/call")).await
+    };
+    let c1 = ask(1, "counter", json!({})).await;
+    let c2 = ask(2, "counter", json!({})).await;
+    assert_eq!(c1["result"], c2["result"]);
+    assert_eq!(
+        ask(3, "login", json!({"user": "a", "password": "secret"})).await,
+        err(
+            3,
+            -32000,
+            "Forbidden: the server's rules do not allow this caller to call tool `login`",
+            None
+        )
+    );
+    let records = kept.take();
+    assert_eq!(records.len(), 3);
+    assert!(records.iter().all(|r| r["transport"] == "stream"));
+    assert!(!serde_json::to_string(&records).unwrap().contains("secret"));
+    io.close().await;
+}
