@@ -50,6 +50,7 @@ impl Kind {
                 "task",
                 "ui",
                 "visibility",
+                "layer",
             ],
             Kind::Prompt => &["name", "title", "icons", "icon", "complete", "scopes"],
             Kind::Resource => &[
@@ -191,6 +192,8 @@ pub(crate) struct ItemAttrs {
     pub task: Option<LitStr>,
     /// `ui = ...` of a tool: its view.
     pub ui: Option<UiLink>,
+    /// `layer = expr` of a tool: a tower layer over its calls (`sake::middleware`).
+    pub layer: Option<Expr>,
     /// `visibility(model, app)` of a tool.
     pub visibility: Option<Words>,
     /// `html = ...` of a view.
@@ -439,6 +442,12 @@ pub(crate) fn parse_item_attrs(cx: &Ctxt, kind: Kind, tokens: TokenStream) -> It
                 ),
                 "complete" => set_once(cx, &mut attrs.complete, opt.path()?, &opt.key),
                 "input_schema" => set_once(cx, &mut attrs.input_schema, opt.path()?, &opt.key),
+                "layer" => set_once(
+                    cx,
+                    &mut attrs.layer,
+                    opt.value_with("write `layer = Timeout::new(Duration::from_secs(5))`, any tower layer of `sake::middleware`")?,
+                    &opt.key,
+                ),
                 "task" => set_once(cx, &mut attrs.task, opt.string_with(TASK_HELP)?, &opt.key),
                 "annotations" => parse_hints(cx, &opt, &mut attrs.hints)?,
                 "icons" => {

@@ -114,6 +114,7 @@ pub use transport::http::cors::{Cors, CorsService};
 /// What generated code uses. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::middleware::{LayerFn, ToolLayer};
     pub use inventory;
     pub use schemars;
     pub use serde;

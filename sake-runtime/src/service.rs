@@ -577,9 +577,11 @@ impl Server {
             .clone()
             .map(|l| (l, self.config.info.clone()));
         http.public_url = self.config.public_url.clone();
+        let mut config = self.config;
+        config.layers.add_declared();
         let shared = Arc::new(Shared::new(
             registry,
-            self.config,
+            config,
             self.states,
             self.principal,
             #[cfg(feature = "auth")]

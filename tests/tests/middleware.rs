@@ -86,6 +86,15 @@ async fn work(
     format!("worked {ms} ms")
 }
 
+/// Echoes; at most 2 calls per minute in all, declared on the tool itself.
+#[tool(layer = sake::middleware::RateLimit::new(2, Duration::from_secs(60)).per_function())]
+fn echo(
+    /// What to echo.
+    text: String,
+) -> String {
+    text
+}
+
 /// A greeting prompt.
 #[prompt]
 fn hello(
@@ -440,7 +449,8 @@ async fn the_audit_records_every_call_and_never_a_sensitive_argument() {
     assert_eq!(
         masked(records[0].clone()),
         json!({
-            "atMs": "<t>", "client": "10.0.0.9", "method": "tools/call", "name": "login",
+            "atMs": "<t>", "caller": "10.0.0.9", "client": "10.0.0.9", "method": "tools/call",
+            "name": "login",
             // The digest of {"user":"ada"}: the password is left out before digesting.
             "arguments": format!("sha256:{}", sha256_hex(br#"{"user":"ada"}"#)),
             "outcome": "ok", "durationMs": "<d>", "revision": "2026-07-28",
@@ -451,7 +461,7 @@ async fn the_audit_records_every_call_and_never_a_sensitive_argument() {
     assert_eq!(
         masked(records[2].clone()),
         json!({
-            "atMs": "<t>", "method": "tools/call", "name": "limited",
+            "atMs": "<t>", "caller": "anonymous", "method": "tools/call", "name": "limited",
             "arguments": format!("sha256:{}", sha256_hex(b"{}")),
             "outcome": "error", "errorCode": -32000,
             "error": "Rate limit exceeded: `limited` allows 1 calls per 60 s; retry in 60 s",
@@ -784,4 +794,57 @@ async fn every_policy_holds_over_a_stream() {
     assert!(records.iter().all(|r| r["transport"] == "stream"));
     assert!(!serde_json::to_string(&records).unwrap().contains("secret"));
     io.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layers declared on a tool
+
+#[tokio::test]
+async fn a_layer_declared_on_a_tool_applies_inside_the_servers_layers() {
+    let kept = Kept::default();
+    let w = Wire::new(server().layer(Audit::new().sink(kept.sink())));
+    for id in 1..=2 {
+        w.send(call(id, "echo", json!({"text": "hi"})))
+            .await
+            .assert_json(200, ok(id, text("hi")));
+    }
+    let refused = w.send(call(3, "echo", json!({"text": "hi"}))).await;
+    assert_eq!(refused.status, 429);
+    assert_eq!(
+        refused.json(429)["error"]["message"],
+        "Rate limit exceeded: `echo` allows 2 calls per 60 s; retry in 30 s"
+    );
+    // The server's audit, outside, recorded the refusal.
+    let outcomes: Vec<Value> = kept.take().iter().map(|r| r["outcome"].clone()).collect();
+    assert_eq!(outcomes, [json!("ok"), json!("ok"), json!("error")]);
+    // Each server built has the layer anew (its own buckets), over any transport.
+    let other = TestClientOf::new();
+    other.check().await;
+}
+
+struct TestClientOf(sake::testing::TestClient);
+
+impl TestClientOf {
+    fn new() -> Self {
+        TestClientOf(sake::testing::TestClient::new(server()).unwrap())
+    }
+
+    async fn check(&self) {
+        for _ in 0..2 {
+            self.0
+                .call_tool("echo", json!({"text": "x"}))
+                .await
+                .unwrap();
+        }
+        let refused = self
+            .0
+            .call_tool("echo", json!({"text": "x"}))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code, -32000);
+        assert_eq!(
+            refused.data,
+            Some(json!({"retryAfter": 30, "limit": 2, "periodSeconds": 60.0}))
+        );
+    }
 }

@@ -209,7 +209,7 @@ async fn two_replicas_on_one_redis_share_the_rate_limit_and_audit_every_call() {
             assert!(r["durationMs"].as_f64().unwrap() >= 0.0, "{r}");
             (
                 r["name"].as_str().unwrap().to_owned(),
-                r["client"].as_str().unwrap().to_owned(),
+                r["caller"].as_str().unwrap().to_owned(),
                 r["outcome"].as_str().unwrap().to_owned(),
             )
         })

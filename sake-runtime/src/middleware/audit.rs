@@ -22,6 +22,9 @@ use super::{BoxError, Boxed, McpRequest, McpResponse, into_rpc_error};
 pub struct AuditRecord {
     /// When the call started, in milliseconds since the Unix epoch.
     pub at_ms: u64,
+    /// Who called: the caller's name when signed in, else the client's address, else
+    /// `anonymous` (a stream transport).
+    pub caller: String,
     /// The caller's name (see [`McpRequest::principal`]), when signed in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
@@ -226,8 +229,14 @@ impl Service<McpRequest> for AuditService {
         let at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let caller = match (req.principal(), req.client_addr()) {
+            (Some(p), _) => p.to_owned(),
+            (None, Some(ip)) => ip.to_string(),
+            (None, None) => "anonymous".to_owned(),
+        };
         let mut record = AuditRecord {
             at_ms,
+            caller,
             principal: req.principal().map(str::to_owned),
             client: req.client_addr().map(|ip| ip.to_string()),
             method: req.method(),

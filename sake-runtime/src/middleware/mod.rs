@@ -453,6 +453,54 @@ enum Scope {
     All,
     Kind(Kind),
     Named(String),
+    /// `#[tool(layer = …)]`: the tool of that name, if it is served.
+    Declared(&'static str),
+}
+
+/// A layer a `#[tool(layer = …)]` attribute declares: what generated code registers. Not a
+/// public API.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ToolLayer {
+    /// The tool's name.
+    pub tool: &'static str,
+    /// Makes the layer (when a server is built).
+    pub layer: fn() -> LayerFn,
+}
+
+inventory::collect!(ToolLayer);
+
+/// A layer, type-erased: what `#[tool(layer = …)]` generated code makes. Not a public API.
+#[doc(hidden)]
+pub struct LayerFn(Wrap);
+
+impl fmt::Debug for LayerFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LayerFn")
+    }
+}
+
+impl LayerFn {
+    /// `layer`, type-erased.
+    pub fn new<L>(layer: L) -> LayerFn
+    where
+        L: Layer<Boxed> + Send + Sync + 'static,
+        L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
+        <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
+        <L::Service as Service<McpRequest>>::Future: Send + 'static,
+    {
+        LayerFn(wrap(layer))
+    }
+}
+
+fn wrap<L>(layer: L) -> Wrap
+where
+    L: Layer<Boxed> + Send + Sync + 'static,
+    L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
+    <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
+    <L::Service as Service<McpRequest>>::Future: Send + 'static,
+{
+    Arc::new(move |inner| BoxService::new(layer.layer(inner).map_err(Into::into)))
 }
 
 /// The layers a server was given, in order (the first is the outermost).
@@ -477,9 +525,7 @@ impl Layers {
         <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
         <L::Service as Service<McpRequest>>::Future: Send + 'static,
     {
-        let wrap: Wrap =
-            Arc::new(move |inner| BoxService::new(layer.layer(inner).map_err(Into::into)));
-        self.list.push((scope, wrap));
+        self.list.push((scope, wrap(layer)));
     }
 
     /// Every operation.
@@ -515,6 +561,15 @@ impl Layers {
         self.push(Scope::Named(name), layer);
     }
 
+    /// The layers `#[tool(layer = …)]` attributes declare, innermost (added when the server
+    /// is built, after every layer given to it).
+    pub(crate) fn add_declared(&mut self) {
+        for declared in inventory::iter::<ToolLayer> {
+            let LayerFn(wrap) = (declared.layer)();
+            self.list.push((Scope::Declared(declared.tool), wrap));
+        }
+    }
+
     /// Whether no layer was given.
     pub(crate) fn is_empty(&self) -> bool {
         self.list.is_empty()
@@ -538,6 +593,7 @@ impl Layers {
                 Scope::All => true,
                 Scope::Kind(k) => *k == kind,
                 Scope::Named(n) => n == name,
+                Scope::Declared(n) => kind == Kind::Tool && *n == name,
             })
             .map(|(_, w)| w)
             .collect();
