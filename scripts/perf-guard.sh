@@ -67,7 +67,7 @@ free_port() {
 instructions() { # <server> <workload> <count>
   local server=$1 workload=$2 count=$3 port out
   port=$(free_port)
-  out="$WORK/callgrind.$server.$workload.$count"
+  out="$WORK/callgrind.$server.$workload.$count.${SAKE_BENCH_MIDDLEWARE:-0}"
   SAKE_BENCH_CURRENT_THREAD=1 valgrind --tool=callgrind --callgrind-out-file="$out" \
     "$BIN/$server" "$port" >"$WORK/server.log" 2>&1 &
   SERVER_PID=$!
@@ -104,19 +104,24 @@ budget() { # <workload>
 }
 
 declare -A FIGURE
-WORKLOADS=(call session list startup)
+WORKLOADS=(call session list startup middleware)
 echo "==> perf guard: instruction counts under callgrind ($(valgrind --version))"
 per_request call sake-server call 500 2500
 per_request session sake-server session 500 2500
 per_request list sake-server-1k list 50 250
 instructions sake-server-1k call 1
 FIGURE[startup]=$IR
+# The same tools/call through one `from_fn` layer and an in-memory rate limit.
+export SAKE_BENCH_MIDDLEWARE=1
+per_request middleware sake-server call 500 2500
+unset SAKE_BENCH_MIDDLEWARE
 
 declare -A WHAT=(
   [call]="2026-07-28 tools/call, per request"
   [session]="2025-11-25 session tools/call, per request"
   [list]="2026-07-28 tools/list of 1,000 tools, per request"
   [startup]="start-up with 1,000 tools to the first answered tools/call"
+  [middleware]="2026-07-28 tools/call through from_fn and a rate limit, per request"
 )
 
 if [ -n "$bless" ]; then
