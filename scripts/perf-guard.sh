@@ -87,7 +87,7 @@ CACHE=(--cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=2097152,16,64)
 instructions() { # <server> <workload> <count> [<connections>]
   local server=$1 workload=$2 count=$3 conns=${4:-1} port out sim=()
   port=$(free_port)
-  out="$WORK/callgrind.$server.$workload.$count.$conns"
+  out="$WORK/callgrind.$server.$workload.$count.$conns.${SAKE_BENCH_MIDDLEWARE:-0}"
   [ "$conns" -gt 1 ] && sim=("${CACHE[@]}")
   SAKE_BENCH_CURRENT_THREAD=1 valgrind --tool=callgrind "${sim[@]}" --callgrind-out-file="$out" \
     "$BIN/$server" "$port" >"$WORK/server.log" 2>&1 &
@@ -138,7 +138,7 @@ budget() { # <workload>
 }
 
 declare -A FIGURE LAST_LEVEL
-WORKLOADS=(call session list startup call_c32 call_c32_l1 session_c32 session_c32_l1 call_c256 call_c256_l1 session_c256 session_c256_l1)
+WORKLOADS=(call session list startup call_c32 call_c32_l1 session_c32 session_c32_l1 call_c256 call_c256_l1 session_c256 session_c256_l1 middleware)
 started=$SECONDS
 echo "==> perf guard: instruction counts under callgrind ($(valgrind --version))"
 per_request call sake-server call 500 2500
@@ -153,12 +153,17 @@ per_request call_c32 sake-server call 640 3200 32
 per_request session_c32 sake-server session 640 3200 32
 per_request call_c256 sake-server call 2560 7680 256
 per_request session_c256 sake-server session 2560 7680 256
+# The same tools/call through one `from_fn` layer and an in-memory rate limit.
+export SAKE_BENCH_MIDDLEWARE=1
+per_request middleware sake-server call 500 2500
+unset SAKE_BENCH_MIDDLEWARE
 
 declare -A WHAT=(
   [call]="2026-07-28 tools/call, per request"
   [session]="2025-11-25 session tools/call, per request"
   [list]="2026-07-28 tools/list of 1,000 tools, per request"
   [startup]="start-up with 1,000 tools to the first answered tools/call"
+  [middleware]="2026-07-28 tools/call through from_fn and a rate limit, per request"
 )
 for c in 32 256; do
   WHAT[call_c$c]="2026-07-28 tools/call, $c connections at once, per request"

@@ -196,6 +196,10 @@ impl Func {
                 }
             }
             pt.attrs = kept;
+            if arg_attrs.sensitive {
+                // A secret: JSON Schema's `writeOnly`, which the audit trail reads.
+                forwarded.push(syn::parse_quote!(#[schemars(extend("writeOnly" = true))]));
+            }
             let Some(ident) = plain_name(&pt.pat) else {
                 continue;
             };

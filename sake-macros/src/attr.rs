@@ -50,6 +50,7 @@ impl Kind {
                 "task",
                 "ui",
                 "visibility",
+                "layer",
             ],
             Kind::Prompt => &["name", "title", "icons", "icon", "complete", "scopes"],
             Kind::Resource => &[
@@ -191,6 +192,8 @@ pub(crate) struct ItemAttrs {
     pub task: Option<LitStr>,
     /// `ui = ...` of a tool: its view.
     pub ui: Option<UiLink>,
+    /// `layer = expr` of a tool: a tower layer over its calls (`sake::middleware`).
+    pub layer: Option<Expr>,
     /// `visibility(model, app)` of a tool.
     pub visibility: Option<Words>,
     /// `html = ...` of a view.
@@ -439,6 +442,12 @@ pub(crate) fn parse_item_attrs(cx: &Ctxt, kind: Kind, tokens: TokenStream) -> It
                 ),
                 "complete" => set_once(cx, &mut attrs.complete, opt.path()?, &opt.key),
                 "input_schema" => set_once(cx, &mut attrs.input_schema, opt.path()?, &opt.key),
+                "layer" => set_once(
+                    cx,
+                    &mut attrs.layer,
+                    opt.value_with("write `layer = Timeout::new(Duration::from_secs(5))`, any tower layer of `sake::middleware`")?,
+                    &opt.key,
+                ),
                 "task" => set_once(cx, &mut attrs.task, opt.string_with(TASK_HELP)?, &opt.key),
                 "annotations" => parse_hints(cx, &opt, &mut attrs.hints)?,
                 "icons" => {
@@ -764,6 +773,9 @@ pub(crate) struct ArgAttrs {
     pub force: bool,
     /// `#[arg(header = "Region")]`: mirror the argument in the `Mcp-Param-Region` header.
     pub header: Option<LitStr>,
+    /// `#[arg(sensitive)]`: a secret: its schema says `writeOnly`, and the audit trail
+    /// (`sake::middleware::Audit`) never records it.
+    pub sensitive: bool,
 }
 
 pub(crate) fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, out: &mut ArgAttrs) {
@@ -777,9 +789,13 @@ pub(crate) fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, out: &mut ArgAttr
                         set_once(cx, &mut out.header, opt.string("\"Name\"")?, &opt.key);
                         Ok(())
                     }
+                    "sensitive" => {
+                        out.sensitive = opt.flag()?.value;
+                        Ok(())
+                    }
                     other => Err(syn::Error::new(
                         opt.key.span(),
-                        format!("unknown #[arg] option `{other}`; expected `header = \"Name\"`"),
+                        format!("unknown #[arg] option `{other}`; expected `header = \"Name\"` or `sensitive`"),
                     )),
                 });
                 Ok(())
@@ -788,8 +804,9 @@ pub(crate) fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, out: &mut ArgAttr
                 cx.push(e);
             }
         }
-        syn::Meta::NameValue(nv) => {
-            cx.error_spanned_by(nv, "write #[arg] or #[arg(header = \"Name\")]")
-        }
+        syn::Meta::NameValue(nv) => cx.error_spanned_by(
+            nv,
+            "write #[arg], #[arg(header = \"Name\")] or #[arg(sensitive)]",
+        ),
     }
 }

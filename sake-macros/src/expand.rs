@@ -296,6 +296,20 @@ pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
     let ui = tool_ui(attrs);
     let location = location();
     let glue = glue_const(func);
+    // `layer = expr`: registered beside the tool, made when a server is built; a value that is
+    // no layer over MCP calls is reported at the expression.
+    let layer = attrs.layer.as_ref().map(|expr| {
+        let sake_at = crate::krate::path_at(expr.span());
+        let made = quote_spanned!(expr.span()=> #sake_at::__private::LayerFn::new(#expr));
+        quote! {
+            fn __sake_layer() -> #sake::__private::LayerFn {
+                #made
+            }
+            #sake::__private::inventory::submit! {
+                #sake::__private::ToolLayer { tool: #name, layer: __sake_layer }
+            }
+        }
+    });
     quote! {
         #[doc(hidden)]
         #[allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, unused, clippy::all, clippy::pedantic)]
@@ -348,6 +362,7 @@ pub(crate) fn tool(attrs: &ItemAttrs, func: &Func) -> TokenStream {
                     location: #location,
                 }
             }
+            #layer
         };
     }
 }

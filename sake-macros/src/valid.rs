@@ -500,9 +500,9 @@ mod tests {
                 add()
             ),
             [
-                "unknown #[tool] option `nmae`; expected one of: name, title, annotations, icons, icon, requires, input_schema, scopes, task, ui, visibility",
+                "unknown #[tool] option `nmae`; expected one of: name, title, annotations, icons, icon, requires, input_schema, scopes, task, ui, visibility, layer",
                 "`title` takes a string literal: write `title = \"...\"`",
-                "unknown #[tool] option `bogus`; expected one of: name, title, annotations, icons, icon, requires, input_schema, scopes, task, ui, visibility",
+                "unknown #[tool] option `bogus`; expected one of: name, title, annotations, icons, icon, requires, input_schema, scopes, task, ui, visibility, layer",
                 "unknown annotation `readonly`; expected one of: title, read_only, destructive, idempotent, open_world",
                 "`destructive` is a flag: write `destructive` or `destructive = false`",
                 "invalid tool name \"has space\": ' ' is not allowed; a tool name is 1 to 64 characters of A-Z, a-z, 0-9, `_`, `.` and `-`",
@@ -562,8 +562,8 @@ mod tests {
                 }
             ),
             [
-                "unknown #[tool] option `nmae`; expected one of: name, title, annotations, icons, icon, requires, input_schema, scopes, task, ui, visibility",
-                "unknown #[arg] option `wat`; expected `header = \"Name\"`",
+                "unknown #[tool] option `nmae`; expected one of: name, title, annotations, icons, icon, requires, input_schema, scopes, task, ui, visibility, layer",
+                "unknown #[arg] option `wat`; expected `header = \"Name\"` or `sensitive`",
                 "a #[tool] needs a description: write a `///` doc comment above the function (clients and the official conformance suite reject tools without one)",
                 "a #[tool] function cannot be generic: the server needs one concrete signature to build its schema; write a non-generic wrapper that calls your generic function",
                 "a #[tool] function cannot take `self`: annotate a free function (it may call your method)",

@@ -56,6 +56,7 @@ pub(crate) mod handler;
 #[doc(hidden)]
 pub mod internals;
 mod limits;
+pub mod middleware;
 #[cfg(any(feature = "auth", feature = "client"))]
 mod net;
 #[cfg(feature = "otel")]
@@ -115,6 +116,7 @@ pub use transport::http::cors::{Cors, CorsService};
 /// What generated code uses. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::middleware::{LayerFn, ToolLayer};
     pub use inventory;
     pub use schemars;
     pub use serde;

@@ -393,6 +393,70 @@ impl Server {
         self
     }
 
+    /// Wraps every call of a function — tools, prompts, resources, templates, views — in a
+    /// tower layer over [`McpRequest`](crate::middleware::McpRequest) (see
+    /// [`middleware`](crate::middleware) and docs/middleware.md): a rate limit, a timeout,
+    /// an audit trail, a layer of your own or any tower layer. Layers apply in the order
+    /// given, the first added outermost, the same on every revision, transport and task.
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<crate::middleware::Boxed> + Send + Sync + 'static,
+        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
+            + Send
+            + 'static,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error:
+            Into<crate::middleware::BoxError>,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
+    {
+        self.config.layers.all(layer);
+        self
+    }
+
+    /// Wraps the calls of one function in a layer: a tool's or prompt's name, a resource's
+    /// URI or a template's URI template, a view's URI. A name no function has stops start-up.
+    pub fn layer_for<L>(mut self, name: impl Into<String>, layer: L) -> Self
+    where
+        L: tower::Layer<crate::middleware::Boxed> + Send + Sync + 'static,
+        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
+            + Send
+            + 'static,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error:
+            Into<crate::middleware::BoxError>,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
+    {
+        self.config.layers.named(name.into(), layer);
+        self
+    }
+
+    /// Wraps the calls of every function of a kind (every tool, every prompt, …) in a layer.
+    pub fn layer_kind<L>(mut self, kind: crate::middleware::Kind, layer: L) -> Self
+    where
+        L: tower::Layer<crate::middleware::Boxed> + Send + Sync + 'static,
+        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
+            + Send
+            + 'static,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error:
+            Into<crate::middleware::BoxError>,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
+    {
+        self.config.layers.kind(kind, layer);
+        self
+    }
+
+    /// Wraps every tool's calls in a layer (`layer_kind(Kind::Tool, layer)`).
+    pub fn layer_tools<L>(self, layer: L) -> Self
+    where
+        L: tower::Layer<crate::middleware::Boxed> + Send + Sync + 'static,
+        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
+            + Send
+            + 'static,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error:
+            Into<crate::middleware::BoxError>,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
+    {
+        self.layer_kind(crate::middleware::Kind::Tool, layer)
+    }
+
     /// Makes the server an OAuth 2.1 resource server (feature `auth`): every HTTP request needs
     /// a bearer token the [`Authorization`](crate::auth::Authorization) accepts, the protected
     /// resource metadata is served at its well-known URIs, and functions run only for tokens
@@ -513,9 +577,11 @@ impl Server {
             .clone()
             .map(|l| (l, self.config.info.clone()));
         http.public_url = self.config.public_url.clone();
+        let mut config = self.config;
+        config.layers.add_declared();
         let shared = Arc::new(Shared::new(
             registry,
-            self.config,
+            config,
             self.states,
             self.principal,
             #[cfg(feature = "auth")]

@@ -54,7 +54,8 @@ pub use schema::validate;
 pub use session::{Handshake, LEGACY, Session, initialize_params, served};
 pub use sse::{SseEvent, parse_sse};
 pub use stdio::{
-    Peer, Spawned, Stdio, example_binary, modern_meta, package_binary, spawn, spawn_example,
+    Peer, Spawned, Stdio, example_binary, example_binary_with, modern_meta, package_binary, spawn,
+    spawn_example,
 };
 
 /// How long any one step may take before the test fails instead of hanging CI.

@@ -23,6 +23,15 @@ pub fn example_binary(name: &str) -> PathBuf {
     built(&["--example", name], Path::new("examples").join(name))
 }
 
+/// [`example_binary`] for an example that needs features of the root package (its
+/// `required-features`), built with them.
+pub fn example_binary_with(name: &str, features: &str) -> PathBuf {
+    built(
+        &["--example", name, "--features", features],
+        Path::new("examples").join(name),
+    )
+}
+
 /// The path of the binary of a package of the workspace whose binary has the package's name
 /// (`sake-demo`, `examples/installable/`), built as [`example_binary`] builds examples.
 pub fn package_binary(package: &str) -> PathBuf {

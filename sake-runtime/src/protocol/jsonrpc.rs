@@ -111,10 +111,12 @@ pub struct RpcError {
     pub message: String,
     /// Structured detail.
     pub data: Option<Value>,
-    status: Option<u16>,
+    status: Option<std::num::NonZeroU16>,
     /// The `WWW-Authenticate` challenge an HTTP transport sends with an authorization
     /// refusal (401 or 403).
     challenge: Option<Box<str>>,
+    /// The seconds a refusal for load or rate says to wait (`Retry-After`).
+    retry_after: Option<std::num::NonZeroU16>,
 }
 
 impl RpcError {
@@ -126,6 +128,7 @@ impl RpcError {
             data: None,
             status: None,
             challenge: None,
+            retry_after: None,
         }
     }
 
@@ -137,15 +140,27 @@ impl RpcError {
 
     /// Fixes the HTTP status this error is sent with.
     pub fn with_status(mut self, status: u16) -> Self {
-        self.status = Some(status);
+        self.status = std::num::NonZeroU16::new(status);
         self
+    }
+
+    /// The seconds an HTTP response with this error says to wait (`Retry-After`, sent with
+    /// a 429 or 503; 1 unless set).
+    pub(crate) fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = std::num::NonZeroU16::new(u16::try_from(seconds).unwrap_or(u16::MAX));
+        self
+    }
+
+    /// The seconds to wait before retrying, when the error says.
+    pub(crate) fn retry_after(&self) -> Option<u64> {
+        self.retry_after.map(|s| u64::from(s.get()))
     }
 
     /// The error with the HTTP status `era` gives it fixed, unless one is already: what a
     /// transport sends it with ([`status`](Self::status)), without knowing the era.
     pub(crate) fn settled(mut self, era: Era) -> Self {
         if self.status.is_none() {
-            self.status = Some(self.http_status(era));
+            self.status = std::num::NonZeroU16::new(self.http_status(era));
         }
         self
     }
@@ -166,7 +181,7 @@ impl RpcError {
     /// The HTTP status the error is sent with: the one fixed for it, else 200 (a JSON-RPC
     /// error in a successful HTTP response).
     pub(crate) fn status(&self) -> u16 {
-        self.status.unwrap_or(200)
+        self.status.map_or(200, std::num::NonZeroU16::get)
     }
 
     /// -32000 with HTTP 401 and a `WWW-Authenticate` challenge: the request needs a caller
@@ -268,7 +283,7 @@ impl RpcError {
     /// legacy clients read a 404 as "session gone", so there -32601 is a 200.
     pub fn http_status(&self, era: Era) -> u16 {
         if let Some(s) = self.status {
-            return s;
+            return s.get();
         }
         match self.code {
             code::PARSE_ERROR | code::INVALID_REQUEST => 400,

@@ -23,6 +23,7 @@
 mod bus;
 #[cfg(feature = "auth-proxy")]
 mod proxy;
+mod rate;
 mod tasks;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +35,7 @@ pub use self::bus::RedisBus;
 #[cfg(feature = "auth-proxy")]
 #[cfg_attr(docsrs, doc(cfg(feature = "auth-proxy")))]
 pub use self::proxy::RedisProxyStore;
+pub use self::rate::RedisRateStore;
 pub use self::tasks::RedisTaskStore;
 
 use crate::protocol::jsonrpc::clip_at;

@@ -30,19 +30,20 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::Shared;
+use super::{PeerAddr, Shared};
 use crate::handler::context::{CallState, Context, RequestParts};
 use crate::handler::input::{InputChannel, Mrtr, RoundKey, RoundOutcome};
 use crate::handler::{
     BoxFuture, CompleteFn, CompletionRequest, PromptDef, ResourceDef, ResourceRequest, ToolDef,
 };
+use crate::middleware::{self, Kind, McpRequest, McpResponse, Outcome, Reply, Stack};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::types::{CallToolResult, Completion, GetPromptResult, ReadResourceResult};
 
 /// A user function, with what it is called with.
 pub(crate) trait Function {
     /// What its future yields.
-    type Output: Send + 'static;
+    type Output: Output;
     /// Its name in logs and in its `Context` (a tool's or prompt's name, a resource's URI).
     fn name(&self) -> Cow<'static, str>;
     /// Whether it takes the [`Context`]: only such a function can ask the client for input
@@ -50,6 +51,106 @@ pub(crate) trait Function {
     fn takes_context(&self) -> bool;
     /// Calls it: the user's code runs from here (argument decoding, then the function).
     fn call(self, ctx: Context) -> BoxFuture<Self::Output>;
+    /// What it is, for the layers.
+    const KIND: Kind;
+    /// Its declared name or URI (what `Server::layer_for` names).
+    fn declared(&self) -> &'static str;
+    /// Its arguments as sent.
+    fn arguments(&self) -> Option<&RawValue> {
+        None
+    }
+    /// Whether it says it only reads (a tool's `read_only_hint`).
+    fn read_only(&self) -> bool {
+        false
+    }
+    /// It, to be called later with the arguments the layers hand on (user code runs only
+    /// when the result is called).
+    fn detach(self) -> Detached<Self::Output>;
+}
+
+/// A function waiting for its arguments and `Context`: what the innermost layer calls.
+pub(crate) type Detached<T> = Box<dyn FnOnce(Option<&RawValue>, Context) -> BoxFuture<T> + Send>;
+
+/// What a function's future yields, as a layer's response and back.
+pub(crate) trait Output: Send + Sized + 'static {
+    fn into_response(self) -> McpResponse;
+    /// The output a response stands for: a reply of another kind is an error.
+    fn from_response(response: McpResponse) -> Result<Step<Self>, RpcError> {
+        match response.outcome {
+            Outcome::Reply(reply) => Self::from_reply(reply).map(Step::Returned).ok_or_else(|| {
+                RpcError::internal("Internal error: a layer answered with a result of another kind")
+            }),
+            Outcome::Error(e) => Self::from_error(e).map(Step::Returned),
+            Outcome::Input(asked) => Ok(Step::Asked(asked)),
+        }
+    }
+    fn from_reply(reply: Reply) -> Option<Self>;
+    fn from_error(e: RpcError) -> Result<Self, RpcError> {
+        Err(e)
+    }
+}
+
+impl Output for CallToolResult {
+    fn into_response(self) -> McpResponse {
+        McpResponse::reply(Reply::Tool(self))
+    }
+    fn from_reply(reply: Reply) -> Option<Self> {
+        match reply {
+            Reply::Tool(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+impl Output for Result<GetPromptResult, RpcError> {
+    fn into_response(self) -> McpResponse {
+        match self {
+            Ok(r) => McpResponse::reply(Reply::Prompt(r)),
+            Err(e) => McpResponse::error(e),
+        }
+    }
+    fn from_reply(reply: Reply) -> Option<Self> {
+        match reply {
+            Reply::Prompt(r) => Some(Ok(r)),
+            _ => None,
+        }
+    }
+    fn from_error(e: RpcError) -> Result<Self, RpcError> {
+        Ok(Err(e))
+    }
+}
+
+impl Output for Result<ReadResourceResult, RpcError> {
+    fn into_response(self) -> McpResponse {
+        match self {
+            Ok(r) => McpResponse::reply(Reply::Resource(r)),
+            Err(e) => McpResponse::error(e),
+        }
+    }
+    fn from_reply(reply: Reply) -> Option<Self> {
+        match reply {
+            Reply::Resource(r) => Some(Ok(r)),
+            _ => None,
+        }
+    }
+    fn from_error(e: RpcError) -> Result<Self, RpcError> {
+        Ok(Err(e))
+    }
+}
+
+impl Output for (&'static str, Result<String, RpcError>) {
+    fn into_response(self) -> McpResponse {
+        match self {
+            (uri, Ok(html)) => McpResponse::reply(Reply::View(uri, html)),
+            (_, Err(e)) => McpResponse::error(e),
+        }
+    }
+    fn from_reply(reply: Reply) -> Option<Self> {
+        match reply {
+            Reply::View(uri, html) => Some((uri, Ok(html))),
+            _ => None,
+        }
+    }
 }
 
 /// A `tools/call`.
@@ -68,6 +169,20 @@ impl Function for Tool<'_> {
     }
     fn call(self, ctx: Context) -> BoxFuture<CallToolResult> {
         (self.def.call)(self.arguments, ctx)
+    }
+    const KIND: Kind = Kind::Tool;
+    fn declared(&self) -> &'static str {
+        self.def.name
+    }
+    fn arguments(&self) -> Option<&RawValue> {
+        self.arguments
+    }
+    fn read_only(&self) -> bool {
+        self.def.hints.read_only == Some(true)
+    }
+    fn detach(self) -> Detached<CallToolResult> {
+        let call = self.def.call;
+        Box::new(move |arguments, ctx| call(arguments, ctx))
     }
 }
 
@@ -88,6 +203,17 @@ impl Function for Prompt<'_> {
     fn call(self, ctx: Context) -> BoxFuture<Self::Output> {
         (self.def.get)(self.arguments, ctx)
     }
+    const KIND: Kind = Kind::Prompt;
+    fn declared(&self) -> &'static str {
+        self.def.name
+    }
+    fn arguments(&self) -> Option<&RawValue> {
+        self.arguments
+    }
+    fn detach(self) -> Detached<Self::Output> {
+        let get = self.def.get;
+        Box::new(move |arguments, ctx| get(arguments, ctx))
+    }
 }
 
 /// A `resources/read` of a static resource or a template's match.
@@ -106,6 +232,15 @@ impl Function for Resource {
     }
     fn call(self, ctx: Context) -> BoxFuture<Self::Output> {
         (self.def.read)(self.request, ctx)
+    }
+    const KIND: Kind = Kind::Resource;
+    fn declared(&self) -> &'static str {
+        self.def.uri
+    }
+    fn detach(self) -> Detached<Self::Output> {
+        let read = self.def.read;
+        let request = self.request;
+        Box::new(move |_, ctx| read(request, ctx))
     }
 }
 
@@ -128,6 +263,17 @@ impl Function for View {
         let html = (self.html)(ctx);
         let uri = self.uri;
         Box::pin(async move { (uri, html.await) })
+    }
+    const KIND: Kind = Kind::View;
+    fn declared(&self) -> &'static str {
+        self.uri
+    }
+    fn detach(self) -> Detached<Self::Output> {
+        let (html, uri) = (self.html, self.uri);
+        Box::new(move |_, ctx| {
+            let html = html(ctx);
+            Box::pin(async move { (uri, html.await) })
+        })
     }
 }
 
@@ -162,6 +308,20 @@ impl Round<'_> {
     fn for_task(&self) -> bool {
         !matches!(self, Round::OfRequest { .. })
     }
+
+    /// Whether the call continues an input round (it brings answers): the layers see it as
+    /// the same call again.
+    fn continues(&self) -> bool {
+        match self {
+            Round::OfRequest {
+                state, responses, ..
+            }
+            | Round::Task {
+                state, responses, ..
+            } => state.is_some() || responses.is_some(),
+            Round::Resumed { .. } => true,
+        }
+    }
 }
 
 /// One call of a user function: the request value the invoker takes.
@@ -184,12 +344,18 @@ pub(crate) enum Step<T> {
 /// Dropping it before the function returned cancels the function's token (anything it
 /// spawned sees the cancellation); [`Running::disarm`] keeps the token alive.
 pub(crate) struct Running<T> {
-    fut: BoxFuture<T>,
+    fut: Body<T>,
     name: Cow<'static, str>,
     round: Option<Arc<Mrtr>>,
     call: Arc<CallState>,
     cancel: Option<CancellationToken>,
     guard: Option<DropGuard>,
+}
+
+/// What a [`Running`] polls: the function itself, or the layers around it.
+enum Body<T> {
+    Direct(BoxFuture<T>),
+    Layered(BoxFuture<Result<Step<T>, RpcError>>),
 }
 
 impl<T> Running<T> {
@@ -245,7 +411,16 @@ impl<T> Future for Running<T> {
     /// pending while it waits for anything else.
     fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| this.fut.as_mut().poll(cx))) {
+        let fut = match &mut this.fut {
+            Body::Direct(fut) => fut,
+            Body::Layered(fut) => {
+                return match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+                    Err(panic) => Poll::Ready(Err(panicked(&this.name, panic.as_ref()))),
+                    Ok(step) => step,
+                };
+            }
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
             Err(panic) => Poll::Ready(Err(panicked(&this.name, panic.as_ref()))),
             Ok(Poll::Ready(v)) => Poll::Ready(Ok(Step::Returned(v))),
             Ok(Poll::Pending) => match this.round.as_ref().and_then(|r| r.poll_pending()) {
@@ -283,6 +458,13 @@ impl Invoker<'_> {
         } = call;
         let shared = self.shared;
         let takes_context = function.takes_context() || round.for_task();
+        let continues = round.continues();
+        let for_task = round.for_task();
+        // The layers, when any applies to the function: composed at start-up.
+        let stack = match &shared.stacks {
+            Some(stacks) => stacks.get(F::KIND, function.declared()),
+            None => None,
+        };
         let round = match round {
             Round::OfRequest {
                 mut key,
@@ -322,6 +504,11 @@ impl Invoker<'_> {
         if let Some(round) = &round {
             parts.input = InputChannel::Mrtr(round.clone());
         }
+        // A view of the request's bytes for the layers (a copy only when the transport kept none).
+        let layered_arguments = match &stack {
+            Some(_) => arguments_text(&parts, function.arguments()),
+            None => None,
+        };
         parts.notifier = Some(shared.notifier.clone());
         parts.states = Some(shared.states.clone());
         let call = parts.call.clone();
@@ -332,8 +519,21 @@ impl Invoker<'_> {
         } else {
             (Context::unobserved(parts, Some(name.clone())), None)
         };
-        let fut = std::panic::catch_unwind(AssertUnwindSafe(|| function.call(ctx)))
-            .map_err(|panic| panicked(&name, panic.as_ref()))?;
+        let fut = match stack {
+            None => Body::Direct(
+                std::panic::catch_unwind(AssertUnwindSafe(|| function.call(ctx)))
+                    .map_err(|panic| panicked(&name, panic.as_ref()))?,
+            ),
+            Some(stack) => Body::Layered(layered(
+                shared,
+                stack,
+                function,
+                ctx,
+                layered_arguments,
+                round.clone(),
+                (continues, for_task),
+            )),
+        };
         Ok(Running {
             fut,
             name,
@@ -355,7 +555,7 @@ impl Invoker<'_> {
         let fut = std::panic::catch_unwind(AssertUnwindSafe(|| complete(request)))
             .map_err(|panic| panicked(&label, panic.as_ref()))?;
         Ok(Running {
-            fut,
+            fut: Body::Direct(fut),
             name: Cow::Owned(label),
             round: None,
             call: Arc::default(),
@@ -363,6 +563,168 @@ impl Invoker<'_> {
             guard: None,
         })
     }
+}
+
+/// A call through its layers: the request they see, and the innermost step that calls the
+/// function (a panic there, or on a poll, fails the call as a response the layers see; the
+/// function's input round ends it with the questions).
+fn layered<F: Function>(
+    shared: &Shared,
+    stack: Stack,
+    function: F,
+    ctx: Context,
+    arguments: Option<Bytes>,
+    round: Option<Arc<Mrtr>>,
+    (continuation, task): (bool, bool),
+) -> BoxFuture<Result<Step<F::Output>, RpcError>> {
+    let name = function.name();
+    let declared = function.declared();
+    let extensions = ctx.extensions();
+    let principal = shared.caller_name(extensions);
+    let client_addr = extensions.get::<PeerAddr>().map(|p| p.ip);
+    let read_only = function.read_only();
+    let detached = function.detach();
+    let inner_name = name.clone();
+    let run: middleware::Run = Box::new(move |arguments, ctx| {
+        let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| detached(arguments, ctx))) {
+            Ok(fut) => fut,
+            Err(panic) => {
+                let e = panicked(&inner_name, panic.as_ref());
+                return Box::pin(async move { McpResponse::error(e) });
+            }
+        };
+        Box::pin(Innermost {
+            fut,
+            name: inner_name,
+            round,
+        })
+    });
+    let mut req = McpRequest::new(
+        F::KIND,
+        name.clone(),
+        declared,
+        arguments,
+        principal,
+        client_addr,
+        ctx,
+        run,
+    );
+    req.continuation = continuation;
+    req.task = task;
+    req.read_only = read_only;
+    req.sensitive = stack.sensitive.clone();
+    Box::pin(async move {
+        match stack.call(req).await {
+            Ok(response) => F::Output::from_response(response),
+            Err(e) => Err(middleware::into_rpc_error(e, &name)),
+        }
+    })
+}
+
+/// The function under its layers: its result, its panic or its questions as a response.
+struct Innermost<T> {
+    fut: BoxFuture<T>,
+    name: Cow<'static, str>,
+    round: Option<Arc<Mrtr>>,
+}
+
+impl<T: Output> Future for Innermost<T> {
+    type Output = McpResponse;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<McpResponse> {
+        let this = &mut *self;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| this.fut.as_mut().poll(cx))) {
+            Err(panic) => Poll::Ready(McpResponse::error(panicked(&this.name, panic.as_ref()))),
+            Ok(Poll::Ready(v)) => Poll::Ready(v.into_response()),
+            Ok(Poll::Pending) => match this.round.as_ref().and_then(|r| r.poll_pending()) {
+                Some(RoundOutcome::InputRequired(asked)) => Poll::Ready(McpResponse::input(asked)),
+                None => Poll::Pending,
+            },
+        }
+    }
+}
+
+/// Every function's layers, composed once at start-up: only the functions some layer applies
+/// to have an entry.
+pub(crate) struct Stacks {
+    by: std::collections::HashMap<(Kind, &'static str), Stack>,
+}
+
+impl Stacks {
+    /// The stacks of the registry's functions; `None` when no layer was given (every call
+    /// takes the path without middleware). A layer for a name no function has stops
+    /// start-up.
+    pub(crate) fn compose(
+        registry: &crate::registry::Registry,
+        layers: &middleware::Layers,
+    ) -> Result<Option<Stacks>, crate::error::Error> {
+        if layers.is_empty() {
+            return Ok(None);
+        }
+        let mut functions: Vec<(Kind, &'static str, Option<&'static crate::handler::ToolDef>)> =
+            Vec::new();
+        functions.extend(
+            registry
+                .tools
+                .iter()
+                .map(|t| (Kind::Tool, t.def.name, Some(t.def))),
+        );
+        functions.extend(
+            registry
+                .prompts
+                .iter()
+                .map(|p| (Kind::Prompt, p.name, None)),
+        );
+        functions.extend(
+            registry
+                .resources
+                .iter()
+                .map(|r| (Kind::Resource, r.uri, None)),
+        );
+        functions.extend(
+            registry
+                .templates
+                .iter()
+                .map(|t| (Kind::Resource, t.def.uri, None)),
+        );
+        functions.extend(registry.views.iter().map(|v| (Kind::View, v.def.uri, None)));
+        for name in layers.names() {
+            if !functions.iter().any(|(_, n, _)| *n == name) {
+                return Err(crate::error::Error::Config(format!(
+                    "Server::layer_for names `{name}`, which is no tool, prompt, resource, resource template or view of this server"
+                )));
+            }
+        }
+        let mut by = std::collections::HashMap::new();
+        for (kind, name, tool) in functions {
+            if let Some(mut stack) = layers.compose(kind, name) {
+                if let Some(def) = tool {
+                    stack.sensitive = write_only((def.input_schema)()).into();
+                }
+                by.insert((kind, name), stack);
+            }
+        }
+        Ok(Some(Stacks { by }))
+    }
+
+    fn get(&self, kind: Kind, name: &'static str) -> Option<Stack> {
+        self.by.get(&(kind, name)).cloned()
+    }
+}
+
+/// The top-level properties an input schema marks `writeOnly` (secrets: never audited).
+fn write_only(schema: Value) -> Vec<String> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .filter(|(_, p)| p.get("writeOnly") == Some(&Value::Bool(true)))
+                .map(|(k, _)| k.clone())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The arguments' text for a round key: a view of the request's bytes when the transport

@@ -82,6 +82,8 @@ pub(crate) struct Config {
     /// What the server does with a client's trace context (`Server::client_trace_context`).
     #[cfg(feature = "otel")]
     pub client_trace_context: crate::otel::ClientTraceContext,
+    /// The middleware layers (`Server::layer`), in the order given.
+    pub layers: crate::middleware::Layers,
 }
 
 impl Default for Config {
@@ -114,6 +116,7 @@ impl Default for Config {
             public_url: None,
             #[cfg(feature = "otel")]
             client_trace_context: crate::otel::ClientTraceContext::default(),
+            layers: Default::default(),
         }
     }
 }
@@ -205,6 +208,9 @@ pub(crate) struct Shared {
     /// What the process before this one listed (`SAKE_PREVIOUS_LISTS`): the changes its
     /// clients are told of.
     restart: Option<dev::Restart>,
+    /// The middleware of each function some layer applies to (`Server::layer`); `None`
+    /// without layers.
+    pub stacks: Option<invoker::Stacks>,
 }
 
 impl Shared {
@@ -344,8 +350,10 @@ impl Shared {
                 Bytes::from(render::result_value(rev, &env, Cache::Cacheable, result));
         }
         let restart = dev::Restart::from_env(&registry, config.limits.max_tracked_sessions);
+        let stacks = invoker::Stacks::compose(&registry, &config.layers)?;
         Ok(Shared {
             restart,
+            stacks,
             pending: Arc::new(Pending::new(
                 config.limits.max_pending_inputs,
                 config.limits.max_pending_inputs_per_session,

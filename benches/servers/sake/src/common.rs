@@ -1,7 +1,8 @@
 //! What both sake bench servers share: `add`, `progress`, and `main` (with
 //! authorization when `SAKE_BENCH_AUTH_SECRET` is set, replicas sharing Redis when
 //! `SAKE_BENCH_REDIS_URL` is, lists in pages of `SAKE_BENCH_PAGE_SIZE` items when that is set,
-//! and stdio instead of HTTP when the first argument is `stdio`).
+//! middleware on every call when `SAKE_BENCH_MIDDLEWARE=1`, and stdio instead of HTTP when the
+//! first argument is `stdio`).
 
 use sake::prelude::*;
 
@@ -86,6 +87,17 @@ pub fn main(name: &str) {
                 std::process::exit(1);
             }
         }
+    }
+    // The "middleware" workload of the performance guard: every call through one `from_fn`
+    // layer, and `add` through an in-memory rate limit that never refuses (docs/middleware.md).
+    if std::env::var("SAKE_BENCH_MIDDLEWARE").is_ok_and(|v| v == "1") {
+        use sake::middleware::{self, RateLimit};
+        server = server
+            .layer(middleware::from_fn(|req, next| next.run(req)))
+            .layer_for(
+                "add",
+                RateLimit::new(u32::MAX, std::time::Duration::from_secs(1)),
+            );
     }
     // The "stdio" workload: newline-delimited JSON-RPC on stdin and stdout.
     let served = if port == "stdio" {

@@ -35,8 +35,9 @@ pub(crate) fn error(id: Option<&RequestId>, err: &RpcError) -> Response {
     // A refusal for load (the server's limit, or the client's share of it) says when to
     // come back.
     if status == 429 || status == 503 {
+        let wait = err.retry_after().unwrap_or(1);
         resp.headers_mut()
-            .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+            .insert(http::header::RETRY_AFTER, HeaderValue::from(wait));
     }
     if let Some(challenge) = err.challenge().and_then(|c| HeaderValue::from_str(c).ok()) {
         resp.headers_mut()

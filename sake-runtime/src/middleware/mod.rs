@@ -1,0 +1,785 @@
+//! Policies on every call: [tower](https://docs.rs/tower) middleware at the level of MCP
+//! operations (see docs/middleware.md).
+//!
+//! Every call of a user function — a `tools/call`, a `prompts/get`, a `resources/read` of a
+//! resource, a template's match or a view — can pass through a stack of tower layers before
+//! the function runs. A layer is a [`tower::Layer`] over a service of [`McpRequest`] to
+//! [`McpResponse`]; it sees what is called (method, name or URI, arguments), by whom (the
+//! caller's name, the client's address and info), on which revision and transport, and may
+//! refuse, observe, time or answer the call instead of the function.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use sake_runtime::middleware::{self, Audit, RateLimit, Timeout};
+//!
+//! let server = sake_runtime::Server::from_registry()
+//!     // The first layer added is the outermost: the audit sees every refusal below it.
+//!     .layer(Audit::new())
+//!     .layer_for("search", RateLimit::new(3, Duration::from_secs(10)).per_client())
+//!     .layer_tools(Timeout::new(Duration::from_secs(30)))
+//!     .layer(middleware::from_fn(|req, next| async move {
+//!         tracing::info!(tool = req.name(), "called");
+//!         next.run(req).await
+//!     }));
+//! ```
+//!
+//! Layers are composed once, when the server is built, into one service per function; a
+//! function no layer applies to is called exactly as without middleware. The layers apply
+//! the same on both eras, every transport (HTTP, stdio, `Service::connect`, `TestClient`) and
+//! to tasks: a task's work passes them when it starts (its run is the call they wrap).
+
+mod audit;
+mod cache;
+mod concurrency;
+mod rate;
+mod rules;
+mod timeout;
+
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+
+use bytes::Bytes;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tower::util::BoxService;
+use tower::{Layer, Service, ServiceExt};
+
+pub use self::audit::{Audit, AuditRecord, AuditSink, TracingSink};
+pub use self::cache::Cache;
+pub use self::concurrency::Concurrency;
+pub use self::rate::{MemoryRateStore, RateLimit, RateStore, RateStoreError};
+pub use self::rules::Allow;
+pub use self::timeout::Timeout;
+
+use crate::handler::BoxFuture;
+use crate::handler::context::Context;
+use crate::protocol::jsonrpc::{RpcError, code};
+use crate::protocol::types::{
+    CallToolResult, ClientCapabilities, GetPromptResult, Implementation, ReadResourceResult,
+};
+use crate::protocol::version::{Era, Revision};
+
+/// The error type of a layer's service: anything that converts into it (tower's own errors,
+/// an [`RpcError`], your own) is turned into an MCP error by the server (see
+/// [`into_rpc_error`]).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What kind of function a call runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Kind {
+    /// A `#[tool]` (`tools/call`).
+    Tool,
+    /// A `#[prompt]` (`prompts/get`).
+    Prompt,
+    /// A `#[resource]`, static or a template's match (`resources/read`).
+    Resource,
+    /// A `#[view]`'s HTML (MCP Apps, `resources/read`).
+    View,
+}
+
+impl Kind {
+    /// The method that calls it.
+    pub fn method(self) -> &'static str {
+        match self {
+            Kind::Tool => "tools/call",
+            Kind::Prompt => "prompts/get",
+            Kind::Resource | Kind::View => "resources/read",
+        }
+    }
+
+    /// `tool`, `prompt`, `resource` or `view`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Tool => "tool",
+            Kind::Prompt => "prompt",
+            Kind::Resource => "resource",
+            Kind::View => "view",
+        }
+    }
+}
+
+/// How the request reached the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Transport {
+    /// Streamable HTTP: the client has an address ([`McpRequest::client_addr`]).
+    Http,
+    /// A stream of messages: stdio, a Unix socket, a connection of your own
+    /// (`Service::connect`, `serve_io`), or `TestClient`.
+    Stream,
+}
+
+impl Transport {
+    /// `http` or `stream`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Http => "http",
+            Transport::Stream => "stream",
+        }
+    }
+}
+
+/// What runs the function once every layer let the call through: made by the server.
+pub(crate) type Run = Box<dyn FnOnce(Option<&RawValue>, Context) -> BoxFuture<McpResponse> + Send>;
+
+/// One call of a user function, as a layer sees it.
+///
+/// Cheap to read: the arguments are a view of the request's bytes where the transport kept
+/// them. What a layer cannot change: which function runs, with what, for whom.
+pub struct McpRequest {
+    pub(crate) kind: Kind,
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) function: &'static str,
+    pub(crate) arguments: Option<Bytes>,
+    pub(crate) principal: Option<String>,
+    pub(crate) client_addr: Option<IpAddr>,
+    pub(crate) continuation: bool,
+    pub(crate) task: bool,
+    pub(crate) read_only: bool,
+    pub(crate) sensitive: Arc<[String]>,
+    pub(crate) ctx: Context,
+    pub(crate) run: Option<Run>,
+    extensions: http::Extensions,
+}
+
+impl fmt::Debug for McpRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpRequest")
+            .field("method", &self.method())
+            .field("name", &self.name)
+            .field("revision", &self.revision())
+            .field("transport", &self.transport())
+            .field("continuation", &self.continuation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpRequest {
+    /// A request of `kind` for `name`, as the invoker makes it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        kind: Kind,
+        name: Cow<'static, str>,
+        function: &'static str,
+        arguments: Option<Bytes>,
+        principal: Option<String>,
+        client_addr: Option<IpAddr>,
+        ctx: Context,
+        run: Run,
+    ) -> McpRequest {
+        McpRequest {
+            kind,
+            name,
+            function,
+            arguments,
+            principal,
+            client_addr,
+            continuation: false,
+            task: false,
+            read_only: false,
+            sensitive: Arc::from(Vec::new()),
+            ctx,
+            run: Some(run),
+            extensions: http::Extensions::new(),
+        }
+    }
+
+    /// The method: `tools/call`, `prompts/get` or `resources/read`.
+    pub fn method(&self) -> &'static str {
+        self.kind.method()
+    }
+
+    /// What kind of function it calls.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The tool's or prompt's name, or the resource's URI as asked for.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The function as declared: the tool's or prompt's name, the resource's URI or URI
+    /// template, the view's URI. What `Server::layer_for` matches.
+    pub fn function(&self) -> &'static str {
+        self.function
+    }
+
+    /// The arguments as the client sent them (a JSON object), if any.
+    pub fn raw_arguments(&self) -> Option<&RawValue> {
+        let bytes = self.arguments.as_deref()?;
+        serde_json::from_slice::<&RawValue>(bytes).ok()
+    }
+
+    /// The arguments decoded into `T` (`None` when there are none).
+    pub fn arguments<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Result<Option<T>, serde_json::Error> {
+        self.arguments
+            .as_deref()
+            .map(serde_json::from_slice)
+            .transpose()
+    }
+
+    /// The caller's name, as sessions and `requestState` are bound to it: the verified
+    /// token's issuer and subject (feature `auth`), or what `Server::principal` names;
+    /// `None` for an anonymous caller.
+    pub fn principal(&self) -> Option<&str> {
+        self.principal.as_deref()
+    }
+
+    /// The client's network address (HTTP; behind a proxy, from `Server::client_ip_header`).
+    pub fn client_addr(&self) -> Option<IpAddr> {
+        self.client_addr
+    }
+
+    /// The revision the request speaks.
+    pub fn revision(&self) -> Revision {
+        self.ctx.revision()
+    }
+
+    /// Its era: 2026-07-28 (no session) or a handshake revision.
+    pub fn era(&self) -> Era {
+        self.ctx.revision().era()
+    }
+
+    /// The client's name and version, when it gave them.
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.ctx.client_info()
+    }
+
+    /// The client's capabilities.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        self.ctx.client_capabilities()
+    }
+
+    /// How the request came.
+    pub fn transport(&self) -> Transport {
+        if self.client_addr.is_some() {
+            Transport::Http
+        } else {
+            Transport::Stream
+        }
+    }
+
+    /// The HTTP request's extensions (empty on other transports): where an authentication
+    /// layer leaves what it verified.
+    pub fn http_extensions(&self) -> &http::Extensions {
+        self.ctx.extensions()
+    }
+
+    /// Extensions the layers pass each other along this call (empty when it starts).
+    pub fn extensions(&self) -> &http::Extensions {
+        &self.extensions
+    }
+
+    /// The same, to insert into.
+    pub fn extensions_mut(&mut self) -> &mut http::Extensions {
+        &mut self.extensions
+    }
+
+    /// The id of the task the call runs as, once it became one (read it when the call ends:
+    /// a call becomes a task after its first poll).
+    pub fn task_id(&self) -> Option<String> {
+        self.ctx.task_id().map(str::to_owned)
+    }
+
+    /// Whether the call runs as a task or may become one (the client asked for a task).
+    pub fn is_task(&self) -> bool {
+        self.task
+    }
+
+    /// Whether this call continues an input round: the same call again, with the client's
+    /// answers (a 2026-07-28 retry with `inputResponses`, or a task resumed after
+    /// `tasks/update`). A rate limit does not count it again.
+    pub fn is_continuation(&self) -> bool {
+        self.continuation
+    }
+
+    /// Whether the tool declares itself read-only (`read_only_hint`).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The top-level arguments the function's input schema marks `writeOnly` (secrets):
+    /// never logged nor audited.
+    pub fn sensitive_arguments(&self) -> &[String] {
+        &self.sensitive
+    }
+
+    /// The function's [`Context`] (what the function itself will see).
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+}
+
+/// What the function (or a layer instead of it) answered.
+#[derive(Clone, Debug)]
+pub struct McpResponse {
+    pub(crate) outcome: Outcome,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Outcome {
+    Reply(Reply),
+    Error(RpcError),
+    Input(Vec<(String, Value)>),
+}
+
+/// A function's result, by kind.
+#[derive(Clone, Debug)]
+pub(crate) enum Reply {
+    Tool(CallToolResult),
+    Prompt(GetPromptResult),
+    Resource(ReadResourceResult),
+    View(&'static str, String),
+}
+
+impl McpResponse {
+    /// An error the client gets instead of the function's result (a refusal).
+    pub fn error(error: RpcError) -> McpResponse {
+        McpResponse {
+            outcome: Outcome::Error(error),
+        }
+    }
+
+    pub(crate) fn reply(reply: Reply) -> McpResponse {
+        McpResponse {
+            outcome: Outcome::Reply(reply),
+        }
+    }
+
+    pub(crate) fn input(asked: Vec<(String, Value)>) -> McpResponse {
+        McpResponse {
+            outcome: Outcome::Input(asked),
+        }
+    }
+
+    /// The JSON-RPC error, when the call ends with one.
+    pub fn rpc_error(&self) -> Option<&RpcError> {
+        match &self.outcome {
+            Outcome::Error(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The tool's result, when a tool returned.
+    pub fn tool_result(&self) -> Option<&CallToolResult> {
+        match &self.outcome {
+            Outcome::Reply(Reply::Tool(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Whether the call failed: a JSON-RPC error, or a tool's error result (`isError`).
+    pub fn is_error(&self) -> bool {
+        match &self.outcome {
+            Outcome::Error(_) => true,
+            Outcome::Reply(Reply::Tool(r)) => r.is_error(),
+            _ => false,
+        }
+    }
+
+    /// Whether the function asked the client for input (an input round): the call goes on
+    /// when the client answers.
+    pub fn is_input_round(&self) -> bool {
+        matches!(self.outcome, Outcome::Input(_))
+    }
+
+    /// `ok`, `tool_error`, `error` or `input_required`.
+    pub fn outcome(&self) -> &'static str {
+        match &self.outcome {
+            Outcome::Reply(Reply::Tool(r)) if r.is_error() => "tool_error",
+            Outcome::Reply(_) => "ok",
+            Outcome::Error(_) => "error",
+            Outcome::Input(_) => "input_required",
+        }
+    }
+
+    /// The size of the result as JSON (what a cache holds), 0 for anything else.
+    pub(crate) fn result_bytes(&self) -> usize {
+        let len = |v: Result<Vec<u8>, serde_json::Error>| v.map_or(0, |b| b.len());
+        match &self.outcome {
+            Outcome::Reply(Reply::Tool(r)) => len(serde_json::to_vec(r)),
+            Outcome::Reply(Reply::Prompt(r)) => len(serde_json::to_vec(r)),
+            Outcome::Reply(Reply::Resource(r)) => len(serde_json::to_vec(r)),
+            Outcome::Reply(Reply::View(u, h)) => u.len() + h.len(),
+            _ => 0,
+        }
+    }
+}
+
+/// The innermost service: runs the function.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Innermost;
+
+impl Service<McpRequest> for Innermost {
+    type Response = McpResponse;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<McpResponse, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut req: McpRequest) -> Self::Future {
+        let Some(run) = req.run.take() else {
+            return Box::pin(async {
+                Err(BoxError::from(
+                    "a layer called the function of one request twice",
+                ))
+            });
+        };
+        let ctx = req.ctx.clone();
+        let fut = run(req.raw_arguments(), ctx);
+        Box::pin(async move { Ok(fut.await) })
+    }
+}
+
+/// The service a layer wraps: the rest of the stack, boxed (layers are composed once, at start-up).
+pub type Boxed = BoxService<McpRequest, McpResponse, BoxError>;
+
+type Wrap = Arc<dyn Fn(Boxed) -> Boxed + Send + Sync>;
+
+/// Which functions a layer applies to.
+#[derive(Clone, Debug)]
+enum Scope {
+    All,
+    Kind(Kind),
+    Named(String),
+    /// `#[tool(layer = …)]`: the tool of that name, if it is served.
+    Declared(&'static str),
+}
+
+/// A layer a `#[tool(layer = …)]` attribute declares: what generated code registers. Not a
+/// public API.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ToolLayer {
+    /// The tool's name.
+    pub tool: &'static str,
+    /// Makes the layer (when a server is built).
+    pub layer: fn() -> LayerFn,
+}
+
+inventory::collect!(ToolLayer);
+
+/// A layer, type-erased: what `#[tool(layer = …)]` generated code makes. Not a public API.
+#[doc(hidden)]
+pub struct LayerFn(Wrap);
+
+impl fmt::Debug for LayerFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LayerFn")
+    }
+}
+
+impl LayerFn {
+    /// `layer`, type-erased.
+    pub fn new<L>(layer: L) -> LayerFn
+    where
+        L: Layer<Boxed> + Send + Sync + 'static,
+        L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
+        <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
+        <L::Service as Service<McpRequest>>::Future: Send + 'static,
+    {
+        LayerFn(wrap(layer))
+    }
+}
+
+fn wrap<L>(layer: L) -> Wrap
+where
+    L: Layer<Boxed> + Send + Sync + 'static,
+    L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
+    <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
+    <L::Service as Service<McpRequest>>::Future: Send + 'static,
+{
+    Arc::new(move |inner| BoxService::new(layer.layer(inner).map_err(Into::into)))
+}
+
+/// The layers a server was given, in order (the first is the outermost).
+#[derive(Clone, Default)]
+pub(crate) struct Layers {
+    list: Vec<(Scope, Wrap)>,
+}
+
+impl fmt::Debug for Layers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.list.iter().map(|(s, _)| s))
+            .finish()
+    }
+}
+
+impl Layers {
+    fn push<L>(&mut self, scope: Scope, layer: L)
+    where
+        L: Layer<Boxed> + Send + Sync + 'static,
+        L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
+        <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
+        <L::Service as Service<McpRequest>>::Future: Send + 'static,
+    {
+        self.list.push((scope, wrap(layer)));
+    }
+
+    /// Every operation.
+    pub(crate) fn all<L>(&mut self, layer: L)
+    where
+        L: Layer<Boxed> + Send + Sync + 'static,
+        L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
+        <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
+        <L::Service as Service<McpRequest>>::Future: Send + 'static,
+    {
+        self.push(Scope::All, layer);
+    }
+
+    /// Every function of a kind.
+    pub(crate) fn kind<L>(&mut self, kind: Kind, layer: L)
+    where
+        L: Layer<Boxed> + Send + Sync + 'static,
+        L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
+        <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
+        <L::Service as Service<McpRequest>>::Future: Send + 'static,
+    {
+        self.push(Scope::Kind(kind), layer);
+    }
+
+    /// One function, by its declared name (tool, prompt) or URI (resource, template, view).
+    pub(crate) fn named<L>(&mut self, name: String, layer: L)
+    where
+        L: Layer<Boxed> + Send + Sync + 'static,
+        L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
+        <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
+        <L::Service as Service<McpRequest>>::Future: Send + 'static,
+    {
+        self.push(Scope::Named(name), layer);
+    }
+
+    /// The layers `#[tool(layer = …)]` attributes declare, innermost (added when the server
+    /// is built, after every layer given to it).
+    pub(crate) fn add_declared(&mut self) {
+        for declared in inventory::iter::<ToolLayer> {
+            let LayerFn(wrap) = (declared.layer)();
+            self.list.push((Scope::Declared(declared.tool), wrap));
+        }
+    }
+
+    /// Whether no layer was given.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The names layers were given for (checked against the registry at start-up).
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+        self.list.iter().filter_map(|(s, _)| match s {
+            Scope::Named(n) => Some(n.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The stack of the function `name` of `kind`, composed once; `None` when no layer
+    /// applies (the function is called without middleware).
+    pub(crate) fn compose(&self, kind: Kind, name: &str) -> Option<Stack> {
+        let applies: Vec<&Wrap> = self
+            .list
+            .iter()
+            .filter(|(scope, _)| match scope {
+                Scope::All => true,
+                Scope::Kind(k) => *k == kind,
+                Scope::Named(n) => n == name,
+                Scope::Declared(n) => kind == Kind::Tool && *n == name,
+            })
+            .map(|(_, w)| w)
+            .collect();
+        if applies.is_empty() {
+            return None;
+        }
+        // The first added is the outermost: wrap from the last.
+        let mut service: Boxed = BoxService::new(Innermost);
+        for wrap in applies.into_iter().rev() {
+            service = wrap(service);
+        }
+        Some(Stack {
+            service: Arc::new(tokio::sync::Mutex::new(service)),
+            sensitive: Arc::from(Vec::new()),
+        })
+    }
+}
+
+/// A function's composed layers: shared by its calls (a service that is not ready — a
+/// concurrency limit reached, a tower rate limit waiting — holds the others back, as tower
+/// services do).
+#[derive(Clone)]
+pub(crate) struct Stack {
+    service: Arc<tokio::sync::Mutex<Boxed>>,
+    /// The function's arguments its schema marks `writeOnly`.
+    pub(crate) sensitive: Arc<[String]>,
+}
+
+impl fmt::Debug for Stack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Stack")
+    }
+}
+
+impl Stack {
+    /// Runs `req` through the stack.
+    pub(crate) async fn call(&self, req: McpRequest) -> Result<McpResponse, BoxError> {
+        through(&self.service, req).await
+    }
+}
+
+/// Runs `req` through a shared service: ready, called, the lock released before the call's
+/// future runs.
+async fn through(
+    service: &tokio::sync::Mutex<Boxed>,
+    req: McpRequest,
+) -> Result<McpResponse, BoxError> {
+    let fut = {
+        let mut service = service.lock().await;
+        service.ready().await?;
+        service.call(req)
+    };
+    fut.await
+}
+
+/// The MCP error for what a layer failed with: an [`RpcError`] as it is; tower's timeout
+/// (-32603 naming the function), load shedding (-32000, HTTP 503 with `Retry-After`); anything
+/// else -32603, logged with its message (the client learns only which function it was).
+pub fn into_rpc_error(error: BoxError, function: &str) -> RpcError {
+    let error = match error.downcast::<RpcError>() {
+        Ok(e) => return *e,
+        Err(e) => e,
+    };
+    if error.is::<tower::timeout::error::Elapsed>() {
+        tracing::warn!(name = %function, "a timeout layer cut a call off; the function was cancelled");
+        return RpcError::internal(format!(
+            "Request timed out: `{function}` did not finish within the time its timeout layer allows, and was cancelled"
+        ));
+    }
+    if error.is::<tower::load_shed::error::Overloaded>() {
+        return busy(
+            function,
+            "a load-shedding layer refused it: the function is at its limit",
+        );
+    }
+    tracing::error!(name = %function, error = %error, "a middleware layer failed a call");
+    RpcError::internal(format!(
+        "Internal error: a policy on `{function}` failed; the server's log has the details"
+    ))
+}
+
+/// -32000 with HTTP 503 and `Retry-After: 1`: a function is at its limit of concurrent calls.
+pub(crate) fn busy(function: &str, why: &str) -> RpcError {
+    RpcError::new(
+        code::TRANSPORT_REFUSED,
+        format!("Server busy: `{function}` cannot run now ({why}); retry in a moment"),
+    )
+    .with_data(serde_json::json!({ "retryAfter": 1 }))
+    .with_status(503)
+    .with_retry_after(1)
+}
+
+/// A layer made of an async closure: `from_fn(|req, next| async move { … next.run(req).await })`.
+///
+/// The closure may look at the request, refuse it (return
+/// [`McpResponse::error`] without calling `next`), change its extensions, and look at or
+/// replace the response.
+pub fn from_fn<F, Fut>(f: F) -> FromFn<F>
+where
+    F: Fn(McpRequest, Next) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = McpResponse> + Send + 'static,
+{
+    FromFn { f }
+}
+
+/// The layer [`from_fn`] makes.
+#[derive(Clone)]
+pub struct FromFn<F> {
+    f: F,
+}
+
+impl<F> fmt::Debug for FromFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FromFn")
+    }
+}
+
+impl<F: Clone> Layer<Boxed> for FromFn<F> {
+    type Service = FromFnService<F>;
+    fn layer(&self, inner: Boxed) -> FromFnService<F> {
+        FromFnService {
+            f: self.f.clone(),
+            inner: Arc::new(tokio::sync::Mutex::new(inner)),
+        }
+    }
+}
+
+/// The service of a [`from_fn`] layer.
+pub struct FromFnService<F> {
+    f: F,
+    inner: Arc<tokio::sync::Mutex<Boxed>>,
+}
+
+/// The rest of the stack, for a [`from_fn`] closure.
+pub struct Next {
+    inner: Arc<tokio::sync::Mutex<Boxed>>,
+    function: &'static str,
+}
+
+impl fmt::Debug for Next {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Next")
+    }
+}
+
+impl Next {
+    /// Runs the rest of the stack (and the function): a failure of an inner layer comes back
+    /// as its MCP error.
+    pub async fn run(self, req: McpRequest) -> McpResponse {
+        match through(&self.inner, req).await {
+            Ok(r) => r,
+            Err(e) => McpResponse::error(into_rpc_error(e, self.function)),
+        }
+    }
+}
+
+impl<F, Fut> Service<McpRequest> for FromFnService<F>
+where
+    F: Fn(McpRequest, Next) -> Fut,
+    Fut: Future<Output = McpResponse> + Send + 'static,
+{
+    type Response = McpResponse;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<McpResponse, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: McpRequest) -> Self::Future {
+        let next = Next {
+            inner: self.inner.clone(),
+            function: req.function,
+        };
+        let fut = (self.f)(req, next);
+        Box::pin(async move { Ok(fut.await) })
+    }
+}
+
+/// Whole seconds, rounded up (what `Retry-After` and the refusals say).
+pub(crate) fn seconds(d: std::time::Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+impl<F> std::fmt::Debug for FromFnService<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FromFnService")
+    }
+}
