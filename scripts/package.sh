@@ -22,10 +22,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 published=(sake-rules sake-macros sake-runtime sake-mcp cargo-sake)
 
-echo "==> cargo publish --workspace --dry-run"
-cargo publish --workspace --dry-run --locked "$@"
+# The dry run verifies each crate against a local overlay of crates.io. Cargo takes a registry
+# crate of a given version to be immutable: it never unpacks it again under
+# $CARGO_HOME/registry/src/-<hash>/ and never rebuilds what it built of it. A second rehearsal
+# on one machine would then verify sake-mcp against the first rehearsal's sake-runtime. So the
+# overlays' unpacked copies are removed (their directories' names start with "-"; crates.io's
+# never do) and the dry run builds in a target directory of its own, emptied first.
+for name in "${published[@]}"; do
+  rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"$name"-[0-9]*
+done
+PUBLISH_TARGET="$PWD/target/publish"
+rm -rf "$PUBLISH_TARGET" target/package
 
-python3 - "${published[@]}" <<'PY'
+echo "==> cargo publish --workspace --dry-run"
+CARGO_TARGET_DIR="$PUBLISH_TARGET" cargo publish --workspace --dry-run --locked "$@"
+
+PUBLISH_TARGET="$PUBLISH_TARGET" python3 - "${published[@]}" <<'PY'
 import json, os, subprocess, sys, tarfile, tomllib
 
 wanted = sys.argv[1:]
@@ -38,7 +50,7 @@ if publishable != sorted(wanted):
     sys.exit(f"published members are {publishable}, expected {sorted(wanted)}: "
              "set `publish = false` on the others (docs/releasing.md)")
 # `cargo publish --dry-run` leaves the packages it verified in package/tmp-crate/.
-where = os.path.join(meta["target_directory"], "package", "tmp-crate")
+where = os.path.join(os.environ["PUBLISH_TARGET"], "package", "tmp-crate")
 failures = []
 print(f"==> packages ({where})")
 print(f"{'crate':<14} {'files':>6} {'.crate':>9} {'unpacked':>9}")
@@ -69,6 +81,8 @@ for crate in wanted:
 if failures:
     sys.exit("\n".join(failures))
 PY
+# What the dry run built is needed by nothing else (keep the disk in check).
+rm -rf "$PUBLISH_TARGET"
 
 echo "==> crates.io: no package of ours is named after another project's crate"
 # Every package of the three workspaces (this one, fuzz/, benches/), published or not: a name
