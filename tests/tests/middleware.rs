@@ -217,6 +217,49 @@ async fn a_rate_limit_refuses_the_fourth_call_in_a_2025_11_25_session() {
     s.send(limited(4)).await.assert_json(200, rate_refusal(4));
 }
 
+/// `ip` (IPv6) as a connection's address.
+fn at6(ip: &str) -> ConnectInfo<SocketAddr> {
+    ConnectInfo(SocketAddr::new(ip.parse().unwrap(), 40_000))
+}
+
+#[tokio::test]
+async fn the_addresses_of_one_ipv6_network_share_one_budget_in_both_eras() {
+    // The server counts an IPv6 client by its /64 (`Limits::ipv6_client_prefix`): a client
+    // that changes its address at every call within its network gets no new budget.
+    let w = Wire::new(limited_server());
+    for id in 1..=3 {
+        let ip = format!("2001:db8:1:2::{id}");
+        w.send(call(id, "limited", json!({})).extension(at6(&ip)))
+            .await
+            .assert_json(200, ok(id, text("ok")));
+    }
+    w.send(call(4, "limited", json!({})).extension(at6("2001:db8:1:2:ffff::4")))
+        .await
+        .assert_json(429, rate_refusal(4));
+    // Another /64 is another client.
+    w.send(call(5, "limited", json!({})).extension(at6("2001:db8:1:3::1")))
+        .await
+        .assert_json(200, ok(5, text("ok")));
+
+    let w = Wire::new(limited_server()).revision("2025-11-25");
+    let s = w.session("2025-11-25", json!({})).await;
+    let limited = |id: i64, ip: &str| {
+        s.request(
+            id,
+            "tools/call",
+            json!({"name": "limited", "arguments": {}}),
+        )
+        .extension(at6(ip))
+    };
+    for id in 1..=3 {
+        let r = s.send(limited(id, &format!("2001:db8:9:9::{id}"))).await;
+        assert_eq!(r.json(200)["result"]["content"][0]["text"], "ok");
+    }
+    s.send(limited(4, "2001:db8:9:9:abcd::1"))
+        .await
+        .assert_json(200, rate_refusal(4));
+}
+
 #[tokio::test]
 async fn a_rate_limit_refuses_the_fourth_call_over_a_stream() {
     let mut io = Stdio::start(limited_server().build().unwrap());

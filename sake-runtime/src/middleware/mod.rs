@@ -139,6 +139,7 @@ pub struct McpRequest {
     pub(crate) arguments: Option<Bytes>,
     pub(crate) principal: Option<String>,
     pub(crate) client_addr: Option<IpAddr>,
+    pub(crate) client_network: Option<IpAddr>,
     pub(crate) continuation: bool,
     pub(crate) task: bool,
     pub(crate) read_only: bool,
@@ -180,6 +181,7 @@ impl McpRequest {
             arguments,
             principal,
             client_addr,
+            client_network: None,
             continuation: false,
             task: false,
             read_only: false,
@@ -237,6 +239,14 @@ impl McpRequest {
     /// The client's network address (HTTP; behind a proxy, from `Server::client_ip_header`).
     pub fn client_addr(&self) -> Option<IpAddr> {
         self.client_addr
+    }
+
+    /// The network the client's address stands for, as the server's quotas count clients:
+    /// an IPv4 address, or the `Limits::ipv6_client_prefix` (default /64) of an IPv6 one —
+    /// what a per-client rate limit keys on, so one IPv6 network is one client however many
+    /// of its addresses it uses.
+    pub fn client_network(&self) -> Option<IpAddr> {
+        self.client_network
     }
 
     /// The revision the request speaks.

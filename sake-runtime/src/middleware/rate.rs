@@ -37,7 +37,8 @@ pub trait RateStore: Send + Sync + 'static {
 
 /// Token buckets in this process, bounded in keys (each key at most 64 bytes: a longer one
 /// is kept as its digest). A bucket that refilled is forgotten; when every key is in use, a
-/// new key is refused with the rate limit's error until one refills.
+/// new key makes room by forgetting the quarter of the buckets touched longest ago (they
+/// start full again), so a flood of made-up keys never refuses a newcomer.
 #[derive(Debug)]
 pub struct MemoryRateStore {
     buckets: Mutex<HashMap<String, Bucket>>,
@@ -79,10 +80,15 @@ impl MemoryRateStore {
         };
         let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
         if !buckets.contains_key(key) && buckets.len() >= self.max_keys {
-            // Forget the buckets that refilled (as good as absent); still full: refuse.
+            // Forget the buckets that refilled (as good as absent); still full, the quarter
+            // touched longest ago: one pass makes room for many newcomers, so a flood of
+            // made-up keys costs little per key and is never a reason to refuse one.
             buckets.retain(|_, b| refill(b) < capacity);
             if buckets.len() >= self.max_keys {
-                return Some(Duration::from_secs_f64(per_token));
+                let mut touched: Vec<Instant> = buckets.values().map(|b| b.at).collect();
+                let cut = (touched.len() / 4).max(1);
+                let newest_dropped = *touched.select_nth_unstable(cut - 1).1;
+                buckets.retain(|_, b| b.at > newest_dropped);
             }
         }
         let bucket = buckets.entry(key.to_owned()).or_insert(Bucket {
@@ -98,6 +104,17 @@ impl MemoryRateStore {
             bucket.tokens = tokens;
             Some(Duration::from_secs_f64((1.0 - tokens) * per_token))
         }
+    }
+}
+
+#[cfg(test)]
+impl MemoryRateStore {
+    /// The keys it holds, sorted.
+    fn held(&self) -> Vec<String> {
+        let buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut keys: Vec<String> = buckets.keys().cloned().collect();
+        keys.sort();
+        keys
     }
 }
 
@@ -147,9 +164,10 @@ impl fmt::Debug for Keyed {
 /// A continuation of an input round (the same call again, with the client's answers) is not
 /// counted again: a call that asks the user twice is one call. Nor is a resumed task.
 ///
-/// Keys: the caller (the default: the caller's name, else the client's address, else every
+/// Keys: the caller (the default: the caller's name, else the client's network, else every
 /// anonymous caller together), [`per_principal`](Self::per_principal),
-/// [`per_client`](Self::per_client) (the network address), [`per_function`](Self::per_function)
+/// [`per_client`](Self::per_client) (the client's network,
+/// [`McpRequest::client_network`]), [`per_function`](Self::per_function)
 /// (one budget for everyone), or [`by`](Self::by) any function of the request. Applied to
 /// several functions, each has its own buckets (the function's name is part of every key)
 /// unless [`shared_by_functions`](Self::shared_by_functions).
@@ -195,7 +213,9 @@ impl RateLimit {
         self
     }
 
-    /// Counts per client network address (a stream transport has none: one budget).
+    /// Counts per client network: an IPv4 address, or the `Limits::ipv6_client_prefix` of an
+    /// IPv6 one, as the server's quotas count clients (a stream transport has none: one
+    /// budget).
     #[must_use]
     pub fn per_client(mut self) -> Self {
         self.keyed = Keyed::Client;
@@ -246,9 +266,22 @@ impl RateLimit {
         self
     }
 
-    fn key(&self, req: &McpRequest) -> String {
+    /// The limit's name in its store's keys.
+    fn store_name(&self) -> Arc<str> {
+        match &self.name {
+            Some(name) => Arc::from(name.as_str()),
+            None => Arc::from(format!(
+                "{}/{}ms/{:?}",
+                self.calls,
+                self.period.as_millis(),
+                self.keyed
+            )),
+        }
+    }
+
+    fn key(&self, name: &str, req: &McpRequest) -> String {
         let who = match &self.keyed {
-            Keyed::Caller => match (req.principal(), req.client_addr()) {
+            Keyed::Caller => match (req.principal(), req.client_network()) {
                 (Some(p), _) => format!("p:{p}"),
                 (None, Some(ip)) => format!("a:{ip}"),
                 (None, None) => "anonymous".to_owned(),
@@ -257,19 +290,11 @@ impl RateLimit {
                 .principal()
                 .map_or_else(|| "anonymous".to_owned(), |p| format!("p:{p}")),
             Keyed::Client => req
-                .client_addr()
+                .client_network()
                 .map_or_else(|| "local".to_owned(), |ip| format!("a:{ip}")),
             Keyed::Function => String::new(),
             Keyed::By(f) => format!("k:{}", f(req)),
         };
-        let name = self.name.clone().unwrap_or_else(|| {
-            format!(
-                "{}/{}ms/{:?}",
-                self.calls,
-                self.period.as_millis(),
-                self.keyed
-            )
-        });
         let function = if self.per_function {
             req.function()
         } else {
@@ -320,6 +345,7 @@ impl Layer<Boxed> for RateLimit {
     fn layer(&self, inner: Boxed) -> RateLimitService {
         RateLimitService {
             inner: Arc::new(tokio::sync::Mutex::new(inner)),
+            name: self.store_name(),
             limit: self.clone(),
         }
     }
@@ -328,6 +354,8 @@ impl Layer<Boxed> for RateLimit {
 /// The service of a [`RateLimit`] layer.
 pub struct RateLimitService {
     inner: Arc<tokio::sync::Mutex<Boxed>>,
+    /// The limit's name in its store's keys, made once.
+    name: Arc<str>,
     limit: RateLimit,
 }
 
@@ -343,9 +371,10 @@ impl Service<McpRequest> for RateLimitService {
     fn call(&mut self, req: McpRequest) -> Self::Future {
         let inner = self.inner.clone();
         let limit = self.limit.clone();
+        let name = self.name.clone();
         Box::pin(async move {
             if !req.is_continuation() {
-                let key = limit.key(&req);
+                let key = limit.key(&name, &req);
                 match limit.store.take(&key, limit.calls, limit.period).await {
                     Ok(None) => {}
                     Ok(Some(wait)) => {
@@ -398,11 +427,41 @@ mod tests {
         let later = t0 + Duration::from_millis(3334);
         assert_eq!(store.take_now("a", 3, p, later), None);
         assert!(store.take_now("a", 3, p, later).is_some());
-        // Another key has its own budget; a third key finds the store full.
-        assert_eq!(store.take_now("b", 3, p, t0), None);
-        assert!(store.take_now("c", 3, p, t0).is_some());
-        // Once `b` refilled it is forgotten, and `c` gets its place.
-        let refilled = t0 + Duration::from_secs(11);
+        // Another key has its own budget.
+        assert_eq!(store.take_now("b", 3, p, later), None);
+        assert_eq!(store.held(), vec!["a", "b"]);
+        // Full: the buckets that refilled are forgotten first (here both), and `c` is served.
+        let refilled = later + Duration::from_secs(11);
         assert_eq!(store.take_now("c", 3, p, refilled), None);
+        assert_eq!(store.held(), vec!["c"]);
+    }
+
+    #[test]
+    fn a_full_store_forgets_the_buckets_touched_longest_ago_and_refuses_no_newcomer() {
+        let store = MemoryRateStore::new(2);
+        let t0 = Instant::now();
+        let p = Duration::from_secs(10);
+        for _ in 0..3 {
+            assert_eq!(store.take_now("a", 3, p, t0), None);
+        }
+        assert!(store.take_now("a", 3, p, t0).is_some());
+        let s1 = t0 + Duration::from_secs(1);
+        assert_eq!(store.take_now("b", 3, p, s1), None);
+        // Full, and nothing refilled: `c` is served, `a` (touched longest ago) forgotten.
+        let s2 = t0 + Duration::from_secs(2);
+        assert_eq!(store.take_now("c", 3, p, s2), None);
+        assert_eq!(store.held(), vec!["b", "c"]);
+        // `b` and `c` kept their state: `c` has two calls left, then waits.
+        assert_eq!(store.take_now("c", 3, p, s2), None);
+        assert_eq!(store.take_now("c", 3, p, s2), None);
+        let wait = store.take_now("c", 3, p, s2).unwrap();
+        assert!((wait.as_secs_f64() - 10.0 / 3.0).abs() < 1e-6, "{wait:?}");
+        // A flood of 1,000 new keys is served, and the store stays at its bound.
+        let big = MemoryRateStore::new(100);
+        for i in 0..1_000u32 {
+            let at = t0 + Duration::from_millis(u64::from(i));
+            assert_eq!(big.take_now(&format!("k{i}"), 3, p, at), None, "key {i}");
+            assert!(big.held().len() <= 100);
+        }
     }
 }

@@ -609,6 +609,7 @@ fn layered<F: Function>(
         ctx,
         run,
     );
+    req.client_network = client_addr.map(|ip| shared.client_network(ip));
     req.continuation = continuation;
     req.task = task;
     req.read_only = read_only;
