@@ -398,62 +398,34 @@ impl Server {
     /// [`middleware`](crate::middleware) and docs/middleware.md): a rate limit, a timeout,
     /// an audit trail, a layer of your own or any tower layer. Layers apply in the order
     /// given, the first added outermost, the same on every revision, transport and task.
-    pub fn layer<L>(mut self, layer: L) -> Self
-    where
-        L: tower::Layer<crate::middleware::Boxed> + Send + Sync + 'static,
-        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
-            + Send
-            + 'static,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error:
-            Into<crate::middleware::BoxError>,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
-    {
+    pub fn layer<L: crate::middleware::McpLayer>(mut self, layer: L) -> Self {
         self.config.layers.all(layer);
         self
     }
 
     /// Wraps the calls of one function in a layer: a tool's or prompt's name, a resource's
     /// URI or a template's URI template, a view's URI. A name no function has stops start-up.
-    pub fn layer_for<L>(mut self, name: impl Into<String>, layer: L) -> Self
-    where
-        L: tower::Layer<crate::middleware::Boxed> + Send + Sync + 'static,
-        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
-            + Send
-            + 'static,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error:
-            Into<crate::middleware::BoxError>,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
-    {
+    pub fn layer_for<L: crate::middleware::McpLayer>(
+        mut self,
+        name: impl Into<String>,
+        layer: L,
+    ) -> Self {
         self.config.layers.named(name.into(), layer);
         self
     }
 
     /// Wraps the calls of every function of a kind (every tool, every prompt, …) in a layer.
-    pub fn layer_kind<L>(mut self, kind: crate::middleware::Kind, layer: L) -> Self
-    where
-        L: tower::Layer<crate::middleware::Boxed> + Send + Sync + 'static,
-        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
-            + Send
-            + 'static,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error:
-            Into<crate::middleware::BoxError>,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
-    {
+    pub fn layer_kind<L: crate::middleware::McpLayer>(
+        mut self,
+        kind: crate::middleware::Kind,
+        layer: L,
+    ) -> Self {
         self.config.layers.kind(kind, layer);
         self
     }
 
     /// Wraps every tool's calls in a layer (`layer_kind(Kind::Tool, layer)`).
-    pub fn layer_tools<L>(self, layer: L) -> Self
-    where
-        L: tower::Layer<crate::middleware::Boxed> + Send + Sync + 'static,
-        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
-            + Send
-            + 'static,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error:
-            Into<crate::middleware::BoxError>,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
-    {
+    pub fn layer_tools<L: crate::middleware::McpLayer>(self, layer: L) -> Self {
         self.layer_kind(crate::middleware::Kind::Tool, layer)
     }
 

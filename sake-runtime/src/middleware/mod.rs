@@ -457,6 +457,43 @@ pub type Boxed = BoxService<McpRequest, McpResponse, BoxError>;
 
 type Wrap = Arc<dyn Fn(Boxed) -> Boxed + Send + Sync>;
 
+/// A tower layer over MCP operations: what [`Server::layer`](crate::Server::layer) and its
+/// kin, and `#[tool(layer = …)]`, take. Every [`tower::Layer`] over [`Boxed`] whose service
+/// answers an [`McpRequest`] with an [`McpResponse`] (any error that converts to a
+/// [`BoxError`]) is one: tower's own timeout, rate and concurrency layers, the built-in
+/// policies, [`from_fn`], a layer of your own.
+pub trait McpLayer:
+    Layer<
+        Boxed,
+        Service: Service<
+            McpRequest,
+            Response = McpResponse,
+            Error: Into<BoxError>,
+            Future: Send + 'static,
+        > + Send
+                     + 'static,
+    > + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<L> McpLayer for L where
+    L: Layer<
+            Boxed,
+            Service: Service<
+                McpRequest,
+                Response = McpResponse,
+                Error: Into<BoxError>,
+                Future: Send + 'static,
+            > + Send
+                         + 'static,
+        > + Send
+        + Sync
+        + 'static
+{
+}
+
 /// Which functions a layer applies to.
 #[derive(Clone, Debug)]
 enum Scope {
@@ -492,24 +529,12 @@ impl fmt::Debug for LayerFn {
 
 impl LayerFn {
     /// `layer`, type-erased.
-    pub fn new<L>(layer: L) -> LayerFn
-    where
-        L: Layer<Boxed> + Send + Sync + 'static,
-        L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
-        <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
-        <L::Service as Service<McpRequest>>::Future: Send + 'static,
-    {
+    pub fn new<L: McpLayer>(layer: L) -> LayerFn {
         LayerFn(wrap(layer))
     }
 }
 
-fn wrap<L>(layer: L) -> Wrap
-where
-    L: Layer<Boxed> + Send + Sync + 'static,
-    L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
-    <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
-    <L::Service as Service<McpRequest>>::Future: Send + 'static,
-{
+fn wrap<L: McpLayer>(layer: L) -> Wrap {
     Arc::new(move |inner| BoxService::new(layer.layer(inner).map_err(Into::into)))
 }
 
@@ -528,46 +553,22 @@ impl fmt::Debug for Layers {
 }
 
 impl Layers {
-    fn push<L>(&mut self, scope: Scope, layer: L)
-    where
-        L: Layer<Boxed> + Send + Sync + 'static,
-        L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
-        <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
-        <L::Service as Service<McpRequest>>::Future: Send + 'static,
-    {
+    fn push<L: McpLayer>(&mut self, scope: Scope, layer: L) {
         self.list.push((scope, wrap(layer)));
     }
 
     /// Every operation.
-    pub(crate) fn all<L>(&mut self, layer: L)
-    where
-        L: Layer<Boxed> + Send + Sync + 'static,
-        L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
-        <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
-        <L::Service as Service<McpRequest>>::Future: Send + 'static,
-    {
+    pub(crate) fn all<L: McpLayer>(&mut self, layer: L) {
         self.push(Scope::All, layer);
     }
 
     /// Every function of a kind.
-    pub(crate) fn kind<L>(&mut self, kind: Kind, layer: L)
-    where
-        L: Layer<Boxed> + Send + Sync + 'static,
-        L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
-        <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
-        <L::Service as Service<McpRequest>>::Future: Send + 'static,
-    {
+    pub(crate) fn kind<L: McpLayer>(&mut self, kind: Kind, layer: L) {
         self.push(Scope::Kind(kind), layer);
     }
 
     /// One function, by its declared name (tool, prompt) or URI (resource, template, view).
-    pub(crate) fn named<L>(&mut self, name: String, layer: L)
-    where
-        L: Layer<Boxed> + Send + Sync + 'static,
-        L::Service: Service<McpRequest, Response = McpResponse> + Send + 'static,
-        <L::Service as Service<McpRequest>>::Error: Into<BoxError>,
-        <L::Service as Service<McpRequest>>::Future: Send + 'static,
-    {
+    pub(crate) fn named<L: McpLayer>(&mut self, name: String, layer: L) {
         self.push(Scope::Named(name), layer);
     }
 
