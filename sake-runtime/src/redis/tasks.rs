@@ -14,8 +14,8 @@ use ::redis::Script;
 
 use super::{InvalidUrl, Link, RedisConfig, Refusals, tag};
 use crate::tasks::{
-    CancelOutcome, Claim, Expiry, ReplicaKey, StoreFuture, TaskOutcome, TaskRecord, TaskStore,
-    TaskStoreError, TaskUpdate, UpdateOutcome, now_ms,
+    CancelOutcome, Claim, Expiry, ReplicaKey, StoreFuture, TaskCounts, TaskOutcome, TaskRecord,
+    TaskStore, TaskStoreError, TaskUpdate, UpdateOutcome, now_ms,
 };
 
 /// What sealed task records are bound to ([`ReplicaKey::seal`]).
@@ -101,8 +101,7 @@ return 1
 pub struct RedisTaskStore {
     link: Link,
     tag: String,
-    max_tasks: usize,
-    max_per_principal: usize,
+    counts: TaskCounts,
     key: OnceLock<ReplicaKey>,
     refusals: Refusals,
 }
@@ -111,8 +110,8 @@ impl std::fmt::Debug for RedisTaskStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisTaskStore")
             .field("prefix", &self.tag)
-            .field("max_tasks", &self.max_tasks)
-            .field("max_tasks_per_principal", &self.max_per_principal)
+            .field("max_tasks", &self.counts.all)
+            .field("max_tasks_per_principal", &self.counts.per_principal)
             .finish_non_exhaustive()
     }
 }
@@ -167,8 +166,7 @@ impl RedisTaskStore {
         Ok(RedisTaskStore {
             link: Link::open(config, "task store")?,
             tag: tag(&config.prefix),
-            max_tasks: 10_000,
-            max_per_principal: 1_000,
+            counts: TaskCounts::default(),
             key: OnceLock::new(),
             refusals: Refusals::new("task store"),
         })
@@ -193,7 +191,7 @@ impl RedisTaskStore {
     /// At most this many tasks in all (at least 1).
     #[must_use]
     pub fn max_tasks(mut self, tasks: usize) -> Self {
-        self.max_tasks = tasks.max(1);
+        self.counts.set_all(tasks);
         self
     }
 
@@ -201,7 +199,7 @@ impl RedisTaskStore {
     /// network (its address, or its /64).
     #[must_use]
     pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {
-        self.max_per_principal = tasks.max(1);
+        self.counts.set_per_principal(tasks);
         self
     }
 
@@ -367,7 +365,7 @@ impl TaskStore for RedisTaskStore {
             let json = self.seal(&task)?;
             let keys = self.keys(&task);
             let (expires_at, due, id) = (task.expires_at, task.next_due(), task.id.clone());
-            let (max_tasks, max_per) = (self.max_tasks, self.max_per_principal);
+            let (max_tasks, max_per) = (self.counts.all, self.counts.per_principal);
             let created: i64 = self
                 .link
                 .run(|mut conn| async move {

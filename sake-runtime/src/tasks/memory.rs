@@ -4,8 +4,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{
-    CancelOutcome, Claim, Expiry, StoreFuture, TaskOutcome, TaskRecord, TaskStore, TaskStoreError,
-    TaskUpdate, UpdateOutcome, now_ms,
+    CancelOutcome, Claim, Expiry, StoreFuture, TaskCounts, TaskOutcome, TaskRecord, TaskStore,
+    TaskStoreError, TaskUpdate, UpdateOutcome, now_ms,
 };
 
 /// The clock of a store: milliseconds since the Unix epoch.
@@ -26,8 +26,7 @@ type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 /// answers -32602), and replicas do not see each other's tasks. Use a shared store for that.
 pub struct MemoryTaskStore {
     inner: Mutex<Inner>,
-    max_tasks: usize,
-    max_per_principal: usize,
+    counts: TaskCounts,
     max_bytes: usize,
     max_bytes_per_principal: usize,
     clock: Clock,
@@ -37,8 +36,8 @@ impl std::fmt::Debug for MemoryTaskStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryTaskStore")
             .field("tasks", &self.len())
-            .field("max_tasks", &self.max_tasks)
-            .field("max_tasks_per_principal", &self.max_per_principal)
+            .field("max_tasks", &self.counts.all)
+            .field("max_tasks_per_principal", &self.counts.per_principal)
             .field("max_task_bytes", &self.max_bytes)
             .field(
                 "max_task_bytes_per_principal",
@@ -103,8 +102,7 @@ impl MemoryTaskStore {
     pub fn new() -> Self {
         MemoryTaskStore {
             inner: Mutex::new(Inner::default()),
-            max_tasks: 10_000,
-            max_per_principal: 1_000,
+            counts: TaskCounts::default(),
             max_bytes: 256 << 20,
             max_bytes_per_principal: 16 << 20,
             clock: Arc::new(now_ms),
@@ -114,7 +112,7 @@ impl MemoryTaskStore {
     /// At most this many tasks in all (at least 1).
     #[must_use]
     pub fn max_tasks(mut self, tasks: usize) -> Self {
-        self.max_tasks = tasks.max(1);
+        self.counts.set_all(tasks);
         self
     }
 
@@ -122,7 +120,7 @@ impl MemoryTaskStore {
     /// network (its address, or its /64).
     #[must_use]
     pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {
-        self.max_per_principal = tasks.max(1);
+        self.counts.set_per_principal(tasks);
         self
     }
 
@@ -179,11 +177,11 @@ impl MemoryTaskStore {
             if inner.tasks.contains_key(&record.id) {
                 return Err(TaskStoreError::Duplicate);
             }
-            if inner.tasks.len() >= self.max_tasks {
+            if inner.tasks.len() >= self.counts.all {
                 return Err(TaskStoreError::full(
                     format!(
                         "the server holds {} tasks, its limit; retry once some have ended and expired",
-                        self.max_tasks
+                        self.counts.all
                     ),
                     false,
                 ));
@@ -200,11 +198,11 @@ impl MemoryTaskStore {
             }
             let counted = record.count_key().map(str::to_owned);
             let mine = inner.per_principal.get(&counted).copied().unwrap_or_default();
-            if mine.tasks >= self.max_per_principal {
+            if mine.tasks >= self.counts.per_principal {
                 return Err(TaskStoreError::full(
                     format!(
                         "this caller holds {} tasks, the limit per caller; retry once some have ended and expired",
-                        self.max_per_principal
+                        self.counts.per_principal
                     ),
                     true,
                 ));

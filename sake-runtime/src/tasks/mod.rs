@@ -710,6 +710,36 @@ pub fn new_task_id() -> Option<String> {
     Some(id)
 }
 
+/// How many tasks a store keeps, in all and per caller (a principal, or an anonymous caller's
+/// network), each at least 1: the bounds every [`TaskStore`] of sake's takes, set by its
+/// `max_tasks` and `max_tasks_per_principal`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TaskCounts {
+    pub all: usize,
+    pub per_principal: usize,
+}
+
+impl Default for TaskCounts {
+    fn default() -> Self {
+        TaskCounts {
+            all: 10_000,
+            per_principal: 1_000,
+        }
+    }
+}
+
+impl TaskCounts {
+    /// At most `tasks` in all (at least 1).
+    pub(crate) fn set_all(&mut self, tasks: usize) {
+        self.all = tasks.max(1);
+    }
+
+    /// At most `tasks` per caller (at least 1).
+    pub(crate) fn set_per_principal(&mut self, tasks: usize) {
+        self.per_principal = tasks.max(1);
+    }
+}
+
 /// Milliseconds since the Unix epoch, now.
 pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
