@@ -97,6 +97,28 @@ impl Server {
         self
     }
 
+    /// Serves a remote MCP server under `prefix`: its tools and prompts as
+    /// `{prefix}_{name}`, its resources and templates under their own URIs (`""`: its names
+    /// as they are, a transparent gateway). Its lists are fetched when a client first asks,
+    /// cached, and fetched again when it says they changed (the clients here are told);
+    /// calls are forwarded with results and errors as it sent them, through the invoker (a
+    /// call is cancelled with its request, and bounded by `request_timeout` and the
+    /// upstream's own timeout). What it asks during a call — elicitation, sampling, roots —
+    /// is asked of the client that made the call, in that client's era: see
+    /// docs/composition.md, "Remote servers" and "The era bridge".
+    ///
+    /// The program's own definitions come first: a name both have is the program's.
+    #[cfg(feature = "client")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
+    pub fn proxy(mut self, prefix: &str, upstream: crate::compose::Upstream) -> Self {
+        self.config
+            .sources
+            .push(std::sync::Arc::new(crate::compose::proxy::Proxy::new(
+                prefix, upstream,
+            )));
+        self
+    }
+
     /// Serves a skill defined in code (the skills extension; see [`skills`](crate::skills)):
     /// files given as bytes, checked and digested when the server is built, or a dynamic
     /// skill read from its source. Skills embedded with `sake::skills!` need no call.

@@ -22,6 +22,28 @@ impl Client {
         Self::decode(method, &raw)
     }
 
+    /// Sends any request with its `input_required` rounds, and returns its raw result: what
+    /// the server asks while it serves this request — elicitation, sampling, roots, in a
+    /// round (2026-07-28) or with a request on the call's stream (handshake revisions) — is
+    /// answered by `answerer` instead of the builder's handlers (over stdio, a question on no
+    /// request's stream goes to `answerer` while this is the one request in flight that has
+    /// one). A gateway relays each call's questions to the client that made it this way.
+    ///
+    /// The capabilities the client declares are still the builder's: register the handlers
+    /// whose questions `answerer` may get.
+    pub async fn request_with(
+        &self,
+        method: &str,
+        params: Value,
+        answerer: super::Answerer,
+    ) -> Result<Value, ClientError> {
+        let params = Self::object(method, params)?;
+        let raw = core::ANSWERER
+            .scope(answerer, self.send_rounds(method, params))
+            .await?;
+        Self::decode(method, &raw)
+    }
+
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), ClientError> {
         let params = self.with_meta(Self::object(method, params)?, self.revision());

@@ -203,6 +203,32 @@ pub(crate) struct Handlers {
     pub(crate) roots: Option<Arc<RootsFn>>,
 }
 
+/// A question a server asks the client while it serves one request: elicitation, sampling or
+/// roots, asked with a request on the call's stream (handshake revisions) or in an
+/// `input_required` round (2026-07-28).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ServerRequest {
+    /// The key of the question in its round (`inputRequests`); `None` for a request on the
+    /// call's stream, which has only a JSON-RPC id.
+    pub key: Option<String>,
+    /// `elicitation/create`, `sampling/createMessage`, `roots/list`, …
+    pub method: String,
+    /// Its params as the server sent them (`null` when absent).
+    pub params: Value,
+}
+
+/// Answers the questions a server asks during one request, instead of the handlers of
+/// [`ClientBuilder`](super::ClientBuilder) ([`Client::request_with`](super::Client::request_with)):
+/// the result object, or the JSON-RPC error the server is answered with.
+pub type Answerer =
+    Arc<dyn Fn(ServerRequest) -> BoxFuture<Result<Value, RpcError>> + Send + Sync>;
+
+tokio::task_local! {
+    /// The answerer of the requests sent from this task (`Client::request_with`).
+    pub(crate) static ANSWERER: Answerer;
+}
+
 /// Why a handler could not answer.
 #[derive(Debug)]
 pub(crate) enum HandlerFailure {
@@ -360,6 +386,23 @@ pub(crate) struct Core {
     server_requests: Arc<Semaphore>,
     pub(crate) handlers: Handlers,
     pub(crate) limits: Limits,
+    /// The answerers of requests in flight that have their own
+    /// ([`Client::request_with`](super::Client::request_with)), by request id.
+    answerers: Mutex<HashMap<RequestId, Answerer>>,
+}
+
+/// Forgets a request's answerer when dropped.
+pub(crate) struct AnswererGuard {
+    core: Arc<Core>,
+    id: RequestId,
+}
+
+impl Drop for AnswererGuard {
+    fn drop(&mut self) {
+        if let Ok(mut a) = self.core.answerers.lock() {
+            a.remove(&self.id);
+        }
+    }
 }
 
 impl Core {
@@ -373,6 +416,32 @@ impl Core {
             server_requests: Arc::new(Semaphore::new(limits.max_server_requests)),
             handlers,
             limits,
+            answerers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether the task sending request `id` has an answerer of its own
+    /// ([`ANSWERER`]): then the server's questions on that request's stream go to it, until
+    /// the guard is dropped.
+    pub(crate) fn answerer_for(self: &Arc<Self>, id: &RequestId) -> Option<AnswererGuard> {
+        let answerer = ANSWERER.try_with(Arc::clone).ok()?;
+        self.answerers.lock().ok()?.insert(id.clone(), answerer);
+        Some(AnswererGuard {
+            core: Arc::clone(self),
+            id: id.clone(),
+        })
+    }
+
+    /// The answerer of a request of the server that came on the stream of `current`: that
+    /// request's own, if it has one. Without a stream (stdio), the one request in flight
+    /// that has an answerer, when there is exactly one: stdio does not say which request a
+    /// question belongs to.
+    fn answerer_of(&self, current: Option<&RequestId>) -> Option<Answerer> {
+        let answerers = self.answerers.lock().ok()?;
+        match current {
+            Some(id) => answerers.get(id).cloned(),
+            None if answerers.len() == 1 => answerers.values().next().cloned(),
+            None => None,
         }
     }
 
@@ -548,11 +617,38 @@ impl Core {
         &self,
         method: &str,
         params: Option<&RawValue>,
+        current: Option<&RequestId>,
     ) -> Result<Value, RpcError> {
         let Some(_slot) = self.server_request_slot() else {
             tracing::warn!(%method, "too many requests of the server at once: refusing one");
             return Err(self.busy(method));
         };
+        self.answer(method, params, current).await
+    }
+
+    /// Answers one request of the server: with the answerer of the request it came with, if
+    /// that has one, else with the handlers.
+    pub(crate) async fn answer(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        current: Option<&RequestId>,
+    ) -> Result<Value, RpcError> {
+        if method != "ping"
+            && let Some(answerer) = self.answerer_of(current)
+        {
+            let params = match params {
+                Some(raw) => serde_json::from_str(raw.get())
+                    .map_err(|e| RpcError::invalid_params(e.to_string()))?,
+                None => Value::Null,
+            };
+            return answerer(ServerRequest {
+                key: None,
+                method: method.to_owned(),
+                params,
+            })
+            .await;
+        }
         self.handlers
             .answer(method, params)
             .await

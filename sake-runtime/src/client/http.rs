@@ -707,7 +707,7 @@ impl Http {
         tracing::debug!(%rid, %method, "request from the server");
         let outcome = self
             .core
-            .answer_server_request(&method, params.as_deref())
+            .answer_server_request(&method, params.as_deref(), current)
             .await;
         let body = response_body(&rid, &outcome);
         if let Err(e) = self.post_message(body).await {

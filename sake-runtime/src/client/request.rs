@@ -201,6 +201,8 @@ impl Client {
             let f = rev.features();
             let params = self.with_meta_for(method, params.clone(), rev);
             let id = self.inner.core.next_id();
+            // Questions on this request's stream go to its own answerer, if it has one.
+            let _answerer = self.inner.core.answerer_for(&id);
             let body = request_bytes(&id, method, &params);
             tracing::debug!(%id, method, revision = %rev, "request");
             let ex = match &self.inner.transport {

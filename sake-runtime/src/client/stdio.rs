@@ -225,11 +225,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
         let core = Arc::clone(&core);
         let owner = owner.clone();
         tokio::spawn(async move {
-            let outcome = core
-                .handlers
-                .answer(&method, params.as_deref())
-                .await
-                .map_err(|f| f.to_rpc());
+            let outcome = core.answer(&method, params.as_deref(), None).await;
             if let Some(stdio) = owner.upgrade()
                 && let Err(e) = stdio.write(response_body(&rid, &outcome)).await
             {

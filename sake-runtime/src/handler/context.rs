@@ -528,6 +528,38 @@ impl Context {
         Ok(r.roots)
     }
 
+    /// Asks the client a question given as it goes on the wire (a gateway relays what an
+    /// upstream server asks): `elicitation/create`, `sampling/createMessage` or `roots/list`,
+    /// with its params as they are; the capability it needs follows from them. The answer is
+    /// the client's result object, unchecked beyond its kind.
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) async fn ask_raw(
+        &self,
+        key: &str,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, InputError> {
+        let need = match method {
+            "elicitation/create" if params.get("mode").and_then(|m| m.as_str()) == Some("url") => {
+                Need::ElicitUrl
+            }
+            "elicitation/create" => Need::ElicitForm,
+            "sampling/createMessage"
+                if params.get("tools").is_some() || params.get("toolChoice").is_some() =>
+            {
+                Need::SamplingTools
+            }
+            "sampling/createMessage" => Need::Sampling,
+            "roots/list" => Need::Roots,
+            _ => {
+                return Err(InputError::Unavailable(
+                    "only elicitation, sampling and roots are asked of a client",
+                ));
+            }
+        };
+        self.ask(key, need, method, params).await
+    }
+
     /// An answer of the right kind that does not fit the question. On 2026-07-28 the client
     /// sent it in the retry's `inputResponses`, so the call ends with -32602: a malformed
     /// answer never becomes a result (2026-07-28 Multi Round-Trip Requests).

@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -15,8 +16,9 @@ use serde_json::value::RawValue;
 
 use super::catalog;
 use super::invoker::{Call, Function, Prompt, Resource, Round, Step, Tool, View};
+use super::source::{ListKind, Remote, Source};
 use super::{Pages, Shared, decode_cursor};
-use crate::handler::context::RequestParts;
+use crate::handler::context::{Context, RequestParts};
 use crate::handler::input::{Mrtr, RoundKey, merge_capabilities};
 use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport};
 use crate::protocol::Revision;
@@ -28,7 +30,8 @@ use crate::protocol::methods::{Method, Needs};
 use crate::protocol::render::{self, Cache, Shape};
 use crate::protocol::tasks::{self, EXTENSION as TASKS};
 use crate::protocol::types::{
-    CallToolResult, Completion, ReadResourceResult, ResourceContents, TextResourceContents,
+    CallToolResult, Completion, GetPromptResult, ReadResourceResult, ResourceContents,
+    TextResourceContents,
 };
 use crate::registry::{Named, ViewEntry, ViewHtml};
 
@@ -168,6 +171,13 @@ impl Shared {
                 };
                 #[cfg(not(feature = "auth"))]
                 let lists = self.lists(rev, audience);
+                if !self.config.sources.is_empty() && method != Method::SkillsList {
+                    #[cfg(feature = "auth")]
+                    let view = filtered.as_deref();
+                    #[cfg(not(feature = "auth"))]
+                    let view = None;
+                    return self.list_with_sources(&parts, method, params, view, audience);
+                }
                 match method {
                     Method::ToolsList => page(&lists.tools, "tools"),
                     Method::PromptsList => page(&lists.prompts, "prompts"),
@@ -301,10 +311,36 @@ impl Shared {
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
         let name = required(params.name, "name")?;
-        let entry = self.registry.tool(&name).ok_or_else(|| {
-            RpcError::invalid_params(format!("Unknown tool: {name}"))
-                .with_data(json!({ "name": name }))
-        })?;
+        let Some(entry) = self.registry.tool(&name) else {
+            if let Some(source) = self.source_of(ListKind::Tools, &name) {
+                let mut forwarded = serde_json::Map::new();
+                forwarded.insert("name".into(), json!(name));
+                if let Some(args) = object_or_absent(params.arguments, "arguments")? {
+                    forwarded.insert("arguments".into(), raw_value(args)?);
+                }
+                let key = RoundKey {
+                    method: "tools/call",
+                    name: Cow::Owned(name.clone().into_owned()),
+                    arguments: None,
+                    principal: None,
+                };
+                return self.run(
+                    parts,
+                    Remote::<CallToolResult> {
+                        source,
+                        method: "tools/call",
+                        name: name.into_owned(),
+                        params: forwarded,
+                        _out: PhantomData,
+                    },
+                    (key, params.arguments),
+                    params,
+                    finish_tool,
+                );
+            }
+            return Err(RpcError::invalid_params(format!("Unknown tool: {name}"))
+                .with_data(json!({ "name": name })));
+        };
         if rev.features().object_only_schemas
             && let Some(reason) = &entry.legacy_unavailable
         {
@@ -363,20 +399,7 @@ impl Shared {
             Tool { def, arguments },
             (key, arguments),
             params,
-            |shared, rev, result: CallToolResult, round| {
-                if result.is_error()
-                    && let Some(caps) = round.and_then(Mrtr::refused)
-                {
-                    return Err(RpcError::missing_capability(caps));
-                }
-                Ok(Bytes::from(render::result(
-                    rev,
-                    &shared.env,
-                    Shape::CallTool,
-                    Cache::None,
-                    &result,
-                )))
-            },
+            finish_tool,
         )
     }
 
@@ -386,6 +409,34 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let name = required(params.name, "name")?;
+        if self.registry.prompt(&name).is_none()
+            && let Some(source) = self.source_of(ListKind::Prompts, &name)
+        {
+            let mut forwarded = serde_json::Map::new();
+            forwarded.insert("name".into(), json!(name));
+            if let Some(args) = object_or_absent(params.arguments, "arguments")? {
+                forwarded.insert("arguments".into(), raw_value(args)?);
+            }
+            let key = RoundKey {
+                method: "prompts/get",
+                name: Cow::Owned(name.clone().into_owned()),
+                arguments: None,
+                principal: None,
+            };
+            return self.run(
+                parts,
+                Remote::<Result<GetPromptResult, RpcError>> {
+                    source,
+                    method: "prompts/get",
+                    name: name.into_owned(),
+                    params: forwarded,
+                    _out: PhantomData,
+                },
+                (key, params.arguments),
+                params,
+                finish_prompt,
+            );
+        }
         let def = self.denoted::<catalog::Prompt>(&parts.extensions, &name)?;
         let arguments = object_or_absent(params.arguments, "arguments")?;
         let key = RoundKey {
@@ -399,16 +450,7 @@ impl Shared {
             Prompt { def, arguments },
             (key, arguments),
             params,
-            |shared, rev, result, round| match result {
-                Ok(r) => Ok(Bytes::from(render::result(
-                    rev,
-                    &shared.env,
-                    Shape::GetPrompt,
-                    Cache::None,
-                    &r,
-                ))),
-                Err(e) => Err(refusal(round).unwrap_or(e)),
-            },
+            finish_prompt,
         )
     }
 
@@ -418,6 +460,31 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let uri = required(params.uri, "uri")?.into_owned();
+        if self.registry.named(&uri).is_none()
+            && let Some(source) = self.source_of(ListKind::Resources, &uri)
+        {
+            let mut forwarded = serde_json::Map::new();
+            forwarded.insert("uri".into(), json!(uri));
+            let key = RoundKey {
+                method: "resources/read",
+                name: Cow::Owned(uri.clone()),
+                arguments: None,
+                principal: None,
+            };
+            return self.run(
+                parts,
+                Remote::<Result<ReadResourceResult, RpcError>> {
+                    source,
+                    method: "resources/read",
+                    name: uri,
+                    params: forwarded,
+                    _out: PhantomData,
+                },
+                (key, None),
+                params,
+                finish_resource,
+            );
+        }
         let (def, vars) = match self.denoted::<catalog::Resource>(&parts.extensions, &uri)? {
             Named::SkillFile(file) => return self.read_skill_file(&parts, &uri, file),
             Named::View(view) => return self.read_view(parts, params, view),
@@ -437,19 +504,7 @@ impl Shared {
             },
             (key, None),
             params,
-            |shared, rev, result, round| match result {
-                Ok(r) if r.contents.is_empty() => Err(RpcError::internal(
-                    "The resource function returned no contents",
-                )),
-                Ok(r) => Ok(Bytes::from(render::result(
-                    rev,
-                    &shared.env,
-                    Shape::ReadResource,
-                    Cache::Cacheable,
-                    &r,
-                ))),
-                Err(e) => Err(refusal(round).unwrap_or(e)),
-            },
+            finish_resource,
         )
     }
 
@@ -560,6 +615,48 @@ impl Shared {
         };
         // A completion runs for whoever may use its prompt or template, as prompts/get and
         // resources/read check: the same 401 or 403, before anything of it runs.
+        let remote = match &reference {
+            Ref::Prompt { name } if self.registry.prompt(name).is_none() => {
+                self.source_of(ListKind::Prompts, name)
+            }
+            Ref::Resource { uri }
+                if self.registry.static_resource(uri).is_none()
+                    && !self.registry.templates.iter().any(|t| t.def.uri == uri.as_str()) =>
+            {
+                self.source_of(ListKind::Templates, uri)
+            }
+            _ => None,
+        };
+        if let Some(source) = remote {
+            let mut forwarded = serde_json::Map::new();
+            for (field, raw) in [
+                ("ref", params.reference),
+                ("argument", params.argument),
+                ("context", params.context),
+            ] {
+                if let Some(raw) = raw {
+                    forwarded.insert(field.into(), raw_value(raw)?);
+                }
+            }
+            let shared = self.clone();
+            let limit = self.config.limits.request_timeout;
+            return Ok(Dispatched::Pending(Box::pin(async move {
+                let forwarded =
+                    source.forward("completion/complete", forwarded, Context::detached());
+                let result = tokio::time::timeout(limit, forwarded)
+                    .await
+                    .map_err(|_| {
+                        super::invoker::timed_out("completion/complete", limit)
+                    })??;
+                Ok(Bytes::from(render::result(
+                    rev,
+                    &shared.env,
+                    Shape::Plain,
+                    Cache::None,
+                    &result,
+                )))
+            })));
+        }
         let completer: Option<CompleteFn> = match &reference {
             Ref::Prompt { name } => {
                 let def = self
@@ -637,6 +734,172 @@ impl Shared {
             };
             Ok(render(c))
         })))
+    }
+}
+
+/// Renders a tool's result (the program's or a source's).
+fn finish_tool(
+    shared: &Shared,
+    rev: Revision,
+    result: CallToolResult,
+    round: Option<&Mrtr>,
+) -> Result<Bytes, RpcError> {
+    if result.is_error()
+        && let Some(caps) = round.and_then(Mrtr::refused)
+    {
+        return Err(RpcError::missing_capability(caps));
+    }
+    Ok(Bytes::from(render::result(
+        rev,
+        &shared.env,
+        Shape::CallTool,
+        Cache::None,
+        &result,
+    )))
+}
+
+/// Renders a prompt's result.
+fn finish_prompt(
+    shared: &Shared,
+    rev: Revision,
+    result: Result<GetPromptResult, RpcError>,
+    round: Option<&Mrtr>,
+) -> Result<Bytes, RpcError> {
+    match result {
+        Ok(r) => Ok(Bytes::from(render::result(
+            rev,
+            &shared.env,
+            Shape::GetPrompt,
+            Cache::None,
+            &r,
+        ))),
+        Err(e) => Err(refusal(round).unwrap_or(e)),
+    }
+}
+
+/// Renders a resource's contents.
+fn finish_resource(
+    shared: &Shared,
+    rev: Revision,
+    result: Result<ReadResourceResult, RpcError>,
+    round: Option<&Mrtr>,
+) -> Result<Bytes, RpcError> {
+    match result {
+        Ok(r) if r.contents.is_empty() => Err(RpcError::internal(
+            "The resource function returned no contents",
+        )),
+        Ok(r) => Ok(Bytes::from(render::result(
+            rev,
+            &shared.env,
+            Shape::ReadResource,
+            Cache::Cacheable,
+            &r,
+        ))),
+        Err(e) => Err(refusal(round).unwrap_or(e)),
+    }
+}
+
+/// A raw JSON value of a request, parsed to be forwarded.
+fn raw_value(raw: &RawValue) -> Result<serde_json::Value, RpcError> {
+    serde_json::from_str(raw.get())
+        .map_err(|e| RpcError::invalid_params(format!("Invalid params: {e}")))
+}
+
+impl Shared {
+    /// The source (`Server::proxy`) that serves `key` of `kind`, when the registry does not.
+    pub(crate) fn source_of(&self, kind: ListKind, key: &str) -> Option<Arc<dyn Source>> {
+        self.config
+            .sources
+            .iter()
+            .find(|s| s.owns(kind, key))
+            .cloned()
+    }
+
+    /// A list of a server with sources: the registry's items the caller sees, then each
+    /// source's (fetched or cached; a source that cannot list is left out, logged), rendered
+    /// for the request's revision and paged as the registry's alone would be.
+    fn list_with_sources(
+        self: &Arc<Self>,
+        parts: &RequestParts,
+        method: Method,
+        params: &Params<'_>,
+        view: Option<&super::Lists>,
+        audience: crate::registry::Audience,
+    ) -> Dispatched {
+        let rev = parts.revision;
+        let (kind, pages_kind, key) = match method {
+            Method::ToolsList => (ListKind::Tools, "tools", "tools"),
+            Method::PromptsList => (ListKind::Prompts, "prompts", "prompts"),
+            Method::ResourcesList => (ListKind::Resources, "resources", "resources"),
+            _ => (ListKind::Templates, "templates", "resourceTemplates"),
+        };
+        let cursor = match params
+            .cursor
+            .map(|c| required(Some(c), "cursor"))
+            .transpose()
+        {
+            Ok(c) => c.map(Cow::into_owned),
+            Err(e) => return Dispatched::err(rev, e),
+        };
+        let shown = |scopes: &[&str]| view.is_none_or(|v| self.shown(v, scopes));
+        let local = match kind {
+            ListKind::Tools => self.registry.tools_visible(rev, &shown, audience),
+            ListKind::Prompts => self.registry.prompts_visible(rev, &shown),
+            ListKind::Resources => self.registry.resources_visible(rev, &shown, audience),
+            ListKind::Templates => self.registry.templates_visible(rev, &shown),
+        };
+        let shared = self.clone();
+        Dispatched::Pending(Box::pin(async move {
+            let mut items = local;
+            for source in &shared.config.sources {
+                let listed = match source.list(kind).await {
+                    Ok(listed) => listed,
+                    Err(e) => {
+                        tracing::warn!(
+                            source = source.label(),
+                            "left out of the list: its upstream did not list: {}",
+                            e.message
+                        );
+                        continue;
+                    }
+                };
+                let object_only = rev.features().object_only_schemas;
+                match kind {
+                    ListKind::Tools => items.extend(
+                        listed
+                            .tools
+                            .iter()
+                            .filter(|t| {
+                                !object_only
+                                    || t.input_schema.get("type").and_then(|t| t.as_str())
+                                        == Some("object")
+                            })
+                            .map(|t| render::tool(t, rev)),
+                    ),
+                    ListKind::Prompts => {
+                        items.extend(listed.prompts.iter().map(|p| render::prompt(p, rev)));
+                    }
+                    ListKind::Resources => {
+                        items.extend(listed.resources.iter().map(|r| render::resource(r, rev)));
+                    }
+                    ListKind::Templates => {
+                        items.extend(listed.templates.iter().map(|t| render::template(t, rev)));
+                    }
+                }
+            }
+            let pages = super::paginate(
+                rev,
+                &shared.env,
+                &shared.config,
+                Cache::Cacheable,
+                pages_kind,
+                key,
+                items,
+            );
+            let i = decode_cursor(pages_kind, cursor.as_deref(), pages.0.len())
+                .map_err(|e| render::error(rev, e))?;
+            Ok(pages.0[i].clone())
+        }))
     }
 }
 

@@ -17,6 +17,7 @@ pub(crate) mod memory;
 pub(crate) mod revocation;
 pub(crate) mod session;
 pub(crate) mod skills;
+pub(crate) mod source;
 pub(crate) mod subscriptions;
 pub(crate) mod tasks;
 
@@ -84,6 +85,8 @@ pub(crate) struct Config {
     pub client_trace_context: crate::otel::ClientTraceContext,
     /// The middleware layers (`Server::layer`), in the order given.
     pub layers: crate::middleware::Layers,
+    /// Definitions fetched from elsewhere (`Server::proxy`), after the registry's.
+    pub sources: source::Sources,
 }
 
 impl Default for Config {
@@ -117,6 +120,7 @@ impl Default for Config {
             #[cfg(feature = "otel")]
             client_trace_context: crate::otel::ClientTraceContext::default(),
             layers: Default::default(),
+            sources: Vec::new(),
         }
     }
 }
@@ -244,14 +248,18 @@ impl Shared {
         let list_changed = || ListChangedCapability {
             list_changed: Some(true),
         };
+        // A server with sources (`Server::proxy`) offers what they may list: which it is
+        // can change while it runs.
+        let sourced = !config.sources.is_empty();
         let capabilities = ServerCapabilities {
             experimental: None,
             logging: Some(Default::default()),
-            completions: registry.has_completions().then(Default::default),
-            prompts: (!registry.prompts.is_empty()).then(list_changed),
+            completions: (sourced || registry.has_completions()).then(Default::default),
+            prompts: (sourced || !registry.prompts.is_empty()).then(list_changed),
             // Skill files and views are resources (the skills extension requires the
             // capability).
-            resources: (!registry.resources.is_empty()
+            resources: (sourced
+                || !registry.resources.is_empty()
                 || !registry.templates.is_empty()
                 || !registry.skills.is_empty()
                 || !registry.views.is_empty())
@@ -259,7 +267,7 @@ impl Shared {
                 subscribe: Some(true),
                 list_changed: Some(true),
             }),
-            tools: (!registry.tools.is_empty()).then(list_changed),
+            tools: (sourced || !registry.tools.is_empty()).then(list_changed),
             // MCP Apps exists on every revision (SEP-1865 negotiates it in `initialize` and in
             // 2026-07-28 `_meta` alike).
             extensions: (!registry.views.is_empty()).then(|| {
@@ -351,6 +359,13 @@ impl Shared {
         }
         let restart = dev::Restart::from_env(&registry, config.limits.max_tracked_sessions);
         let stacks = invoker::Stacks::compose(&registry, &config.layers)?;
+        let notifier = Notifier {
+            bus: bus.clone(),
+            relay: relay.clone(),
+        };
+        for source in &config.sources {
+            source.attach(notifier.clone());
+        }
         Ok(Shared {
             restart,
             stacks,
@@ -358,10 +373,7 @@ impl Shared {
                 config.limits.max_pending_inputs,
                 config.limits.max_pending_inputs_per_session,
             )),
-            notifier: Notifier {
-                bus: bus.clone(),
-                relay: relay.clone(),
-            },
+            notifier,
             bus,
             relay,
             replica_key,
@@ -678,17 +690,7 @@ impl Shared {
             let _span =
                 tracing::debug_span!("build_lists", revision = rev.as_str(), apps = audience.apps)
                     .entered();
-            let shown = |scopes: &[&str]| match &lists.view {
-                None => true,
-                Some(view) => {
-                    scopes.is_empty()
-                        || self
-                            .scope_sets
-                            .iter()
-                            .position(|s| *s == scopes)
-                            .is_some_and(|i| view.get(i).copied().unwrap_or(false))
-                }
-            };
+            let shown = |scopes: &[&str]| self.shown(lists, scopes);
             revision_lists(
                 &self.registry,
                 &self.env,
@@ -698,6 +700,21 @@ impl Shared {
                 audience,
             )
         })
+    }
+
+    /// Whether `lists`' view shows a function that names `scopes`.
+    pub(crate) fn shown(&self, lists: &Lists, scopes: &[&str]) -> bool {
+        match &lists.view {
+            None => true,
+            Some(view) => {
+                scopes.is_empty()
+                    || self
+                        .scope_sets
+                        .iter()
+                        .position(|s| *s == scopes)
+                        .is_some_and(|i| view.get(i).copied().unwrap_or(false))
+            }
+        }
     }
 
     /// The view of the lists a caller sees when `Authorization::hide_unauthorized` is on:

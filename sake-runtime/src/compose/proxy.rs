@@ -1,0 +1,550 @@
+//! Remote servers served by this one (`Server::proxy`): an [`Upstream`] is reached with sake's
+//! client (any revision: discovery first, then the handshake; or a pinned one), its lists are
+//! fetched, cached and served under a prefix, and its calls forwarded with their results and
+//! errors as the upstream sent them. What the upstream asks during a call (elicitation,
+//! sampling, roots) is asked of the client that made the call, through the call's `Context`:
+//! the era bridge (docs/composition.md).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use ::http::{HeaderName, HeaderValue};
+use serde_json::{Map, Value, json};
+
+use crate::client::{Answerer, Client, ClientBuilder, ClientError, ServerRequest, Subscription};
+use crate::handler::BoxFuture;
+use crate::handler::context::Context;
+use crate::handler::events::Notifier;
+use crate::handler::input::InputError;
+use crate::protocol::Revision;
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::types::{ListRootsResult, ResourceTemplate};
+use crate::server::source::{ListKind, Listed, Source};
+use crate::uri_template::UriTemplate;
+
+/// The separator between a prefix and a name (`weather_forecast`): a character the tool-name
+/// rules allow.
+pub(crate) const SEPARATOR: char = '_';
+
+/// How long an upstream may take to answer one request, by default.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a fetched list is served before it is fetched again, by default (a
+/// `list_changed` of the upstream refetches it at once).
+const DEFAULT_LIST_TTL: Duration = Duration::from_secs(300);
+/// How many bytes an upstream's list (its pages together) or result may have, by default.
+const DEFAULT_MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// Where an upstream is.
+#[derive(Clone, Debug)]
+enum Target {
+    Url(String),
+    Command(Vec<String>),
+}
+
+/// A remote MCP server to serve (`Server::proxy`): a Streamable HTTP URL or a stdio command,
+/// with the revision spoken to it, its credentials and its bounds.
+///
+/// The upstream gets its own credentials ([`header`](Self::header)), never the token of the
+/// client that calls through this server: the spec forbids token passthrough (the upstream
+/// would accept a token issued for another resource). See docs/composition.md, "Credentials".
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    target: Target,
+    revision: Option<Revision>,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    timeout: Duration,
+    list_ttl: Duration,
+    max_body_bytes: usize,
+}
+
+impl Upstream {
+    fn new(target: Target) -> Self {
+        Upstream {
+            target,
+            revision: None,
+            headers: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+            list_ttl: DEFAULT_LIST_TTL,
+            max_body_bytes: DEFAULT_MAX_BODY,
+        }
+    }
+
+    /// A server at a Streamable HTTP endpoint (`http://127.0.0.1:3000/mcp`).
+    pub fn url(url: impl Into<String>) -> Self {
+        Upstream::new(Target::Url(url.into()))
+    }
+
+    /// A server run as a child process, spoken to over stdio: `program` with `args`.
+    pub fn command(
+        program: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        let mut line = vec![program.into()];
+        line.extend(args.into_iter().map(Into::into));
+        Upstream::new(Target::Command(line))
+    }
+
+    /// A command line split at whitespace (no quoting): `node server.js --stdio`. `None`
+    /// for an empty line.
+    pub fn command_line(line: &str) -> Option<Self> {
+        let words: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+        (!words.is_empty()).then(|| Upstream::new(Target::Command(words)))
+    }
+
+    /// Speaks only `revision` to it (by default: discovery first, then the handshake).
+    pub fn revision(mut self, revision: Revision) -> Self {
+        self.revision = Some(revision);
+        self
+    }
+
+    /// An HTTP header sent with every request to it: its credentials (`Authorization`), never
+    /// a client's.
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    /// The longest wait for one of its answers (60 s by default); a call it does not answer
+    /// in time fails with an error that names it, and costs only its own calls.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How long its lists are served before they are fetched again (5 minutes by default;
+    /// its `list_changed` notifications refetch them at once).
+    pub fn list_ttl(mut self, ttl: Duration) -> Self {
+        self.list_ttl = ttl;
+        self
+    }
+
+    /// The most bytes it may send for one answer or one list, its pages together (16 MiB by
+    /// default).
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// The client that reaches it: every capability a downstream client may have is
+    /// declared (each call's questions are answered by that call's client, through
+    /// `Client::request_with`; a question outside any call is refused).
+    fn builder(&self) -> ClientBuilder {
+        let outside = || RpcError::internal("no request of this gateway is asking this upstream");
+        let mut b = ClientBuilder::new()
+            .info("sake-gateway", env!("CARGO_PKG_VERSION"))
+            .on_elicitation(move |_| async move { Err(outside()) })
+            .elicitation_url(true)
+            .on_sampling(move |_| async move { Err(outside()) })
+            .on_roots(move || async move { Err::<ListRootsResult, _>(outside()) })
+            .tasks(false)
+            .timeout(self.timeout)
+            .probe_timeout(self.timeout.min(Duration::from_secs(10)))
+            .max_body_bytes(self.max_body_bytes);
+        if let Some(rev) = self.revision {
+            b = b.revision(rev);
+        }
+        for (name, value) in &self.headers {
+            b = b.header(name.clone(), value.clone());
+        }
+        b
+    }
+
+    async fn connect(&self) -> Result<Client, ClientError> {
+        match &self.target {
+            Target::Url(url) => self.builder().connect(url).await,
+            Target::Command(line) => {
+                let mut command = tokio::process::Command::new(&line[0]);
+                command.args(&line[1..]).kill_on_drop(true);
+                self.builder().spawn(command).await
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        match &self.target {
+            Target::Url(url) => url.clone(),
+            Target::Command(line) => line.join(" "),
+        }
+    }
+}
+
+/// A list fetched from the upstream, and when.
+#[derive(Default)]
+struct Cached {
+    tools: Option<(Instant, Listed)>,
+    prompts: Option<(Instant, Listed)>,
+    resources: Option<(Instant, Listed)>,
+    templates: Option<(Instant, Listed)>,
+}
+
+impl Cached {
+    fn slot(&mut self, kind: ListKind) -> &mut Option<(Instant, Listed)> {
+        match kind {
+            ListKind::Tools => &mut self.tools,
+            ListKind::Prompts => &mut self.prompts,
+            ListKind::Resources => &mut self.resources,
+            ListKind::Templates => &mut self.templates,
+        }
+    }
+}
+
+/// The connection, once made: dropped when it fails, made again on the next request.
+struct Connected {
+    client: Client,
+    /// Follows the upstream's list changes while the connection lives.
+    _watch: tokio::task::JoinHandle<()>,
+}
+
+/// One upstream served under a prefix: a [`Source`] of the engine (cheap to clone: the
+/// futures of its requests hold it).
+#[derive(Clone, Debug)]
+pub(crate) struct Proxy(Arc<ProxyInner>);
+
+/// What a [`Proxy`] holds.
+pub(crate) struct ProxyInner {
+    prefix: Option<&'static str>,
+    label: &'static str,
+    upstream: Upstream,
+    connection: tokio::sync::Mutex<Option<Connected>>,
+    cache: Arc<Mutex<Cached>>,
+    notifier: Arc<OnceLock<Notifier>>,
+}
+
+impl std::fmt::Debug for ProxyInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("prefix", &self.prefix)
+            .field("upstream", &self.upstream.describe())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ProxyInner {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.connection.try_lock()
+            && let Some(c) = c.take()
+        {
+            c._watch.abort();
+        }
+    }
+}
+
+impl Proxy {
+    /// `upstream` served under `prefix` (`""`: its names as they are). The prefix is kept
+    /// for the server's life (the layers name a function by a `'static` name).
+    pub(crate) fn new(prefix: &str, upstream: Upstream) -> Proxy {
+        let prefix: Option<&'static str> =
+            (!prefix.is_empty()).then(|| &*Box::leak(prefix.to_owned().into_boxed_str()));
+        Proxy(Arc::new(ProxyInner {
+            prefix,
+            label: prefix.unwrap_or("upstream"),
+            upstream,
+            connection: tokio::sync::Mutex::new(None),
+            cache: Arc::default(),
+            notifier: Arc::default(),
+        }))
+    }
+}
+
+impl ProxyInner {
+    /// A name as this server shows it.
+    fn outer(&self, name: &str) -> String {
+        match self.prefix {
+            Some(p) => format!("{p}{SEPARATOR}{name}"),
+            None => name.to_owned(),
+        }
+    }
+
+    /// A name as the upstream knows it, if it is under this prefix.
+    fn inner<'a>(&self, name: &'a str) -> Option<&'a str> {
+        match self.prefix {
+            Some(p) => name.strip_prefix(p)?.strip_prefix(SEPARATOR),
+            None => Some(name),
+        }
+    }
+
+    /// The connection, made if there is none; one request at a time makes it.
+    async fn client(&self) -> Result<Client, RpcError> {
+        let mut slot = self.connection.lock().await;
+        if let Some(c) = slot.as_ref() {
+            return Ok(c.client.clone());
+        }
+        let client = self
+            .upstream
+            .connect()
+            .await
+            .map_err(|e| self.unavailable(&e))?;
+        tracing::info!(
+            upstream = %self.upstream.describe(),
+            revision = %client.revision(),
+            prefix = self.label,
+            "connected to the upstream server"
+        );
+        let watch = tokio::spawn(watch(
+            client.clone(),
+            Arc::clone(&self.cache),
+            Arc::clone(&self.notifier),
+        ));
+        *slot = Some(Connected {
+            client: client.clone(),
+            _watch: watch,
+        });
+        Ok(client)
+    }
+
+    /// Forgets a connection that failed: the next request connects again.
+    async fn drop_connection(&self) {
+        if let Some(c) = self.connection.lock().await.take() {
+            c._watch.abort();
+        }
+        if let Ok(mut cache) = self.cache.lock() {
+            *cache = Cached::default();
+        }
+    }
+
+    /// The error a client gets when the upstream cannot be reached or did not answer.
+    fn unavailable(&self, e: &ClientError) -> RpcError {
+        tracing::warn!(upstream = %self.upstream.describe(), prefix = self.label, "upstream unavailable: {e}");
+        RpcError::internal(format!(
+            "The upstream server `{}` is unavailable: {e}",
+            self.label
+        ))
+    }
+
+    /// The error of a request the upstream answered or failed: its own JSON-RPC error as it
+    /// sent it, or ours (the connection is then made again on the next request).
+    async fn failed(&self, e: ClientError) -> RpcError {
+        match e {
+            ClientError::Rpc { error, .. } => *error,
+            ClientError::Handler { error, .. } => *error,
+            e @ (ClientError::Timeout { .. }
+            | ClientError::BodyTooLarge { .. }
+            | ClientError::TooManyRounds { .. }
+            | ClientError::TooManyInputRequests { .. }
+            | ClientError::Decode { .. }) => self.unavailable(&e),
+            e => {
+                let error = self.unavailable(&e);
+                self.drop_connection().await;
+                error
+            }
+        }
+    }
+
+    async fn fetch(&self, kind: ListKind) -> Result<Listed, RpcError> {
+        let client = self.client().await?;
+        let mut listed = Listed::default();
+        let got = match kind {
+            ListKind::Tools => client.list_tools().await.map(|tools| {
+                listed.tools = tools
+                    .into_iter()
+                    .map(|mut t| {
+                        t.name = self.outer(&t.name);
+                        t
+                    })
+                    .collect();
+            }),
+            ListKind::Prompts => client.list_prompts().await.map(|prompts| {
+                listed.prompts = prompts
+                    .into_iter()
+                    .map(|mut p| {
+                        p.name = self.outer(&p.name);
+                        p
+                    })
+                    .collect();
+            }),
+            ListKind::Resources => client.list_resources().await.map(|r| listed.resources = r),
+            ListKind::Templates => client
+                .list_resource_templates()
+                .await
+                .map(|t| listed.templates = t),
+        };
+        match got {
+            Ok(()) => Ok(listed),
+            Err(e) => Err(self.failed(e).await),
+        }
+    }
+
+    fn cached(&self, kind: ListKind) -> Option<Listed> {
+        let mut cache = self.cache.lock().ok()?;
+        match cache.slot(kind) {
+            Some((at, listed)) if at.elapsed() < self.upstream.list_ttl => Some(listed.clone()),
+            _ => None,
+        }
+    }
+
+    /// The answerer of one call: each question the upstream asks is asked of the client
+    /// through the call's `Context` — a request on its session (handshake), or a question of
+    /// an `input_required` round (2026-07-28), after which the call runs again and the same
+    /// question, asked again by the upstream, finds its answer. A question of a round keeps
+    /// its key; one asked on the call's stream is keyed by its order in the call.
+    fn answerer(ctx: Context) -> Answerer {
+        let asked = Arc::new(AtomicUsize::new(0));
+        Arc::new(move |req: ServerRequest| {
+            let ctx = ctx.clone();
+            let key = req.key.unwrap_or_else(|| {
+                format!("upstream-{}", asked.fetch_add(1, Ordering::Relaxed) + 1)
+            });
+            Box::pin(async move {
+                ctx.ask_raw(&key, &req.method, req.params)
+                    .await
+                    .map_err(|e| refused(&req.method, &e))
+            })
+        })
+    }
+}
+
+/// What the upstream is answered when its question could not be asked or answered.
+fn refused(method: &str, e: &InputError) -> RpcError {
+    match e {
+        InputError::MissingCapability { .. } => RpcError::new(
+            crate::protocol::jsonrpc::code::METHOD_NOT_FOUND,
+            format!("The client cannot answer {method}: {e}"),
+        ),
+        InputError::Client { code, message } => RpcError::new(
+            i32::try_from(*code).unwrap_or(crate::protocol::jsonrpc::code::INTERNAL_ERROR),
+            message.clone(),
+        ),
+        _ => RpcError::internal(format!("{method} was not answered: {e}")),
+    }
+}
+
+/// Follows the upstream's list changes: the cached list is dropped and the clients of this
+/// server are told.
+async fn watch(client: Client, cache: Arc<Mutex<Cached>>, notifier: Arc<OnceLock<Notifier>>) {
+    let mut stream = match client
+        .subscribe(Subscription::everything(Vec::<String>::new()))
+        .await
+    {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::debug!("the upstream's list changes cannot be followed: {e}");
+            return;
+        }
+    };
+    while let Some(n) = stream.recv().await {
+        let kinds: &[ListKind] = match n.method.as_str() {
+            "notifications/tools/list_changed" => &[ListKind::Tools],
+            "notifications/prompts/list_changed" => &[ListKind::Prompts],
+            "notifications/resources/list_changed" => &[ListKind::Resources, ListKind::Templates],
+            "notifications/resources/updated" => {
+                if let (Some(uri), Some(notifier)) = (n.uri(), notifier.get()) {
+                    notifier.notify_resource_updated(uri);
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        if let Ok(mut cache) = cache.lock() {
+            for kind in kinds {
+                *cache.slot(*kind) = None;
+            }
+        }
+        if let Some(notifier) = notifier.get() {
+            match kinds[0] {
+                ListKind::Tools => notifier.tools_changed(),
+                ListKind::Prompts => notifier.prompts_changed(),
+                _ => notifier.resources_changed(),
+            }
+        }
+    }
+}
+
+impl Source for Proxy {
+    fn label(&self) -> &'static str {
+        self.0.label
+    }
+
+    fn attach(&self, notifier: Notifier) {
+        let _ = self.0.notifier.set(notifier);
+    }
+
+    fn list(&self, kind: ListKind) -> BoxFuture<Result<Listed, RpcError>> {
+        if let Some(listed) = self.0.cached(kind) {
+            return Box::pin(async move { Ok(listed) });
+        }
+        let this = Arc::clone(&self.0);
+        Box::pin(async move {
+            let listed = this.fetch(kind).await?;
+            if let Ok(mut cache) = this.cache.lock() {
+                *cache.slot(kind) = Some((Instant::now(), listed.clone()));
+            }
+            Ok(listed)
+        })
+    }
+
+    fn owns(&self, kind: ListKind, key: &str) -> bool {
+        let this = &self.0;
+        match kind {
+            ListKind::Tools | ListKind::Prompts => this.inner(key).is_some(),
+            ListKind::Resources | ListKind::Templates => {
+                if this.prefix.is_none() {
+                    return true;
+                }
+                let Ok(mut cache) = this.cache.lock() else {
+                    return false;
+                };
+                let resources = cache
+                    .slot(ListKind::Resources)
+                    .as_ref()
+                    .is_some_and(|(_, l)| l.resources.iter().any(|r| r.uri == key));
+                resources
+                    || cache
+                        .slot(ListKind::Templates)
+                        .as_ref()
+                        .is_some_and(|(_, l)| l.templates.iter().any(|t| matches(t, key)))
+            }
+        }
+    }
+
+    fn forward(
+        &self,
+        method: &'static str,
+        mut params: Map<String, Value>,
+        ctx: Context,
+    ) -> BoxFuture<Result<Value, RpcError>> {
+        let this = Arc::clone(&self.0);
+        // The upstream's own names.
+        match method {
+            "tools/call" | "prompts/get" => {
+                if let Some(Value::String(name)) = params.get("name")
+                    && let Some(inner) = this.inner(name)
+                {
+                    let inner = inner.to_owned();
+                    params.insert("name".into(), json!(inner));
+                }
+            }
+            "completion/complete" => {
+                if let Some(Value::Object(r)) = params.get_mut("ref")
+                    && let Some(Value::String(name)) = r.get("name")
+                    && let Some(inner) = this.inner(name)
+                {
+                    let inner = inner.to_owned();
+                    r.insert("name".into(), json!(inner));
+                }
+            }
+            _ => {}
+        }
+        Box::pin(async move {
+            let client = this.client().await?;
+            let answerer = ProxyInner::answerer(ctx);
+            match client
+                .request_with(method, Value::Object(params), answerer)
+                .await
+            {
+                Ok(mut v) => {
+                    if let Value::Object(o) = &mut v {
+                        o.remove("resultType");
+                    }
+                    Ok(v)
+                }
+                Err(e) => Err(this.failed(e).await),
+            }
+        })
+    }
+}
+
+/// Whether a URI is an instance of a template.
+fn matches(t: &ResourceTemplate, uri: &str) -> bool {
+    UriTemplate::parse(&t.uri_template).is_ok_and(|tpl| tpl.matches(uri).is_some())
+}

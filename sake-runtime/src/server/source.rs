@@ -1,0 +1,157 @@
+//! The seam for definitions that are not the program's own: a [`Source`] (a remote MCP
+//! server, `compose::proxy`) lists tools, prompts, resources and templates that it fetches
+//! from elsewhere, and serves their calls. The engine renders its lists for each revision as
+//! it renders the registry's, and runs each of its calls through the invoker as a
+//! [`Remote`] function: with a `Context` (what the upstream asks, the client is asked), under
+//! `request_timeout`, cancelled with the request.
+//!
+//! The registry's definitions come first: a name or URI the registry has is never a source's.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::invoker::{Detached, Function, Output};
+use crate::handler::BoxFuture;
+use crate::handler::context::Context;
+use crate::middleware::Kind;
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::types::{
+    CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
+};
+
+/// A list a source contributes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ListKind {
+    Tools,
+    Prompts,
+    Resources,
+    Templates,
+}
+
+/// What a source lists, as this server shows it (names already under the source's prefix).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Listed {
+    pub tools: Vec<Tool>,
+    pub prompts: Vec<Prompt>,
+    pub resources: Vec<Resource>,
+    pub templates: Vec<ResourceTemplate>,
+}
+
+/// A source of definitions fetched from elsewhere (see the module's documentation).
+pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
+    /// Its name in logs and for the layers (the prefix it serves under, or `upstream`).
+    fn label(&self) -> &'static str;
+    /// Its items of one list, from its cache or fetched: the error when they cannot be
+    /// had (the caller leaves them out and logs it).
+    fn list(&self, kind: ListKind) -> BoxFuture<Result<Listed, RpcError>>;
+    /// Whether `key` (a tool's or prompt's name as listed here, or a resource URI) is
+    /// this source's to serve.
+    fn owns(&self, kind: ListKind, key: &str) -> bool;
+    /// Forwards one request (`tools/call`, `prompts/get`, `resources/read`,
+    /// `completion/complete`) with its params as this server received them: the result
+    /// object, or the upstream's error as it sent it. What the upstream asks meanwhile is
+    /// asked of the client through `ctx`.
+    fn forward(
+        &self,
+        method: &'static str,
+        params: Map<String, Value>,
+        ctx: Context,
+    ) -> BoxFuture<Result<Value, RpcError>>;
+    /// Where it tells the clients that its lists changed or a resource was updated: given
+    /// once, when the server is built.
+    fn attach(&self, notifier: crate::handler::events::Notifier);
+}
+
+/// The sources of a server (`Server::proxy`), in the order given.
+pub(crate) type Sources = Vec<Arc<dyn Source>>;
+
+/// A call of a source's definition, run by the invoker like any function.
+pub(crate) struct Remote<T> {
+    pub source: Arc<dyn Source>,
+    pub method: &'static str,
+    /// The tool's or prompt's name, or the resource's URI, as the client sent it.
+    pub name: String,
+    pub params: Map<String, Value>,
+    pub _out: std::marker::PhantomData<fn() -> T>,
+}
+
+/// What a forwarded call's result becomes: a typed result, or the upstream's error (a tool's
+/// protocol error is recorded on the call, as `Context::fail_with` does).
+pub(crate) trait RemoteOutput: Output {
+    /// What the layers see it as.
+    const KIND: Kind;
+    fn from_forwarded(r: Result<Value, RpcError>, ctx: &Context) -> Self;
+}
+
+fn decode<T: DeserializeOwned>(v: Value, method: &str) -> Result<T, RpcError> {
+    serde_json::from_value(v).map_err(|e| {
+        RpcError::internal(format!(
+            "Internal error: the upstream server's {method} result is malformed: {e}"
+        ))
+    })
+}
+
+impl RemoteOutput for CallToolResult {
+    const KIND: Kind = Kind::Tool;
+    fn from_forwarded(r: Result<Value, RpcError>, ctx: &Context) -> Self {
+        match r.and_then(|v| decode(v, "tools/call")) {
+            Ok(result) => result,
+            Err(e) => {
+                ctx.fail_with(e);
+                CallToolResult::default()
+            }
+        }
+    }
+}
+
+impl RemoteOutput for Result<GetPromptResult, RpcError> {
+    const KIND: Kind = Kind::Prompt;
+    fn from_forwarded(r: Result<Value, RpcError>, _: &Context) -> Self {
+        r.and_then(|v| decode(v, "prompts/get"))
+    }
+}
+
+impl RemoteOutput for Result<ReadResourceResult, RpcError> {
+    const KIND: Kind = Kind::Resource;
+    fn from_forwarded(r: Result<Value, RpcError>, _: &Context) -> Self {
+        r.and_then(|v| decode(v, "resources/read"))
+    }
+}
+
+impl<T: RemoteOutput> Function for Remote<T> {
+    type Output = T;
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Owned(self.name.clone())
+    }
+    fn takes_context(&self) -> bool {
+        true
+    }
+    fn call(self, ctx: Context) -> BoxFuture<T> {
+        let Remote {
+            source,
+            method,
+            params,
+            ..
+        } = self;
+        Box::pin(async move {
+            let r = source.forward(method, params, ctx.clone()).await;
+            T::from_forwarded(r, &ctx)
+        })
+    }
+    // The layers see a remote function under its kind; `Server::layer_for` names the
+    // program's own functions only.
+    const KIND: Kind = T::KIND;
+    fn declared(&self) -> &'static str {
+        self.source.label()
+    }
+    fn arguments(&self) -> Option<&RawValue> {
+        None
+    }
+    fn detach(self) -> Detached<T> {
+        Box::new(move |_, ctx| self.call(ctx))
+    }
+}
