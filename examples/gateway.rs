@@ -78,7 +78,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     if !any {
-        return Err("set UPSTREAM (a URL), UPSTREAM_CMD (a command line) or UPSTREAMS (name=URL,…)".into());
+        return Err(
+            "set UPSTREAM (a URL), UPSTREAM_CMD (a command line) or UPSTREAMS (name=URL,…)".into(),
+        );
     }
     server
         .serve_http_with_shutdown(addr, async {

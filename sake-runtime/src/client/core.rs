@@ -221,8 +221,7 @@ pub struct ServerRequest {
 /// Answers the questions a server asks during one request, instead of the handlers of
 /// [`ClientBuilder`](super::ClientBuilder) ([`Client::request_with`](super::Client::request_with)):
 /// the result object, or the JSON-RPC error the server is answered with.
-pub type Answerer =
-    Arc<dyn Fn(ServerRequest) -> BoxFuture<Result<Value, RpcError>> + Send + Sync>;
+pub type Answerer = Arc<dyn Fn(ServerRequest) -> BoxFuture<Result<Value, RpcError>> + Send + Sync>;
 
 tokio::task_local! {
     /// The answerer of the requests sent from this task (`Client::request_with`).

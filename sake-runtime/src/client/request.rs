@@ -32,7 +32,8 @@ pub(super) struct ResultShape {
 
 impl Client {
     /// `params` with the `_meta` that `rev` puts on every request (none before 2026-07-28);
-    /// a `_meta` already there is kept and completed. With feature `otel`, every revision's
+    /// a `_meta` already there is kept and completed (its client capabilities too: a request
+    /// may declare its own). With feature `otel`, every revision's
     /// `_meta` also carries the current trace context (`traceparent`, `tracestate`,
     /// `baggage`), as the OpenTelemetry semantic conventions for MCP propagate it.
     pub(super) fn with_meta(&self, mut params: JsonObject, rev: Revision) -> JsonObject {
@@ -46,7 +47,9 @@ impl Client {
             _ => Map::new(),
         };
         meta.insert(PROTOCOL_VERSION.into(), json!(rev.as_str()));
-        meta.insert(CLIENT_CAPABILITIES.into(), self.inner.capabilities.clone());
+        // Capabilities given for this request (a gateway passes on its caller's) are kept.
+        meta.entry(CLIENT_CAPABILITIES)
+            .or_insert_with(|| self.inner.capabilities.clone());
         meta.insert(CLIENT_INFO.into(), json!(self.inner.info));
         params.insert("_meta".into(), Value::Object(meta));
         params

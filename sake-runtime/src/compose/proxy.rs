@@ -19,6 +19,7 @@ use crate::handler::events::Notifier;
 use crate::handler::input::InputError;
 use crate::protocol::Revision;
 use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::meta::CLIENT_CAPABILITIES;
 use crate::protocol::types::{ListRootsResult, ResourceTemplate};
 use crate::server::source::{ListKind, Listed, Source};
 use crate::uri_template::UriTemplate;
@@ -527,6 +528,17 @@ impl Source for Proxy {
         }
         Box::pin(async move {
             let client = this.client().await?;
+            if client.revision().features().request_meta {
+                // Per request (2026-07-28): the upstream learns what the caller can answer,
+                // as if the caller asked it directly. A handshake upstream saw the gateway's
+                // capabilities once, at `initialize`: every kind of question.
+                let mut meta = Map::new();
+                meta.insert(
+                    CLIENT_CAPABILITIES.into(),
+                    askable(ctx.client_capabilities()),
+                );
+                params.insert("_meta".into(), Value::Object(meta));
+            }
             let answerer = ProxyInner::answerer(ctx);
             match client
                 .request_with(method, Value::Object(params), answerer)
@@ -542,6 +554,20 @@ impl Source for Proxy {
             }
         })
     }
+}
+
+/// What of a caller's capabilities an upstream may use through the gateway: what it can ask
+/// (elicitation, sampling, roots).
+fn askable(caps: &crate::protocol::types::ClientCapabilities) -> Value {
+    let mut out = Map::new();
+    if let Ok(Value::Object(all)) = serde_json::to_value(caps) {
+        for key in ["elicitation", "sampling", "roots"] {
+            if let Some(v) = all.get(key) {
+                out.insert(key.into(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
 }
 
 /// Whether a URI is an instance of a template.

@@ -621,7 +621,11 @@ impl Shared {
             }
             Ref::Resource { uri }
                 if self.registry.static_resource(uri).is_none()
-                    && !self.registry.templates.iter().any(|t| t.def.uri == uri.as_str()) =>
+                    && !self
+                        .registry
+                        .templates
+                        .iter()
+                        .any(|t| t.def.uri == uri.as_str()) =>
             {
                 self.source_of(ListKind::Templates, uri)
             }
@@ -645,9 +649,7 @@ impl Shared {
                     source.forward("completion/complete", forwarded, Context::detached());
                 let result = tokio::time::timeout(limit, forwarded)
                     .await
-                    .map_err(|_| {
-                        super::invoker::timed_out("completion/complete", limit)
-                    })??;
+                    .map_err(|_| super::invoker::timed_out("completion/complete", limit))??;
                 Ok(Bytes::from(render::result(
                     rev,
                     &shared.env,

@@ -1,0 +1,282 @@
+//! `Server::proxy`: a sake server in front of another (the upstream, a sake server of this
+//! binary's tools), reached by sake's client, on every pair of revisions — the client's to the
+//! gateway, the gateway's to the upstream — so both directions of the era bridge are crossed.
+
+use std::time::Duration;
+
+use sake::client::{Client, ClientError};
+use sake::compose::Upstream;
+use sake::prelude::*;
+use sake::{ElicitationModes, Registry, RpcError, Tool};
+use serde_json::json;
+
+/// Adds two numbers.
+#[tool]
+fn add(a: i64, b: i64) -> String {
+    (a + b).to_string()
+}
+
+/// Always fails, as a tool error (`isError: true`).
+#[tool]
+fn fails() -> CallToolResult {
+    CallToolResult::error("it always fails")
+}
+
+/// Fails with a protocol error that carries data.
+#[tool]
+fn refuses(ctx: Context) -> String {
+    ctx.fail_with(RpcError::invalid_params("no, never").with_data(json!({"why": "policy"})));
+    String::new()
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Name {
+    name: String,
+}
+
+/// Asks the user's name, then greets them.
+#[tool]
+async fn ask_name(ctx: Context) -> String {
+    match ctx.elicit::<Name>("who", "Your name?").await {
+        Ok(Elicitation::Accepted(n)) => format!("Hello, {}!", n.name),
+        Ok(_) => "No name given.".to_owned(),
+        Err(e) => format!("Could not ask: {e}"),
+    }
+}
+
+/// A greeting prompt.
+#[prompt]
+fn welcome(name: String) -> String {
+    format!("Welcome, {name}.")
+}
+
+/// A static note.
+#[resource(uri = "note://today", mime_type = "text/plain")]
+fn note() -> String {
+    "Buy milk.".to_owned()
+}
+
+async fn serve(server: Server) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = server.quiet(true).build().unwrap();
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    format!("http://{addr}/mcp")
+}
+
+async fn upstream() -> String {
+    serve(Server::from_registry()).await
+}
+
+fn empty() -> Server {
+    Server::with_registry(Registry::from_defs([], [], []).unwrap())
+}
+
+async fn gateway(prefix: &str, upstream: Upstream) -> String {
+    serve(empty().proxy(prefix, upstream)).await
+}
+
+fn text(r: &CallToolResult) -> Option<&str> {
+    r.content.first().and_then(|c| c.as_text())
+}
+
+/// Every revision the client speaks to the gateway, with every revision the gateway speaks to
+/// the upstream (or none pinned: discovery first).
+fn pairs() -> Vec<(Revision, Option<Revision>)> {
+    let mut out = Vec::new();
+    for down in Revision::ALL {
+        out.push((down, None));
+        for up in Revision::ALL {
+            out.push((down, Some(up)));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn tools_prompts_and_resources_are_served_transparently_on_every_pair_of_revisions() {
+    let up = upstream().await;
+    for (down, pin) in pairs() {
+        let mut upstream = Upstream::url(&up);
+        if let Some(rev) = pin {
+            upstream = upstream.revision(rev);
+        }
+        let gw = gateway("", upstream).await;
+        let client = Client::builder().revision(down).connect(&gw).await.unwrap();
+        let direct = Client::builder().revision(down).connect(&up).await.unwrap();
+        let what = format!("client {down}, upstream {pin:?}");
+        // The same names, in the same order.
+        let names = |tools: Vec<Tool>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
+        assert_eq!(
+            names(client.list_tools().await.unwrap()),
+            names(direct.list_tools().await.unwrap()),
+            "{what}"
+        );
+        let sum = client
+            .call_tool("add", json!({"a": 2, "b": 3}))
+            .await
+            .unwrap();
+        assert_eq!(text(&sum), Some("5"), "{what}");
+        assert_eq!(sum.is_error, None, "{what}");
+        let failed = client.call_tool("fails", json!({})).await.unwrap();
+        assert_eq!(failed.is_error, Some(true), "{what}");
+        assert_eq!(text(&failed), Some("it always fails"), "{what}");
+        // A protocol error keeps its code, message and data.
+        match client.call_tool("refuses", json!({})).await.unwrap_err() {
+            ClientError::Rpc { error, .. } => {
+                assert_eq!(error.code, -32602, "{what}");
+                assert_eq!(error.message, "no, never", "{what}");
+                assert_eq!(error.data, Some(json!({"why": "policy"})), "{what}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+        // An unknown tool: the upstream's own error.
+        match client.call_tool("nope", json!({})).await.unwrap_err() {
+            ClientError::Rpc { error, .. } => {
+                assert_eq!(error.code, -32602, "{what}");
+                assert_eq!(error.message, "Unknown tool: nope", "{what}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+        let prompt = client
+            .get_prompt("welcome", json!({"name": "Ada"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&prompt.messages).unwrap(),
+            json!([{"role": "user", "content": {"type": "text", "text": "Welcome, Ada."}}]),
+            "{what}"
+        );
+        let read = client.read("note://today").await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&read.contents).unwrap(),
+            json!([{"uri": "note://today", "mimeType": "text/plain", "text": "Buy milk."}]),
+            "{what}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn elicitation_crosses_the_era_bridge_in_both_directions() {
+    let up = upstream().await;
+    for (down, pin) in pairs() {
+        let mut upstream = Upstream::url(&up);
+        if let Some(rev) = pin {
+            upstream = upstream.revision(rev);
+        }
+        let gw = gateway("", upstream).await;
+        let client = Client::builder()
+            .revision(down)
+            .on_elicitation(|req| async move {
+                assert_eq!(req.message, "Your name?");
+                let mut content = sake::JsonObject::new();
+                content.insert("name".into(), json!("Ada"));
+                Ok(ElicitResult::accept(content))
+            })
+            .connect(&gw)
+            .await
+            .unwrap();
+        let out = client.call_tool("ask_name", json!({})).await.unwrap();
+        // 2025-03-26 has no elicitation: neither side of the bridge can ask on it.
+        let none = |rev: Revision| rev.features().elicitation == ElicitationModes::None;
+        let handshake_upstream = pin.is_some_and(|r| !r.features().request_meta);
+        let expected = if pin.is_some_and(none) || (none(down) && !handshake_upstream) {
+            "Could not ask: the client did not declare the `elicitation` capability this request needs"
+        } else if none(down) {
+            // A handshake upstream saw the gateway's capabilities at `initialize` (all of
+            // them): it asks, and the gateway answers it that its caller cannot.
+            "Could not ask: the client refused: The client cannot answer elicitation/create: the client did not declare the `elicitation` capability this request needs (-32601)"
+        } else {
+            "Hello, Ada!"
+        };
+        assert_eq!(
+            text(&out),
+            Some(expected),
+            "client {down}, upstream {pin:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_prefix_namespaces_tools_and_prompts() {
+    let up = upstream().await;
+    let gw = gateway("up", Upstream::url(&up)).await;
+    let client = Client::connect(&gw).await.unwrap();
+    let mut names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    names.sort();
+    assert_eq!(names, ["up_add", "up_ask_name", "up_fails", "up_refuses"]);
+    let sum = client
+        .call_tool("up_add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap();
+    assert_eq!(text(&sum), Some("2"));
+    let prompts: Vec<String> = client
+        .list_prompts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(prompts, ["up_welcome"]);
+    // Outside the prefix, nothing is served.
+    match client
+        .call_tool("add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap_err()
+    {
+        ClientError::Rpc { error, .. } => assert_eq!(error.message, "Unknown tool: add"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_upstream_that_is_down_costs_only_its_own_tools() {
+    let up = upstream().await;
+    // A port nobody listens on.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        drop(l);
+        format!("http://{addr}/mcp")
+    };
+    let gw = serve(empty().proxy("live", Upstream::url(&up)).proxy(
+        "dead",
+        Upstream::url(&closed).timeout(Duration::from_secs(2)),
+    ))
+    .await;
+    let client = Client::connect(&gw).await.unwrap();
+    // The list has the live upstream's tools; the dead one's are left out (logged).
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(names.iter().all(|n| n.starts_with("live_")), "{names:?}");
+    assert_eq!(names.len(), 4);
+    match client.call_tool("dead_add", json!({})).await.unwrap_err() {
+        ClientError::Rpc { error, .. } => {
+            assert_eq!(error.code, -32603);
+            assert!(
+                error
+                    .message
+                    .starts_with("The upstream server `dead` is unavailable: "),
+                "{}",
+                error.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let sum = client
+        .call_tool("live_add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    assert_eq!(text(&sum), Some("3"));
+}
