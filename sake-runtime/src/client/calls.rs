@@ -22,24 +22,28 @@ impl Client {
         Self::decode(method, &raw)
     }
 
-    /// Sends any request with its `input_required` rounds, and returns its raw result: what
-    /// the server asks while it serves this request — elicitation, sampling, roots, in a
-    /// round (2026-07-28) or with a request on the call's stream (handshake revisions) — is
-    /// answered by `answerer` instead of the builder's handlers (over stdio, a question on no
-    /// request's stream goes to `answerer` while this is the one request in flight that has
-    /// one). A gateway relays each call's questions to the client that made it this way.
+    /// Sends any request with its `input_required` rounds, and returns its raw result, with
+    /// options of its own: what the server asks while it serves this request — elicitation,
+    /// sampling, roots, in a round (2026-07-28) or with a request on the call's stream
+    /// (handshake revisions) — is answered by the options' answerer instead of the builder's
+    /// handlers, and the notifications it sends about it (progress, log messages) go to the
+    /// options' listener too. Over stdio, which does not say which request a message is
+    /// about, a message on no request's stream goes to the options of the one request in
+    /// flight that has some, when there is one. A gateway relays each call's questions and
+    /// notifications to the client that made it this way.
     ///
-    /// The capabilities the client declares are still the builder's: register the handlers
-    /// whose questions `answerer` may get.
+    /// The capabilities the client declares are the builder's (on 2026-07-28 a `_meta` of
+    /// `params` may declare others for this request): register the handlers whose questions
+    /// the answerer may get.
     pub async fn request_with(
         &self,
         method: &str,
         params: Value,
-        answerer: super::Answerer,
+        options: super::CallOptions,
     ) -> Result<Value, ClientError> {
         let params = Self::object(method, params)?;
-        let raw = core::ANSWERER
-            .scope(answerer, self.send_rounds(method, params))
+        let raw = core::CALL
+            .scope(options, self.send_rounds(method, params))
             .await?;
         Self::decode(method, &raw)
     }

@@ -223,9 +223,52 @@ pub struct ServerRequest {
 /// the result object, or the JSON-RPC error the server is answered with.
 pub type Answerer = Arc<dyn Fn(ServerRequest) -> BoxFuture<Result<Value, RpcError>> + Send + Sync>;
 
+/// Receives the notifications the server sends about one request (its progress, its log
+/// messages), besides the client's streams of notifications.
+pub type NotificationFn = Arc<dyn Fn(Notification) + Send + Sync>;
+
+/// What one request brings of its own ([`Client::request_with`](super::Client::request_with)):
+/// who answers the server's questions about it, and who hears the server's notifications
+/// about it.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    pub(crate) answerer: Option<Answerer>,
+    pub(crate) notifications: Option<NotificationFn>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("answerer", &self.answerer.is_some())
+            .field("notifications", &self.notifications.is_some())
+            .finish()
+    }
+}
+
+impl CallOptions {
+    /// Nothing of its own: the builder's handlers answer, the client's streams hear.
+    pub fn new() -> Self {
+        CallOptions::default()
+    }
+
+    /// The server's questions about this request go to `answerer` instead of the builder's
+    /// handlers.
+    pub fn answer_with(mut self, answerer: Answerer) -> Self {
+        self.answerer = Some(answerer);
+        self
+    }
+
+    /// The server's notifications about this request (on its stream; over stdio, while it
+    /// is the one request in flight with options of its own) also go to `f`.
+    pub fn on_notification(mut self, f: impl Fn(Notification) + Send + Sync + 'static) -> Self {
+        self.notifications = Some(Arc::new(f));
+        self
+    }
+}
+
 tokio::task_local! {
-    /// The answerer of the requests sent from this task (`Client::request_with`).
-    pub(crate) static ANSWERER: Answerer;
+    /// The options of the requests sent from this task (`Client::request_with`).
+    pub(crate) static CALL: CallOptions;
 }
 
 /// Why a handler could not answer.
@@ -385,9 +428,9 @@ pub(crate) struct Core {
     server_requests: Arc<Semaphore>,
     pub(crate) handlers: Handlers,
     pub(crate) limits: Limits,
-    /// The answerers of requests in flight that have their own
+    /// The options of requests in flight that have their own
     /// ([`Client::request_with`](super::Client::request_with)), by request id.
-    answerers: Mutex<HashMap<RequestId, Answerer>>,
+    answerers: Mutex<HashMap<RequestId, CallOptions>>,
 }
 
 /// Forgets a request's answerer when dropped.
@@ -419,29 +462,32 @@ impl Core {
         }
     }
 
-    /// Whether the task sending request `id` has an answerer of its own
-    /// ([`ANSWERER`]): then the server's questions on that request's stream go to it, until
-    /// the guard is dropped.
+    /// Whether the task sending request `id` has options of its own ([`CALL`]): then the
+    /// server's questions and notifications on that request's stream go to them, until the
+    /// guard is dropped.
     pub(crate) fn answerer_for(self: &Arc<Self>, id: &RequestId) -> Option<AnswererGuard> {
-        let answerer = ANSWERER.try_with(Arc::clone).ok()?;
-        self.answerers.lock().ok()?.insert(id.clone(), answerer);
+        let options = CALL.try_with(Clone::clone).ok()?;
+        self.answerers.lock().ok()?.insert(id.clone(), options);
         Some(AnswererGuard {
             core: Arc::clone(self),
             id: id.clone(),
         })
     }
 
-    /// The answerer of a request of the server that came on the stream of `current`: that
-    /// request's own, if it has one. Without a stream (stdio), the one request in flight
-    /// that has an answerer, when there is exactly one: stdio does not say which request a
-    /// question belongs to.
-    fn answerer_of(&self, current: Option<&RequestId>) -> Option<Answerer> {
+    /// The options of the request whose stream a message came on (`current`). Without a
+    /// stream (stdio), those of the one request in flight that has options, when there is
+    /// exactly one: stdio does not say which request a message belongs to.
+    fn options_of(&self, current: Option<&RequestId>) -> Option<CallOptions> {
         let answerers = self.answerers.lock().ok()?;
         match current {
             Some(id) => answerers.get(id).cloned(),
             None if answerers.len() == 1 => answerers.values().next().cloned(),
             None => None,
         }
+    }
+
+    fn answerer_of(&self, current: Option<&RequestId>) -> Option<Answerer> {
+        self.options_of(current)?.answerer
     }
 
     /// A fresh request id: never reused while the client lives.
@@ -674,6 +720,9 @@ impl Core {
                 None
             }
             Msg::Notification(n) => {
+                if let Some(f) = self.options_of(current).and_then(|o| o.notifications) {
+                    f(n.clone());
+                }
                 self.notify(n);
                 None
             }

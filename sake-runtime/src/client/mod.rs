@@ -59,7 +59,7 @@ use serde_json::Value;
 
 pub use self::apps::AppView;
 pub use self::builder::ClientBuilder;
-pub use self::core::{Answerer, Notification, ServerRequest};
+pub use self::core::{Answerer, CallOptions, Notification, NotificationFn, ServerRequest};
 pub use self::error::ClientError;
 pub use self::negotiate::{EraCache, Remembered};
 pub use self::skills::{LoadedSkill, is_directory};

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use std::sync::Arc;
 
-use super::core::{ANSWERER, HandlerFailure, ServerRequest};
+use super::core::{CALL, HandlerFailure, ServerRequest};
 use super::request::ResultShape;
 use super::{Client, ClientError};
 use crate::protocol::types::JsonObject;
@@ -48,7 +48,7 @@ impl Client {
             });
         }
         let mut responses = Map::new();
-        if let Ok(answerer) = ANSWERER.try_with(Arc::clone) {
+        if let Ok(Some(answerer)) = CALL.try_with(|c| c.answerer.clone()) {
             // The request's own answerer: every question at once (one that waits for a
             // person does not hold up the others).
             let answers = futures_util::future::join_all(requests.into_iter().map(|(key, req)| {

@@ -12,15 +12,18 @@ use std::time::{Duration, Instant};
 use ::http::{HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
-use crate::client::{Answerer, Client, ClientBuilder, ClientError, ServerRequest, Subscription};
+use crate::client::{
+    Answerer, CallOptions, Client, ClientBuilder, ClientError, Notification, ServerRequest,
+    Subscription,
+};
 use crate::handler::BoxFuture;
 use crate::handler::context::Context;
 use crate::handler::events::Notifier;
 use crate::handler::input::InputError;
 use crate::protocol::Revision;
 use crate::protocol::jsonrpc::RpcError;
-use crate::protocol::meta::CLIENT_CAPABILITIES;
-use crate::protocol::types::{ListRootsResult, ResourceTemplate};
+use crate::protocol::meta::{CLIENT_CAPABILITIES, LOG_LEVEL};
+use crate::protocol::types::{ListRootsResult, LoggingLevel, ResourceTemplate};
 use crate::server::source::{ListKind, Listed, Source};
 use crate::uri_template::UriTemplate;
 
@@ -210,6 +213,9 @@ pub(crate) struct ProxyInner {
     connection: tokio::sync::Mutex<Option<Connected>>,
     cache: Arc<Mutex<Cached>>,
     notifier: Arc<OnceLock<Notifier>>,
+    /// The URIs clients follow, followed at the upstream (at most [`MAX_FOLLOWED`]; until the
+    /// connection is made again).
+    followed: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for ProxyInner {
@@ -244,6 +250,7 @@ impl Proxy {
             connection: tokio::sync::Mutex::new(None),
             cache: Arc::default(),
             notifier: Arc::default(),
+            followed: Mutex::default(),
         }))
     }
 }
@@ -296,6 +303,9 @@ impl ProxyInner {
 
     /// Forgets a connection that failed: the next request connects again.
     async fn drop_connection(&self) {
+        if let Ok(mut f) = self.followed.lock() {
+            f.clear();
+        }
         if let Some(c) = self.connection.lock().await.take() {
             c._watch.abort();
         }
@@ -395,6 +405,48 @@ impl ProxyInner {
     }
 }
 
+/// How many resources of one upstream are followed for clients, at most.
+const MAX_FOLLOWED: usize = 1024;
+
+/// How many of an upstream's notifications about one call wait to be relayed, at most.
+const RELAYED: usize = 256;
+
+/// A progress token no other call of this process uses.
+fn next_token() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Relays an upstream's notification about a call to the caller: its progress, its log
+/// messages (at the level the caller asked for).
+async fn relay(ctx: &Context, n: Notification) {
+    let p = &n.params;
+    match n.method.as_str() {
+        "notifications/progress" => {
+            let Some(progress) = p.get("progress").and_then(Value::as_f64) else {
+                return;
+            };
+            let total = p.get("total").and_then(Value::as_f64);
+            match p.get("message").and_then(Value::as_str) {
+                Some(m) => ctx.progress_message(progress, total, m).await,
+                None => ctx.progress(progress, total).await,
+            }
+        }
+        "notifications/message" => {
+            let Some(level) = p
+                .get("level")
+                .and_then(|l| serde_json::from_value::<LoggingLevel>(l.clone()).ok())
+            else {
+                return;
+            };
+            let logger = p.get("logger").and_then(Value::as_str);
+            let data = p.get("data").cloned().unwrap_or(Value::Null);
+            ctx.log_as(level, logger, data).await;
+        }
+        _ => {}
+    }
+}
+
 /// What the upstream is answered when its question could not be asked or answered.
 fn refused(method: &str, e: &InputError) -> RpcError {
     match e {
@@ -474,6 +526,58 @@ impl Source for Proxy {
         })
     }
 
+    fn follow(&self, uri: &str) {
+        {
+            let Ok(mut followed) = self.0.followed.lock() else {
+                return;
+            };
+            if followed.contains(uri) {
+                return;
+            }
+            if followed.len() >= MAX_FOLLOWED {
+                tracing::warn!(
+                    prefix = self.0.label,
+                    "{MAX_FOLLOWED} resources of this upstream are followed already: updates of {uri} are not"
+                );
+                return;
+            }
+            followed.insert(uri.to_owned());
+        }
+        let this = Arc::clone(&self.0);
+        let uri = uri.to_owned();
+        tokio::spawn(async move {
+            let Ok(client) = this.client().await else {
+                return;
+            };
+            let mut stream = match client
+                .subscribe(Subscription {
+                    resource_subscriptions: vec![uri.clone()],
+                    ..Subscription::default()
+                })
+                .await
+            {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(prefix = this.label, %uri, "the upstream refused to tell of updates: {e}");
+                    if let Ok(mut f) = this.followed.lock() {
+                        f.remove(&uri);
+                    }
+                    return;
+                }
+            };
+            while let Some(n) = stream.recv().await {
+                if n.method == "notifications/resources/updated"
+                    && let (Some(u), Some(notifier)) = (n.uri(), this.notifier.get())
+                {
+                    notifier.notify_resource_updated(u);
+                }
+            }
+            if let Ok(mut f) = this.followed.lock() {
+                f.remove(&uri);
+            }
+        });
+    }
+
     fn owns(&self, kind: ListKind, key: &str) -> bool {
         let this = &self.0;
         match kind {
@@ -539,11 +643,56 @@ impl Source for Proxy {
                 );
                 params.insert("_meta".into(), Value::Object(meta));
             }
-            let answerer = ProxyInner::answerer(ctx);
-            match client
-                .request_with(method, Value::Object(params), answerer)
-                .await
+            // The caller's progress and log messages: the upstream's, relayed under a token
+            // of the gateway's own (tokens of different callers could collide upstream).
+            let token = ctx
+                .progress_token()
+                .map(|_| json!(format!("sake-gateway-{}", next_token())));
+            let mut meta = match params.remove("_meta") {
+                Some(Value::Object(m)) => m,
+                _ => Map::new(),
+            };
+            if let Some(t) = &token {
+                meta.insert("progressToken".into(), t.clone());
+            }
+            if client.revision().features().request_meta
+                && let Some(level) = ctx.log_threshold()
             {
+                meta.insert(LOG_LEVEL.into(), json!(level));
+            }
+            if !meta.is_empty() {
+                params.insert("_meta".into(), Value::Object(meta));
+            }
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<Notification>(RELAYED);
+            let options = CallOptions::new()
+                .answer_with(ProxyInner::answerer(ctx.clone()))
+                .on_notification(move |n| {
+                    let ours = match n.method.as_str() {
+                        "notifications/progress" => {
+                            token.is_some() && n.params.get("progressToken") == token.as_ref()
+                        }
+                        "notifications/message" => true,
+                        _ => false,
+                    };
+                    // Bounded: what a noisy upstream sends past it is dropped, not held.
+                    if ours && tx.try_send(n).is_err() {
+                        tracing::debug!("an upstream notification was dropped: the relay is full");
+                    }
+                });
+            let call = client.request_with(method, Value::Object(params), options);
+            tokio::pin!(call);
+            let outcome = loop {
+                tokio::select! {
+                    biased;
+                    Some(n) = rx.recv() => relay(&ctx, n).await,
+                    outcome = &mut call => break outcome,
+                }
+            };
+            // What came before the answer goes before it.
+            while let Ok(n) = rx.try_recv() {
+                relay(&ctx, n).await;
+            }
+            match outcome {
                 Ok(mut v) => {
                     if let Value::Object(o) = &mut v {
                         o.remove("resultType");

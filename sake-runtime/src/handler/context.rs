@@ -369,6 +369,22 @@ impl Context {
     ///
     /// A call that runs as a task sends none: a task has no stream to carry them.
     pub async fn log(&self, level: LoggingLevel, data: impl Serialize) {
+        let data = serde_json::to_value(data).unwrap_or(Value::Null);
+        self.log_as(level, self.inner.name.as_deref(), data).await;
+    }
+
+    /// The log level the client asked for, if it asked (what [`log`](Self::log) sends at
+    /// least).
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) fn log_threshold(&self) -> Option<LoggingLevel> {
+        self.inner
+            .meta
+            .log_level
+            .or(self.inner.revision.features().default_log_level)
+    }
+
+    /// A log message with its logger named (a gateway relays an upstream's as it sent them).
+    pub(crate) async fn log_as(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
         if self.inner.call.task().is_some() {
             return;
         }
@@ -383,7 +399,6 @@ impl Context {
         if level < threshold {
             return;
         }
-        let data = serde_json::to_value(data).unwrap_or(Value::Null);
         #[derive(Serialize)]
         struct Params<'a> {
             level: LoggingLevel,
@@ -395,7 +410,7 @@ impl Context {
             "notifications/message",
             &Params {
                 level,
-                logger: self.inner.name.as_deref(),
+                logger,
                 data,
             },
         );

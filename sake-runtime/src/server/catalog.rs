@@ -146,6 +146,13 @@ impl Shared {
                 super::MAX_URI_BYTES
             )));
         }
+        if self.registry.named(uri).is_none()
+            && let Some(source) = self.source_of(super::source::ListKind::Resources, uri)
+        {
+            // A source's resource (`Server::proxy`): its upstream is asked to tell of it.
+            source.follow(uri);
+            return Ok(());
+        }
         self.denoted::<Resource>(extensions, uri).map(drop)
     }
 }

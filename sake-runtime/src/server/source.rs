@@ -61,6 +61,10 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
         params: Map<String, Value>,
         ctx: Context,
     ) -> BoxFuture<Result<Value, RpcError>>;
+    /// A client follows updates of `uri`, one of this source's resources
+    /// (`resources/subscribe`, a listen filter): the source follows it at its end, and tells
+    /// of its updates through the notifier it was attached to.
+    fn follow(&self, uri: &str);
     /// Where it tells the clients that its lists changed or a resource was updated: given
     /// once, when the server is built.
     fn attach(&self, notifier: crate::handler::events::Notifier);
