@@ -10,11 +10,14 @@
 //! With an [`Auth`], every request carries its credentials, and a `401` or `403` is handed to
 //! it; when it renews them, the request is sent again (a few times at most).
 
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use futures_util::stream::{FuturesUnordered, StreamExt as _};
 use http::header::{ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -34,6 +37,9 @@ use super::sse::{Parser, TooLarge};
 use crate::protocol::Revision;
 use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::jsonrpc::RequestId;
+
+/// The server's requests of one stream being answered.
+type Answering<'a> = FuturesUnordered<BoxFuture<'a, ()>>;
 
 /// How often one request is sent again after its [`Auth`] renewed the credentials.
 const MAX_AUTH_RETRIES: usize = 4;
@@ -464,7 +470,9 @@ impl Http {
             });
         }
         for msg in json_messages(&bytes) {
-            self.handle(parse_message(&msg), Some(id)).await;
+            if let Some(answer) = self.handle(parse_message(&msg), Some(id)) {
+                answer.await;
+            }
         }
         Ok(Exchange {
             status,
@@ -493,10 +501,14 @@ impl Http {
         loop {
             if let Some(b) = body.take() {
                 let opened = Instant::now();
-                let pump = self.pump(b, &mut parser, Some(id));
-                tokio::pin!(pump);
+                let mut answering = Answering::new();
+                let mut pump = Box::pin(self.pump(b, &mut parser, Some(id), &mut answering));
                 let pumped = tokio::select! {
                     answer = &mut rx => {
+                        drop(pump);
+                        // The questions the server asked before its answer are answered
+                        // first (it may still read them).
+                        while answering.next().await.is_some() {}
                         return match answer {
                             Ok(a) => Ok(Exchange { status, body: Body::Response(a) }),
                             Err(_) => Err(self.core.closed_error()),
@@ -599,7 +611,8 @@ impl Http {
             loop {
                 if let Some(b) = body.take() {
                     let opened = Instant::now();
-                    let pumped = this.pump(b, &mut parser, None).await;
+                    let mut answering = Answering::new();
+                    let pumped = this.pump(b, &mut parser, None, &mut answering).await;
                     match pumped.end {
                         Err(ReadError::TooLarge) => {
                             let limit = limits.max_event;
@@ -650,15 +663,23 @@ impl Http {
         }
     }
 
-    /// Reads events until the stream ends, routing each message; counts the messages.
-    async fn pump(
-        &self,
+    /// Reads events until the stream ends, routing each message; counts the messages. The
+    /// server's requests are answered while the stream goes on being read: a question that
+    /// waits for a person (a gateway's, relaying it) does not hold up the ones after it.
+    async fn pump<'a>(
+        &'a self,
         mut body: Incoming,
         parser: &mut Parser,
-        current: Option<&RequestId>,
+        current: Option<&'a RequestId>,
+        answering: &mut Answering<'a>,
     ) -> Pumped {
         let mut messages = 0;
-        while let Some(frame) = body.frame().await {
+        loop {
+            let frame = tokio::select! {
+                frame = body.frame() => frame,
+                Some(()) = answering.next(), if !answering.is_empty() => continue,
+            };
+            let Some(frame) = frame else { break };
             let data = match frame {
                 Ok(frame) => match frame.into_data() {
                     Ok(data) => data,
@@ -688,31 +709,38 @@ impl Http {
                     continue;
                 }
                 messages += 1;
-                self.handle(parse_message(event.data.as_bytes()), current)
-                    .await;
+                if let Some(answer) = self.handle(parse_message(event.data.as_bytes()), current) {
+                    answering.push(Box::pin(answer));
+                }
             }
         }
+        while answering.next().await.is_some() {}
         Pumped {
             messages,
             end: Ok(()),
         }
     }
 
-    /// Routes one message; answers a request of the server with the registered handlers
-    /// (at most `max_server_requests` at once; one more is answered with an error).
-    async fn handle(&self, msg: Msg, current: Option<&RequestId>) {
-        let Some((rid, method, params)) = self.core.route(msg, current) else {
-            return;
-        };
-        tracing::debug!(%rid, %method, "request from the server");
-        let outcome = self
-            .core
-            .answer_server_request(&method, params.as_deref(), current)
-            .await;
-        let body = response_body(&rid, &outcome);
-        if let Err(e) = self.post_message(body).await {
-            tracing::warn!(%method, "could not answer the server's request: {e}");
-        }
+    /// Routes one message; a request of the server comes back as the future that answers it
+    /// with the registered handlers (at most `max_server_requests` at once; one more is
+    /// answered with an error).
+    fn handle<'a>(
+        &'a self,
+        msg: Msg,
+        current: Option<&'a RequestId>,
+    ) -> Option<impl Future<Output = ()> + Send + 'a> {
+        let (rid, method, params) = self.core.route(msg, current)?;
+        Some(async move {
+            tracing::debug!(%rid, %method, "request from the server");
+            let outcome = self
+                .core
+                .answer_server_request(&method, params.as_deref(), current)
+                .await;
+            let body = response_body(&rid, &outcome);
+            if let Err(e) = self.post_message(body).await {
+                tracing::warn!(%method, "could not answer the server's request: {e}");
+            }
+        })
     }
 
     /// POSTs a notification or a response: no answer is expected beyond a 2xx status.

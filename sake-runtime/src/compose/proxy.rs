@@ -21,8 +21,8 @@ use crate::handler::context::Context;
 use crate::handler::events::Notifier;
 use crate::handler::input::InputError;
 use crate::protocol::Revision;
-use crate::protocol::jsonrpc::RpcError;
-use crate::protocol::meta::{CLIENT_CAPABILITIES, LOG_LEVEL};
+use crate::protocol::jsonrpc::{RpcError, code};
+use crate::protocol::meta::{CLIENT_CAPABILITIES, INPUT_KEY, LOG_LEVEL};
 use crate::protocol::types::{ListRootsResult, LoggingLevel, ResourceTemplate};
 use crate::server::source::{ListKind, Listed, Source};
 use crate::uri_template::UriTemplate;
@@ -130,21 +130,30 @@ impl Upstream {
         self
     }
 
-    /// The client that reaches it: every capability a downstream client may have is
-    /// declared (each call's questions are answered by that call's client, through
-    /// `Client::request_with`; a question outside any call is refused).
-    fn builder(&self) -> ClientBuilder {
+    /// The client that reaches it, declaring the capabilities of `askable` (the questions a
+    /// downstream client can answer; `None`: every kind). Each call's questions are answered
+    /// by that call's client, through `Client::request_with`; a question outside any call is
+    /// refused.
+    fn builder(&self, askable: Option<Askable>) -> ClientBuilder {
         let outside = || RpcError::internal("no request of this gateway is asking this upstream");
+        let can = |what: u8| askable.is_none_or(|a| a.0 & what != 0);
         let mut b = ClientBuilder::new()
             .info("sake-gateway", env!("CARGO_PKG_VERSION"))
-            .on_elicitation(move |_| async move { Err(outside()) })
-            .elicitation_url(true)
-            .on_sampling(move |_| async move { Err(outside()) })
-            .on_roots(move || async move { Err::<ListRootsResult, _>(outside()) })
             .tasks(false)
             .timeout(self.timeout)
             .probe_timeout(self.timeout.min(Duration::from_secs(10)))
             .max_body_bytes(self.max_body_bytes);
+        if can(Askable::FORM | Askable::URL) {
+            b = b
+                .on_elicitation(move |_| async move { Err(outside()) })
+                .elicitation_url(can(Askable::URL));
+        }
+        if can(Askable::SAMPLING) {
+            b = b.on_sampling(move |_| async move { Err(outside()) });
+        }
+        if can(Askable::ROOTS) {
+            b = b.on_roots(move || async move { Err::<ListRootsResult, _>(outside()) });
+        }
         if let Some(rev) = self.revision {
             b = b.revision(rev);
         }
@@ -154,13 +163,21 @@ impl Upstream {
         b
     }
 
-    async fn connect(&self) -> Result<Client, ClientError> {
+    async fn connect(
+        &self,
+        askable: Option<Askable>,
+        pin: Option<Revision>,
+    ) -> Result<Client, ClientError> {
+        let mut builder = self.builder(askable);
+        if let Some(rev) = pin {
+            builder = builder.revision(rev);
+        }
         match &self.target {
-            Target::Url(url) => self.builder().connect(url).await,
+            Target::Url(url) => builder.connect(url).await,
             Target::Command(line) => {
                 let mut command = tokio::process::Command::new(&line[0]);
                 command.args(&line[1..]).kill_on_drop(true);
-                self.builder().spawn(command).await
+                builder.spawn(command).await
             }
         }
     }
@@ -213,6 +230,10 @@ pub(crate) struct ProxyInner {
     connection: tokio::sync::Mutex<Option<Connected>>,
     cache: Arc<Mutex<Cached>>,
     notifier: Arc<OnceLock<Notifier>>,
+    /// The sessions with a handshake upstream for callers that cannot answer every kind of
+    /// question, by what they can answer (at most 16): a handshake upstream learns the
+    /// client's capabilities once, at `initialize`.
+    sessions: tokio::sync::Mutex<std::collections::HashMap<Askable, Client>>,
     /// The URIs clients follow, followed at the upstream (at most [`MAX_FOLLOWED`]; until the
     /// connection is made again).
     followed: Mutex<std::collections::HashSet<String>>,
@@ -251,6 +272,7 @@ impl Proxy {
             cache: Arc::default(),
             notifier: Arc::default(),
             followed: Mutex::default(),
+            sessions: tokio::sync::Mutex::default(),
         }))
     }
 }
@@ -280,7 +302,7 @@ impl ProxyInner {
         }
         let client = self
             .upstream
-            .connect()
+            .connect(None, None)
             .await
             .map_err(|e| self.unavailable(&e))?;
         tracing::info!(
@@ -301,8 +323,30 @@ impl ProxyInner {
         Ok(client)
     }
 
+    /// The client for a caller that can answer `askable`: the connection, when the upstream
+    /// takes capabilities per request (2026-07-28) or the caller can answer everything; else
+    /// a session of its own, declaring only those, made on first use.
+    async fn client_for(&self, askable: Askable) -> Result<Client, RpcError> {
+        let main = self.client().await?;
+        if main.revision().features().request_meta || askable == Askable::ALL {
+            return Ok(main);
+        }
+        let mut sessions = self.sessions.lock().await;
+        if let Some(c) = sessions.get(&askable) {
+            return Ok(c.clone());
+        }
+        let client = self
+            .upstream
+            .connect(Some(askable), Some(main.revision()))
+            .await
+            .map_err(|e| self.unavailable(&e))?;
+        sessions.insert(askable, client.clone());
+        Ok(client)
+    }
+
     /// Forgets a connection that failed: the next request connects again.
     async fn drop_connection(&self) {
+        self.sessions.lock().await.clear();
         if let Ok(mut f) = self.followed.lock() {
             f.clear();
         }
@@ -393,13 +437,30 @@ impl ProxyInner {
         let asked = Arc::new(AtomicUsize::new(0));
         Arc::new(move |req: ServerRequest| {
             let ctx = ctx.clone();
-            let key = req.key.unwrap_or_else(|| {
+            let mut params = req.params;
+            // sake's server names a question it asks on a session (`_meta`): the same key as
+            // in a round, so that the client sees the question it would see directly.
+            let named = params
+                .get_mut("_meta")
+                .and_then(Value::as_object_mut)
+                .and_then(|m| m.remove(INPUT_KEY))
+                .and_then(|k| k.as_str().map(str::to_owned));
+            if params
+                .get("_meta")
+                .and_then(Value::as_object)
+                .is_some_and(Map::is_empty)
+                && let Some(o) = params.as_object_mut()
+            {
+                o.remove("_meta");
+            }
+            let key = req.key.or(named).unwrap_or_else(|| {
                 format!("upstream-{}", asked.fetch_add(1, Ordering::Relaxed) + 1)
             });
+            let method = req.method;
             Box::pin(async move {
-                ctx.ask_raw(&key, &req.method, req.params)
+                ctx.ask_raw(&key, &method, params)
                     .await
-                    .map_err(|e| refused(&req.method, &e))
+                    .map_err(|e| refused(&method, &e))
             })
         })
     }
@@ -631,7 +692,9 @@ impl Source for Proxy {
             _ => {}
         }
         Box::pin(async move {
-            let client = this.client().await?;
+            let client = this
+                .client_for(Askable::of(ctx.client_capabilities()))
+                .await?;
             if client.revision().features().request_meta {
                 // Per request (2026-07-28): the upstream learns what the caller can answer,
                 // as if the caller asked it directly. A handshake upstream saw the gateway's
@@ -699,9 +762,60 @@ impl Source for Proxy {
                     }
                     Ok(v)
                 }
-                Err(e) => Err(this.failed(e).await),
+                Err(e) => Err(canonical(this.failed(e).await, client.revision(), method)),
             }
         })
+    }
+}
+
+/// An upstream's error in the codes sake's engine uses whatever the revision (the rendering
+/// gives each client its revision's: `render::error`): a missing capability and a missing
+/// resource are told by different codes in the two eras.
+fn canonical(mut e: RpcError, upstream: Revision, method: &str) -> RpcError {
+    let f = upstream.features();
+    let names_capabilities = e
+        .data
+        .as_ref()
+        .is_some_and(|d| d.get("requiredCapabilities").is_some());
+    if e.code == f.missing_capability_code && names_capabilities {
+        e.code = code::MISSING_REQUIRED_CLIENT_CAPABILITY;
+    } else if method == "resources/read" && e.code == f.resource_not_found_code {
+        e.code = code::RESOURCE_NOT_FOUND_LEGACY;
+    }
+    e
+}
+
+/// Which kinds of question a caller can answer: elicitation forms and URLs, sampling, roots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Askable(u8);
+
+impl Askable {
+    const FORM: u8 = 1;
+    const URL: u8 = 2;
+    const SAMPLING: u8 = 4;
+    const ROOTS: u8 = 8;
+    const ALL: Askable = Askable(15);
+
+    fn of(caps: &crate::protocol::types::ClientCapabilities) -> Askable {
+        let v = askable(caps);
+        let mut bits = 0;
+        if let Some(e) = v.get("elicitation") {
+            let (form, url) = (e.get("form").is_some(), e.get("url").is_some());
+            // An empty `elicitation` is form mode.
+            if form || !url {
+                bits |= Askable::FORM;
+            }
+            if url {
+                bits |= Askable::URL;
+            }
+        }
+        if v.get("sampling").is_some() {
+            bits |= Askable::SAMPLING;
+        }
+        if v.get("roots").is_some() {
+            bits |= Askable::ROOTS;
+        }
+        Askable(bits)
     }
 }
 

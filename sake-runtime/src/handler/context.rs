@@ -19,7 +19,7 @@ use super::events::Notifier;
 use super::input::{self, Elicitation, InputChannel, InputError, Need};
 use crate::protocol::Revision;
 use crate::protocol::jsonrpc::{self, RequestId, RpcError};
-use crate::protocol::meta::{ProgressToken, RequestMeta};
+use crate::protocol::meta::{INPUT_KEY, ProgressToken, RequestMeta};
 use crate::protocol::types::{
     ClientCapabilities, CreateMessageRequest, CreateMessageResult, ElicitAction, ElicitResult,
     Implementation, ListRootsResult, LoggingLevel, Root,
@@ -626,6 +626,17 @@ impl Context {
                     .as_ref()
                     .ok_or(InputError::Unavailable("no response stream"))?;
                 let (id, rx, _forget) = peer.ask().map_err(InputError::Unavailable)?;
+                // The question's key goes with it (`_meta`): a gateway that relays it to a
+                // 2026-07-28 client asks under the same key.
+                let mut params = params;
+                if let Some(obj) = params.as_object_mut() {
+                    let meta = obj
+                        .entry("_meta")
+                        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+                    if let Some(meta) = meta.as_object_mut() {
+                        meta.insert(INPUT_KEY.into(), serde_json::Value::String(key.to_owned()));
+                    }
+                }
                 let bytes = jsonrpc::request_bytes(&RequestId::Number(id), method, &params);
                 if sink.send(bytes::Bytes::from(bytes)).await.is_err() {
                     return Err(InputError::Cancelled);

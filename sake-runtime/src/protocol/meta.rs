@@ -25,6 +25,12 @@ pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// `_meta` key on listen-stream notifications: the listen request's id.
 pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
+/// `_meta` key on a question sake's server asks on a handshake session (elicitation,
+/// sampling, roots): the key the function named it with, which a 2026-07-28 round would
+/// carry in `inputRequests`. A gateway in front of the server keys the question with it
+/// when it asks a 2026-07-28 client (docs/composition.md, "The era bridge").
+pub const INPUT_KEY: &str = "io.github.sake-rs/inputKey";
+
 /// A progress token: a string or an integer, like a request id.
 pub type ProgressToken = RequestId;
 
