@@ -670,9 +670,12 @@ async fn legacy_elicitation_is_a_request_on_stdout_answered_on_stdin(p: &mut Pee
         .await;
     let id = ask["id"].clone();
     assert!(id.is_i64(), "the server's request ids are numbers: {ask}");
+    // The question's key rides in `_meta` (what a gateway asks a 2026-07-28 client under).
+    let mut params = name_form();
+    params["_meta"] = json!({"io.github.sake-rs/inputKey": "name"});
     assert_eq!(
         ask,
-        json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": name_form()})
+        json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": params})
     );
     p.send(json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {"name": "Ada"}}}))
         .await;

@@ -1334,6 +1334,8 @@ fn name_elicitation(id: i64) -> Value {
                 "properties": {"name": {"type": "string", "description": "Your name."}},
                 "required": ["name"],
             },
+            // The question's key (what a gateway asks a 2026-07-28 client under).
+            "_meta": {"io.github.sake-rs/inputKey": "name"},
         },
     })
 }
@@ -1384,6 +1386,7 @@ async fn sampling_is_a_request_on_the_call_stream_on_every_revision() {
             json!({"jsonrpc": "2.0", "id": ask["id"], "method": "sampling/createMessage", "params": {
                 "messages": [{"role": "user", "content": {"type": "text", "text": "Capital of France?"}}],
                 "maxTokens": 50,
+                "_meta": {"io.github.sake-rs/inputKey": "answer"},
             }})
         );
         s.answer(
@@ -1408,7 +1411,9 @@ async fn roots_is_a_request_on_the_call_stream() {
         let ask = call.message().await;
         assert_eq!(
             ask,
-            json!({"jsonrpc": "2.0", "id": ask["id"], "method": "roots/list", "params": {}})
+            json!({"jsonrpc": "2.0", "id": ask["id"], "method": "roots/list", "params": {
+                "_meta": {"io.github.sake-rs/inputKey": "roots"},
+            }})
         );
         s.answer(
             &ask["id"],
