@@ -78,6 +78,7 @@ cargo test -p sake-runtime --features client,auth-proxy,redis --test auth_proxy
 cargo test -p sake-runtime --features auth --doc
 cargo test -p sake-runtime --features auth-proxy,redis --doc -- auth::proxy redis::
 cargo test -p sake-runtime --features otel,client --test otel
+cargo test -p sake-runtime --features client --test proxy
 lap "feature suites (auth, client, auth-proxy, redis, otel)"
 
 # --- the official conformance suite against the fixture --------------------------------------
@@ -90,6 +91,13 @@ if [ -x scripts/conformance-client.sh ]; then
   echo "==> conformance (client)"
   scripts/conformance-client.sh
   lap "conformance (client)"
+fi
+# The same suite through examples/gateway.rs in front of the fixture, on both sides of the era
+# bridge: each scenario's counts must be the direct run's (but for the gaps the script lists).
+if [ -x scripts/conformance-gateway.sh ]; then
+  echo "==> conformance through the gateway"
+  scripts/conformance-gateway.sh
+  lap "conformance (gateway)"
 fi
 # --- three replicas behind nginx sharing one Redis (deploy/): the suite through nginx, events,
 # ended sessions and tasks across replicas, a replica killed under load.

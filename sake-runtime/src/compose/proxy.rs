@@ -453,11 +453,18 @@ impl ProxyInner {
             {
                 o.remove("_meta");
             }
-            let key = req.key.or(named).unwrap_or_else(|| {
+            let key = req.key.clone().or(named).unwrap_or_else(|| {
                 format!("upstream-{}", asked.fetch_add(1, Ordering::Relaxed) + 1)
             });
             let method = req.method;
+            let from_stream = req.key.is_none();
             Box::pin(async move {
+                if from_stream && ctx.revision().features().input_required {
+                    // A session's questions come one message at a time, and a round ends with
+                    // the questions asked when the call next waits: the ones the upstream
+                    // asks together (a function awaiting several at once) go in one round.
+                    tokio::time::sleep(QUESTION_GRACE).await;
+                }
                 ctx.ask_raw(&key, &method, params)
                     .await
                     .map_err(|e| refused(&method, &e))
@@ -465,6 +472,10 @@ impl ProxyInner {
         })
     }
 }
+
+/// How long a question a handshake upstream asks on its session waits before it goes to a
+/// 2026-07-28 caller's round, so that the questions it asks in the same moment go together.
+const QUESTION_GRACE: Duration = Duration::from_millis(50);
 
 /// How many resources of one upstream are followed for clients, at most.
 const MAX_FOLLOWED: usize = 1024;

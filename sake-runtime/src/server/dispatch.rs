@@ -853,8 +853,13 @@ impl Shared {
         let shared = self.clone();
         Dispatched::Pending(Box::pin(async move {
             let mut items = local;
-            for source in &shared.config.sources {
-                let listed = match source.list(kind).await {
+            // Every source at once: a slow one delays the list by its own time only.
+            let all = futures_util::future::join_all(
+                shared.config.sources.iter().map(|source| source.list(kind)),
+            )
+            .await;
+            for (source, listed) in shared.config.sources.iter().zip(all) {
+                let listed = match listed {
                     Ok(listed) => listed,
                     Err(e) => {
                         tracing::warn!(
