@@ -278,3 +278,43 @@ async fn an_upstream_that_is_down_costs_only_its_own_tools() {
         .unwrap();
     assert_eq!(text(&sum), Some("3"));
 }
+
+/// The reference server of the TypeScript SDK (`@modelcontextprotocol/server-everything`,
+/// pinned in scripts/peers), over stdio: a handshake-only server, served to a 2026-07-28 client
+/// and to a handshake one.
+#[tokio::test]
+async fn a_server_of_another_sdk_is_served_to_clients_of_both_eras() {
+    let need = |var: &str| {
+        std::env::var(var).unwrap_or_else(|_| {
+            panic!("{var} is not set: run through scripts/test.sh, which installs the test peers into .tools/ and exports it")
+        })
+    };
+    let node = need("SAKE_NODE");
+    let modules = need("SAKE_NODE_MODULES");
+    let script = format!("{modules}/@modelcontextprotocol/server-everything/dist/index.js");
+    let gw = gateway("", Upstream::command(node, [script, "stdio".to_owned()])).await;
+    for down in [Revision::V2026_07_28, Revision::V2025_06_18] {
+        let client = Client::builder().revision(down).connect(&gw).await.unwrap();
+        let names: Vec<String> = client
+            .list_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert!(
+            names.iter().any(|n| n == "echo") && names.iter().any(|n| n == "get-sum"),
+            "{down}: {names:?}"
+        );
+        let echo = client
+            .call_tool("echo", json!({"message": "hi"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&echo), Some("Echo: hi"), "{down}");
+        let sum = client
+            .call_tool("get-sum", json!({"a": 2, "b": 3}))
+            .await
+            .unwrap();
+        assert_eq!(text(&sum), Some("The sum of 2 and 3 is 5."), "{down}");
+    }
+}
