@@ -18,7 +18,6 @@ cd "$(dirname "$0")/.."
 declare -A KNOWN_GAPS=(
   ["tasks-*"]="the tasks extension: upstream tasks are not served as tasks through the gateway"
   ["sep-2640-*"]="the skills extension: skills/list, skills/get and directory reads are not relayed"
-  ["http-custom-header-server-validation"]="x-mcp-header: the gateway does not check a remote tool's Mcp-Param headers against its arguments"
   ["server-sse-polling"]="SSE polling: the gateway does not end its stream when the upstream ends its own"
 )
 

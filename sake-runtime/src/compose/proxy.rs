@@ -598,6 +598,13 @@ impl Source for Proxy {
         })
     }
 
+    fn tool_headers(&self, name: &str) -> Option<Vec<crate::protocol::headers::HeaderParam>> {
+        let mut cache = self.0.cache.lock().ok()?;
+        let (_, listed) = cache.slot(ListKind::Tools).as_ref()?;
+        let tool = listed.tools.iter().find(|t| t.name == name)?;
+        crate::protocol::headers::header_params(&tool.input_schema).ok()
+    }
+
     fn follow(&self, uri: &str) {
         {
             let Ok(mut followed) = self.0.followed.lock() else {

@@ -61,6 +61,11 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
         params: Map<String, Value>,
         ctx: Context,
     ) -> BoxFuture<Result<Value, RpcError>>;
+    /// The `x-mcp-header` arguments of one of its tools, as it listed it (`None` when it has
+    /// not listed it yet): their `Mcp-Param-*` headers are checked as for the program's own.
+    fn tool_headers(&self, _name: &str) -> Option<Vec<crate::protocol::headers::HeaderParam>> {
+        None
+    }
     /// A client follows updates of `uri`, one of this source's resources
     /// (`resources/subscribe`, a listen filter): the source follows it at its end, and tells
     /// of its updates through the notifier it was attached to.

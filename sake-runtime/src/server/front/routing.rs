@@ -205,6 +205,17 @@ pub(super) fn check_modern<'a>(
     {
         check_param_headers(headers.map, &entry.headers, params.arguments)?;
     }
+    // A source's tool (`Server::proxy`): the `x-mcp-header` arguments of its listing.
+    if method == Method::ToolsCall
+        && let Some(name) = params.name.and_then(raw_str)
+        && shared.registry.tool(&name).is_none()
+        && let Some(declared) = shared
+            .source_of(crate::server::source::ListKind::Tools, &name)
+            .and_then(|s| s.tool_headers(&name))
+        && !declared.is_empty()
+    {
+        check_param_headers(headers.map, &declared, params.arguments)?;
+    }
     Ok((rev, method, meta))
 }
 
