@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 # Scenario (glob) → why the gateway does not pass it yet.
 declare -A KNOWN_GAPS=(
   ["tasks-*"]="the tasks extension: upstream tasks are not served as tasks through the gateway"
-  ["sep-2640-*"]="the skills extension: skills/list, skills/get and directory reads are not relayed"
+  ["sep-2640-*"]="the skills extension: a handshake upstream (UPSTREAM_REVISION=2025-11-25) has no skills to relay"
   ["server-sse-polling"]="SSE polling: the gateway does not end its stream when the upstream ends its own"
 )
 

@@ -102,7 +102,7 @@ impl Shared {
             Needs::Completions => c.completions.is_some(),
             Needs::Logging => c.logging.is_some(),
             Needs::Tasks => self.tasks.is_some(),
-            Needs::Skills => !self.registry.skills.is_empty(),
+            Needs::Skills => !self.registry.skills.is_empty() || !self.config.sources.is_empty(),
         }
     }
 
@@ -155,6 +155,12 @@ impl Shared {
         match method {
             Method::Discover => {
                 Dispatched::Ready(Ok(self.discover[parts.revision.index()].clone()))
+            }
+            Method::SkillsList | Method::SkillsGet | Method::DirectoryRead
+                if self.registry.skills.is_empty() && !self.config.sources.is_empty() =>
+            {
+                self.forward_skills(&parts, method, params)
+                    .unwrap_or_else(|e| Dispatched::err(rev, e))
             }
             Method::ToolsList
             | Method::PromptsList
@@ -815,6 +821,61 @@ impl Shared {
             .iter()
             .find(|s| s.owns(kind, key))
             .cloned()
+    }
+
+    /// The skills extension's requests on a server whose skills are its sources' (a gateway):
+    /// `skills/list` of its first source, `skills/get` and `resources/directory/read` of the
+    /// source that serves the URI, forwarded as they are.
+    fn forward_skills(
+        self: &Arc<Self>,
+        parts: &RequestParts,
+        method: Method,
+        params: &Params<'_>,
+    ) -> Result<Dispatched, RpcError> {
+        let rev = parts.revision;
+        let mut forwarded = serde_json::Map::new();
+        for (field, raw) in [("uri", params.uri), ("cursor", params.cursor)] {
+            if let Some(raw) = raw {
+                forwarded.insert(field.into(), raw_value(raw)?);
+            }
+        }
+        let source = match method {
+            Method::SkillsList => self.config.sources.first().cloned(),
+            _ => {
+                let uri = required(params.uri, "uri")?;
+                self.source_of(ListKind::Resources, &uri)
+            }
+        };
+        let Some(source) = source else {
+            let uri = required(params.uri, "uri")?;
+            return Err(
+                RpcError::invalid_params(format!("No skill is served at {uri}"))
+                    .with_data(json!({ "uri": uri })),
+            );
+        };
+        let shared = self.clone();
+        let limit = self.config.limits.request_timeout;
+        let name = method.as_str();
+        Ok(Dispatched::Pending(Box::pin(async move {
+            let forwarded = source.forward(name, forwarded, Context::detached());
+            let mut result = tokio::time::timeout(limit, forwarded)
+                .await
+                .map_err(|_| super::invoker::timed_out(name, limit))
+                .and_then(|r| r)
+                .map_err(|e| render::error(rev, e))?;
+            // Rendered again for this client: the upstream's own envelope goes.
+            if let serde_json::Value::Object(o) = &mut result {
+                o.remove("ttlMs");
+                o.remove("cacheScope");
+            }
+            Ok(Bytes::from(render::result(
+                rev,
+                &shared.env,
+                Shape::Plain,
+                Cache::Cacheable,
+                &result,
+            )))
+        })))
     }
 
     /// A list of a server with sources: the registry's items the caller sees, then each

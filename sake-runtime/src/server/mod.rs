@@ -338,7 +338,7 @@ impl Shared {
             }
             // The skills extension, with `resources/directory/read`: every skill is served as
             // files, so every directory of the namespace can be read.
-            if !registry.skills.is_empty() && rev.features().skills {
+            if (sourced || !registry.skills.is_empty()) && rev.features().skills {
                 ext.insert(
                     crate::protocol::skills::EXTENSION.into(),
                     crate::skills::declaration(),
