@@ -318,3 +318,38 @@ async fn a_server_of_another_sdk_is_served_to_clients_of_both_eras() {
         assert_eq!(text(&sum), Some("The sum of 2 and 3 is 5."), "{down}");
     }
 }
+
+/// The layers apply to a remote function as to the program's own: `Server::layer` to every
+/// one, `Server::layer_for(prefix)` to an upstream's (`McpRequest::function` is the prefix,
+/// `name` the name the client called).
+#[tokio::test]
+async fn the_layers_apply_to_remote_functions() {
+    use sake::middleware::{McpResponse, from_fn};
+    let up = upstream().await;
+    let gw = serve(empty().proxy("up", Upstream::url(&up)).layer_for(
+        "up",
+        from_fn(|req, next| async move {
+            if req.name() == "up_fails" {
+                return McpResponse::error(RpcError::invalid_params(format!(
+                    "refused by a layer: {} of {}",
+                    req.name(),
+                    req.function()
+                )));
+            }
+            next.run(req).await
+        }),
+    ))
+    .await;
+    let client = Client::connect(&gw).await.unwrap();
+    match client.call_tool("up_fails", json!({})).await.unwrap_err() {
+        ClientError::Rpc { error, .. } => {
+            assert_eq!(error.message, "refused by a layer: up_fails of up");
+        }
+        other => panic!("{other:?}"),
+    }
+    let sum = client
+        .call_tool("up_add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap();
+    assert_eq!(text(&sum), Some("2"));
+}

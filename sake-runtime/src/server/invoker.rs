@@ -657,6 +657,7 @@ impl Stacks {
     /// start-up.
     pub(crate) fn compose(
         registry: &crate::registry::Registry,
+        sources: &super::source::Sources,
         layers: &middleware::Layers,
     ) -> Result<Option<Stacks>, crate::error::Error> {
         if layers.is_empty() {
@@ -689,6 +690,13 @@ impl Stacks {
                 .map(|t| (Kind::Resource, t.def.uri, None)),
         );
         functions.extend(registry.views.iter().map(|v| (Kind::View, v.def.uri, None)));
+        // A source's functions (`Server::proxy`) under its label: `Server::layer_for(prefix)`
+        // names all of them.
+        for source in sources {
+            for kind in [Kind::Tool, Kind::Prompt, Kind::Resource] {
+                functions.push((kind, source.label(), None));
+            }
+        }
         for name in layers.names() {
             if !functions.iter().any(|(_, n, _)| *n == name) {
                 return Err(crate::error::Error::Config(format!(
