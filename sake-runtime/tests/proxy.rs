@@ -44,6 +44,13 @@ async fn ask_name(ctx: Context) -> String {
     }
 }
 
+/// Never answers.
+#[tool]
+async fn hangs() -> String {
+    std::future::pending::<()>().await;
+    String::new()
+}
+
 /// A greeting prompt.
 #[prompt]
 fn welcome(name: String) -> String {
@@ -208,7 +215,16 @@ async fn a_prefix_namespaces_tools_and_prompts() {
         .map(|t| t.name)
         .collect();
     names.sort();
-    assert_eq!(names, ["up_add", "up_ask_name", "up_fails", "up_refuses"]);
+    assert_eq!(
+        names,
+        [
+            "up_add",
+            "up_ask_name",
+            "up_fails",
+            "up_hangs",
+            "up_refuses"
+        ]
+    );
     let sum = client
         .call_tool("up_add", json!({"a": 1, "b": 1}))
         .await
@@ -258,7 +274,7 @@ async fn an_upstream_that_is_down_costs_only_its_own_tools() {
         .map(|t| t.name)
         .collect();
     assert!(names.iter().all(|n| n.starts_with("live_")), "{names:?}");
-    assert_eq!(names.len(), 4);
+    assert_eq!(names.len(), 5);
     match client.call_tool("dead_add", json!({})).await.unwrap_err() {
         ClientError::Rpc { error, .. } => {
             assert_eq!(error.code, -32603);
@@ -349,6 +365,124 @@ async fn the_layers_apply_to_remote_functions() {
     }
     let sum = client
         .call_tool("up_add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap();
+    assert_eq!(text(&sum), Some("2"));
+}
+
+/// An upstream that stops answers a clear error for its tools, and is connected again when
+/// it is back (on the same address), on both eras of upstream.
+#[tokio::test]
+async fn an_upstream_killed_and_restarted_is_connected_again() {
+    for pin in [Revision::V2026_07_28, Revision::V2025_11_25] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let first = tokio::spawn(Server::from_registry().quiet(true).build().unwrap().serve(
+            listener,
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        let url = format!("http://{addr}/mcp");
+        let gw = gateway(
+            "",
+            Upstream::url(&url)
+                .revision(pin)
+                .timeout(Duration::from_secs(5)),
+        )
+        .await;
+        let client = Client::connect(&gw).await.unwrap();
+        let sum = client
+            .call_tool("add", json!({"a": 1, "b": 2}))
+            .await
+            .unwrap();
+        assert_eq!(text(&sum), Some("3"), "{pin}");
+        // Killed.
+        let _ = stop.send(());
+        let _ = first.await;
+        match client
+            .call_tool("add", json!({"a": 1, "b": 2}))
+            .await
+            .unwrap_err()
+        {
+            ClientError::Rpc { error, .. } => {
+                assert_eq!(error.code, -32603, "{pin}");
+                assert!(
+                    error
+                        .message
+                        .starts_with("The upstream server `upstream` is unavailable: "),
+                    "{pin}: {}",
+                    error.message
+                );
+            }
+            other => panic!("{pin}: {other:?}"),
+        }
+        // Back, on the same address.
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+        tokio::spawn(
+            Server::from_registry()
+                .quiet(true)
+                .build()
+                .unwrap()
+                .serve(listener, std::future::pending()),
+        );
+        let sum = client
+            .call_tool("add", json!({"a": 2, "b": 2}))
+            .await
+            .unwrap();
+        assert_eq!(text(&sum), Some("4"), "{pin}");
+    }
+}
+
+/// A hostile upstream costs only its own tools: one that never answers is cut off at its
+/// timeout while another's calls go on, and one whose list is over its byte budget is left out
+/// of the list (its calls, within the budget, still work).
+#[tokio::test]
+async fn a_slow_or_oversized_upstream_costs_only_its_own_tools() {
+    let up = upstream().await;
+    let gw = serve(
+        empty()
+            .proxy("slow", Upstream::url(&up).timeout(Duration::from_secs(1)))
+            .proxy("small", Upstream::url(&up).max_body_bytes(800))
+            .proxy("fine", Upstream::url(&up)),
+    )
+    .await;
+    let client = Client::connect(&gw).await.unwrap();
+    let hanging = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call_tool("slow_hangs", json!({})).await })
+    };
+    // Meanwhile, another upstream answers.
+    let sum = client
+        .call_tool("fine_add", json!({"a": 3, "b": 4}))
+        .await
+        .unwrap();
+    assert_eq!(text(&sum), Some("7"));
+    match hanging.await.unwrap().unwrap_err() {
+        ClientError::Rpc { error, .. } => {
+            assert_eq!(error.code, -32603);
+            assert!(
+                error
+                    .message
+                    .starts_with("The upstream server `slow` is unavailable: "),
+                "{}",
+                error.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(!names.iter().any(|n| n.starts_with("small_")), "{names:?}");
+    assert!(names.iter().any(|n| n == "fine_add"), "{names:?}");
+    let sum = client
+        .call_tool("small_add", json!({"a": 1, "b": 1}))
         .await
         .unwrap();
     assert_eq!(text(&sum), Some("2"));
