@@ -8,7 +8,7 @@
 #
 # A scenario whose counts differ fails the run, unless it is one of the known gaps below, each
 # with its reason (docs/composition.md, "What the gateway does not relay yet"); a known gap
-# that passes is reported, so that the list only shrinks.
+# that passes with a gateway is reported, so that the list only shrinks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${SAKE_NODE:?run through scripts/test.sh, which installs the pinned suite}"
@@ -121,7 +121,7 @@ compare() {
     if [ -n "${gaps_seen[$glob]:-}" ]; then
       echo "    known gap: $glob — ${KNOWN_GAPS[$glob]}"
     else
-      echo "    known gap $glob passes now: take it off the list in scripts/conformance-gateway.sh"
+      echo "    (known gap $glob: passes with this gateway)"
     fi
   done
   return $status

@@ -435,6 +435,8 @@ impl ProxyInner {
     /// its key; one asked on the call's stream is keyed by its order in the call.
     fn answerer(ctx: Context) -> Answerer {
         let asked = Arc::new(AtomicUsize::new(0));
+        // When the upstream last asked something in this call.
+        let last_question = Arc::new(Mutex::new(Instant::now()));
         Arc::new(move |req: ServerRequest| {
             let ctx = ctx.clone();
             let mut params = req.params;
@@ -458,12 +460,26 @@ impl ProxyInner {
             });
             let method = req.method;
             let from_stream = req.key.is_none();
+            if let Ok(mut at) = last_question.lock() {
+                *at = Instant::now();
+            }
+            let last = Arc::clone(&last_question);
             Box::pin(async move {
                 if from_stream && ctx.revision().features().input_required {
                     // A session's questions come one message at a time, and a round ends with
                     // the questions asked when the call next waits: the ones the upstream
-                    // asks together (a function awaiting several at once) go in one round.
-                    tokio::time::sleep(QUESTION_GRACE).await;
+                    // asks together (a function awaiting several at once) go in one round,
+                    // once none has come for a moment.
+                    loop {
+                        tokio::time::sleep(QUESTION_GRACE).await;
+                        let quiet = last
+                            .lock()
+                            .map(|at| at.elapsed() >= QUESTION_GRACE)
+                            .unwrap_or(true);
+                        if quiet {
+                            break;
+                        }
+                    }
                 }
                 ctx.ask_raw(&key, &method, params)
                     .await
@@ -473,9 +489,10 @@ impl ProxyInner {
     }
 }
 
-/// How long a question a handshake upstream asks on its session waits before it goes to a
-/// 2026-07-28 caller's round, so that the questions it asks in the same moment go together.
-const QUESTION_GRACE: Duration = Duration::from_millis(50);
+/// How long the questions a handshake upstream asks on its session wait, after the last of
+/// them, before they go to a 2026-07-28 caller's round: the questions it asks in the same
+/// moment go together.
+const QUESTION_GRACE: Duration = Duration::from_millis(100);
 
 /// How many resources of one upstream are followed for clients, at most.
 const MAX_FOLLOWED: usize = 1024;
