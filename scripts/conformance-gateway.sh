@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 declare -A KNOWN_GAPS=(
   ["tasks-*"]="the tasks extension: upstream tasks are not served as tasks through the gateway"
   ["sep-2640-*"]="the skills extension: a handshake upstream (UPSTREAM_REVISION=2025-11-25) has no skills to relay"
-  ["server-sse-polling"]="SSE polling: the gateway does not end its stream when the upstream ends its own"
+  ["server-sse-polling"]="SSE polling: a 2026-07-28 upstream has no stream to end early (its tool's close_stream does nothing), so nothing tells the gateway to end its own"
 )
 
 cargo build --quiet --features redis,client --example everything --example gateway

@@ -234,6 +234,9 @@ pub type NotificationFn = Arc<dyn Fn(Notification) + Send + Sync>;
 pub struct CallOptions {
     pub(crate) answerer: Option<Answerer>,
     pub(crate) notifications: Option<NotificationFn>,
+    /// Told when the server ends the request's stream before its answer (SSE polling), which
+    /// the client then resumes: a gateway ends its own stream in turn.
+    pub(crate) stream_ended: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -255,6 +258,12 @@ impl CallOptions {
     /// handlers.
     pub fn answer_with(mut self, answerer: Answerer) -> Self {
         self.answerer = Some(answerer);
+        self
+    }
+
+    /// Told when the server ends this request's stream before its answer (SSE polling).
+    pub(crate) fn on_stream_ended(mut self, f: impl Fn() + Send + Sync + 'static) -> Self {
+        self.stream_ended = Some(Arc::new(f));
         self
     }
 
@@ -483,6 +492,18 @@ impl Core {
             Some(id) => answerers.get(id).cloned(),
             None if answerers.len() == 1 => answerers.values().next().cloned(),
             None => None,
+        }
+    }
+
+    /// The server ended the stream of request `id` before its answer.
+    pub(crate) fn stream_ended(&self, id: &RequestId) {
+        let hook = self
+            .answerers
+            .lock()
+            .ok()
+            .and_then(|a| a.get(id).and_then(|o| o.stream_ended.clone()));
+        if let Some(f) = hook {
+            f();
         }
     }
 

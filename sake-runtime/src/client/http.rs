@@ -549,6 +549,10 @@ impl Http {
                     attempts: backoff.failures(),
                 });
             }
+            if !reopened {
+                // A gateway relaying this request ends its own stream in turn (SSE polling).
+                self.core.stream_ended(id);
+            }
             let wait = backoff.delay(parser.retry_ms);
             tracing::debug!(%id, last_event_id = %last, ?wait, "resuming a dropped event stream");
             tokio::time::sleep(wait).await;

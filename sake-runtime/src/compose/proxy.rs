@@ -507,8 +507,13 @@ fn next_token() -> u64 {
 }
 
 /// Relays an upstream's notification about a call to the caller: its progress, its log
-/// messages (at the level the caller asked for).
-async fn relay(ctx: &Context, n: Notification) {
+/// messages (at the level the caller asked for); `None`, the end of the upstream's stream
+/// before its answer: this server ends its own (SSE polling; the caller resumes it).
+async fn relay(ctx: &Context, n: Option<Notification>) {
+    let Some(n) = n else {
+        ctx.close_stream().await;
+        return;
+    };
     let p = &n.params;
     match n.method.as_str() {
         "notifications/progress" => {
@@ -761,9 +766,14 @@ impl Source for Proxy {
             if !meta.is_empty() {
                 params.insert("_meta".into(), Value::Object(meta));
             }
-            let (tx, mut rx) = tokio::sync::mpsc::channel::<Notification>(RELAYED);
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<Option<Notification>>(RELAYED);
+            let ended = tx.clone();
             let options = CallOptions::new()
                 .answer_with(ProxyInner::answerer(ctx.clone()))
+                .on_stream_ended(move || {
+                    // `None`: the upstream ended its stream early; so does this server.
+                    let _ = ended.try_send(None);
+                })
                 .on_notification(move |n| {
                     let ours = match n.method.as_str() {
                         "notifications/progress" => {
@@ -773,7 +783,7 @@ impl Source for Proxy {
                         _ => false,
                     };
                     // Bounded: what a noisy upstream sends past it is dropped, not held.
-                    if ours && tx.try_send(n).is_err() {
+                    if ours && tx.try_send(Some(n)).is_err() {
                         tracing::debug!("an upstream notification was dropped: the relay is full");
                     }
                 });
