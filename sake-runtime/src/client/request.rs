@@ -23,6 +23,31 @@ use crate::protocol::methods::Method;
 use crate::protocol::tasks;
 use crate::protocol::types::JsonObject;
 
+/// A request in flight on a handshake session over HTTP: dropped before its answer, it sends
+/// `notifications/cancelled` (in the background).
+struct Abandoned<'a> {
+    client: Option<Client>,
+    id: &'a RequestId,
+}
+
+impl Drop for Abandoned<'_> {
+    fn drop(&mut self) {
+        let Some(client) = self.client.take() else {
+            return;
+        };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let id = self.id.clone();
+        rt.spawn(async move {
+            let params = json!({"requestId": id, "reason": "the client gave the request up"});
+            if let Err(e) = client.notify("notifications/cancelled", params).await {
+                tracing::debug!("could not cancel request {id}: {e}");
+            }
+        });
+    }
+}
+
 /// The `resultType` of a result (2026-07-28), absent before.
 #[derive(serde::Deserialize)]
 pub(super) struct ResultShape {
@@ -206,6 +231,13 @@ impl Client {
             let id = self.inner.core.next_id();
             // Questions on this request's stream go to its own answerer, if it has one.
             let _answerer = self.inner.core.answerer_for(&id);
+            // Given up before its answer (dropped): a session's server is told, so that it
+            // stops, and forgets what it was asking.
+            let mut abandoned = Abandoned {
+                client: (f.session_id && matches!(self.inner.transport, Transport::Http(_)))
+                    .then(|| self.clone()),
+                id: &id,
+            };
             let body = request_bytes(&id, method, &params);
             tracing::debug!(%id, method, revision = %rev, "request");
             let ex = match &self.inner.transport {
@@ -221,6 +253,8 @@ impl Client {
                         .await?;
                     if ex.status == 404 && f.session_id && stale.is_some() && !renewed {
                         renewed = true;
+                        // Answered (404: the session is gone), not given up.
+                        abandoned.client = None;
                         self.reinitialize(stale).await?;
                         continue;
                     }
@@ -228,6 +262,7 @@ impl Client {
                 }
                 Transport::Stdio(s) => self.stdio_exchange(s, method, &id, body).await?,
             };
+            abandoned.client = None;
             return self.interpret(method, ex);
         }
     }

@@ -436,7 +436,9 @@ impl ProxyInner {
     fn answerer(ctx: Context) -> Answerer {
         let asked = Arc::new(AtomicUsize::new(0));
         // When the upstream last asked something in this call.
-        let last_question = Arc::new(Mutex::new(Instant::now()));
+        let last_question = Arc::new(Mutex::new(tokio::time::Instant::now()));
+        // The questions waiting to be asked together.
+        let batch: Arc<Mutex<Vec<Waiting>>> = Arc::default();
         Arc::new(move |req: ServerRequest| {
             let ctx = ctx.clone();
             let mut params = req.params;
@@ -461,33 +463,75 @@ impl ProxyInner {
             let method = req.method;
             let from_stream = req.key.is_none();
             if let Ok(mut at) = last_question.lock() {
-                *at = Instant::now();
+                *at = tokio::time::Instant::now();
             }
             let last = Arc::clone(&last_question);
+            let batch = Arc::clone(&batch);
             Box::pin(async move {
-                if from_stream && ctx.revision().features().input_required {
-                    // A session's questions come one message at a time, and a round ends with
-                    // the questions asked when the call next waits: the ones the upstream
-                    // asks together (a function awaiting several at once) go in one round,
-                    // once none has come for a moment.
-                    loop {
-                        tokio::time::sleep(QUESTION_GRACE).await;
-                        let quiet = last
-                            .lock()
-                            .map(|at| at.elapsed() >= QUESTION_GRACE)
-                            .unwrap_or(true);
-                        if quiet {
-                            break;
+                if !(from_stream && ctx.revision().features().input_required) {
+                    return ctx
+                        .ask_raw(&key, &method, params)
+                        .await
+                        .map_err(|e| refused(&method, &e));
+                }
+                // A session's questions come one message at a time, and a round ends with the
+                // questions asked when the call next waits: the ones the upstream asks
+                // together (a function awaiting several at once) go in one round. Each waits
+                // until none has come for a moment; the first to wake asks every waiting one
+                // at once (in one poll), and each gets its own answer.
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                if let Ok(mut b) = batch.lock() {
+                    b.push((key, method, params, tx));
+                }
+                loop {
+                    let Ok(at) = last.lock().map(|at| *at + QUESTION_GRACE) else {
+                        break;
+                    };
+                    if at <= tokio::time::Instant::now() {
+                        break;
+                    }
+                    tokio::time::sleep_until(at).await;
+                }
+                let waiting = batch.lock().map(|mut b| std::mem::take(&mut *b));
+                let asks =
+                    futures_util::future::join_all(waiting.unwrap_or_default().into_iter().map(
+                        |(key, method, params, tx)| {
+                            let ctx = ctx.clone();
+                            async move {
+                                let answer = ctx
+                                    .ask_raw(&key, &method, params)
+                                    .await
+                                    .map_err(|e| refused(&method, &e));
+                                let _ = tx.send(answer);
+                            }
+                        },
+                    ));
+                tokio::pin!(asks);
+                let mut asks_done = false;
+                let mut rx = rx;
+                loop {
+                    tokio::select! {
+                        answer = &mut rx => {
+                            return answer.unwrap_or_else(|_| {
+                                Err(RpcError::internal("the question was not asked"))
+                            });
                         }
+                        _ = &mut asks, if !asks_done => asks_done = true,
                     }
                 }
-                ctx.ask_raw(&key, &method, params)
-                    .await
-                    .map_err(|e| refused(&method, &e))
             })
         })
     }
 }
+
+/// A question of a session upstream waiting to be asked with the others, and where its answer
+/// goes.
+type Waiting = (
+    String,
+    String,
+    Value,
+    tokio::sync::oneshot::Sender<Result<Value, RpcError>>,
+);
 
 /// How long the questions a handshake upstream asks on its session wait, after the last of
 /// them, before they go to a 2026-07-28 caller's round: the questions it asks in the same
