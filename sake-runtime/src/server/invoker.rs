@@ -657,7 +657,7 @@ impl Stacks {
     /// start-up.
     pub(crate) fn compose(
         registry: &crate::registry::Registry,
-        sources: &super::source::Sources,
+        sources: impl IntoIterator<Item = &'static str>,
         layers: &middleware::Layers,
     ) -> Result<Option<Stacks>, crate::error::Error> {
         if layers.is_empty() {
@@ -692,9 +692,9 @@ impl Stacks {
         functions.extend(registry.views.iter().map(|v| (Kind::View, v.def.uri, None)));
         // A source's functions (`Server::proxy`) under its label: `Server::layer_for(prefix)`
         // names all of them.
-        for source in sources {
+        for label in sources {
             for kind in [Kind::Tool, Kind::Prompt, Kind::Resource] {
-                functions.push((kind, source.label(), None));
+                functions.push((kind, label, None));
             }
         }
         for name in layers.names() {

@@ -358,7 +358,11 @@ impl Shared {
                 Bytes::from(render::result_value(rev, &env, Cache::Cacheable, result));
         }
         let restart = dev::Restart::from_env(&registry, config.limits.max_tracked_sessions);
-        let stacks = invoker::Stacks::compose(&registry, &config.sources, &config.layers)?;
+        let stacks = invoker::Stacks::compose(
+            &registry,
+            config.sources.iter().map(|s| s.label()),
+            &config.layers,
+        )?;
         let notifier = Notifier {
             bus: bus.clone(),
             relay: relay.clone(),
