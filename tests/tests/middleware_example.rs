@@ -81,7 +81,7 @@ impl Example {
             .connect(std::net::SocketAddr::from(([127, 0, 0, 1], self.port)))
             .await
             .unwrap();
-        tcp.write_all(&req.http1_bytes()).await.unwrap();
+        tcp.write_all(&req.to_http1()).await.unwrap();
         let mut raw = Vec::new();
         tokio::time::timeout(Duration::from_secs(20), tcp.read_to_end(&mut raw))
             .await
