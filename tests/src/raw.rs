@@ -16,6 +16,28 @@ use tokio::net::{TcpSocket, TcpStream};
 /// How long a test waits for a server to answer and close a connection before failing.
 pub const CLOSE_PATIENCE: Duration = Duration::from_secs(60);
 
+/// A loopback port that was free a moment ago (for a process that must be told its port).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
+}
+
+/// Waits (at most 20 s) until something accepts connections on the loopback `port`; fails
+/// the test naming `what` otherwise.
+pub async fn wait_until_listening(port: u16, what: &str) {
+    let patience = Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + patience;
+    while TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} is not listening on port {port} after {patience:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Serves `server` on `127.0.0.1:<a free port>` until the test ends; its address.
 pub async fn serve(server: sake::Server) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

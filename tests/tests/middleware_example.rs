@@ -13,13 +13,6 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
-}
-
 /// The example serving HTTP on a free port, its stderr's lines collected; killed when dropped.
 struct Example {
     _child: tokio::process::Child,
@@ -29,7 +22,7 @@ struct Example {
 
 impl Example {
     async fn start(redis: Option<&str>) -> Example {
-        let port = free_port();
+        let port = raw::free_port();
         let mut command =
             tokio::process::Command::new(example_binary_with("middleware", "redis compat"));
         command
@@ -52,14 +45,7 @@ impl Example {
                 let _ = tx.send(line);
             }
         });
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            assert!(Instant::now() < deadline, "the example is not listening");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        raw::wait_until_listening(port, "the middleware example").await;
         Example {
             _child: child,
             port,
