@@ -19,6 +19,21 @@ pub enum Error {
         /// Where the second is defined.
         second: String,
     },
+    /// Two definitions would be served under one name or URI once composed
+    /// (`Server::mount`, a `ToolTransform::rename`, the tool search tool).
+    #[error(
+        "two {kind}s would be served as `{name}`: {first}, and {second}; mount one under another prefix, or rename it (ToolTransform::rename)"
+    )]
+    Collision {
+        /// `tool`, `prompt`, `resource`, `resource template` or `view`.
+        kind: &'static str,
+        /// The name or URI both would have.
+        name: String,
+        /// The first: its own name, where it is defined, and how it was composed.
+        first: String,
+        /// The second, likewise.
+        second: String,
+    },
     /// A registered item is invalid (a hand-built descriptor, or a macro bypassed).
     #[error("{kind} `{name}` at {location}: {reason}")]
     InvalidDefinition {

@@ -12,3 +12,315 @@
 //! `upstream*.rs` and `bridge*.rs`.
 //!
 //! [`Server::mount`]: crate::Server::mount
+
+mod module;
+mod search;
+mod transform;
+
+pub use module::Module;
+pub use search::{MAX_RESULTS, ToolSearch};
+pub use transform::{ToolFilter, ToolTransform};
+
+// Remote servers (issue41b).
+
+use std::collections::HashMap;
+
+use crate::error::Error;
+use crate::handler::state::StateMap;
+use crate::handler::{Location, PromptDef, ResourceDef, ToolDef, ViewDef};
+use crate::registry::{Registry, is_valid_tool_name};
+use module::{Names, origin, prompt_copy, resource_copy, tool_copy, view_copy};
+
+/// The separator between a mount's prefix and a tool's or prompt's own name: `math_add`.
+///
+/// An underscore, because the names a model sees must pass the providers' function-name
+/// rules as well as MCP's: MCP allows `A-Za-z0-9_.-`, but some providers refuse `.` in a
+/// function name, and every one takes `_`.
+pub const SEPARATOR: char = '_';
+
+/// A tool's or prompt's name under `prefix`: `prefix_name`.
+pub(crate) fn prefixed_name(prefix: &str, name: &str) -> String {
+    format!("{prefix}{SEPARATOR}{name}")
+}
+
+/// A resource URI or template under `prefix`: the prefix becomes the first segment after
+/// the scheme — `docs://readme` is `docs://math/readme`, `weather://{city}` is
+/// `weather://math/{city}` (a template stays a template: its variables keep their places),
+/// `urn:x` is `urn:math/x`.
+pub(crate) fn prefixed_uri(prefix: &str, uri: &str) -> String {
+    if let Some((scheme, rest)) = uri.split_once("://") {
+        format!("{scheme}://{prefix}/{rest}")
+    } else if let Some((scheme, rest)) = uri.split_once(':') {
+        format!("{scheme}:{prefix}/{rest}")
+    } else {
+        format!("{prefix}/{uri}")
+    }
+}
+
+/// What a server composes, kept by the builder and applied when it is built.
+#[derive(Debug, Default)]
+pub(crate) struct Composition {
+    mounts: Vec<(String, Module)>,
+    search: Option<ToolSearch>,
+}
+
+impl Composition {
+    /// Mounts `module` under `prefix` (checked when the server is built).
+    pub(crate) fn mount(&mut self, prefix: String, module: Module) {
+        self.mounts.push((prefix, module));
+    }
+
+    /// Turns tool search on.
+    pub(crate) fn search(&mut self, search: ToolSearch) {
+        self.search = Some(search);
+    }
+
+    /// The registry the server serves: `registry` with the mounted definitions moved under
+    /// their prefixes and transformed, and the search tool. Fails on a bad prefix, a name
+    /// over the limit, two definitions served under one name, or a transform or pin of
+    /// something that does not exist.
+    pub(crate) fn apply(&self, mut registry: Registry) -> Result<Registry, Error> {
+        if self.mounts.is_empty() && self.search.is_none() {
+            return Ok(registry);
+        }
+        self.check_mounts(&registry)?;
+        let mount_of = |module: &str, tool: Option<&str>| -> Option<(&str, &Module)> {
+            self.mounts
+                .iter()
+                .filter(|(_, m)| match tool {
+                    Some(name) => m.selects_tool(module, name),
+                    None => m.contains(module),
+                })
+                .max_by_key(|(_, m)| m.path.len())
+                .map(|(p, m)| (p.as_str(), m))
+        };
+        let mut names = Names::default();
+
+        // Views first: a tool linked to a view that moves follows it.
+        let mut moved_views: HashMap<&str, String> = HashMap::new();
+        let mut views: Vec<&'static ViewDef> = Vec::new();
+        for entry in &registry.views {
+            let def = entry.def;
+            match mount_of(def.location.module, None) {
+                Some((prefix, _)) => {
+                    let uri = prefixed_uri(prefix, def.uri);
+                    names.add(
+                        "resource",
+                        &uri,
+                        origin(def.uri, &def.location, Some(prefix)),
+                    )?;
+                    views.push(view_copy(def, &uri));
+                    moved_views.insert(def.uri, uri);
+                }
+                None => {
+                    names.add("resource", def.uri, origin(def.uri, &def.location, None))?;
+                    views.push(def);
+                }
+            }
+        }
+
+        let mut tools: Vec<&'static ToolDef> = Vec::new();
+        let mut transformed: Vec<(&'static str, &ToolTransform)> = Vec::new();
+        for entry in &registry.tools {
+            let def = entry.def;
+            let view = def
+                .ui
+                .resource_uri
+                .and_then(|uri| moved_views.get(uri))
+                .map(String::as_str);
+            let Some((prefix, module)) = mount_of(def.location.module, Some(def.name)) else {
+                names.add("tool", def.name, origin(def.name, &def.location, None))?;
+                tools.push(match view {
+                    Some(_) => tool_copy(def, def.name, None, view),
+                    None => def,
+                });
+                continue;
+            };
+            if !module.reshape.keeps(&entry.listing) {
+                continue;
+            }
+            let transform = module.reshape.transform(def.name);
+            if let Some(why) = transform.and_then(|t| t.refusal(&entry.listing.input_schema)) {
+                return Err(invalid("tool", def.name, &def.location, why));
+            }
+            let own = transform
+                .and_then(|t| t.name.as_deref())
+                .unwrap_or(def.name);
+            let name = prefixed_name(prefix, own);
+            check_tool_name(&name, def, prefix)?;
+            names.add("tool", &name, origin(def.name, &def.location, Some(prefix)))?;
+            let copy = tool_copy(def, &name, transform, view);
+            tools.push(copy);
+            if let Some(t) = transform {
+                transformed.push((copy.name, t));
+            }
+        }
+        if let Some(search) = &self.search {
+            let def = search.def();
+            names.add(
+                "tool",
+                def.name,
+                format!(
+                    "the tool search's tool (ToolSearch::name, at {})",
+                    def.location
+                ),
+            )?;
+            tools.push(def);
+        }
+
+        let mut prompts: Vec<&'static PromptDef> = Vec::new();
+        for &def in &registry.prompts {
+            match mount_of(def.location.module, None) {
+                Some((prefix, _)) => {
+                    let name = prefixed_name(prefix, def.name);
+                    names.add(
+                        "prompt",
+                        &name,
+                        origin(def.name, &def.location, Some(prefix)),
+                    )?;
+                    prompts.push(prompt_copy(def, &name));
+                }
+                None => {
+                    names.add("prompt", def.name, origin(def.name, &def.location, None))?;
+                    prompts.push(def);
+                }
+            }
+        }
+
+        let mut resources: Vec<&'static ResourceDef> = Vec::new();
+        let statics = registry.resources.iter().map(|&d| ("resource", d));
+        let templates = registry
+            .templates
+            .iter()
+            .map(|t| ("resource template", t.def));
+        for (kind, def) in statics.chain(templates) {
+            match mount_of(def.location.module, None) {
+                Some((prefix, _)) => {
+                    let uri = prefixed_uri(prefix, def.uri);
+                    names.add(kind, &uri, origin(def.uri, &def.location, Some(prefix)))?;
+                    resources.push(resource_copy(def, &uri));
+                }
+                None => {
+                    names.add(kind, def.uri, origin(def.uri, &def.location, None))?;
+                    resources.push(def);
+                }
+            }
+        }
+
+        let skills = std::mem::take(&mut registry.skills);
+        let mut built = Registry::from_defs(tools, prompts, resources)?.with_views(views)?;
+        built.skills = skills;
+        for (name, transform) in transformed {
+            let Some(entry) = built.tools.iter_mut().find(|e| e.def.name == name) else {
+                continue;
+            };
+            transform.apply_listing(&mut entry.listing);
+            entry.edit = transform.edit();
+            entry.headers = crate::protocol::headers::header_params(&entry.listing.input_schema)
+                .map_err(|reason| invalid("tool", name, &entry.def.location, reason))?;
+        }
+        if let Some(search) = &self.search {
+            search.apply(&mut built)?;
+        }
+        Ok(built)
+    }
+
+    /// What the built server's state needs from the composition, once its registry is final
+    /// (schemas normalised): the tool search's index.
+    pub(crate) fn finish(&self, registry: &Registry, states: &mut StateMap) {
+        if let Some(search) = &self.search {
+            states.insert(search.index(registry));
+        }
+    }
+
+    /// Every prefix is usable, no module is mounted twice, and every tool a module names
+    /// (`Module::tools`, `Module::transform`) is one of its own.
+    fn check_mounts(&self, registry: &Registry) -> Result<(), Error> {
+        for (i, (prefix, module)) in self.mounts.iter().enumerate() {
+            if prefix.is_empty()
+                || !prefix
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(Error::Config(format!(
+                    "Server::mount: the prefix {prefix:?} (of Module::path({:?})) must be letters, digits, `-` and `_`, at least one",
+                    module.path
+                )));
+            }
+            if let Some((other, _)) = self.mounts[..i].iter().find(|(_, m)| m.path == module.path) {
+                return Err(Error::Config(format!(
+                    "Server::mount: Module::path({:?}) is mounted twice, under `{other}` and under `{prefix}`; mount it once",
+                    module.path
+                )));
+            }
+            let own: Vec<&str> = registry
+                .tools
+                .iter()
+                .filter(|t| module.contains(t.def.location.module))
+                .map(|t| t.def.name)
+                .collect();
+            let listed = module.tools.iter().flatten().map(String::as_str);
+            let unknown = listed
+                .filter(|n| !own.contains(n))
+                .chain(module.reshape.unknown(&own))
+                .next();
+            if let Some(name) = unknown {
+                let known = if own.is_empty() {
+                    "it defines no tool".to_owned()
+                } else {
+                    format!("its tools are {}", own.join(", "))
+                };
+                return Err(Error::Config(format!(
+                    "Server::mount(\"{prefix}\", Module::path({:?})) names the tool `{name}`, which the module does not define ({known})",
+                    module.path
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A mounted tool's name must be a tool name, 64 characters at most.
+fn check_tool_name(name: &str, def: &ToolDef, prefix: &str) -> Result<(), Error> {
+    if is_valid_tool_name(name) {
+        return Ok(());
+    }
+    let length = name.chars().count();
+    let reason = if length > 64 {
+        format!(
+            "mounted under `{prefix}` it would be served as `{name}`, {length} characters; a tool name has at most 64: mount it under a shorter prefix, or rename it (ToolTransform::rename)"
+        )
+    } else {
+        format!(
+            "mounted under `{prefix}` it would be served as `{name}`, which is not a tool name (it must match {})",
+            sake_rules::tool_name::PATTERN
+        )
+    };
+    Err(invalid("tool", def.name, &def.location, reason))
+}
+
+fn invalid(kind: &'static str, name: &str, location: &Location, reason: String) -> Error {
+    Error::InvalidDefinition {
+        kind,
+        name: name.to_owned(),
+        location: location.to_string(),
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_uris_take_the_prefix() {
+        assert_eq!(prefixed_name("math", "add"), "math_add");
+        assert_eq!(prefixed_uri("math", "docs://readme"), "docs://math/readme");
+        assert_eq!(
+            prefixed_uri("math", "weather://{city}/now"),
+            "weather://math/{city}/now"
+        );
+        assert_eq!(prefixed_uri("math", "ui://chart"), "ui://math/chart");
+        assert_eq!(prefixed_uri("math", "urn:isbn:1"), "urn:math/isbn:1");
+    }
+}
