@@ -789,6 +789,12 @@ fn icons(defs: &[IconDef]) -> Option<Vec<Icon>> {
     })
 }
 
+/// A tool's listing as its definition makes it (before any start-up change): what a
+/// composition's filter judges (compose/).
+pub(crate) fn tool_listing(def: &'static ToolDef) -> Tool {
+    tool_entry(def).listing
+}
+
 fn tool_entry(def: &'static ToolDef) -> ToolEntry {
     let input_schema = (def.input_schema)();
     let output_schema = (def.output_schema)();

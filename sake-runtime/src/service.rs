@@ -541,12 +541,12 @@ impl Server {
     /// Collects and validates everything, and builds each revision's lists: what serving
     /// does first. Fails on duplicate names and invalid definitions.
     pub fn build(mut self) -> Result<Service, Error> {
-        let registry = match self.registry {
-            Some(r) => r?,
-            None => Registry::collect()?,
-        };
         #[allow(unused_mut)]
-        let mut registry = self.compose.apply(registry)?;
+        let mut registry = match self.registry {
+            Some(r) => self.compose.apply(r?)?,
+            None if self.compose.is_empty() => Registry::collect()?,
+            None => self.compose.collect()?,
+        };
         registry.add_skills(self.skills)?;
         if let Some(listing) = &self.config.listing {
             listing.check(&self.config.info).map_err(Error::Config)?;

@@ -75,15 +75,62 @@ impl Composition {
         self.search = Some(search);
     }
 
-    /// The registry the server serves: `registry` with the mounted definitions moved under
-    /// their prefixes and transformed, and the search tool. Fails on a bad prefix, a name
-    /// over the limit, two definitions served under one name, or a transform or pin of
-    /// something that does not exist.
+    /// Whether it composes anything.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.mounts.is_empty() && self.search.is_none()
+    }
+
+    /// The registry of everything annotated in the binary, composed: what
+    /// `Registry::collect` would be, with the mounted definitions moved under their
+    /// prefixes and transformed, and the search tool. Two definitions of one name in
+    /// different modules are fine as long as a mount separates them.
+    pub(crate) fn collect(&self) -> Result<Registry, Error> {
+        self.compose(
+            inventory::iter::<ToolDef>().collect(),
+            inventory::iter::<PromptDef>().collect(),
+            inventory::iter::<ResourceDef>().collect(),
+            inventory::iter::<ViewDef>().collect(),
+        )?
+        .with_skills(inventory::iter::<crate::skills::EmbeddedSkills>())
+    }
+
+    /// An explicit registry (`Server::with_registry`), composed.
     pub(crate) fn apply(&self, mut registry: Registry) -> Result<Registry, Error> {
-        if self.mounts.is_empty() && self.search.is_none() {
+        if self.is_empty() {
             return Ok(registry);
         }
-        self.check_mounts(&registry)?;
+        let mut built = self.compose(
+            registry.tools.iter().map(|t| t.def).collect(),
+            registry.prompts.clone(),
+            registry
+                .resources
+                .iter()
+                .copied()
+                .chain(registry.templates.iter().map(|t| t.def))
+                .collect(),
+            registry.views.iter().map(|v| v.def).collect(),
+        )?;
+        built.skills = std::mem::take(&mut registry.skills);
+        Ok(built)
+    }
+
+    /// The registry of these definitions, composed. Fails on a bad prefix, a name over the
+    /// limit, two definitions served under one name, or a transform or pin of something that
+    /// does not exist.
+    fn compose(
+        &self,
+        mut all_tools: Vec<&'static ToolDef>,
+        mut all_prompts: Vec<&'static PromptDef>,
+        mut all_resources: Vec<&'static ResourceDef>,
+        mut all_views: Vec<&'static ViewDef>,
+    ) -> Result<Registry, Error> {
+        // In one order whatever the linker's, so that a collision names the same first one.
+        let place = |l: &Location| (l.file, l.line);
+        all_tools.sort_by_key(|d| (d.name, place(&d.location)));
+        all_prompts.sort_by_key(|d| (d.name, place(&d.location)));
+        all_resources.sort_by_key(|d| (d.uri, place(&d.location)));
+        all_views.sort_by_key(|d| (d.uri, place(&d.location)));
+        self.check_mounts(&all_tools)?;
         let mount_of = |module: &str, tool: Option<&str>| -> Option<(&str, &Module)> {
             self.mounts
                 .iter()
@@ -99,8 +146,7 @@ impl Composition {
         // Views first: a tool linked to a view that moves follows it.
         let mut moved_views: HashMap<&str, String> = HashMap::new();
         let mut views: Vec<&'static ViewDef> = Vec::new();
-        for entry in &registry.views {
-            let def = entry.def;
+        for &def in &all_views {
             match mount_of(def.location.module, None) {
                 Some((prefix, _)) => {
                     let uri = prefixed_uri(prefix, def.uri);
@@ -121,8 +167,7 @@ impl Composition {
 
         let mut tools: Vec<&'static ToolDef> = Vec::new();
         let mut transformed: Vec<(&'static str, &ToolTransform)> = Vec::new();
-        for entry in &registry.tools {
-            let def = entry.def;
+        for &def in &all_tools {
             let view = def
                 .ui
                 .resource_uri
@@ -136,11 +181,11 @@ impl Composition {
                 });
                 continue;
             };
-            if !module.reshape.keeps(&entry.listing) {
+            if !module.reshape.keeps(&crate::registry::tool_listing(def)) {
                 continue;
             }
             let transform = module.reshape.transform(def.name);
-            if let Some(why) = transform.and_then(|t| t.refusal(&entry.listing.input_schema)) {
+            if let Some(why) = transform.and_then(|t| t.refusal(&(def.input_schema)())) {
                 return Err(invalid("tool", def.name, &def.location, why));
             }
             let own = transform
@@ -169,7 +214,7 @@ impl Composition {
         }
 
         let mut prompts: Vec<&'static PromptDef> = Vec::new();
-        for &def in &registry.prompts {
+        for &def in &all_prompts {
             match mount_of(def.location.module, None) {
                 Some((prefix, _)) => {
                     let name = prefixed_name(prefix, def.name);
@@ -188,12 +233,9 @@ impl Composition {
         }
 
         let mut resources: Vec<&'static ResourceDef> = Vec::new();
-        let statics = registry.resources.iter().map(|&d| ("resource", d));
-        let templates = registry
-            .templates
-            .iter()
-            .map(|t| ("resource template", t.def));
-        for (kind, def) in statics.chain(templates) {
+        for &def in &all_resources {
+            // A template and a resource never share a URI (a template has a variable).
+            let kind = "resource";
             match mount_of(def.location.module, None) {
                 Some((prefix, _)) => {
                     let uri = prefixed_uri(prefix, def.uri);
@@ -207,9 +249,7 @@ impl Composition {
             }
         }
 
-        let skills = std::mem::take(&mut registry.skills);
         let mut built = Registry::from_defs(tools, prompts, resources)?.with_views(views)?;
-        built.skills = skills;
         for (name, transform) in transformed {
             let Some(entry) = built.tools.iter_mut().find(|e| e.def.name == name) else {
                 continue;
@@ -235,7 +275,7 @@ impl Composition {
 
     /// Every prefix is usable, no module is mounted twice, and every tool a module names
     /// (`Module::tools`, `Module::transform`) is one of its own.
-    fn check_mounts(&self, registry: &Registry) -> Result<(), Error> {
+    fn check_mounts(&self, tools: &[&'static ToolDef]) -> Result<(), Error> {
         for (i, (prefix, module)) in self.mounts.iter().enumerate() {
             if prefix.is_empty()
                 || !prefix
@@ -253,11 +293,10 @@ impl Composition {
                     module.path
                 )));
             }
-            let own: Vec<&str> = registry
-                .tools
+            let own: Vec<&str> = tools
                 .iter()
-                .filter(|t| module.contains(t.def.location.module))
-                .map(|t| t.def.name)
+                .filter(|t| module.contains(t.location.module))
+                .map(|t| t.name)
                 .collect();
             let listed = module.tools.iter().flatten().map(String::as_str);
             let unknown = listed

@@ -216,20 +216,19 @@ impl SearchIndex {
     /// scopes (and needing a signed-in caller or not).
     fn find(
         &self,
-        query: &str,
+        query: &[String],
         limit: usize,
         rev: Revision,
         apps: bool,
         may_see: &dyn Fn(&[&str], bool) -> bool,
     ) -> Vec<Value> {
-        let query = words(query);
         let mut hits: Vec<(u32, &Indexed)> = self
             .tools
             .iter()
             .filter(|t| !t.left_out[rev.index()])
             .filter(|t| apps || t.ui.as_ref().is_none_or(ToolUi::visible_to_model))
             .filter(|t| may_see(t.scopes, t.principal))
-            .map(|t| (t.score(&query), t))
+            .map(|t| (t.score(query), t))
             .filter(|(score, _)| *score > 0)
             .collect();
         hits.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.listing.name.cmp(&b.1.listing.name)));
@@ -259,6 +258,18 @@ fn words(text: &str) -> Vec<String> {
         .map(str::to_lowercase)
         .filter(|w| seen.insert(w.clone()))
         .collect()
+}
+
+/// Words too common to tell tools apart, left out of a query.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "by", "for", "from", "in", "is", "it", "of", "on", "or", "the", "to", "with",
+];
+
+/// The words of a query that can tell tools apart: its [`words`] but the [`STOP_WORDS`].
+fn query_words(query: &str) -> Vec<String> {
+    let mut words = words(query);
+    words.retain(|w| !STOP_WORDS.contains(&w.as_str()));
+    words
 }
 
 /// The search tool.
@@ -346,9 +357,10 @@ fn search(arguments: Option<&RawValue>, ctx: &Context) -> CallToolResult {
         Ok(args) => args,
         Err(refusal) => return refusal,
     };
-    if words(&args.query).is_empty() {
+    let query = query_words(&args.query);
+    if query.is_empty() {
         return CallToolResult::error(
-            "The query has no words: search for a word of a tool's name, title or description",
+            "The query has no words to search for: give a word of a tool's name, title or description",
         );
     }
     let limit = args
@@ -366,7 +378,7 @@ fn search(arguments: Option<&RawValue>, ctx: &Context) -> CallToolResult {
         }
         false
     };
-    let tools = index.find(&args.query, limit, ctx.revision(), apps, &may_see);
+    let tools = index.find(&query, limit, ctx.revision(), apps, &may_see);
     CallToolResult::structured(&json!({ "tools": tools }))
         .unwrap_or_else(|e| CallToolResult::error(format!("the search's result: {e}")))
 }
@@ -379,5 +391,6 @@ mod tests {
     fn words_split_names_and_sentences() {
         assert_eq!(words("get_weather.v2"), ["get", "weather", "v2"]);
         assert_eq!(words("The weather, the WEATHER!"), ["the", "weather"]);
+        assert_eq!(query_words("the weather of a city"), ["weather", "city"]);
     }
 }
