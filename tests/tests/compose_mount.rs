@@ -65,6 +65,20 @@ mod math {
             (values.iter().sum::<f64>() / n).to_string()
         }
     }
+
+    /// A chart: a view, mounted with its tool, which follows it.
+    #[view(uri = "ui://chart", name = "chart", html = chart_html)]
+    pub struct Chart;
+
+    async fn chart_html() -> Result<String, std::fmt::Error> {
+        Ok("<!DOCTYPE html><p>chart</p>".into())
+    }
+
+    /// Plots a chart.
+    #[tool(ui = Chart)]
+    fn plot() -> String {
+        "plotted".into()
+    }
 }
 
 /// A module with another `add`: mounted under `math` too, the two collide.
@@ -145,6 +159,7 @@ async fn a_mounted_module_is_served_under_its_prefix_and_leaves_the_root() {
                 "math_add",
                 "math_forecast",
                 "math_mean",
+                "math_plot",
                 "math_wipe",
                 "other_add",
                 "p_y",
@@ -264,7 +279,7 @@ fn two_definitions_under_one_name_stop_start_up_naming_both() {
     assert_eq!(
         err.to_string(),
         format!(
-            "two tools would be served as `math_add`: `add` at {file}:19 (compose_mount::math), mounted under `math`, and `add` at {file}:75 (compose_mount::clash), mounted under `math`; mount one under another prefix, or rename it (ToolTransform::rename)"
+            "two tools would be served as `math_add`: `add` at {file}:19 (compose_mount::math), mounted under `math`, and `add` at {file}:89 (compose_mount::clash), mounted under `math`; mount one under another prefix, or rename it (ToolTransform::rename)"
         )
     );
     // A mounted tool and a root one.
@@ -278,7 +293,7 @@ fn two_definitions_under_one_name_stop_start_up_naming_both() {
     assert_eq!(
         err.to_string(),
         format!(
-            "two tools would be served as `p_y`: `p_y` at {file}:110 (compose_mount), and `y` at {file}:86 (compose_mount::under), mounted under `p`; mount one under another prefix, or rename it (ToolTransform::rename)"
+            "two tools would be served as `p_y`: `p_y` at {file}:124 (compose_mount), and `y` at {file}:100 (compose_mount::under), mounted under `p`; mount one under another prefix, or rename it (ToolTransform::rename)"
         )
     );
     assert!(matches!(err, sake::Error::Collision { kind: "tool", .. }));
@@ -293,7 +308,7 @@ fn a_name_over_64_characters_stops_start_up() {
         .unwrap();
     assert_eq!(
         err.to_string(),
-        "tool `a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix` at tests/tests/compose_mount.rs:97 (compose_mount::long): mounted under `prefix` it would be served as `prefix_a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix`, 71 characters; a tool name has at most 64: mount it under a shorter prefix, or rename it (ToolTransform::rename)"
+        "tool `a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix` at tests/tests/compose_mount.rs:111 (compose_mount::long): mounted under `prefix` it would be served as `prefix_a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix`, 71 characters; a tool name has at most 64: mount it under a shorter prefix, or rename it (ToolTransform::rename)"
     );
     let err = server().mount("a.b", module("long")).build().err().unwrap();
     assert_eq!(
@@ -349,11 +364,12 @@ async fn transforms_rename_hide_fix_and_default() {
                     "annotations": {"readOnlyHint": true},
                 }),
                 &json!({"name": "math_mean", "description": "The mean of some numbers.", "inputSchema": math[1]["inputSchema"].clone()}),
+                &json!({"name": "math_plot", "description": "Plots a chart.", "inputSchema": {"type": "object", "properties": {}}}),
                 &json!({
                     "name": "math_plus",
                     "title": "Plus",
                     "description": "Adds two numbers.",
-                    "inputSchema": math[2]["inputSchema"].clone(),
+                    "inputSchema": math[3]["inputSchema"].clone(),
                     "annotations": {"readOnlyHint": true},
                 }),
             ],
@@ -431,7 +447,7 @@ fn a_transform_of_what_does_not_exist_stops_start_up() {
         .unwrap();
     assert_eq!(
         err.to_string(),
-        "invalid configuration: Server::mount(\"math\", Module::path(\"compose_mount::math\")) names the tool `nope`, which the module does not define (its tools are add, forecast, mean, wipe)"
+        "invalid configuration: Server::mount(\"math\", Module::path(\"compose_mount::math\")) names the tool `nope`, which the module does not define (its tools are add, forecast, mean, plot, wipe)"
     );
     let err = sake::Server::from_registry()
         .mount(
@@ -538,6 +554,45 @@ fn a_pin_of_no_tool_stops_start_up() {
         .unwrap();
     assert_eq!(
         err.to_string(),
-        "invalid configuration: ToolSearch::pin names `nope`, which is not served (tools: a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix, math_add, math_forecast, math_mean, math_wipe, other_add, p_y, ping, y)"
+        "invalid configuration: ToolSearch::pin names `nope`, which is not served (tools: a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix, math_add, math_forecast, math_mean, math_plot, math_wipe, other_add, p_y, ping, y)"
     );
+}
+
+#[tokio::test]
+async fn a_view_moves_with_its_module_and_its_tools_follow_it() {
+    let service = server().build().unwrap();
+    for rev in REVISIONS {
+        let client = TestClient::for_service(&service)
+            .revision(rev)
+            .capabilities(sake::apps::client_capabilities());
+        let tools = client.list_tools().await.unwrap();
+        let plot = tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "math_plot")
+            .unwrap();
+        assert_eq!(
+            plot["_meta"],
+            json!({"ui": {"resourceUri": "ui://math/chart", "visibility": ["model", "app"]}, "ui/resourceUri": "ui://math/chart"}),
+            "{rev}"
+        );
+        let resources = client.request("resources/list", json!({})).await.unwrap();
+        assert_eq!(
+            names(&resources, "resources", "uri"),
+            ["docs://math/readme", "ui://math/chart"],
+            "{rev}"
+        );
+        let read = client.read_resource("ui://math/chart").await.unwrap();
+        assert_eq!(
+            read["contents"][0]["text"],
+            json!("<!DOCTYPE html><p>chart</p>"),
+            "{rev}"
+        );
+        assert_eq!(
+            read["contents"][0]["uri"],
+            json!("ui://math/chart"),
+            "{rev}"
+        );
+    }
 }
