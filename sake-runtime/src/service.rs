@@ -561,7 +561,12 @@ impl Server {
         #[cfg(feature = "compat")]
         compat::at_startup(&mut registry, &self.schema_compat)
             .map_err(Error::IncompatibleSchemas)?;
-        self.compose.finish(&registry, &mut self.states);
+        self.compose.finish(
+            &registry,
+            &mut self.states,
+            #[cfg(feature = "auth")]
+            self.authorization.clone(),
+        );
         #[cfg(feature = "auth")]
         let auth = self.authorization.clone();
         let mut http = self.http;

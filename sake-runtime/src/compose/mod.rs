@@ -267,9 +267,18 @@ impl Composition {
 
     /// What the built server's state needs from the composition, once its registry is final
     /// (schemas normalised): the tool search's index.
-    pub(crate) fn finish(&self, registry: &Registry, states: &mut StateMap) {
+    pub(crate) fn finish(
+        &self,
+        registry: &Registry,
+        states: &mut StateMap,
+        #[cfg(feature = "auth")] auth: Option<std::sync::Arc<crate::auth::Authorization>>,
+    ) {
         if let Some(search) = &self.search {
-            states.insert(search.index(registry));
+            states.insert(search.index(
+                registry,
+                #[cfg(feature = "auth")]
+                auth,
+            ));
         }
     }
 

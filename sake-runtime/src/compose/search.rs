@@ -127,8 +127,13 @@ impl ToolSearch {
         Ok(())
     }
 
-    /// The index the search tool reads, from the registry as served.
-    pub(crate) fn index(&self, registry: &Registry) -> SearchIndex {
+    /// The index the search tool reads, from the registry as served; `auth`: the server's
+    /// token checks, whose scope hierarchy decides what a caller may see.
+    pub(crate) fn index(
+        &self,
+        registry: &Registry,
+        #[cfg(feature = "auth")] auth: Option<std::sync::Arc<crate::auth::Authorization>>,
+    ) -> SearchIndex {
         let tools = registry
             .tools
             .iter()
@@ -163,6 +168,8 @@ impl ToolSearch {
             name: self.name.clone(),
             default_results: self.max_results,
             tools,
+            #[cfg(feature = "auth")]
+            auth,
         }
     }
 }
@@ -208,6 +215,10 @@ pub(crate) struct SearchIndex {
     name: String,
     default_results: usize,
     tools: Vec<Indexed>,
+    /// The server's token checks: a caller sees a scoped tool when they grant it every
+    /// scope (with the scope hierarchy), as `tools/list` decides.
+    #[cfg(feature = "auth")]
+    auth: Option<std::sync::Arc<crate::auth::Authorization>>,
 }
 
 impl SearchIndex {
@@ -373,9 +384,10 @@ fn search(arguments: Option<&RawValue>, ctx: &Context) -> CallToolResult {
             return true;
         }
         #[cfg(feature = "auth")]
-        if let Some(p) = ctx.principal() {
-            return scopes.iter().all(|s| p.has_scope(s));
+        if let (Some(auth), Some(p)) = (&index.auth, ctx.principal()) {
+            return auth.missing(p, scopes).is_empty();
         }
+        // Start-up refuses scoped functions on a server without authorization.
         false
     };
     let tools = index.find(&query, limit, ctx.revision(), apps, &may_see);
