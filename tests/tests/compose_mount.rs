@@ -596,3 +596,51 @@ async fn a_view_moves_with_its_module_and_its_tools_follow_it() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_longest_path_wins_and_unselected_tools_stay_at_the_root() {
+    let service = sake::Server::from_registry()
+        .mount("math", module("math").tools(["add"]))
+        .mount("stats", module("math::stats"))
+        .mount("other", module("clash"))
+        .build()
+        .unwrap();
+    let client = TestClient::for_service(&service)
+        .revision(Revision::V2025_11_25)
+        .capabilities(sake::apps::client_capabilities());
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(
+        names(&tools, "tools", "name"),
+        [
+            "a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix",
+            "forecast",
+            "math_add",
+            "other_add",
+            "p_y",
+            "ping",
+            "plot",
+            "stats_mean",
+            "wipe",
+            "y",
+        ]
+    );
+    // `plot` stayed at the root; its view moved with the module, and the link follows it.
+    let plot = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "plot")
+        .unwrap();
+    assert_eq!(plot["_meta"]["ui"]["resourceUri"], json!("ui://math/chart"));
+    assert_eq!(
+        client
+            .call_tool("stats_mean", json!({"values": [2.0]}))
+            .await
+            .unwrap()["content"],
+        json!([{"type": "text", "text": "2"}])
+    );
+    assert_eq!(
+        client.call_tool("wipe", json!({})).await.unwrap()["content"],
+        json!([{"type": "text", "text": "wiped"}])
+    );
+}
