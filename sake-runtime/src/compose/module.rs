@@ -135,6 +135,20 @@ fn string(table: &mut Interned, s: &str) -> &'static str {
     leaked
 }
 
+/// The definition kept under `key`, made (and kept for the process) if there is none.
+fn keep<K: Eq + std::hash::Hash, T>(
+    kept: &mut HashMap<K, &'static T>,
+    key: K,
+    make: impl FnOnce() -> T,
+) -> &'static T {
+    if let Some(found) = kept.get(&key).copied() {
+        return found;
+    }
+    let made: &'static T = Box::leak(Box::new(make()));
+    kept.insert(key, made);
+    made
+}
+
 fn address<T>(def: &'static T) -> usize {
     std::ptr::from_ref(def) as usize
 }
@@ -163,17 +177,15 @@ pub(crate) fn tool_copy(
             None => def.ui.resource_uri,
         },
     };
-    *table.tools.entry(key).or_insert_with(|| {
-        Box::leak(Box::new(ToolDef {
-            name: key.name,
-            title: key.title,
-            description: key.description,
-            ui: ToolUiDef {
-                resource_uri: key.view,
-                ..def.ui
-            },
-            ..*def
-        }))
+    keep(&mut table.tools, key, || ToolDef {
+        name: key.name,
+        title: key.title,
+        description: key.description,
+        ui: ToolUiDef {
+            resource_uri: key.view,
+            ..def.ui
+        },
+        ..*def
     })
 }
 
@@ -181,30 +193,27 @@ pub(crate) fn tool_copy(
 pub(crate) fn prompt_copy(def: &'static PromptDef, name: &str) -> &'static PromptDef {
     let mut table = interned();
     let name = string(&mut table, name);
-    *table
-        .prompts
-        .entry((address(def), name))
-        .or_insert_with(|| Box::leak(Box::new(PromptDef { name, ..*def })))
+    keep(&mut table.prompts, (address(def), name), || PromptDef {
+        name,
+        ..*def
+    })
 }
 
 /// `def` at `uri`.
 pub(crate) fn resource_copy(def: &'static ResourceDef, uri: &str) -> &'static ResourceDef {
     let mut table = interned();
     let uri = string(&mut table, uri);
-    *table
-        .resources
-        .entry((address(def), uri))
-        .or_insert_with(|| Box::leak(Box::new(ResourceDef { uri, ..*def })))
+    keep(&mut table.resources, (address(def), uri), || ResourceDef {
+        uri,
+        ..*def
+    })
 }
 
 /// `def` at `uri`.
 pub(crate) fn view_copy(def: &'static ViewDef, uri: &str) -> &'static ViewDef {
     let mut table = interned();
     let uri = string(&mut table, uri);
-    *table
-        .views
-        .entry((address(def), uri))
-        .or_insert_with(|| Box::leak(Box::new(ViewDef { uri, ..*def })))
+    keep(&mut table.views, (address(def), uri), || ViewDef { uri, ..*def })
 }
 
 /// Where a definition came from, for a collision's message: its own name, its place, and
