@@ -79,6 +79,9 @@ mod math {
     fn plot() -> String {
         "plotted".into()
     }
+
+    // Skills: served under `skill://math/…`.
+    sake::skills!("../skills");
 }
 
 /// A module with another `add`: mounted under `math` too, the two collide.
@@ -234,7 +237,14 @@ async fn a_mounted_module_is_served_under_its_prefix_and_leaves_the_root() {
         let resources = client.request("resources/list", json!({})).await.unwrap();
         assert_eq!(
             names(&resources, "resources", "uri"),
-            ["docs://math/readme"],
+            [
+                "docs://math/readme",
+                "skill://math/docs/guide/SKILL.md",
+                "skill://math/docs/guide/deep/SKILL.md",
+                "skill://math/docs/guide/references/a.md",
+                "skill://math/solo/SKILL.md",
+                "skill://math/solo/assets/dot.png",
+            ],
             "{rev}"
         );
         let templates = client
@@ -279,7 +289,7 @@ fn two_definitions_under_one_name_stop_start_up_naming_both() {
     assert_eq!(
         err.to_string(),
         format!(
-            "two tools would be served as `math_add`: `add` at {file}:19 (compose_mount::math), mounted under `math`, and `add` at {file}:89 (compose_mount::clash), mounted under `math`; mount one under another prefix, or rename it (ToolTransform::rename)"
+            "two tools would be served as `math_add`: `add` at {file}:19 (compose_mount::math), mounted under `math`, and `add` at {file}:92 (compose_mount::clash), mounted under `math`; mount one under another prefix, or rename it (ToolTransform::rename)"
         )
     );
     // A mounted tool and a root one.
@@ -293,7 +303,7 @@ fn two_definitions_under_one_name_stop_start_up_naming_both() {
     assert_eq!(
         err.to_string(),
         format!(
-            "two tools would be served as `p_y`: `p_y` at {file}:124 (compose_mount), and `y` at {file}:100 (compose_mount::under), mounted under `p`; mount one under another prefix, or rename it (ToolTransform::rename)"
+            "two tools would be served as `p_y`: `p_y` at {file}:127 (compose_mount), and `y` at {file}:103 (compose_mount::under), mounted under `p`; mount one under another prefix, or rename it (ToolTransform::rename)"
         )
     );
     assert!(matches!(err, sake::Error::Collision { kind: "tool", .. }));
@@ -308,7 +318,7 @@ fn a_name_over_64_characters_stops_start_up() {
         .unwrap();
     assert_eq!(
         err.to_string(),
-        "tool `a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix` at tests/tests/compose_mount.rs:111 (compose_mount::long): mounted under `prefix` it would be served as `prefix_a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix`, 71 characters; a tool name has at most 64: mount it under a shorter prefix, or rename it (ToolTransform::rename)"
+        "tool `a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix` at tests/tests/compose_mount.rs:114 (compose_mount::long): mounted under `prefix` it would be served as `prefix_a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix`, 71 characters; a tool name has at most 64: mount it under a shorter prefix, or rename it (ToolTransform::rename)"
     );
     let err = server().mount("a.b", module("long")).build().err().unwrap();
     assert_eq!(
@@ -580,7 +590,15 @@ async fn a_view_moves_with_its_module_and_its_tools_follow_it() {
         let resources = client.request("resources/list", json!({})).await.unwrap();
         assert_eq!(
             names(&resources, "resources", "uri"),
-            ["docs://math/readme", "ui://math/chart"],
+            [
+                "docs://math/readme",
+                "ui://math/chart",
+                "skill://math/docs/guide/SKILL.md",
+                "skill://math/docs/guide/deep/SKILL.md",
+                "skill://math/docs/guide/references/a.md",
+                "skill://math/solo/SKILL.md",
+                "skill://math/solo/assets/dot.png",
+            ],
             "{rev}"
         );
         let read = client.read_resource("ui://math/chart").await.unwrap();
@@ -643,4 +661,40 @@ async fn the_longest_path_wins_and_unselected_tools_stay_at_the_root() {
         client.call_tool("wipe", json!({})).await.unwrap()["content"],
         json!([{"type": "text", "text": "wiped"}])
     );
+}
+
+#[tokio::test]
+async fn skills_move_with_their_module() {
+    let service = server().build().unwrap();
+    let modern = TestClient::for_service(&service);
+    let skills = modern.request("skills/list", json!({})).await.unwrap();
+    assert_eq!(
+        names(&skills, "skills", "uri"),
+        [
+            "skill://math/docs/guide/SKILL.md",
+            "skill://math/docs/guide/deep/SKILL.md",
+            "skill://math/solo/SKILL.md"
+        ]
+    );
+    for rev in REVISIONS {
+        let client = TestClient::for_service(&service).revision(rev);
+        let read = client
+            .read_resource("skill://math/docs/guide/references/a.md")
+            .await
+            .unwrap();
+        assert_eq!(
+            read["contents"][0]["uri"],
+            json!("skill://math/docs/guide/references/a.md"),
+            "{rev}"
+        );
+        let err = client
+            .read_resource("skill://docs/guide/references/a.md")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.data,
+            Some(json!({"uri": "skill://docs/guide/references/a.md"})),
+            "{rev}"
+        );
+    }
 }

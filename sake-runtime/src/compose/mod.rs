@@ -91,7 +91,27 @@ impl Composition {
             inventory::iter::<ResourceDef>().collect(),
             inventory::iter::<ViewDef>().collect(),
         )?
-        .with_skills(inventory::iter::<crate::skills::EmbeddedSkills>())
+        .with_skills(self.skills(inventory::iter::<crate::skills::EmbeddedSkills>()))
+    }
+
+    /// Embedded skills, those of a mounted module under its prefix.
+    fn skills(
+        &self,
+        all: impl IntoIterator<Item = &'static crate::skills::EmbeddedSkills>,
+    ) -> Vec<&'static crate::skills::EmbeddedSkills> {
+        all.into_iter()
+            .map(|s| {
+                match self
+                    .mounts
+                    .iter()
+                    .filter(|(_, m)| m.contains(s.location.module))
+                    .max_by_key(|(_, m)| m.path.len())
+                {
+                    Some((prefix, _)) => module::skills_copy(s, prefix),
+                    None => s,
+                }
+            })
+            .collect()
     }
 
     /// An explicit registry (`Server::with_registry`), composed.
@@ -99,7 +119,7 @@ impl Composition {
         if self.is_empty() {
             return Ok(registry);
         }
-        let mut built = self.compose(
+        let built = self.compose(
             registry.tools.iter().map(|t| t.def).collect(),
             registry.prompts.clone(),
             registry
@@ -110,8 +130,7 @@ impl Composition {
                 .collect(),
             registry.views.iter().map(|v| v.def).collect(),
         )?;
-        built.skills = std::mem::take(&mut registry.skills);
-        Ok(built)
+        built.with_skills(self.skills(std::mem::take(&mut registry.skills).embedded()))
     }
 
     /// The registry of these definitions, composed. Fails on a bad prefix, a name over the

@@ -1,7 +1,7 @@
 //! In-process modules: the definitions of a Rust module, mounted under a prefix.
 //!
-//! A definition (`#[tool]`, `#[prompt]`, `#[resource]`, `#[view]`) records the Rust module it
-//! is written in (`Location::module`, `module_path!()`); a [`Module`] selects by that path, so
+//! A definition (`#[tool]`, `#[prompt]`, `#[resource]`, `#[view]`, `sake::skills!`) records
+//! the Rust module it is written in (`Location::module`, `module_path!()`); a [`Module`] selects by that path, so
 //! a crate's `math` module is mounted with `Module::path("my_crate::math")` and nothing needs
 //! to be declared twice. Mounting *moves* what it selects: the root no longer serves it.
 //!
@@ -15,10 +15,11 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::transform::{Reshape, ToolFilter, ToolTransform};
 use crate::handler::{Location, PromptDef, ResourceDef, ToolDef, ToolUiDef, ViewDef};
+use crate::skills::{EmbeddedFile, EmbeddedSkill, EmbeddedSkills};
 
 /// A set of definitions to mount under a prefix ([`Server::mount`](crate::Server::mount)):
-/// every tool, prompt, resource, resource template and view defined in a Rust module and the
-/// modules below it.
+/// every tool, prompt, resource, resource template, view and embedded skill defined in a Rust
+/// module and the modules below it.
 ///
 /// ```no_run
 /// mod math {
@@ -106,6 +107,7 @@ struct Interned {
     prompts: HashMap<(usize, &'static str), &'static PromptDef>,
     resources: HashMap<(usize, &'static str), &'static ResourceDef>,
     views: HashMap<(usize, &'static str), &'static ViewDef>,
+    skills: HashMap<(usize, &'static str), &'static EmbeddedSkills>,
 }
 
 /// What a mounted tool changes of its definition.
@@ -213,7 +215,47 @@ pub(crate) fn resource_copy(def: &'static ResourceDef, uri: &str) -> &'static Re
 pub(crate) fn view_copy(def: &'static ViewDef, uri: &str) -> &'static ViewDef {
     let mut table = interned();
     let uri = string(&mut table, uri);
-    keep(&mut table.views, (address(def), uri), || ViewDef { uri, ..*def })
+    keep(&mut table.views, (address(def), uri), || ViewDef {
+        uri,
+        ..*def
+    })
+}
+
+/// `skills` with every skill and file under `prefix/` (`skill://prefix/<path>/…`).
+pub(crate) fn skills_copy(
+    skills: &'static EmbeddedSkills,
+    prefix: &str,
+) -> &'static EmbeddedSkills {
+    let mut table = interned();
+    let prefix = string(&mut table, prefix);
+    let key = (address(skills), prefix);
+    if let Some(found) = table.skills.get(&key).copied() {
+        return found;
+    }
+    let files: Vec<EmbeddedFile> = skills
+        .files
+        .iter()
+        .map(|f| EmbeddedFile {
+            path: string(&mut table, &format!("{prefix}/{}", f.path)),
+            bytes: f.bytes,
+            digest: f.digest,
+        })
+        .collect();
+    let each: Vec<EmbeddedSkill> = skills
+        .skills
+        .iter()
+        .map(|s| EmbeddedSkill {
+            path: string(&mut table, &format!("{prefix}/{}", s.path)),
+            frontmatter: s.frontmatter,
+        })
+        .collect();
+    let made: &'static EmbeddedSkills = Box::leak(Box::new(EmbeddedSkills {
+        files: Box::leak(files.into_boxed_slice()),
+        skills: Box::leak(each.into_boxed_slice()),
+        ..*skills
+    }));
+    table.skills.insert(key, made);
+    made
 }
 
 /// Where a definition came from, for a collision's message: its own name, its place, and
