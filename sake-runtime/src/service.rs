@@ -118,6 +118,19 @@ impl Server {
         self
     }
 
+    /// Reshapes the tool `tool` of the root (one no module is mounted with; see
+    /// [`compose::ToolTransform`](crate::compose::ToolTransform)): renamed, re-described,
+    /// hidden, arguments fixed or defaulted. A mounted tool is reshaped with
+    /// [`Module::transform`](crate::compose::Module::transform).
+    pub fn transform(
+        mut self,
+        tool: impl Into<String>,
+        transform: crate::compose::ToolTransform,
+    ) -> Self {
+        self.compose.transform(tool.into(), transform);
+        self
+    }
+
     /// Serves the tools through a search tool (see
     /// [`compose::ToolSearch`](crate::compose::ToolSearch)): `tools/list` shows it and the
     /// pinned tools; every tool stays callable by name.

@@ -698,3 +698,50 @@ async fn skills_move_with_their_module() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_roots_tools_are_transformed_with_server_transform() {
+    let service = server()
+        .transform(
+            "ping",
+            ToolTransform::new().rename("health").describe("Is it up?"),
+        )
+        .transform("p_y", ToolTransform::new().hide())
+        .build()
+        .unwrap();
+    for rev in REVISIONS {
+        let client = TestClient::for_service(&service).revision(rev);
+        let tools = client.list_tools().await.unwrap();
+        let root: Vec<&Value> = tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| !t["name"].as_str().unwrap().contains('_'))
+            .collect();
+        assert_eq!(
+            root,
+            [
+                &json!({"name": "health", "description": "Is it up?", "inputSchema": {"type": "object", "properties": {}}}),
+                &json!({"name": "y", "description": "Why.", "inputSchema": {"type": "object", "properties": {}}}),
+            ],
+            "{rev}"
+        );
+        assert_eq!(
+            client.call_tool("health", json!({})).await.unwrap()["content"],
+            json!([{"type": "text", "text": "pong"}])
+        );
+        for gone in ["ping", "p_y"] {
+            let err = client.call_tool(gone, json!({})).await.unwrap_err();
+            assert_eq!(err.message, format!("Unknown tool: {gone}"), "{rev}");
+        }
+    }
+    let err = server()
+        .transform("add", ToolTransform::new().hide())
+        .build()
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "invalid configuration: Server::transform names the tool `add`, which is not served at the root (a mounted tool is transformed with Module::transform)"
+    );
+}

@@ -61,6 +61,8 @@ pub(crate) fn prefixed_uri(prefix: &str, uri: &str) -> String {
 #[derive(Debug, Default)]
 pub(crate) struct Composition {
     mounts: Vec<(String, Module)>,
+    /// The transforms of the root's tools (`Server::transform`).
+    root: transform::Reshape,
     search: Option<ToolSearch>,
 }
 
@@ -70,6 +72,11 @@ impl Composition {
         self.mounts.push((prefix, module));
     }
 
+    /// Reshapes the root's tool `tool`.
+    pub(crate) fn transform(&mut self, tool: String, transform: ToolTransform) {
+        self.root.transforms.insert(tool, transform);
+    }
+
     /// Turns tool search on.
     pub(crate) fn search(&mut self, search: ToolSearch) {
         self.search = Some(search);
@@ -77,7 +84,7 @@ impl Composition {
 
     /// Whether it composes anything.
     pub(crate) fn is_empty(&self) -> bool {
-        self.mounts.is_empty() && self.search.is_none()
+        self.mounts.is_empty() && self.root.is_empty() && self.search.is_none()
     }
 
     /// The registry of everything annotated in the binary, composed: what
@@ -186,38 +193,51 @@ impl Composition {
 
         let mut tools: Vec<&'static ToolDef> = Vec::new();
         let mut transformed: Vec<(&'static str, &ToolTransform)> = Vec::new();
+        let mut at_root: Vec<&str> = Vec::new();
         for &def in &all_tools {
             let view = def
                 .ui
                 .resource_uri
                 .and_then(|uri| moved_views.get(uri))
                 .map(String::as_str);
-            let Some((prefix, module)) = mount_of(def.location.module, Some(def.name)) else {
-                names.add("tool", def.name, origin(def.name, &def.location, None))?;
-                tools.push(match view {
-                    Some(_) => tool_copy(def, def.name, None, view),
-                    None => def,
-                });
-                continue;
+            let (prefix, reshape) = match mount_of(def.location.module, Some(def.name)) {
+                Some((prefix, module)) => (Some(prefix), &module.reshape),
+                None => {
+                    at_root.push(def.name);
+                    (None, &self.root)
+                }
             };
-            if !module.reshape.keeps(&crate::registry::tool_listing(def)) {
+            if prefix.is_none() && view.is_none() && reshape.is_empty() {
+                names.add("tool", def.name, origin(def.name, &def.location, None))?;
+                tools.push(def);
                 continue;
             }
-            let transform = module.reshape.transform(def.name);
+            if !reshape.keeps(&crate::registry::tool_listing(def)) {
+                continue;
+            }
+            let transform = reshape.transform(def.name);
             if let Some(why) = transform.and_then(|t| t.refusal(&(def.input_schema)())) {
                 return Err(invalid("tool", def.name, &def.location, why));
             }
             let own = transform
                 .and_then(|t| t.name.as_deref())
                 .unwrap_or(def.name);
-            let name = prefixed_name(prefix, own);
+            let name = match prefix {
+                Some(prefix) => prefixed_name(prefix, own),
+                None => own.to_owned(),
+            };
             check_tool_name(&name, def, prefix)?;
-            names.add("tool", &name, origin(def.name, &def.location, Some(prefix)))?;
+            names.add("tool", &name, origin(def.name, &def.location, prefix))?;
             let copy = tool_copy(def, &name, transform, view);
             tools.push(copy);
             if let Some(t) = transform {
                 transformed.push((copy.name, t));
             }
+        }
+        if let Some(unknown) = self.root.unknown(&at_root).first() {
+            return Err(Error::Config(format!(
+                "Server::transform names the tool `{unknown}`, which is not served at the root (a mounted tool is transformed with Module::transform)"
+            )));
         }
         if let Some(search) = &self.search {
             let def = search.def();
@@ -347,19 +367,23 @@ impl Composition {
     }
 }
 
-/// A mounted tool's name must be a tool name, 64 characters at most.
-fn check_tool_name(name: &str, def: &ToolDef, prefix: &str) -> Result<(), Error> {
+/// A mounted or renamed tool's name must be a tool name, 64 characters at most.
+fn check_tool_name(name: &str, def: &ToolDef, prefix: Option<&str>) -> Result<(), Error> {
     if is_valid_tool_name(name) {
         return Ok(());
     }
+    let how = match prefix {
+        Some(prefix) => format!("mounted under `{prefix}`"),
+        None => "renamed".to_owned(),
+    };
     let length = name.chars().count();
     let reason = if length > 64 {
         format!(
-            "mounted under `{prefix}` it would be served as `{name}`, {length} characters; a tool name has at most 64: mount it under a shorter prefix, or rename it (ToolTransform::rename)"
+            "{how} it would be served as `{name}`, {length} characters; a tool name has at most 64: mount it under a shorter prefix, or rename it (ToolTransform::rename)"
         )
     } else {
         format!(
-            "mounted under `{prefix}` it would be served as `{name}`, which is not a tool name (it must match {})",
+            "{how} it would be served as `{name}`, which is not a tool name (it must match {})",
             sake_rules::tool_name::PATTERN
         )
     };

@@ -219,6 +219,11 @@ pub(crate) struct Reshape {
 }
 
 impl Reshape {
+    /// Whether it changes nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.transforms.is_empty() && self.filter.is_none()
+    }
+
     /// The transform of the tool named `name` (its own name), if any.
     pub(crate) fn transform(&self, name: &str) -> Option<&ToolTransform> {
         self.transforms.get(name)
