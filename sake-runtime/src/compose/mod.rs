@@ -58,12 +58,25 @@ pub(crate) fn prefixed_uri(prefix: &str, uri: &str) -> String {
 }
 
 /// What a server composes, kept by the builder and applied when it is built.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Composition {
     mounts: Vec<(String, Module)>,
     /// The transforms of the root's tools (`Server::transform`).
     root: transform::Reshape,
     search: Option<ToolSearch>,
+    /// Tools served from elsewhere than the registry, for the search to find too.
+    search_also: Vec<search::Elsewhere>,
+}
+
+impl std::fmt::Debug for Composition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Composition")
+            .field("mounts", &self.mounts)
+            .field("root", &self.root)
+            .field("search", &self.search)
+            .field("search_also", &self.search_also.len())
+            .finish()
+    }
 }
 
 impl Composition {
@@ -75,6 +88,21 @@ impl Composition {
     /// Reshapes the root's tool `tool`.
     pub(crate) fn transform(&mut self, tool: String, transform: ToolTransform) {
         self.root.transforms.insert(tool, transform);
+    }
+
+    /// Whether tool search is on: a list of tools served from elsewhere than the registry
+    /// (a proxied server's) then shows none of them, and gives them to
+    /// [`search_also`](Self::search_also) instead.
+    #[allow(dead_code)] // the remote half (`Server::proxy`) asks it
+    pub(crate) fn searching(&self) -> bool {
+        self.search.is_some()
+    }
+
+    /// Lets the search find the tools `tools` lists too (a proxied server's, under their
+    /// prefix), fetched at each search.
+    #[allow(dead_code)] // the remote half (`Server::proxy`) gives its lists here
+    pub(crate) fn search_also(&mut self, tools: search::Elsewhere) {
+        self.search_also.push(tools);
     }
 
     /// Turns tool search on.
@@ -315,6 +343,7 @@ impl Composition {
         if let Some(search) = &self.search {
             states.insert(search.index(
                 registry,
+                self.search_also.clone(),
                 #[cfg(feature = "auth")]
                 auth,
             ));

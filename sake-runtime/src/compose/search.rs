@@ -11,7 +11,6 @@
 //! client that declared MCP Apps, and only tools the caller's scopes let it see.
 
 use std::collections::HashSet;
-use std::future::ready;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -132,6 +131,7 @@ impl ToolSearch {
     pub(crate) fn index(
         &self,
         registry: &Registry,
+        elsewhere: Vec<Elsewhere>,
         #[cfg(feature = "auth")] auth: Option<std::sync::Arc<crate::auth::Authorization>>,
     ) -> SearchIndex {
         let tools = registry
@@ -139,35 +139,17 @@ impl ToolSearch {
             .iter()
             .filter(|t| t.def.name != self.name)
             .map(|t| Indexed {
-                name_words: words(&t.listing.name),
-                title_words: t
-                    .listing
-                    .title
-                    .as_deref()
-                    .or(t
-                        .listing
-                        .annotations
-                        .as_ref()
-                        .and_then(|a| a.title.as_deref()))
-                    .map(words)
-                    .unwrap_or_default(),
-                description_words: t
-                    .listing
-                    .description
-                    .as_deref()
-                    .map(words)
-                    .unwrap_or_default(),
-                listing: t.listing.clone(),
-                ui: t.ui.clone(),
                 scopes: t.def.scopes,
                 principal: t.def.principal,
                 left_out: Revision::ALL.map(|rev| t.left_out_of(rev).is_some()),
+                ..Indexed::new(t.listing.clone(), t.ui.clone())
             })
             .collect();
         SearchIndex {
             name: self.name.clone(),
             default_results: self.max_results,
             tools,
+            elsewhere,
             #[cfg(feature = "auth")]
             auth,
         }
@@ -188,6 +170,32 @@ struct Indexed {
 }
 
 impl Indexed {
+    /// A tool as listed, open to every caller and every revision.
+    fn new(listing: Tool, ui: Option<ToolUi>) -> Indexed {
+        Indexed {
+            name_words: words(&listing.name),
+            title_words: listing
+                .title
+                .as_deref()
+                .or(listing
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.title.as_deref()))
+                .map(words)
+                .unwrap_or_default(),
+            description_words: listing
+                .description
+                .as_deref()
+                .map(words)
+                .unwrap_or_default(),
+            listing,
+            ui,
+            scopes: &[],
+            principal: false,
+            left_out: [false; Revision::COUNT],
+        }
+    }
+
     /// How well it matches the query's words: 0 for not at all.
     fn score(&self, query: &[String]) -> u32 {
         query
@@ -215,13 +223,36 @@ pub(crate) struct SearchIndex {
     name: String,
     default_results: usize,
     tools: Vec<Indexed>,
+    /// Tools listed elsewhere than the registry, asked for at each search.
+    elsewhere: Vec<Elsewhere>,
     /// The server's token checks: a caller sees a scoped tool when they grant it every
     /// scope (with the scope hierarchy), as `tools/list` decides.
     #[cfg(feature = "auth")]
     auth: Option<std::sync::Arc<crate::auth::Authorization>>,
 }
 
+/// Tools this server serves from elsewhere than its registry (a proxied server's, as this
+/// server lists them: under their prefix), fetched when a search runs: what
+/// `Composition::search_also` is given.
+pub(crate) type Elsewhere =
+    std::sync::Arc<dyn Fn() -> crate::handler::BoxFuture<Vec<Tool>> + Send + Sync>;
+
 impl SearchIndex {
+    /// The tools of every source elsewhere, indexed for this search: open to every caller
+    /// and listed by every revision (their own server decides who may call them).
+    async fn fetch_elsewhere(&self) -> Vec<Indexed> {
+        let mut found = Vec::new();
+        for source in &self.elsewhere {
+            found.extend(
+                source()
+                    .await
+                    .into_iter()
+                    .map(|tool| Indexed::new(tool, None)),
+            );
+        }
+        found
+    }
+
     /// The definitions of the best `limit` tools for `query`, rendered for `rev`; `apps`:
     /// the caller declared MCP Apps; `may_see`: whether the caller may see a tool of these
     /// scopes (and needing a signed-in caller or not).
@@ -232,10 +263,12 @@ impl SearchIndex {
         rev: Revision,
         apps: bool,
         may_see: &dyn Fn(&[&str], bool) -> bool,
+        elsewhere: &[Indexed],
     ) -> Vec<Value> {
         let mut hits: Vec<(u32, &Indexed)> = self
             .tools
             .iter()
+            .chain(elsewhere)
             .filter(|t| !t.left_out[rev.index()])
             .filter(|t| apps || t.ui.as_ref().is_none_or(ToolUi::visible_to_model))
             .filter(|t| may_see(t.scopes, t.principal))
@@ -355,49 +388,121 @@ struct Args {
 }
 
 fn call(arguments: Option<&RawValue>, ctx: Context) -> ToolFuture {
-    Box::pin(ready(search(arguments, &ctx)))
+    let asked = Asked::of(arguments, &ctx);
+    Box::pin(async move {
+        let asked = match asked {
+            Ok(asked) => asked,
+            Err(refusal) => return refusal,
+        };
+        let elsewhere = asked.index.fetch_elsewhere().await;
+        asked.answer(&ctx, &elsewhere)
+    })
 }
 
-fn search(arguments: Option<&RawValue>, ctx: &Context) -> CallToolResult {
-    let Some(index) = ctx.state::<SearchIndex>() else {
-        return CallToolResult::error(
-            "the tool search has no index: build the server with Server::tool_search",
-        );
-    };
-    let args: Args = match crate::handler::decode_tool_args(&index.name, arguments) {
-        Ok(args) => args,
-        Err(refusal) => return refusal,
-    };
-    let query = query_words(&args.query);
-    if query.is_empty() {
-        return CallToolResult::error(
-            "The query has no words to search for: give a word of a tool's name, title or description",
-        );
+/// A search as asked: its index, its words and how many tools it wants.
+struct Asked {
+    index: crate::handler::state::State<SearchIndex>,
+    query: Vec<String>,
+    limit: usize,
+}
+
+impl Asked {
+    /// The search `arguments` ask for, or the `isError` result that refuses them.
+    fn of(arguments: Option<&RawValue>, ctx: &Context) -> Result<Asked, CallToolResult> {
+        let index = ctx.state::<SearchIndex>().ok_or_else(|| {
+            CallToolResult::error(
+                "the tool search has no index: build the server with Server::tool_search",
+            )
+        })?;
+        let args: Args = crate::handler::decode_tool_args(&index.name, arguments)?;
+        let query = query_words(&args.query);
+        if query.is_empty() {
+            return Err(CallToolResult::error(
+                "The query has no words to search for: give a word of a tool's name, title or description",
+            ));
+        }
+        let limit = args
+            .limit
+            .unwrap_or(index.default_results)
+            .clamp(1, MAX_RESULTS);
+        Ok(Asked {
+            index,
+            query,
+            limit,
+        })
     }
-    let limit = args
-        .limit
-        .unwrap_or(index.default_results)
-        .clamp(1, MAX_RESULTS);
-    let apps = apps::declared(ctx.client_capabilities());
-    let may_see = |scopes: &[&str], principal: bool| {
-        if scopes.is_empty() && !principal {
-            return true;
-        }
-        #[cfg(feature = "auth")]
-        if let (Some(auth), Some(p)) = (&index.auth, ctx.principal()) {
-            return auth.missing(p, scopes).is_empty();
-        }
-        // Start-up refuses scoped functions on a server without authorization.
-        false
-    };
-    let tools = index.find(&query, limit, ctx.revision(), apps, &may_see);
-    CallToolResult::structured(&json!({ "tools": tools }))
-        .unwrap_or_else(|e| CallToolResult::error(format!("the search's result: {e}")))
+
+    /// The result: the best tools of the index and of `elsewhere` for the caller of `ctx`.
+    fn answer(&self, ctx: &Context, elsewhere: &[Indexed]) -> CallToolResult {
+        let apps = apps::declared(ctx.client_capabilities());
+        let may_see = |scopes: &[&str], principal: bool| {
+            if scopes.is_empty() && !principal {
+                return true;
+            }
+            #[cfg(feature = "auth")]
+            if let (Some(auth), Some(p)) = (&self.index.auth, ctx.principal()) {
+                return auth.missing(p, scopes).is_empty();
+            }
+            // Start-up refuses scoped functions on a server without authorization.
+            false
+        };
+        let tools = self.index.find(
+            &self.query,
+            self.limit,
+            ctx.revision(),
+            apps,
+            &may_see,
+            elsewhere,
+        );
+        CallToolResult::structured(&json!({ "tools": tools }))
+            .unwrap_or_else(|e| CallToolResult::error(format!("the search's result: {e}")))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn tools_served_from_elsewhere_are_found_with_the_registrys() {
+        let upstream: Elsewhere = std::sync::Arc::new(|| {
+            Box::pin(async {
+                vec![
+                    Tool::new("up_forecast", json!({"type": "object"}))
+                        .with_description("The weather of tomorrow."),
+                    Tool::new("up_echo", json!({"type": "object"})).with_description("Echoes."),
+                ]
+            })
+        });
+        let index = SearchIndex {
+            name: DEFAULT_NAME.into(),
+            default_results: 10,
+            tools: vec![Indexed::new(
+                Tool::new("get_weather", json!({"type": "object"}))
+                    .with_description("The weather now."),
+                None,
+            )],
+            elsewhere: vec![upstream],
+            #[cfg(feature = "auth")]
+            auth: None,
+        };
+        let elsewhere = index.fetch_elsewhere().await;
+        let found = index.find(
+            &query_words("weather"),
+            10,
+            Revision::LATEST,
+            false,
+            &|_, _| true,
+            &elsewhere,
+        );
+        assert_eq!(
+            found,
+            [
+                json!({"name": "get_weather", "description": "The weather now.", "inputSchema": {"type": "object"}}),
+                json!({"name": "up_forecast", "description": "The weather of tomorrow.", "inputSchema": {"type": "object"}}),
+            ]
+        );
+    }
 
     #[test]
     fn words_split_names_and_sentences() {
