@@ -22,7 +22,8 @@ pub enum Error {
     /// Two definitions would be served under one name or URI once composed
     /// (`Server::mount`, a `ToolTransform::rename`, the tool search tool).
     #[error(
-        "two {kind}s would be served as `{name}`: {first}, and {second}; mount one under another prefix, or rename it (ToolTransform::rename)"
+        "two {kind}s would be served as `{name}`: {first}, and {second}; {}",
+        collision_hint(kind)
     )]
     Collision {
         /// `tool`, `prompt`, `resource`, `resource template` or `view`.
@@ -81,4 +82,13 @@ pub enum Error {
     #[cfg_attr(docsrs, doc(cfg(feature = "compat")))]
     #[error("{}", crate::compat::report::describe(.0))]
     IncompatibleSchemas(Vec<crate::compat::report::Report>),
+}
+
+/// What to do about two definitions served under one name, by their kind.
+fn collision_hint(kind: &str) -> &'static str {
+    match kind {
+        "tool" => "mount one under another prefix, or rename it (ToolTransform::rename)",
+        "prompt" => "mount one under another prefix, or rename it (#[prompt(name = \"...\")])",
+        _ => "mount one under another prefix, or give one another URI",
+    }
 }

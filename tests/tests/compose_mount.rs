@@ -93,6 +93,12 @@ mod clash {
     fn add() -> String {
         "clash".into()
     }
+
+    /// Greets too.
+    #[prompt]
+    fn greet() -> String {
+        "Hi".into()
+    }
 }
 
 /// A module whose tool, mounted under `p`, takes the name of a root tool.
@@ -223,7 +229,11 @@ async fn a_mounted_module_is_served_under_its_prefix_and_leaves_the_root() {
         );
 
         let prompts = client.request("prompts/list", json!({})).await.unwrap();
-        assert_eq!(names(&prompts, "prompts", "name"), ["math_greet"], "{rev}");
+        assert_eq!(
+            names(&prompts, "prompts", "name"),
+            ["math_greet", "other_greet"],
+            "{rev}"
+        );
         let prompt = client
             .get_prompt("math_greet", json!({"name": "Ada"}))
             .await
@@ -303,10 +313,23 @@ fn two_definitions_under_one_name_stop_start_up_naming_both() {
     assert_eq!(
         err.to_string(),
         format!(
-            "two tools would be served as `p_y`: `p_y` at {file}:127 (compose_mount), and `y` at {file}:103 (compose_mount::under), mounted under `p`; mount one under another prefix, or rename it (ToolTransform::rename)"
+            "two tools would be served as `p_y`: `p_y` at {file}:133 (compose_mount), and `y` at {file}:109 (compose_mount::under), mounted under `p`; mount one under another prefix, or rename it (ToolTransform::rename)"
         )
     );
     assert!(matches!(err, sake::Error::Collision { kind: "tool", .. }));
+    // Prompts: `clash`'s tools stay at the root, its prompt meets `math`'s.
+    let err = sake::Server::from_registry()
+        .mount("math", module("math"))
+        .mount("math", module("clash").tools(Vec::<String>::new()))
+        .build()
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "two prompts would be served as `math_greet`: `greet` at {file}:37 (compose_mount::math), mounted under `math`, and `greet` at {file}:98 (compose_mount::clash), mounted under `math`; mount one under another prefix, or rename it (#[prompt(name = \"...\")])"
+        )
+    );
 }
 
 #[test]
@@ -318,7 +341,7 @@ fn a_name_over_64_characters_stops_start_up() {
         .unwrap();
     assert_eq!(
         err.to_string(),
-        "tool `a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix` at tests/tests/compose_mount.rs:114 (compose_mount::long): mounted under `prefix` it would be served as `prefix_a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix`, 71 characters; a tool name has at most 64: mount it under a shorter prefix, or rename it (ToolTransform::rename)"
+        "tool `a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix` at tests/tests/compose_mount.rs:120 (compose_mount::long): mounted under `prefix` it would be served as `prefix_a_tool_whose_name_is_long_enough_to_pass_the_limit_with_a_prefix`, 71 characters; a tool name has at most 64: mount it under a shorter prefix, or rename it (ToolTransform::rename)"
     );
     let err = server().mount("a.b", module("long")).build().err().unwrap();
     assert_eq!(
