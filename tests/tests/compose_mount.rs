@@ -768,3 +768,22 @@ async fn the_roots_tools_are_transformed_with_server_transform() {
         "invalid configuration: Server::transform names the tool `add`, which is not served at the root (a mounted tool is transformed with Module::transform)"
     );
 }
+
+#[test]
+fn a_transform_of_a_tool_left_out_of_the_module_stops_start_up() {
+    let err = sake::Server::from_registry()
+        .mount(
+            "math",
+            module("math")
+                .tools(["add"])
+                .transform("wipe", ToolTransform::new().hide()),
+        )
+        .mount("other", module("clash"))
+        .build()
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "invalid configuration: Server::mount(\"math\", Module::path(\"compose_mount::math\")) transforms the tool `wipe`, which its Module::tools leaves out: add it there, or drop the transform"
+    );
+}

@@ -391,6 +391,19 @@ impl Composition {
                     module.path
                 )));
             }
+            // A transform of a tool `Module::tools` leaves out would do nothing.
+            if let Some(listed) = &module.tools
+                && let Some(name) = module
+                    .reshape
+                    .transforms
+                    .keys()
+                    .find(|n| !listed.contains(n))
+            {
+                return Err(Error::Config(format!(
+                    "Server::mount(\"{prefix}\", Module::path({:?})) transforms the tool `{name}`, which its Module::tools leaves out: add it there, or drop the transform",
+                    module.path
+                )));
+            }
         }
         Ok(())
     }
