@@ -35,7 +35,7 @@ use module::{Names, origin, prompt_copy, resource_copy, tool_copy, view_copy};
 ///
 /// An underscore, because the names a model sees must pass the providers' function-name
 /// rules as well as MCP's: MCP allows `A-Za-z0-9_.-`, but some providers refuse `.` in a
-/// function name, and every one takes `_`.
+/// function name, and `_` is accepted by all of them.
 pub const SEPARATOR: char = '_';
 
 /// A tool's or prompt's name under `prefix`: `prefix_name`.
