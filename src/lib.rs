@@ -51,7 +51,7 @@ pub use sake_runtime::otel;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use sake_runtime::redis;
-pub use sake_runtime::{apps, bus, middleware, registry, tasks, testing, transport};
+pub use sake_runtime::{apps, bus, compose, middleware, registry, tasks, testing, transport};
 
 /// Skills: Agent Skills served over MCP (the skills extension). The macro [`skills!`] embeds a
 /// directory of them; [`skills::SkillDef`] defines one in code.

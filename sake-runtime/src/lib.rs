@@ -20,6 +20,7 @@ pub mod client;
 #[cfg(feature = "compat")]
 #[cfg_attr(docsrs, doc(cfg(feature = "compat")))]
 pub mod compat;
+pub mod compose;
 
 /// MCP Apps (`io.modelcontextprotocol/ui`, SEP-1865): interactive views a host renders next to
 /// a tool's result, declared with `#[view]` and linked with `#[tool(ui = …)]` (see

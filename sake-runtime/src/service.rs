@@ -48,6 +48,7 @@ pub struct Server {
     task_store: Option<Arc<dyn TaskStore>>,
     event_bus: Option<Arc<dyn EventBus>>,
     skills: Vec<crate::skills::SkillDef>,
+    compose: crate::compose::Composition,
 }
 
 impl Server {
@@ -68,6 +69,7 @@ impl Server {
             task_store: None,
             event_bus: None,
             skills: Vec::new(),
+            compose: crate::compose::Composition::default(),
         }
     }
 
@@ -87,6 +89,7 @@ impl Server {
             task_store: None,
             event_bus: None,
             skills: Vec::new(),
+            compose: crate::compose::Composition::default(),
         }
     }
 
@@ -102,6 +105,37 @@ impl Server {
     /// skill read from its source. Skills embedded with `sake::skills!` need no call.
     pub fn skill(mut self, skill: crate::skills::SkillDef) -> Self {
         self.skills.push(skill);
+        self
+    }
+
+    /// Serves `module`'s definitions under `prefix` instead of at the root (see
+    /// [`compose::Module`](crate::compose::Module) and docs/composition.md): its tools and
+    /// prompts as `prefix_name`, its resources, templates and views at `scheme://prefix/…`.
+    /// Checked when the server is built: a bad prefix, a name over 64 characters, or two
+    /// definitions served under one name stop start-up, naming both.
+    pub fn mount(mut self, prefix: impl Into<String>, module: crate::compose::Module) -> Self {
+        self.compose.mount(prefix.into(), module);
+        self
+    }
+
+    /// Reshapes the tool `tool` of the root (one no module is mounted with; see
+    /// [`compose::ToolTransform`](crate::compose::ToolTransform)): renamed, re-described,
+    /// hidden, arguments fixed or defaulted. A mounted tool is reshaped with
+    /// [`Module::transform`](crate::compose::Module::transform).
+    pub fn transform(
+        mut self,
+        tool: impl Into<String>,
+        transform: crate::compose::ToolTransform,
+    ) -> Self {
+        self.compose.transform(tool.into(), transform);
+        self
+    }
+
+    /// Serves the tools through a search tool (see
+    /// [`compose::ToolSearch`](crate::compose::ToolSearch)): `tools/list` shows it and the
+    /// pinned tools; every tool stays callable by name.
+    pub fn tool_search(mut self, search: crate::compose::ToolSearch) -> Self {
+        self.compose.search(search);
         self
     }
 
@@ -519,11 +553,12 @@ impl Server {
 
     /// Collects and validates everything, and builds each revision's lists: what serving
     /// does first. Fails on duplicate names and invalid definitions.
-    pub fn build(self) -> Result<Service, Error> {
+    pub fn build(mut self) -> Result<Service, Error> {
         #[allow(unused_mut)]
         let mut registry = match self.registry {
-            Some(r) => r?,
-            None => Registry::collect()?,
+            Some(r) => self.compose.apply(r?)?,
+            None if self.compose.is_empty() => Registry::collect()?,
+            None => self.compose.collect()?,
         };
         registry.add_skills(self.skills)?;
         if let Some(listing) = &self.config.listing {
@@ -539,6 +574,12 @@ impl Server {
         #[cfg(feature = "compat")]
         compat::at_startup(&mut registry, &self.schema_compat)
             .map_err(Error::IncompatibleSchemas)?;
+        self.compose.finish(
+            &registry,
+            &mut self.states,
+            #[cfg(feature = "auth")]
+            self.authorization.clone(),
+        );
         #[cfg(feature = "auth")]
         let auth = self.authorization.clone();
         let mut http = self.http;

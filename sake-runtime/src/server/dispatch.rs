@@ -342,6 +342,14 @@ impl Shared {
             return Err(render::error(rev, RpcError::missing_capability(required)));
         }
         let arguments = object_or_absent(params.arguments, "arguments")?;
+        // Composition (compose/transform.rs): fixed and default arguments, put in before the
+        // function decodes them (and before the layers and a task see them).
+        let edited = entry
+            .edit
+            .as_ref()
+            .map(|e| e.apply(arguments))
+            .transpose()?;
+        let arguments = edited.as_deref().or(arguments);
         let key = RoundKey {
             method: "tools/call",
             name: Cow::Borrowed(def.name),
