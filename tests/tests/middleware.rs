@@ -95,6 +95,31 @@ fn echo(
     text
 }
 
+/// Records a protocol error and returns anyway: the client gets the error.
+#[tool]
+fn refuses(ctx: Context) -> String {
+    ctx.fail_with(RpcError::invalid_params(
+        "Invalid params: the ledger is closed",
+    ));
+    "never sent".into()
+}
+
+/// Fails as a tool: an `isError` result the model reads.
+#[tool]
+fn broken() -> Result<String, String> {
+    Err("the disk is full".into())
+}
+
+static MEETING: std::sync::LazyLock<tokio::sync::Barrier> =
+    std::sync::LazyLock::new(|| tokio::sync::Barrier::new(2));
+
+/// Waits until a second call of it runs at the same time.
+#[tool]
+async fn meet() -> String {
+    MEETING.wait().await;
+    "met".into()
+}
+
 /// A greeting prompt.
 #[prompt]
 fn hello(
@@ -508,7 +533,7 @@ async fn the_audit_records_every_call_and_never_a_sensitive_argument() {
             "arguments": format!("sha256:{}", sha256_hex(b"{}")),
             "outcome": "error", "errorCode": -32000,
             "error": "Rate limit exceeded: `limited` allows 1 calls per 60 s; retry in 60 s",
-            "durationMs": "<d>", "revision": "2026-07-28", "transport": "stream",
+            "durationMs": "<d>", "revision": "2026-07-28", "transport": "http",
             "continuation": false,
         })
     );
@@ -631,9 +656,9 @@ async fn from_fn_sees_the_request_and_may_answer_instead() {
     assert_eq!(
         *seen.lock().unwrap(),
         [
-            "prompts/get hello Some(\"Ada\") 2026-07-28 stream",
-            "prompts/get hello Some(\"Mallory\") 2026-07-28 stream",
-            "tools/call limited None 2026-07-28 stream",
+            "prompts/get hello Some(\"Ada\") 2026-07-28 http",
+            "prompts/get hello Some(\"Mallory\") 2026-07-28 http",
+            "tools/call limited None 2026-07-28 http",
         ]
     );
 }
@@ -834,7 +859,7 @@ async fn every_policy_holds_over_a_stream() {
     );
     let records = kept.take();
     assert_eq!(records.len(), 3);
-    assert!(records.iter().all(|r| r["transport"] == "stream"));
+    assert!(records.iter().all(|r| r["transport"] == "stdio"));
     assert!(!serde_json::to_string(&records).unwrap().contains("secret"));
     io.close().await;
 }
@@ -889,5 +914,160 @@ impl TestClientOf {
             refused.data,
             Some(json!({"retryAfter": 30, "limit": 2, "periodSeconds": 60.0}))
         );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the layers are told: the transport, a tool's failure; calls of one function at once
+
+#[tokio::test]
+async fn the_transport_is_what_carried_the_request_not_a_guess_from_the_address() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let transport_of = |seen: Arc<Mutex<Vec<&'static str>>>| {
+        middleware::from_fn(move |req, next| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(req.transport().as_str());
+                next.run(req).await
+            }
+        })
+    };
+    // HTTP in memory, without a client address; then with one; then a session.
+    let w = Wire::new(server().layer(transport_of(seen.clone())));
+    w.send(call(1, "limited", json!({})))
+        .await
+        .assert_json(200, ok(1, text("ok")));
+    w.send(call(2, "limited", json!({})).extension(at([10, 0, 0, 1])))
+        .await
+        .assert_json(200, ok(2, text("ok")));
+    let legacy = Wire::new(server().layer(transport_of(seen.clone()))).revision("2025-11-25");
+    let s = legacy.session("2025-11-25", json!({})).await;
+    let r = s
+        .rpc(3, "tools/call", json!({"name": "limited", "arguments": {}}))
+        .await;
+    assert_eq!(r.json(200)["result"]["content"][0]["text"], "ok");
+    // stdio's framing (`Service::serve_io`).
+    let mut io = Stdio::start(server().layer(transport_of(seen.clone())).build().unwrap());
+    io.send(
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "limited", "arguments": {}, "_meta": modern_meta(json!({}), json!({})),
+        }}),
+    )
+    .await;
+    assert_eq!(
+        io.recv("2026-07-28", Some("tools/call")).await["result"]["content"][0]["text"],
+        "ok"
+    );
+    io.close().await;
+    // The in-memory test client: a stream of messages.
+    let client =
+        sake::testing::TestClient::new(server().layer(transport_of(seen.clone()))).unwrap();
+    client.call_tool("limited", json!({})).await.unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["http", "http", "http", "stdio", "stream"]
+    );
+}
+
+#[tokio::test]
+async fn a_tools_failure_is_a_failure_to_the_layers_and_the_audit_on_both_eras() {
+    let kept = Kept::default();
+    let audited = || server().layer(Audit::new().sink(kept.sink()));
+    let recorded = |kept: &Kept| -> Vec<(Value, Value, Value)> {
+        kept.take()
+            .into_iter()
+            .map(|r| {
+                (
+                    r["name"].clone(),
+                    r["outcome"].clone(),
+                    r["errorCode"].clone(),
+                )
+            })
+            .collect()
+    };
+    let expected = [
+        (json!("refuses"), json!("error"), json!(-32602)),
+        (json!("broken"), json!("tool_error"), Value::Null),
+        (json!("limited"), json!("ok"), Value::Null),
+    ];
+    let closed = |id: i64| err(id, -32602, "Invalid params: the ledger is closed", None);
+    // 2026-07-28.
+    let w = Wire::new(audited());
+    w.send(call(1, "refuses", json!({})))
+        .await
+        .assert_json(200, closed(1));
+    let r = w.send(call(2, "broken", json!({}))).await.json(200).clone();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(r["result"]["content"][0]["text"], "the disk is full", "{r}");
+    w.send(call(3, "limited", json!({})))
+        .await
+        .assert_json(200, ok(3, text("ok")));
+    assert_eq!(recorded(&kept), expected);
+    // A 2025-11-25 session.
+    let legacy = Wire::new(audited()).revision("2025-11-25");
+    let s = legacy.session("2025-11-25", json!({})).await;
+    s.rpc(1, "tools/call", json!({"name": "refuses", "arguments": {}}))
+        .await
+        .assert_json(200, closed(1));
+    let r = s
+        .rpc(2, "tools/call", json!({"name": "broken", "arguments": {}}))
+        .await
+        .json(200)
+        .clone();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    s.rpc(3, "tools/call", json!({"name": "limited", "arguments": {}}))
+        .await
+        .json(200);
+    assert_eq!(recorded(&kept), expected);
+    // A layer reads it from the response: a counter of failures (a circuit breaker's input).
+    let failures = Arc::new(AtomicUsize::new(0));
+    let tool_errors = Arc::new(AtomicUsize::new(0));
+    let (f, t) = (failures.clone(), tool_errors.clone());
+    let w = Wire::new(server().layer(middleware::from_fn(move |req, next| {
+        let (f, t) = (f.clone(), t.clone());
+        async move {
+            let response = next.run(req).await;
+            if response.rpc_error().is_some() {
+                f.fetch_add(1, SeqCst);
+            }
+            if response.is_tool_error() {
+                t.fetch_add(1, SeqCst);
+            }
+            response
+        }
+    })));
+    w.send(call(1, "refuses", json!({})))
+        .await
+        .assert_json(200, closed(1));
+    w.send(call(2, "broken", json!({}))).await.json(200);
+    w.send(call(3, "limited", json!({}))).await.json(200);
+    assert_eq!((failures.load(SeqCst), tool_errors.load(SeqCst)), (1, 1));
+}
+
+#[tokio::test]
+async fn two_calls_of_one_tool_behind_layers_run_at_the_same_time() {
+    // Every built-in layer that holds the rest of the stack, a closure and tower's own
+    // layers: neither call can finish before the other started (the tool waits for both).
+    let w = Arc::new(Wire::new(
+        server()
+            .layer(Audit::new())
+            .layer(middleware::from_fn(|req, next| next.run(req)))
+            .layer_for("meet", RateLimit::new(10, Duration::from_secs(10)))
+            .layer_for("meet", Concurrency::new(2))
+            .layer_for("meet", Cache::new(Duration::from_secs(10)))
+            .layer_for("meet", tower::limit::ConcurrencyLimitLayer::new(2)),
+    ));
+    let both = (1..=2).map(|id| {
+        let w = w.clone();
+        tokio::spawn(async move { w.send(call(id, "meet", json!({}))).await })
+    });
+    let both = tokio::time::timeout(
+        Duration::from_secs(10),
+        futures_util::future::join_all(both),
+    )
+    .await
+    .expect("the two calls did not run at the same time");
+    for (id, r) in (1..=2).zip(both) {
+        r.unwrap().assert_json(200, ok(id, text("met")));
     }
 }

@@ -40,8 +40,9 @@ use std::fmt;
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
+use std::task::{Context as TaskContext, Poll, Wake, Waker};
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -58,6 +59,7 @@ pub use self::timeout::Timeout;
 
 use crate::handler::BoxFuture;
 use crate::handler::context::Context;
+pub use crate::handler::context::Transport;
 use crate::protocol::jsonrpc::{RpcError, code};
 use crate::protocol::types::{
     CallToolResult, ClientCapabilities, GetPromptResult, Implementation, ReadResourceResult,
@@ -104,27 +106,6 @@ impl Kind {
     }
 }
 
-/// How the request reached the server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Transport {
-    /// Streamable HTTP: the client has an address ([`McpRequest::client_addr`]).
-    Http,
-    /// A stream of messages: stdio, a Unix socket, a connection of your own
-    /// (`Service::connect`, `serve_io`), or `TestClient`.
-    Stream,
-}
-
-impl Transport {
-    /// `http` or `stream`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Transport::Http => "http",
-            Transport::Stream => "stream",
-        }
-    }
-}
-
 /// What runs the function once every layer let the call through: made by the server.
 pub(crate) type Run = Box<dyn FnOnce(Option<&RawValue>, Context) -> BoxFuture<McpResponse> + Send>;
 
@@ -144,6 +125,7 @@ pub struct McpRequest {
     pub(crate) task: bool,
     pub(crate) read_only: bool,
     pub(crate) sensitive: Arc<[String]>,
+    pub(crate) transport: Transport,
     pub(crate) ctx: Context,
     pub(crate) run: Option<Run>,
     extensions: http::Extensions,
@@ -186,6 +168,7 @@ impl McpRequest {
             task: false,
             read_only: false,
             sensitive: Arc::from(Vec::new()),
+            transport: Transport::Stream,
             ctx,
             run: Some(run),
             extensions: http::Extensions::new(),
@@ -269,13 +252,10 @@ impl McpRequest {
         self.ctx.client_capabilities()
     }
 
-    /// How the request came.
+    /// What carried the request, as its transport told the server (an HTTP request reads
+    /// [`Transport::Http`] whether or not its client's address is known).
     pub fn transport(&self) -> Transport {
-        if self.client_addr.is_some() {
-            Transport::Http
-        } else {
-            Transport::Stream
-        }
+        self.transport
     }
 
     /// The HTTP request's extensions (empty on other transports): where an authentication
@@ -338,6 +318,9 @@ pub struct McpResponse {
 #[derive(Clone, Debug)]
 pub(crate) enum Outcome {
     Reply(Reply),
+    /// The function returned, but ended its call with a protocol error
+    /// ([`Context::fail_with`], or a malformed answer it read): the client gets the error.
+    Failed(Reply, RpcError),
     Error(RpcError),
     Input(Vec<(String, Value)>),
 }
@@ -371,10 +354,11 @@ impl McpResponse {
         }
     }
 
-    /// The JSON-RPC error, when the call ends with one.
+    /// The JSON-RPC error, when the call ends with one: a layer's refusal, a failure of the
+    /// function, or the protocol error it recorded with [`Context::fail_with`].
     pub fn rpc_error(&self) -> Option<&RpcError> {
         match &self.outcome {
-            Outcome::Error(e) => Some(e),
+            Outcome::Error(e) | Outcome::Failed(_, e) => Some(e),
             _ => None,
         }
     }
@@ -387,13 +371,16 @@ impl McpResponse {
         }
     }
 
-    /// Whether the call failed: a JSON-RPC error, or a tool's error result (`isError`).
+    /// Whether the call failed: a JSON-RPC error (a protocol error: [`rpc_error`](Self::rpc_error)),
+    /// or a tool's error result (`isError`: [`is_tool_error`](Self::is_tool_error)).
     pub fn is_error(&self) -> bool {
-        match &self.outcome {
-            Outcome::Error(_) => true,
-            Outcome::Reply(Reply::Tool(r)) => r.is_error(),
-            _ => false,
-        }
+        self.rpc_error().is_some() || self.is_tool_error()
+    }
+
+    /// Whether a tool returned an error result (`isError: true`, which the model reads): the
+    /// call was served, the tool failed.
+    pub fn is_tool_error(&self) -> bool {
+        matches!(&self.outcome, Outcome::Reply(Reply::Tool(r)) if r.is_error())
     }
 
     /// Whether the function asked the client for input (an input round): the call goes on
@@ -402,12 +389,13 @@ impl McpResponse {
         matches!(self.outcome, Outcome::Input(_))
     }
 
-    /// `ok`, `tool_error`, `error` or `input_required`.
+    /// `ok`, `tool_error` (a tool's `isError` result), `error` (a JSON-RPC error: a refusal,
+    /// a failure, [`Context::fail_with`]) or `input_required`.
     pub fn outcome(&self) -> &'static str {
         match &self.outcome {
             Outcome::Reply(Reply::Tool(r)) if r.is_error() => "tool_error",
             Outcome::Reply(_) => "ok",
-            Outcome::Error(_) => "error",
+            Outcome::Error(_) | Outcome::Failed(..) => "error",
             Outcome::Input(_) => "input_required",
         }
     }
@@ -617,7 +605,7 @@ impl Layers {
             service = wrap(service);
         }
         Some(Stack {
-            service: Arc::new(tokio::sync::Mutex::new(service)),
+            service: SharedService::new(service),
             sensitive: Arc::from(Vec::new()),
         })
     }
@@ -628,7 +616,7 @@ impl Layers {
 /// services do).
 #[derive(Clone)]
 pub(crate) struct Stack {
-    service: Arc<tokio::sync::Mutex<Boxed>>,
+    service: SharedService,
     /// The function's arguments its schema marks `writeOnly`.
     pub(crate) sensitive: Arc<[String]>,
 }
@@ -642,22 +630,111 @@ impl fmt::Debug for Stack {
 impl Stack {
     /// Runs `req` through the stack.
     pub(crate) async fn call(&self, req: McpRequest) -> Result<McpResponse, BoxError> {
-        through(&self.service, req).await
+        self.service.call(req).await
     }
 }
 
-/// Runs `req` through a shared service: ready, called, the lock released before the call's
-/// future runs.
-async fn through(
-    service: &tokio::sync::Mutex<Boxed>,
-    req: McpRequest,
-) -> Result<McpResponse, BoxError> {
-    let fut = {
-        let mut service = service.lock().await;
-        service.ready().await?;
-        service.call(req)
-    };
-    fut.await
+/// A service shared by the concurrent calls of a function: each call takes the service's lock
+/// only to poll its readiness and call it — never across an `.await` — so calls run at the
+/// same time; the futures the service returns run outside the lock. A service that is not
+/// ready (tower's rate limit waiting, a concurrency limit reached) wakes every call that waits
+/// for it when it is, and one of them takes the readiness (a tower service holds the waker of
+/// its last poll only: the calls wait on one waker of their own, which wakes them all).
+#[derive(Clone)]
+pub(crate) struct SharedService {
+    inner: Arc<SharedState>,
+}
+
+struct SharedState {
+    service: std::sync::Mutex<Boxed>,
+    wake: Arc<WakeAll>,
+    /// `wake` as a waker: what the service is polled with.
+    waker: Waker,
+}
+
+/// The calls waiting for a shared service to be ready.
+#[derive(Default)]
+struct WakeAll {
+    /// Counts the wakes: a call that saw the service pending, and a wake since it polled,
+    /// polls again at once.
+    wakes: AtomicU64,
+    waiting: std::sync::Mutex<Vec<Waker>>,
+}
+
+impl Wake for WakeAll {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::AcqRel);
+        let waiting =
+            std::mem::take(&mut *self.waiting.lock().unwrap_or_else(PoisonError::into_inner));
+        for waker in waiting {
+            waker.wake();
+        }
+    }
+}
+
+impl WakeAll {
+    /// `waker` waits for the next wake, unless one came since `seen`.
+    fn wait(&self, waker: &Waker, seen: u64) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.wakes.load(Ordering::Acquire) != seen {
+            drop(waiting);
+            waker.wake_by_ref();
+        } else if !waiting.iter().any(|w| w.will_wake(waker)) {
+            waiting.push(waker.clone());
+        }
+    }
+}
+
+impl fmt::Debug for SharedService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SharedService")
+    }
+}
+
+impl SharedService {
+    pub(crate) fn new(service: Boxed) -> SharedService {
+        let wake = Arc::new(WakeAll::default());
+        SharedService {
+            inner: Arc::new(SharedState {
+                service: std::sync::Mutex::new(service),
+                waker: Waker::from(wake.clone()),
+                wake,
+            }),
+        }
+    }
+
+    /// Runs `req` through the service: ready, called (the lock released), then its future.
+    pub(crate) async fn call(&self, req: McpRequest) -> Result<McpResponse, BoxError> {
+        let mut req = Some(req);
+        let fut = std::future::poll_fn(|cx| self.poll_call(cx, &mut req)).await?;
+        fut.await
+    }
+
+    fn poll_call(
+        &self,
+        cx: &mut TaskContext<'_>,
+        req: &mut Option<McpRequest>,
+    ) -> Poll<Result<<Boxed as Service<McpRequest>>::Future, BoxError>> {
+        let state = &*self.inner;
+        let seen = state.wake.wakes.load(Ordering::Acquire);
+        let mut service = state.service.lock().unwrap_or_else(PoisonError::into_inner);
+        match service.poll_ready(&mut TaskContext::from_waker(&state.waker)) {
+            Poll::Ready(Ok(())) => match req.take() {
+                Some(req) => Poll::Ready(Ok(service.call(req))),
+                None => Poll::Ready(Err(BoxError::from("a call was polled after it was made"))),
+            },
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => {
+                drop(service);
+                state.wake.wait(cx.waker(), seen);
+                Poll::Pending
+            }
+        }
+    }
 }
 
 /// The MCP error for what a layer failed with: an [`RpcError`] as it is; tower's timeout
@@ -727,7 +804,7 @@ impl<F: Clone> Layer<Boxed> for FromFn<F> {
     fn layer(&self, inner: Boxed) -> FromFnService<F> {
         FromFnService {
             f: self.f.clone(),
-            inner: Arc::new(tokio::sync::Mutex::new(inner)),
+            inner: SharedService::new(inner),
         }
     }
 }
@@ -735,12 +812,12 @@ impl<F: Clone> Layer<Boxed> for FromFn<F> {
 /// The service of a [`from_fn`] layer.
 pub struct FromFnService<F> {
     f: F,
-    inner: Arc<tokio::sync::Mutex<Boxed>>,
+    inner: SharedService,
 }
 
 /// The rest of the stack, for a [`from_fn`] closure.
 pub struct Next {
-    inner: Arc<tokio::sync::Mutex<Boxed>>,
+    inner: SharedService,
     function: &'static str,
 }
 
@@ -754,7 +831,7 @@ impl Next {
     /// Runs the rest of the stack (and the function): a failure of an inner layer comes back
     /// as its MCP error.
     pub async fn run(self, req: McpRequest) -> McpResponse {
-        match through(&self.inner, req).await {
+        match self.inner.call(req).await {
             Ok(r) => r,
             Err(e) => McpResponse::error(into_rpc_error(e, self.function)),
         }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use sha2::Digest as _;
 use tower::{Layer, Service};
 
-use super::{BoxError, Boxed, McpRequest, McpResponse, seconds};
+use super::{BoxError, Boxed, McpRequest, McpResponse, SharedService, seconds};
 use crate::handler::BoxFuture;
 use crate::protocol::jsonrpc::{RpcError, code};
 
@@ -344,7 +344,7 @@ impl Layer<Boxed> for RateLimit {
     type Service = RateLimitService;
     fn layer(&self, inner: Boxed) -> RateLimitService {
         RateLimitService {
-            inner: Arc::new(tokio::sync::Mutex::new(inner)),
+            inner: SharedService::new(inner),
             name: self.store_name(),
             limit: self.clone(),
         }
@@ -353,7 +353,7 @@ impl Layer<Boxed> for RateLimit {
 
 /// The service of a [`RateLimit`] layer.
 pub struct RateLimitService {
-    inner: Arc<tokio::sync::Mutex<Boxed>>,
+    inner: SharedService,
     /// The limit's name in its store's keys, made once.
     name: Arc<str>,
     limit: RateLimit,
@@ -398,7 +398,7 @@ impl Service<McpRequest> for RateLimitService {
                     }
                 }
             }
-            super::through(&inner, req).await
+            inner.call(req).await
         })
     }
 }

@@ -178,6 +178,7 @@ impl Shared {
                 );
                 parts.sink = inbound.sink;
                 parts.extensions = inbound.extensions;
+                parts.transport = inbound.kind;
                 if !inbound.no_questions && !inbound.quiet {
                     parts.input = InputChannel::Legacy(LegacyPeer {
                         sid: scope.to_owned(),
