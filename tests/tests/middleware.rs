@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 
 use axum::extract::ConnectInfo;
 use sake::middleware::{
-    self, Allow, Audit, AuditRecord, Cache, Concurrency, McpResponse, RateLimit, Timeout,
+    self, Allow, Audit, AuditRecord, Cache, Concurrency, Kind, McpResponse, RateLimit, Timeout,
 };
 use sake::prelude::*;
+use sake::skills::SkillDef;
 use sake::{Elicitation, InputError, RpcError};
 use sake_tests::rpc::{err, ok, server_meta, text_result, with_caps};
 use sake_tests::{Req, Stdio, Wire, modern_meta};
@@ -120,8 +121,17 @@ async fn meet() -> String {
     "met".into()
 }
 
+/// Names starting with what was typed.
+async fn complete_name(req: CompletionRequest) -> Vec<String> {
+    ["Ada", "Alan", "Grace"]
+        .into_iter()
+        .filter(|n| n.starts_with(&req.value))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// A greeting prompt.
-#[prompt]
+#[prompt(complete = complete_name)]
 fn hello(
     /// Whom.
     name: String,
@@ -453,12 +463,29 @@ async fn a_task_passes_the_layers_once_and_its_timeout_fails_it() {
         json!({"code": -32603, "message": "Request timed out: `work` did not finish within its timeout of 0.3 s and was cancelled", "data": {"timeoutSeconds": 0.3}}),
         "{status}"
     );
-    // One record, written when the task's work ended, with its id.
-    let records = kept.take();
-    assert_eq!(records.len(), 1, "{records:?}");
-    assert_eq!(records[0]["taskId"], id.as_str());
-    assert_eq!(records[0]["outcome"], "error");
-    assert!(records[0]["durationMs"].as_f64().unwrap() >= 300.0);
+    // One record of the call, written when the task's work ended, with its id; and one of
+    // every `tasks/get`, named by the task's id.
+    let (calls, gets): (Vec<Value>, Vec<Value>) = kept
+        .take()
+        .into_iter()
+        .partition(|r| r["method"] == "tools/call");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["taskId"], id.as_str());
+    assert_eq!(calls[0]["outcome"], "error");
+    assert!(calls[0]["durationMs"].as_f64().unwrap() >= 300.0);
+    assert!(!gets.is_empty());
+    for get in &gets {
+        assert_eq!(
+            (
+                &get["method"],
+                &get["name"],
+                &get["taskId"],
+                &get["outcome"]
+            ),
+            (&json!("tasks/get"), &json!(id), &json!(id), &json!("ok")),
+            "{get}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1070,4 +1097,232 @@ async fn two_calls_of_one_tool_behind_layers_run_at_the_same_time() {
     for (id, r) in (1..=2).zip(both) {
         r.unwrap().assert_json(200, ok(id, text("met")));
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every operation passes the layers: lists, completions, tasks, skills
+
+/// What a layer saw of each request: method, kind, name, task id, transport.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+fn seeing(seen: &Seen) -> impl middleware::McpLayer {
+    let seen = seen.clone();
+    middleware::from_fn(move |req, next| {
+        let seen = seen.clone();
+        async move {
+            seen.lock().unwrap().push(format!(
+                "{} {} {} {:?} {}",
+                req.method(),
+                req.kind().as_str(),
+                req.name(),
+                req.task_id(),
+                req.transport().as_str()
+            ));
+            next.run(req).await
+        }
+    })
+}
+
+fn with_skill(server: Server) -> Server {
+    server.skill(SkillDef::new("made").file(
+        "SKILL.md",
+        "---\nname: made\ndescription: Made in code.\n---\nBody.\n",
+    ))
+}
+
+/// Every operation that calls no function, as a 2026-07-28 request.
+fn operations() -> Vec<(&'static str, Value)> {
+    let tasks = json!({"extensions": {TASKS: {}}});
+    vec![
+        ("tools/list", json!({})),
+        ("prompts/list", json!({})),
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        ("skills/list", json!({})),
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "hello"},
+                   "argument": {"name": "name", "value": "A"}}),
+        ),
+        (
+            "tasks/get",
+            with_caps(json!({"taskId": "t-1"}), tasks.clone()),
+        ),
+        ("tasks/cancel", with_caps(json!({"taskId": "t-2"}), tasks)),
+        ("resources/read", json!({"uri": "skill://made/SKILL.md"})),
+    ]
+}
+
+#[tokio::test]
+async fn every_operation_passes_the_layers_and_answers_as_without_them_on_2026_07_28() {
+    let seen = Seen::default();
+    let layered = Wire::new(with_skill(server()).layer(seeing(&seen)));
+    let plain = Wire::new(with_skill(server()));
+    for (id, (method, params)) in (1..).zip(operations()) {
+        let through = layered.send(Req::modern(id, method, params.clone())).await;
+        let without = plain.send(Req::modern(id, method, params)).await;
+        assert_eq!(
+            (through.status, through.content_type(), &through.messages),
+            (without.status, without.content_type(), &without.messages),
+            "{method}"
+        );
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "tools/list list tools None http",
+            "prompts/list list prompts None http",
+            "resources/list list resources None http",
+            "resources/templates/list list resources/templates None http",
+            "skills/list list skills None http",
+            "completion/complete completion hello None http",
+            "tasks/get task t-1 Some(\"t-1\") http",
+            "tasks/cancel task t-2 Some(\"t-2\") http",
+            "resources/read skill skill://made/SKILL.md None http",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn every_operation_passes_the_layers_in_a_2025_11_25_session_and_over_stdio() {
+    let seen = Seen::default();
+    let legacy = Wire::new(with_skill(server()).layer(seeing(&seen))).revision("2025-11-25");
+    let s = legacy.session("2025-11-25", json!({})).await;
+    let plain = Wire::new(with_skill(server())).revision("2025-11-25");
+    let p = plain.session("2025-11-25", json!({})).await;
+    let session_ops = [
+        ("tools/list", json!({})),
+        ("prompts/list", json!({})),
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "hello"},
+                   "argument": {"name": "name", "value": "A"}}),
+        ),
+        ("resources/read", json!({"uri": "skill://made/SKILL.md"})),
+    ];
+    for (id, (method, params)) in (1..).zip(session_ops) {
+        let through = s.rpc(id, method, params.clone()).await;
+        let without = p.rpc(id, method, params).await;
+        assert_eq!(through.status, 200, "{method}");
+        assert_eq!(
+            (through.content_type(), &through.messages),
+            (without.content_type(), &without.messages),
+            "{method}"
+        );
+    }
+    // stdio's framing.
+    let mut io = Stdio::start(with_skill(server()).layer(seeing(&seen)).build().unwrap());
+    io.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {
+            "_meta": modern_meta(json!({}), json!({})),
+        }}),
+    )
+    .await;
+    let listed = io.recv("2026-07-28", Some("tools/list")).await;
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    io.close().await;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "tools/list list tools None http",
+            "prompts/list list prompts None http",
+            "resources/list list resources None http",
+            "resources/templates/list list resources/templates None http",
+            "completion/complete completion hello None http",
+            "resources/read skill skill://made/SKILL.md None http",
+            "tools/list list tools None stdio",
+        ]
+    );
+}
+
+/// A signed-in caller, as an authentication layer would leave it.
+#[derive(Clone)]
+struct User(&'static str);
+
+/// The refusal of an allow rule on lists.
+fn list_refused(id: i64) -> Value {
+    err(
+        id,
+        -32000,
+        "Forbidden: the server's rules do not allow this caller to use `tools/list` (the tools list)",
+        None,
+    )
+}
+
+#[tokio::test]
+async fn an_allow_rule_and_a_rate_limit_refuse_a_list_on_both_eras_and_over_stdio() {
+    // Lists only for signed-in callers: an anonymous one is refused, its tools too.
+    let signed_in_only = || {
+        server()
+            .layer_kind(Kind::List, Allow::new(|principal, _| principal.is_some()))
+            .principal(|extensions| extensions.get::<User>().map(|u| u.0.to_owned()))
+    };
+    let w = Wire::new(signed_in_only());
+    w.send(Req::modern(1, "tools/list", json!({})))
+        .await
+        .assert_json(403, list_refused(1));
+    let named = w
+        .send(Req::modern(2, "tools/list", json!({})).extension(User("ada")))
+        .await;
+    assert!(named.json(200)["result"]["tools"].is_array());
+    // Other operations are not lists.
+    w.send(call(3, "limited", json!({})))
+        .await
+        .assert_json(200, ok(3, text("ok")));
+    let legacy = Wire::new(signed_in_only()).revision("2025-11-25");
+    let s = legacy.session("2025-11-25", json!({})).await;
+    s.rpc(1, "tools/list", json!({}))
+        .await
+        .assert_json(200, list_refused(1));
+    let mut io = Stdio::start(signed_in_only().build().unwrap());
+    io.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {
+            "_meta": modern_meta(json!({}), json!({})),
+        }}),
+    )
+    .await;
+    assert_eq!(
+        io.recv("2026-07-28", Some("tools/list")).await,
+        list_refused(1)
+    );
+    io.close().await;
+
+    // Two lists a minute, for everyone together.
+    let limited_lists = || {
+        server().layer_kind(
+            Kind::List,
+            RateLimit::new(2, Duration::from_secs(60)).per_function(),
+        )
+    };
+    let limit = |id: i64| {
+        err(
+            id,
+            -32000,
+            "Rate limit exceeded: `tools/list` allows 2 calls per 60 s; retry in 30 s",
+            Some(json!({"retryAfter": 30, "limit": 2, "periodSeconds": 60.0})),
+        )
+    };
+    let w = Wire::new(limited_lists());
+    for id in 1..=2 {
+        w.send(Req::modern(id, "tools/list", json!({})))
+            .await
+            .json(200);
+    }
+    let refused = w.send(Req::modern(3, "tools/list", json!({}))).await;
+    refused.assert_json(429, limit(3));
+    assert_eq!(refused.header("retry-after"), Some("30"));
+    // Each list has its own budget (per function: the method).
+    w.send(Req::modern(4, "prompts/list", json!({})))
+        .await
+        .json(200);
+    let legacy = Wire::new(limited_lists()).revision("2025-11-25");
+    let s = legacy.session("2025-11-25", json!({})).await;
+    for id in 1..=2 {
+        s.rpc(id, "tools/list", json!({})).await.json(200);
+    }
+    s.rpc(3, "tools/list", json!({}))
+        .await
+        .assert_json(200, limit(3));
 }

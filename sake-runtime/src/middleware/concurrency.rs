@@ -73,7 +73,7 @@ impl Service<McpRequest> for ConcurrencyService {
     fn call(&mut self, req: McpRequest) -> Self::Future {
         let Ok(permit) = self.slots.clone().try_acquire_owned() else {
             let why = format!("it already runs {} calls at once, its limit", self.calls);
-            let e = busy(req.name(), &why);
+            let e = busy(req.label(), &why);
             return Box::pin(async move { Ok(McpResponse::error(e)) });
         };
         let inner = self.inner.clone();

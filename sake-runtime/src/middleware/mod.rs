@@ -71,7 +71,9 @@ use crate::protocol::version::{Era, Revision};
 /// [`into_rpc_error`]).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// What kind of function a call runs.
+/// What kind of operation a request is: a call of a function (tool, prompt, resource,
+/// view), or one of the operations the server answers from what it holds (lists,
+/// completions, tasks, skills, subscriptions). [`McpRequest::method`] says which method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Kind {
@@ -83,27 +85,57 @@ pub enum Kind {
     Resource,
     /// A `#[view]`'s HTML (MCP Apps, `resources/read`).
     View,
+    /// A list: `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`,
+    /// `skills/list`. Its [`name`](McpRequest::name) is what it lists (`tools`, `prompts`,
+    /// `resources`, `resources/templates`, `skills`).
+    List,
+    /// `completion/complete`: its name is the prompt's name or the resource template's URI
+    /// the completion is for, its arguments the `argument` being completed.
+    Completion,
+    /// A request about a task (the tasks extension): `tasks/get`, `tasks/update`,
+    /// `tasks/cancel`; its name and [`task_id`](McpRequest::task_id) are the task's id.
+    Task,
+    /// The skills extension: `skills/get` and `resources/directory/read` (name: the URI
+    /// asked for), and `resources/read` of a skill's file (name: the file's URI).
+    Skill,
+    /// `resources/subscribe` and `resources/unsubscribe` (handshake sessions; name: the URI).
+    Subscription,
 }
 
 impl Kind {
-    /// The method that calls it.
-    pub fn method(self) -> &'static str {
-        match self {
-            Kind::Tool => "tools/call",
-            Kind::Prompt => "prompts/get",
-            Kind::Resource | Kind::View => "resources/read",
-        }
-    }
-
-    /// `tool`, `prompt`, `resource` or `view`.
+    /// `tool`, `prompt`, `resource`, `view`, `list`, `completion`, `task`, `skill` or
+    /// `subscription`.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Tool => "tool",
             Kind::Prompt => "prompt",
             Kind::Resource => "resource",
             Kind::View => "view",
+            Kind::List => "list",
+            Kind::Completion => "completion",
+            Kind::Task => "task",
+            Kind::Skill => "skill",
+            Kind::Subscription => "subscription",
         }
     }
+
+    /// Whether it calls a user function (a tool, prompt, resource or view): what
+    /// `Server::layer_for` names.
+    pub fn is_function(self) -> bool {
+        matches!(
+            self,
+            Kind::Tool | Kind::Prompt | Kind::Resource | Kind::View
+        )
+    }
+
+    /// The kinds of operations that call no function: each has one stack of layers.
+    pub(crate) const OPERATIONS: [Kind; 5] = [
+        Kind::List,
+        Kind::Completion,
+        Kind::Task,
+        Kind::Skill,
+        Kind::Subscription,
+    ];
 }
 
 /// What runs the function once every layer let the call through: made by the server.
@@ -115,6 +147,8 @@ pub(crate) type Run = Box<dyn FnOnce(Option<&RawValue>, Context) -> BoxFuture<Mc
 /// them. What a layer cannot change: which function runs, with what, for whom.
 pub struct McpRequest {
     pub(crate) kind: Kind,
+    pub(crate) method: &'static str,
+    pub(crate) task_id: Option<String>,
     pub(crate) name: Cow<'static, str>,
     pub(crate) function: &'static str,
     pub(crate) arguments: Option<Bytes>,
@@ -154,10 +188,17 @@ impl McpRequest {
         principal: Option<String>,
         client_addr: Option<IpAddr>,
         ctx: Context,
-        run: Run,
+        run: Option<Run>,
     ) -> McpRequest {
+        let method = match kind {
+            Kind::Tool => "tools/call",
+            Kind::Prompt => "prompts/get",
+            _ => "resources/read",
+        };
         McpRequest {
             kind,
+            method,
+            task_id: None,
             name,
             function,
             arguments,
@@ -170,28 +211,51 @@ impl McpRequest {
             sensitive: Arc::from(Vec::new()),
             transport: Transport::Stream,
             ctx,
-            run: Some(run),
+            run,
             extensions: http::Extensions::new(),
         }
     }
 
-    /// The method: `tools/call`, `prompts/get` or `resources/read`.
+    /// The method: `tools/call`, `prompts/get`, `resources/read`, `tools/list`,
+    /// `completion/complete`, `tasks/get`, …
     pub fn method(&self) -> &'static str {
-        self.kind.method()
+        self.method
     }
 
-    /// What kind of function it calls.
+    /// What the request is about, as refusals name it: "tool `x`", "resource `uri`",
+    /// "the tools list", "task `id`".
+    pub fn what(&self) -> String {
+        match self.kind {
+            Kind::List => format!("the {} list", self.name),
+            Kind::Completion => format!("completions of `{}`", self.name),
+            kind => format!("{} `{}`", kind.as_str(), self.name),
+        }
+    }
+
+    /// What refusals call it: the tool's or prompt's name, the URI; for an operation that
+    /// calls no function, its method (`tools/list`).
+    pub(crate) fn label(&self) -> &str {
+        if self.kind.is_function() {
+            &self.name
+        } else {
+            self.method
+        }
+    }
+
+    /// What kind of operation it is.
     pub fn kind(&self) -> Kind {
         self.kind
     }
 
-    /// The tool's or prompt's name, or the resource's URI as asked for.
+    /// The tool's or prompt's name, or the resource's URI as asked for; for the operations
+    /// that call no function, what [`Kind`] says.
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// The function as declared: the tool's or prompt's name, the resource's URI or URI
-    /// template, the view's URI. What `Server::layer_for` matches.
+    /// template, the view's URI. What `Server::layer_for` matches. For an operation that
+    /// calls no function, its method.
     pub fn function(&self) -> &'static str {
         self.function
     }
@@ -277,7 +341,10 @@ impl McpRequest {
     /// The id of the task the call runs as, once it became one (read it when the call ends:
     /// a call becomes a task after its first poll).
     pub fn task_id(&self) -> Option<String> {
-        self.ctx.task_id().map(str::to_owned)
+        match &self.task_id {
+            Some(id) => Some(id.clone()),
+            None => self.ctx.task_id().map(str::to_owned),
+        }
     }
 
     /// Whether the call runs as a task or may become one (the client asked for a task).
@@ -332,6 +399,8 @@ pub(crate) enum Reply {
     Prompt(GetPromptResult),
     Resource(ReadResourceResult),
     View(&'static str, String),
+    /// The result of an operation that calls no function, rendered for its revision.
+    Rendered(Bytes),
 }
 
 impl McpResponse {
@@ -408,6 +477,7 @@ impl McpResponse {
             Outcome::Reply(Reply::Prompt(r)) => len(serde_json::to_vec(r)),
             Outcome::Reply(Reply::Resource(r)) => len(serde_json::to_vec(r)),
             Outcome::Reply(Reply::View(u, h)) => u.len() + h.len(),
+            Outcome::Reply(Reply::Rendered(b)) => b.len(),
             _ => 0,
         }
     }
@@ -582,8 +652,9 @@ impl Layers {
         })
     }
 
-    /// The stack of the function `name` of `kind`, composed once; `None` when no layer
-    /// applies (the function is called without middleware).
+    /// The stack of the function `name` of `kind` (of the operations of `kind`, which call
+    /// no function: `name` empty), composed once; `None` when no layer applies (the function
+    /// is called without middleware).
     pub(crate) fn compose(&self, kind: Kind, name: &str) -> Option<Stack> {
         let applies: Vec<&Wrap> = self
             .list
@@ -591,7 +662,7 @@ impl Layers {
             .filter(|(scope, _)| match scope {
                 Scope::All => true,
                 Scope::Kind(k) => *k == kind,
-                Scope::Named(n) => n == name,
+                Scope::Named(n) => kind.is_function() && n == name,
                 Scope::Declared(n) => kind == Kind::Tool && *n == name,
             })
             .map(|(_, w)| w)

@@ -380,7 +380,7 @@ impl Service<McpRequest> for RateLimitService {
                     Ok(Some(wait)) => {
                         tracing::info!(name = %req.name(), retry_after_s = seconds(wait).max(1), "a call was refused by a rate limit");
                         return Ok(McpResponse::error(rate_limited(
-                            req.name(),
+                            req.label(),
                             limit.calls,
                             limit.period,
                             wait,
@@ -393,7 +393,7 @@ impl Service<McpRequest> for RateLimitService {
                         tracing::error!(error = %e, "the rate limit's store failed; the call is refused");
                         return Ok(McpResponse::error(RpcError::internal(format!(
                             "Internal error: the rate limit of `{}` cannot be checked now; retry later",
-                            req.name()
+                            req.label()
                         ))));
                     }
                 }

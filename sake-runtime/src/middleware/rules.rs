@@ -8,7 +8,7 @@ use std::task::{Context as TaskContext, Poll};
 
 use tower::{Layer, Service};
 
-use super::{BoxError, Boxed, McpRequest, McpResponse};
+use super::{BoxError, Boxed, Kind, McpRequest, McpResponse};
 use crate::protocol::jsonrpc::{RpcError, code};
 
 type Rule = Arc<dyn Fn(Option<&str>, &McpRequest) -> bool + Send + Sync>;
@@ -41,11 +41,19 @@ impl Allow {
 pub(crate) fn forbidden(req: &McpRequest) -> RpcError {
     RpcError::new(
         code::TRANSPORT_REFUSED,
-        format!(
-            "Forbidden: the server's rules do not allow this caller to call {} `{}`",
-            req.kind().as_str(),
-            req.name()
-        ),
+        match req.kind() {
+            Kind::List | Kind::Completion | Kind::Task | Kind::Skill | Kind::Subscription => {
+                format!(
+                    "Forbidden: the server's rules do not allow this caller to use `{}` ({})",
+                    req.method(),
+                    req.what()
+                )
+            }
+            _ => format!(
+                "Forbidden: the server's rules do not allow this caller to call {}",
+                req.what()
+            ),
+        },
     )
     .with_status(403)
 }

@@ -616,7 +616,7 @@ fn layered<F: Function>(
         principal,
         client_addr,
         ctx,
-        run,
+        Some(run),
     );
     req.client_network = client_addr.map(|ip| shared.client_network(ip));
     req.continuation = continuation;
@@ -673,6 +673,9 @@ impl<T: Output> Future for Innermost<T> {
 /// to have an entry.
 pub(crate) struct Stacks {
     by: std::collections::HashMap<(Kind, &'static str), Stack>,
+    /// The operations that call no function (lists, completions, tasks, skills,
+    /// subscriptions): one stack per kind.
+    operations: Vec<(Kind, Stack)>,
 }
 
 impl Stacks {
@@ -729,11 +732,22 @@ impl Stacks {
                 by.insert((kind, name), stack);
             }
         }
-        Ok(Some(Stacks { by }))
+        let operations = Kind::OPERATIONS
+            .into_iter()
+            .filter_map(|kind| Some((kind, layers.compose(kind, "")?)))
+            .collect();
+        Ok(Some(Stacks { by, operations }))
     }
 
-    fn get(&self, kind: Kind, name: &'static str) -> Option<Stack> {
+    pub(crate) fn get(&self, kind: Kind, name: &'static str) -> Option<Stack> {
         self.by.get(&(kind, name)).cloned()
+    }
+
+    /// The stack of the operations of `kind`, when a layer applies to them.
+    pub(crate) fn operation(&self, kind: Kind) -> Option<&Stack> {
+        self.operations
+            .iter()
+            .find_map(|(k, stack)| (*k == kind).then_some(stack))
     }
 }
 
