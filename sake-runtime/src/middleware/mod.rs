@@ -160,6 +160,9 @@ pub struct McpRequest {
     pub(crate) read_only: bool,
     pub(crate) sensitive: Arc<[String]>,
     pub(crate) transport: Transport,
+    /// The server's authorization (feature `auth`), for rules about scopes.
+    #[cfg(feature = "auth")]
+    pub(crate) auth: Option<Arc<crate::auth::Authorization>>,
     pub(crate) ctx: Context,
     pub(crate) run: Option<Run>,
     extensions: http::Extensions,
@@ -210,6 +213,8 @@ impl McpRequest {
             read_only: false,
             sensitive: Arc::from(Vec::new()),
             transport: Transport::Stream,
+            #[cfg(feature = "auth")]
+            auth: None,
             ctx,
             run,
             extensions: http::Extensions::new(),
@@ -230,6 +235,22 @@ impl McpRequest {
             Kind::Completion => format!("completions of `{}`", self.name),
             kind => format!("{} `{}`", kind.as_str(), self.name),
         }
+    }
+
+    /// Whether the caller's verified token grants every scope of `scopes`, as the server
+    /// checks a function's scopes (`Authorization::implies` included); `false` for an
+    /// anonymous caller, or on a server that checks no tokens.
+    pub(crate) fn grants(&self, scopes: &[String]) -> bool {
+        #[cfg(feature = "auth")]
+        if let (Some(auth), Some(principal)) = (
+            &self.auth,
+            self.http_extensions().get::<crate::auth::Principal>(),
+        ) {
+            let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+            return auth.missing(principal, &scopes).is_empty();
+        }
+        let _ = scopes;
+        false
     }
 
     /// What refusals call it: the tool's or prompt's name, the URI; for an operation that

@@ -622,6 +622,10 @@ fn layered<F: Function>(
     req.continuation = continuation;
     req.task = task;
     req.transport = transport;
+    #[cfg(feature = "auth")]
+    {
+        req.auth = shared.auth.clone();
+    }
     req.read_only = read_only;
     req.sensitive = stack.sensitive.clone();
     Box::pin(async move {

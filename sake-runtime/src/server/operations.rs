@@ -133,6 +133,10 @@ pub(crate) fn admit(
     req.method = method.as_str();
     req.task_id = task_id;
     req.transport = parts.transport;
+    #[cfg(feature = "auth")]
+    {
+        req.auth = shared.auth.clone();
+    }
     req.client_network = client_addr.map(|ip| shared.client_network(ip));
     Some(Layered {
         stack,
