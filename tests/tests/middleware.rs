@@ -121,6 +121,12 @@ async fn meet() -> String {
     "met".into()
 }
 
+/// Today's note.
+#[resource(uri = "note://today", mime_type = "text/plain")]
+fn today() -> String {
+    "rain".into()
+}
+
 /// Names starting with what was typed.
 async fn complete_name(req: CompletionRequest) -> Vec<String> {
     ["Ada", "Alan", "Grace"]
@@ -1325,4 +1331,39 @@ async fn an_allow_rule_and_a_rate_limit_refuse_a_list_on_both_eras_and_over_stdi
     s.rpc(3, "tools/list", json!({}))
         .await
         .assert_json(200, limit(3));
+}
+
+#[tokio::test]
+async fn a_sessions_subscriptions_pass_the_layers() {
+    let seen = Seen::default();
+    let w = Wire::new(server().layer(seeing(&seen)).layer_kind(
+        Kind::Subscription,
+        Allow::new(|_, req| req.name() == "note://today"),
+    ))
+    .revision("2025-11-25");
+    let s = w.session("2025-11-25", json!({})).await;
+    // Refused by the rule before anything else is checked.
+    s.rpc(1, "resources/subscribe", json!({"uri": "note://other"}))
+        .await
+        .assert_json(
+            200,
+            err(
+                1,
+                -32000,
+                "Forbidden: the server's rules do not allow this caller to use `resources/subscribe` (subscription `note://other`)",
+                None,
+            ),
+        );
+    for (id, method) in [(2, "resources/subscribe"), (3, "resources/unsubscribe")] {
+        let r = s.rpc(id, method, json!({"uri": "note://today"})).await;
+        assert_eq!(r.json(200)["result"], json!({}), "{method}");
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "resources/subscribe subscription note://other None http",
+            "resources/subscribe subscription note://today None http",
+            "resources/unsubscribe subscription note://today None http",
+        ]
+    );
 }

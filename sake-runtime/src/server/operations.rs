@@ -1,8 +1,9 @@
 //! The operations that call no user function — lists, completions, requests about tasks,
-//! skills and their files, a view's embedded HTML — through the layers (docs/middleware.md).
+//! skills and their files, a view's embedded HTML, a session's resource subscriptions —
+//! through the layers (docs/middleware.md).
 //!
-//! The dispatcher asks [`admit`] before it serves such a request, only when the server has
-//! layers: the request the layers see is made from the request's parts, the dispatcher's
+//! The dispatcher (the session door, for subscriptions) asks [`admit`] before it serves such
+//! a request, only when the server has layers: the request the layers see is made from the request's parts, the dispatcher's
 //! answer becomes the innermost step ([`Layered::around`]). What the dispatcher answers at
 //! once (a list's page) is known before the layers run, but sent only if they let it through;
 //! what runs (a completion, `tasks/cancel`) runs only then. With no layer, nothing here runs.
@@ -75,6 +76,9 @@ fn operation(
             op(Kind::Task, text(params.task_id))
         }
         Method::SkillsGet | Method::DirectoryRead => op(Kind::Skill, text(params.uri)),
+        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
+            op(Kind::Subscription, text(params.uri))
+        }
         Method::ResourcesRead => {
             let uri = text(params.uri);
             if shared.registry.skills.file(&uri).is_some() {
