@@ -270,14 +270,11 @@ impl Shared {
             if let Err(e) = self.followable_uri(extensions, uri) {
                 return Err(render::error(session.revision, e));
             }
-            let held = match self.hold(
+            let held = self.hold(
                 extensions,
                 uri.len() + super::HELD_OVERHEAD,
                 "this subscription",
-            ) {
-                Ok(held) => held,
-                Err(e) => return Err(e),
-            };
+            )?;
             if let Err(SubscribeRefused::TooManyForSession(n)) =
                 self.hub.subscribe(session, uri, held)
             {
