@@ -1,9 +1,10 @@
 //! Policies on every call: [tower](https://docs.rs/tower) middleware at the level of MCP
 //! operations (see docs/middleware.md).
 //!
-//! Every call of a user function — a `tools/call`, a `prompts/get`, a `resources/read` of a
-//! resource, a template's match or a view — can pass through a stack of tower layers before
-//! the function runs. A layer is a [`tower::Layer`] over a service of [`McpRequest`] to
+//! Every MCP operation — a call of a user function (`tools/call`, `prompts/get`, a
+//! `resources/read` of a resource, a template's match or a view), and every list,
+//! `completion/complete`, request about a task, skill read and resource subscription — can
+//! pass through a stack of tower layers before it is served. A layer is a [`tower::Layer`] over a service of [`McpRequest`] to
 //! [`McpResponse`]; it sees what is called (method, name or URI, arguments), by whom (the
 //! caller's name, the client's address and info), on which revision and transport, and may
 //! refuse, observe, time or answer the call instead of the function.
