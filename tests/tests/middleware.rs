@@ -1367,3 +1367,25 @@ async fn a_sessions_subscriptions_pass_the_layers() {
         ]
     );
 }
+
+#[tokio::test]
+async fn calls_waiting_for_a_tower_concurrency_limit_are_all_served() {
+    // tower's limit holds one call at a time: the others wait for the stack to be ready again,
+    // and every one of them is woken (the stack wakes all waiting calls, not the last polled).
+    let w = Arc::new(Wire::new(
+        server().layer_for("work", tower::limit::ConcurrencyLimitLayer::new(1)),
+    ));
+    let calls = (1..=4).map(|id| {
+        let w = w.clone();
+        tokio::spawn(async move { w.send(call(id, "work", json!({"ms": 50}))).await })
+    });
+    let done = tokio::time::timeout(
+        Duration::from_secs(10),
+        futures_util::future::join_all(calls),
+    )
+    .await
+    .expect("a call waiting for the limit was never woken");
+    for (id, r) in (1..=4).zip(done) {
+        r.unwrap().assert_json(200, ok(id, text("worked 50 ms")));
+    }
+}
