@@ -24,10 +24,11 @@
 //!     }));
 //! ```
 //!
-//! Layers are composed once, when the server is built, into one service per function; a
-//! function no layer applies to is called exactly as without middleware. The layers apply
-//! the same on both eras, every transport (HTTP, stdio, `Service::connect`, `TestClient`) and
-//! to tasks: a task's work passes them when it starts (its run is the call they wrap).
+//! Layers are composed once, when the server is built, into one service per function (and
+//! one per kind of the other operations); a function no layer applies to is called exactly
+//! as without middleware. The layers apply the same on both eras, every transport (HTTP,
+//! stdio, `Service::connect`, `TestClient`) and to tasks: a task's work passes them when it
+//! starts (its run is the call they wrap).
 
 mod audit;
 mod cache;
