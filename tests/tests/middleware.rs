@@ -1075,6 +1075,22 @@ async fn a_tools_failure_is_a_failure_to_the_layers_and_the_audit_on_both_eras()
     w.send(call(2, "broken", json!({}))).await.json(200);
     w.send(call(3, "limited", json!({}))).await.json(200);
     assert_eq!((failures.load(SeqCst), tool_errors.load(SeqCst)), (1, 1));
+    // Over stdio.
+    let mut io = Stdio::start(audited().build().unwrap());
+    for (id, name) in [(1, "refuses"), (2, "broken"), (3, "limited")] {
+        io.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": name, "arguments": {}, "_meta": modern_meta(json!({}), json!({})),
+            }}),
+        )
+        .await;
+        let r = io.recv("2026-07-28", Some("tools/call")).await;
+        if id == 1 {
+            assert_eq!(r, closed(1));
+        }
+    }
+    io.close().await;
+    assert_eq!(recorded(&kept), expected);
 }
 
 #[tokio::test]
@@ -1103,6 +1119,47 @@ async fn two_calls_of_one_tool_behind_layers_run_at_the_same_time() {
     for (id, r) in (1..=2).zip(both) {
         r.unwrap().assert_json(200, ok(id, text("met")));
     }
+    // In a 2025-11-25 session, and over stdio.
+    let layered = || {
+        server()
+            .layer(Audit::new())
+            .layer(middleware::from_fn(|req, next| next.run(req)))
+            .layer_for("meet", Concurrency::new(2))
+            .layer_for("meet", tower::limit::ConcurrencyLimitLayer::new(2))
+    };
+    let legacy = Wire::new(layered()).revision("2025-11-25");
+    let s = legacy.session("2025-11-25", json!({})).await;
+    let meet = json!({"name": "meet", "arguments": {}});
+    let (a, b) = tokio::time::timeout(
+        Duration::from_secs(10),
+        futures_util::future::join(
+            s.rpc(1, "tools/call", meet.clone()),
+            s.rpc(2, "tools/call", meet.clone()),
+        ),
+    )
+    .await
+    .expect("the two calls of a session did not run at the same time");
+    for r in [a, b] {
+        assert_eq!(r.json(200)["result"]["content"][0]["text"], "met");
+    }
+    let mut io = Stdio::start(layered().build().unwrap());
+    for id in 1..=2 {
+        io.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "meet", "arguments": {}, "_meta": modern_meta(json!({}), json!({})),
+            }}),
+        )
+        .await;
+    }
+    let mut ids = Vec::new();
+    for _ in 1..=2 {
+        let r = io.recv("2026-07-28", Some("tools/call")).await;
+        assert_eq!(r["result"]["content"][0]["text"], "met", "{r}");
+        ids.push(r["id"].as_i64().unwrap());
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2]);
+    io.close().await;
 }
 
 // ---------------------------------------------------------------------------------------------
