@@ -427,11 +427,12 @@ impl Server {
         self
     }
 
-    /// Wraps every call of a function — tools, prompts, resources, templates, views — in a
-    /// tower layer over [`McpRequest`](crate::middleware::McpRequest) (see
-    /// [`middleware`](crate::middleware) and docs/middleware.md): a rate limit, a timeout,
-    /// an audit trail, a layer of your own or any tower layer. Layers apply in the order
-    /// given, the first added outermost, the same on every revision, transport and task.
+    /// Wraps every MCP operation — every call of a function (tools, prompts, resources,
+    /// templates, views) and every list, completion, request about a task, skill read and
+    /// subscription — in a tower layer over [`McpRequest`](crate::middleware::McpRequest)
+    /// (see [`middleware`](crate::middleware) and docs/middleware.md): a rate limit, a
+    /// timeout, an audit trail, a layer of your own or any tower layer. Layers apply in the
+    /// order given, the first added outermost, the same on every revision, transport and task.
     pub fn layer<L: crate::middleware::McpLayer>(mut self, layer: L) -> Self {
         self.config.layers.all(layer);
         self
@@ -448,7 +449,8 @@ impl Server {
         self
     }
 
-    /// Wraps the calls of every function of a kind (every tool, every prompt, …) in a layer.
+    /// Wraps every operation of a kind in a layer: every tool's call, every prompt's, …, or
+    /// every list (`Kind::List`), completion, request about a task, skill read, subscription.
     pub fn layer_kind<L: crate::middleware::McpLayer>(
         mut self,
         kind: crate::middleware::Kind,

@@ -54,6 +54,14 @@ impl Dispatched {
     fn err(rev: Revision, e: RpcError) -> Self {
         Dispatched::Ready(Err(render::error(rev, e)))
     }
+
+    /// The answer as a future, ready or not.
+    fn into_future(self) -> BoxFuture<Result<Bytes, RpcError>> {
+        match self {
+            Dispatched::Ready(out) => Box::pin(std::future::ready(out)),
+            Dispatched::Pending(fut) => fut,
+        }
+    }
 }
 
 /// Reads a string from raw JSON, borrowing when it has no escapes.
@@ -113,7 +121,18 @@ impl Shared {
     ) -> Dispatched {
         // A signed-in caller's request that runs ends when the caller is signed out.
         let watch = self.watch_caller(&parts.extensions);
-        match (self.dispatch_now(parts, method, params), watch) {
+        // An operation that calls no function passes its layers here (a function's call, in
+        // the invoker); without layers, nothing more happens.
+        let layered = match &self.stacks {
+            Some(stacks) => super::operations::admit(self, stacks, &parts, method, params),
+            None => None,
+        };
+        let dispatched = self.dispatch_now(parts, method, params);
+        let dispatched = match layered {
+            Some(layered) => Dispatched::Pending(layered.around(self, dispatched.into_future())),
+            None => dispatched,
+        };
+        match (dispatched, watch) {
             (Dispatched::Pending(fut), Some(watch)) => {
                 let shared = self.clone();
                 Dispatched::Pending(Box::pin(async move {

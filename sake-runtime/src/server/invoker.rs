@@ -77,9 +77,15 @@ pub(crate) trait Output: Send + Sized + 'static {
     /// The output a response stands for: a reply of another kind is an error.
     fn from_response(response: McpResponse) -> Result<Step<Self>, RpcError> {
         match response.outcome {
-            Outcome::Reply(reply) => Self::from_reply(reply).map(Step::Returned).ok_or_else(|| {
-                RpcError::internal("Internal error: a layer answered with a result of another kind")
-            }),
+            // A function that recorded a protocol error returned: the dispatcher reads the
+            // error where it was recorded, as without layers.
+            Outcome::Reply(reply) | Outcome::Failed(reply, _) => {
+                Self::from_reply(reply).map(Step::Returned).ok_or_else(|| {
+                    RpcError::internal(
+                        "Internal error: a layer answered with a result of another kind",
+                    )
+                })
+            }
             Outcome::Error(e) => Self::from_error(e).map(Step::Returned),
             Outcome::Input(asked) => Ok(Step::Asked(asked)),
         }
@@ -512,6 +518,7 @@ impl Invoker<'_> {
         parts.notifier = Some(shared.notifier.clone());
         parts.states = Some(shared.states.clone());
         let call = parts.call.clone();
+        let transport = parts.transport;
         let name = function.name();
         let (ctx, cancel) = if takes_context {
             let (ctx, cancel) = Context::new(parts, Some(name.clone()));
@@ -531,7 +538,7 @@ impl Invoker<'_> {
                 ctx,
                 layered_arguments,
                 round.clone(),
-                (continues, for_task),
+                (continues, for_task, transport),
             )),
         };
         Ok(Running {
@@ -575,7 +582,7 @@ fn layered<F: Function>(
     ctx: Context,
     arguments: Option<Bytes>,
     round: Option<Arc<Mrtr>>,
-    (continuation, task): (bool, bool),
+    (continuation, task, transport): (bool, bool, middleware::Transport),
 ) -> BoxFuture<Result<Step<F::Output>, RpcError>> {
     let name = function.name();
     let declared = function.declared();
@@ -584,6 +591,7 @@ fn layered<F: Function>(
     let client_addr = extensions.get::<PeerAddr>().map(|p| p.ip);
     let read_only = function.read_only();
     let detached = function.detach();
+    let call = ctx.call_state().clone();
     let inner_name = name.clone();
     let run: middleware::Run = Box::new(move |arguments, ctx| {
         let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| detached(arguments, ctx))) {
@@ -597,6 +605,7 @@ fn layered<F: Function>(
             fut,
             name: inner_name,
             round,
+            call,
         })
     });
     let mut req = McpRequest::new(
@@ -607,11 +616,16 @@ fn layered<F: Function>(
         principal,
         client_addr,
         ctx,
-        run,
+        Some(run),
     );
     req.client_network = client_addr.map(|ip| shared.client_network(ip));
     req.continuation = continuation;
     req.task = task;
+    req.transport = transport;
+    #[cfg(feature = "auth")]
+    {
+        req.auth = shared.auth.clone();
+    }
     req.read_only = read_only;
     req.sensitive = stack.sensitive.clone();
     Box::pin(async move {
@@ -627,6 +641,7 @@ struct Innermost<T> {
     fut: BoxFuture<T>,
     name: Cow<'static, str>,
     round: Option<Arc<Mrtr>>,
+    call: Arc<CallState>,
 }
 
 impl<T: Output> Future for Innermost<T> {
@@ -636,7 +651,20 @@ impl<T: Output> Future for Innermost<T> {
         let this = &mut *self;
         match std::panic::catch_unwind(AssertUnwindSafe(|| this.fut.as_mut().poll(cx))) {
             Err(panic) => Poll::Ready(McpResponse::error(panicked(&this.name, panic.as_ref()))),
-            Ok(Poll::Ready(v)) => Poll::Ready(v.into_response()),
+            Ok(Poll::Ready(v)) => {
+                let mut response = v.into_response();
+                // What the dispatcher will end the call with instead (`Running::failure`):
+                // the layers see the call fail.
+                let failure = match this.round.as_ref().and_then(|r| r.invalid()) {
+                    Some(msg) => Some(RpcError::invalid_params(format!("Invalid params: {msg}"))),
+                    None => this.call.failure(),
+                };
+                response.outcome = match (failure, response.outcome) {
+                    (Some(e), Outcome::Reply(reply)) => Outcome::Failed(reply, e),
+                    (_, outcome) => outcome,
+                };
+                Poll::Ready(response)
+            }
             Ok(Poll::Pending) => match this.round.as_ref().and_then(|r| r.poll_pending()) {
                 Some(RoundOutcome::InputRequired(asked)) => Poll::Ready(McpResponse::input(asked)),
                 None => Poll::Pending,
@@ -649,6 +677,9 @@ impl<T: Output> Future for Innermost<T> {
 /// to have an entry.
 pub(crate) struct Stacks {
     by: std::collections::HashMap<(Kind, &'static str), Stack>,
+    /// The operations that call no function (lists, completions, tasks, skills,
+    /// subscriptions): one stack per kind.
+    operations: Vec<(Kind, Stack)>,
 }
 
 impl Stacks {
@@ -705,11 +736,22 @@ impl Stacks {
                 by.insert((kind, name), stack);
             }
         }
-        Ok(Some(Stacks { by }))
+        let operations = Kind::OPERATIONS
+            .into_iter()
+            .filter_map(|kind| Some((kind, layers.compose(kind, "")?)))
+            .collect();
+        Ok(Some(Stacks { by, operations }))
     }
 
-    fn get(&self, kind: Kind, name: &'static str) -> Option<Stack> {
+    pub(crate) fn get(&self, kind: Kind, name: &'static str) -> Option<Stack> {
         self.by.get(&(kind, name)).cloned()
+    }
+
+    /// The stack of the operations of `kind`, when a layer applies to them.
+    pub(crate) fn operation(&self, kind: Kind) -> Option<&Stack> {
+        self.operations
+            .iter()
+            .find_map(|(k, stack)| (*k == kind).then_some(stack))
     }
 }
 

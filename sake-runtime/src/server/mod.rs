@@ -14,6 +14,7 @@ pub(crate) mod hub;
 pub(crate) mod inflight;
 pub(crate) mod invoker;
 pub(crate) mod memory;
+pub(crate) mod operations;
 pub(crate) mod revocation;
 pub(crate) mod session;
 pub(crate) mod skills;

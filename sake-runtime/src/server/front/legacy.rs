@@ -124,32 +124,38 @@ impl Shared {
                         "Invalid params: missing `uri`",
                     )));
                 };
-                if method == Method::ResourcesUnsubscribe {
-                    self.hub.unsubscribe(&session.sid, &uri);
-                } else {
-                    // Only to what the server serves, and the caller may read: a
-                    // subscription to anything else is memory held for nothing, or a
-                    // way around the resource's scopes.
-                    if let Err(e) = self.followable_uri(&inbound.extensions, &uri) {
-                        return done(Err(render::error(rev, e)));
-                    }
-                    let held = match self.hold(
-                        &inbound.extensions,
-                        uri.len() + super::HELD_OVERHEAD,
-                        "this subscription",
-                    ) {
-                        Ok(held) => held,
-                        Err(e) => return done(Err(e)),
-                    };
-                    if let Err(SubscribeRefused::TooManyForSession(n)) =
-                        self.hub.subscribe(session, &uri, held)
-                    {
-                        return done(Err(RpcError::internal(format!(
-                            "This session holds {n} resource subscriptions, the most it may; unsubscribe from one first"
-                        ))));
-                    }
+                // Through the layers, when some apply to subscriptions: the subscription is
+                // made once they let it through.
+                if let Some(layered) = self.stacks.as_ref().and_then(|stacks| {
+                    let mut parts = RequestParts::new(
+                        rev,
+                        RequestMeta {
+                            client_capabilities: session.capabilities.clone(),
+                            client_info: ClientInfo::shared(session.client_info()),
+                            ..RequestMeta::default()
+                        },
+                    );
+                    parts.extensions = inbound.extensions.clone();
+                    parts.transport = inbound.kind;
+                    crate::server::operations::admit(self, stacks, &parts, method, &params)
+                }) {
+                    let shared = self.clone();
+                    let session = session.clone();
+                    let uri = uri.into_owned();
+                    let extensions = inbound.extensions;
+                    let run = layered.around(
+                        self,
+                        Box::pin(async move {
+                            shared.subscription(&session, method, &uri, &extensions)
+                        }),
+                    );
+                    return Started::Running(Box::pin(async move {
+                        let out = run.await;
+                        telemetry.finish(&out);
+                        Some(out)
+                    }));
                 }
-                done(empty())
+                done(self.subscription(session, method, &uri, &inbound.extensions))
             }
             _ => {
                 let (progress_token, raw_meta) = match parse_legacy_meta(params.meta) {
@@ -178,6 +184,7 @@ impl Shared {
                 );
                 parts.sink = inbound.sink;
                 parts.extensions = inbound.extensions;
+                parts.transport = inbound.kind;
                 if !inbound.no_questions && !inbound.quiet {
                     parts.input = InputChannel::Legacy(LegacyPeer {
                         sid: scope.to_owned(),
@@ -244,6 +251,39 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// `resources/subscribe` or `resources/unsubscribe` of `uri` in a session.
+    fn subscription(
+        &self,
+        session: &Session,
+        method: Method,
+        uri: &str,
+        extensions: &http::Extensions,
+    ) -> Outcome {
+        if method == Method::ResourcesUnsubscribe {
+            self.hub.unsubscribe(&session.sid, uri);
+        } else {
+            // Only to what the server serves, and the caller may read: a
+            // subscription to anything else is memory held for nothing, or a
+            // way around the resource's scopes.
+            if let Err(e) = self.followable_uri(extensions, uri) {
+                return Err(render::error(session.revision, e));
+            }
+            let held = self.hold(
+                extensions,
+                uri.len() + super::HELD_OVERHEAD,
+                "this subscription",
+            )?;
+            if let Err(SubscribeRefused::TooManyForSession(n)) =
+                self.hub.subscribe(session, uri, held)
+            {
+                return Err(RpcError::internal(format!(
+                    "This session holds {n} resource subscriptions, the most it may; unsubscribe from one first"
+                )));
+            }
+        }
+        Ok(empty_result(self, session.revision))
     }
 
     /// A client's notification within a session.

@@ -78,6 +78,8 @@ pub(crate) struct Inbound {
     /// What carries the request, as the `network.transport` of its span: `tcp` (HTTP) or
     /// `pipe` (stdio).
     pub transport: Option<&'static str>,
+    /// What carries the request, as its transport said (what the layers read).
+    pub kind: crate::handler::context::Transport,
 }
 
 impl Shared {
@@ -324,6 +326,7 @@ impl Shared {
                         quiet: false,
                         polled_at_once: false,
                         transport: inbound.transport,
+                        kind: inbound.kind,
                     };
                     let current = changed.as_deref().unwrap_or(session);
                     let params = crate::protocol::meta::Params::parse(params);

@@ -204,6 +204,7 @@ impl Shared {
         let mut parts = RequestParts::new(rev, meta);
         parts.sink = inbound.sink;
         parts.extensions = inbound.extensions;
+        parts.transport = inbound.kind;
         parts.cancel = inbound.cancel;
         match self.dispatch(parts, method, params) {
             Dispatched::Ready(out) => Answer::Ready(out),

@@ -32,7 +32,7 @@ use super::Outcome;
 use super::carrier::Carrier;
 use crate::error::Error;
 use crate::handler::BoxFuture;
-use crate::handler::context::Sink;
+use crate::handler::context::{Sink, Transport};
 use crate::protocol::Era;
 use crate::protocol::headers::RequestHeaders;
 use crate::protocol::jsonrpc::{self, RequestId, RpcError};
@@ -114,6 +114,7 @@ impl Engine {
 #[derive(Debug)]
 pub struct Peer {
     transport: Option<&'static str>,
+    kind: Transport,
     extensions: http::Extensions,
     questions: bool,
 }
@@ -124,6 +125,7 @@ impl Peer {
     pub fn new(transport: &'static str) -> Peer {
         Peer {
             transport: Some(transport),
+            kind: Transport::Stream,
             extensions: http::Extensions::new(),
             questions: true,
         }
@@ -151,10 +153,17 @@ impl Peer {
         self
     }
 
+    /// A peer on stdio (what `McpRequest::transport` of its requests reads).
+    pub(crate) fn stdio(mut self) -> Peer {
+        self.kind = Transport::Stdio;
+        self
+    }
+
     /// A peer that names no transport (the in-memory test client).
     pub(crate) fn in_memory() -> Peer {
         Peer {
             transport: None,
+            kind: Transport::Stream,
             extensions: http::Extensions::new(),
             questions: true,
         }
@@ -457,6 +466,8 @@ impl Outbound {
 pub struct Connection {
     pub(super) shared: Arc<Shared>,
     pub(super) transport: Option<&'static str>,
+    /// What carries it, as its transport said (HTTP, stdio, another stream).
+    pub(super) kind: Transport,
     pub(super) extensions: http::Extensions,
     pub(super) caller: Key,
     pub(super) questions: bool,
@@ -485,6 +496,7 @@ impl Connection {
         let conn = Connection {
             shared,
             transport: peer.transport,
+            kind: peer.kind,
             extensions: peer.extensions,
             caller,
             questions: peer.questions,
@@ -504,6 +516,7 @@ impl Connection {
         Connection {
             shared: engine.0.clone(),
             transport: Some(transport),
+            kind: Transport::Http,
             extensions,
             caller,
             questions: true,

@@ -440,6 +440,7 @@ impl Connection {
             quiet: false,
             polled_at_once: false,
             transport: self.transport,
+            kind: self.kind,
         }
     }
 }
