@@ -121,7 +121,7 @@ impl Shared {
     ) -> Result<K::Found<'_>, RpcError> {
         let found = K::find(&self.registry, key).ok_or_else(|| K::unknown(&self.registry, key))?;
         let (scopes, principal) = K::access(&found);
-        self.authorize(
+        self.callers.authorize(
             extensions,
             format_args!("{} `{key}`", K::WHAT),
             scopes,

@@ -112,7 +112,7 @@ impl Shared {
         params: &Params<'_>,
     ) -> Dispatched {
         // A signed-in caller's request that runs ends when the caller is signed out.
-        let watch = self.watch_caller(&parts.extensions);
+        let watch = self.callers.watch_caller(&parts.extensions);
         match (self.dispatch_now(parts, method, params), watch) {
             (Dispatched::Pending(fut), Some(watch)) => {
                 let shared = self.clone();
@@ -120,7 +120,7 @@ impl Shared {
                     tokio::select! {
                         biased;
                         out = fut => out,
-                        () = watch.revoked() => Err(shared.signed_out()),
+                        () = watch.revoked() => Err(shared.callers.signed_out()),
                     }
                 }))
             }
@@ -318,7 +318,7 @@ impl Shared {
             return Err(apps::missing_extension(&name));
         }
         let def = entry.def;
-        self.authorize(
+        self.callers.authorize(
             &parts.extensions,
             format_args!("tool `{name}`"),
             def.scopes,
@@ -566,7 +566,7 @@ impl Shared {
                     .registry
                     .prompt(name)
                     .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
-                self.authorize(
+                self.callers.authorize(
                     &parts.extensions,
                     format_args!("prompt `{name}`"),
                     def.scopes,
@@ -586,7 +586,7 @@ impl Shared {
                         RpcError::invalid_params(format!("Unknown resource or template: {uri}"))
                     })?,
                 };
-                self.authorize(
+                self.callers.authorize(
                     &parts.extensions,
                     format_args!("resource `{uri}`"),
                     def.scopes,

@@ -477,7 +477,7 @@ impl Invoker<'_> {
                     // The arguments' text only for a round's key: a call without one never
                     // needs it.
                     key.arguments = arguments_text(&parts, arguments);
-                    key.principal = shared.caller_name(&parts.extensions);
+                    key.principal = shared.callers.caller_name(&parts.extensions);
                     Some(Mrtr::start(
                         shared.sessions.signer(),
                         key,
@@ -580,7 +580,7 @@ fn layered<F: Function>(
     let name = function.name();
     let declared = function.declared();
     let extensions = ctx.extensions();
-    let principal = shared.caller_name(extensions);
+    let principal = shared.callers.caller_name(extensions);
     let client_addr = extensions.get::<PeerAddr>().map(|p| p.ip);
     let read_only = function.read_only();
     let detached = function.detach();
@@ -609,7 +609,7 @@ fn layered<F: Function>(
         ctx,
         run,
     );
-    req.client_network = client_addr.map(|ip| shared.client_network(ip));
+    req.client_network = client_addr.map(|ip| shared.admission.client_network(ip));
     req.continuation = continuation;
     req.task = task;
     req.read_only = read_only;

@@ -5,6 +5,8 @@
 //! The public builder ([`Server`](crate::Server)) and the built [`Service`](crate::Service)
 //! live above the transports, in `service.rs`.
 
+pub(crate) mod admission;
+pub(crate) mod callers;
 pub(crate) mod catalog;
 pub(crate) mod dev;
 pub(crate) mod dispatch;
@@ -175,34 +177,19 @@ pub(crate) struct Shared {
     /// Fired when the server shuts down: long-lived streams end with their final messages.
     pub shutdown: tokio_util::sync::CancellationToken,
     pub states: Arc<crate::handler::state::StateMap>,
-    pub principal: Option<PrincipalFn>,
-    /// How callers prove who they are (feature `auth`).
+    /// What a request may take of the server before it runs, and what a client may make it
+    /// hold.
+    pub admission: admission::Admission,
+    /// Who a request comes from, what they may do, whether they were signed out.
+    pub callers: Arc<callers::Callers>,
+    /// For the views of `caller_lists` (feature `auth`).
     #[cfg(feature = "auth")]
-    pub auth: Option<Arc<crate::auth::Authorization>>,
+    auth: Option<Arc<crate::auth::Authorization>>,
     /// The distinct scope sets functions name, for the views of `caller_lists`.
     scope_sets: Vec<&'static [&'static str]>,
     /// Filtered lists by view (which of `scope_sets` the caller holds).
     #[cfg(feature = "auth")]
     views: std::sync::Mutex<std::collections::HashMap<Vec<bool>, Arc<Lists>>>,
-    /// Requests being served: bounded by `max_concurrent_requests` (counted without a
-    /// lock, as the bytes in flight are).
-    pub requests: Arc<quota::Pool>,
-    /// Each session's and caller's share of the request slots (a caller's with the bytes of
-    /// its requests in flight), each caller's of the stream slots, and the keys they are
-    /// counted under.
-    pub requests_by: Arc<quota::Quotas>,
-    pub streams_by: Arc<quota::Quotas>,
-    /// Bytes of state held per client, and in all (`Shared::hold`).
-    pub held_by: Arc<quota::Quotas>,
-    /// Bytes of requests in flight in all (each client's are in its `requests_by` share).
-    pub request_bytes: Arc<quota::Pool>,
-    /// Each signed-in caller's running requests and streams, ended by a sign-out.
-    pub live: Arc<revocation::Live>,
-    /// Past it, no new state is kept (`Limits::memory_watermark`).
-    pub memory: memory::Watermark,
-    pub quota_keys: quota::Keys,
-    /// Long-lived streams: bounded by `max_streams`.
-    pub streams_open: Arc<quota::Pool>,
     /// The tasks extension, when a tool may run as a task.
     pub tasks: Option<Arc<tasks::Tasks>>,
     /// What the process before this one listed (`SAKE_PREVIOUS_LISTS`): the changes its
@@ -279,6 +266,13 @@ impl Shared {
                 "a shared event bus (Server::event_bus) needs a session key every replica shares (Server::session_key or SAKE_SESSION_KEY, at least 32 random bytes): replicas authenticate their messages with a key derived from it".into(),
             ));
         }
+        let callers = Arc::new(callers::Callers::new(
+            signer.clone(),
+            principal,
+            #[cfg(feature = "auth")]
+            auth.clone(),
+            config.limits.ipv6_client_prefix,
+        ));
         let sessions = Sessions::new(
             signer,
             config.session_lifetime,
@@ -370,26 +364,13 @@ impl Shared {
             inflight: Arc::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),
             states: Arc::new(states),
-            principal,
+            admission: admission::Admission::new(&config.limits),
+            callers,
             #[cfg(feature = "auth")]
             auth,
             scope_sets: registry.scope_sets(),
             #[cfg(feature = "auth")]
             views: Default::default(),
-            requests: Arc::new(quota::Pool::new(config.limits.max_concurrent_requests)),
-            requests_by: Arc::default(),
-            streams_by: Arc::default(),
-            held_by: Arc::default(),
-            request_bytes: Arc::new(quota::Pool::new(config.limits.max_request_bytes)),
-            live: Arc::default(),
-            memory: memory::Watermark::new(
-                config
-                    .limits
-                    .memory_watermark
-                    .unwrap_or_else(memory::Watermark::default_limit),
-            ),
-            quota_keys: quota::Keys::default(),
-            streams_open: Arc::new(quota::Pool::new(config.limits.max_streams)),
             tasks,
             registry,
             config,
@@ -445,7 +426,7 @@ impl Shared {
                 until,
             } => {
                 self.sessions.signed_out_until(&principal, at, until);
-                self.live.revoke(&principal);
+                self.callers.revoke(&principal);
             }
         }
     }
@@ -506,7 +487,7 @@ impl Shared {
             .digests(crate::signing::Domain::Principal, name)
         {
             let until = self.sessions.sign_out(&principal, at);
-            self.live.revoke(&principal);
+            self.callers.revoke(&principal);
             if let Some(relay) = &self.relay {
                 relay.publish(&BusMessage::SignedOut {
                     principal,
@@ -517,147 +498,11 @@ impl Shared {
         }
     }
 
-    /// The caller of a request, as a digest keyed with the server's key (never the name
-    /// itself: it travels in tokens): the verified principal's issuer and subject (feature
-    /// `auth`), or the name `Server::principal` gives. `None` for an anonymous caller.
-    pub(crate) fn principal_of(&self, extensions: &http::Extensions) -> Option<String> {
-        let name = self.caller_name(extensions)?;
-        Some(
-            self.sessions
-                .signer()
-                .digest(crate::signing::Domain::Principal, &name),
-        )
-    }
-
-    /// Who a request's records count against ([`records`]): the caller's digest, else the
-    /// network peer's (keyed too: no address travels in a token), else everyone anonymous
-    /// together.
-    pub(crate) fn owner_of(&self, extensions: &http::Extensions) -> String {
-        if let Some(p) = self.principal_of(extensions) {
-            return p;
-        }
-        match extensions.get::<PeerAddr>() {
-            Some(PeerAddr { ip, .. }) => self.sessions.signer().digest(
-                crate::signing::Domain::Principal,
-                &format!("peer {}", self.client_network(*ip)),
-            ),
-            None => "anonymous".to_owned(),
-        }
-    }
-
-    /// Whose share of the request, stream and body budgets a request takes: the principal
-    /// when there is one, else the network address (kept in memory only, never in a token).
+    /// Whose share of the request, stream and body budgets a request takes: its caller's
+    /// ([`Callers::principal_of`](callers::Callers::principal_of)), else its network address.
     pub(crate) fn caller_key(&self, extensions: &http::Extensions) -> quota::Key {
-        if let Some(p) = self.principal_of(extensions) {
-            return self.quota_keys.of(("p", p));
-        }
-        match extensions.get::<PeerAddr>() {
-            Some(PeerAddr { key: Some(key), .. }) => *key,
-            Some(PeerAddr { ip, key: None }) => self.address_key(*ip),
-            None => self.quota_keys.of("local"),
-        }
-    }
-
-    /// The quota key of an anonymous network address (its network: `client_network`).
-    pub(crate) fn address_key(&self, ip: std::net::IpAddr) -> quota::Key {
-        self.quota_keys.of(("a", self.client_network(ip)))
-    }
-
-    /// The network an anonymous caller's address stands for: an IPv4 address (an IPv4-mapped
-    /// IPv6 one too), or the `Limits::ipv6_client_prefix` of an IPv6 one.
-    pub(crate) fn client_network(&self, ip: std::net::IpAddr) -> std::net::IpAddr {
-        quota::client_network(ip, self.config.limits.ipv6_client_prefix)
-    }
-
-    /// Whether a caller digest stored in a token is this request's caller (strictly: an
-    /// anonymous record is not a named caller's, nor the reverse; a digest made under a key
-    /// rotated out since still matches while that key verifies).
-    pub(crate) fn same_caller(&self, stored: Option<&str>, extensions: &http::Extensions) -> bool {
-        crate::handler::input::same_caller(
-            self.sessions.signer(),
-            stored,
-            self.caller_name(extensions).as_deref(),
-        )
-    }
-
-    /// -32000 with 503 when the process is past its memory watermark: `what` (new state) is
-    /// not kept.
-    pub(crate) fn check_memory(&self, what: &str) -> Result<(), RpcError> {
-        self.memory.check().map_err(|(resident, limit)| {
-            tracing::warn!(resident, limit, "past the memory watermark: {what} refused");
-            front::port::busy(&format!(
-                "memory ({resident} bytes resident, past the watermark of {limit}: Limits::memory_watermark); {what} is not kept"
-            ))
-        })
-    }
-
-    /// A hold on the signed-in caller's token, ended by a sign-out; `None` for an anonymous
-    /// caller.
-    pub(crate) fn watch_caller(&self, extensions: &http::Extensions) -> Option<revocation::Watch> {
-        self.principal_of(extensions).map(|p| self.live.watch(p))
-    }
-
-    /// The refusal of a request whose caller was signed out while it ran.
-    pub(crate) fn signed_out(&self) -> RpcError {
-        let message =
-            "Unauthorized: the caller was signed out while the request ran; sign in again";
-        #[cfg(feature = "auth")]
-        if let Some(auth) = &self.auth {
-            return auth.signed_out(message);
-        }
-        RpcError::new(crate::protocol::jsonrpc::code::TRANSPORT_REFUSED, message).with_status(403)
-    }
-
-    /// Whether a caller digest stored in a record (a task's creator) is this request's
-    /// caller, under any of the server's keys: a record made before a key rotation stays its
-    /// caller's.
-    pub(crate) fn owner_test(self: &Arc<Self>, extensions: &http::Extensions) -> OwnerTest {
-        let name = self.caller_name(extensions);
-        let shared = self.clone();
-        Arc::new(move |stored| {
-            crate::handler::input::same_caller(shared.sessions.signer(), stored, name.as_deref())
-        })
-    }
-
-    pub(crate) fn caller_name(&self, extensions: &http::Extensions) -> Option<String> {
-        #[cfg(feature = "auth")]
-        if let Some(p) = extensions.get::<crate::auth::Principal>() {
-            return Some(format!(
-                "{}\n{}",
-                p.issuer().unwrap_or_default(),
-                p.subject()
-            ));
-        }
-        (self.principal.as_ref()?)(extensions)
-    }
-
-    /// Whether the caller may run something that needs `scopes` (`what` names it in the
-    /// refusal, formatted only then): an anonymous caller gets 401, a token without all of
-    /// them 403 naming every scope needed (2026-07-28 Authorization, "Insufficient Scope": all
-    /// at once).
-    pub(crate) fn authorize(
-        &self,
-        extensions: &http::Extensions,
-        what: std::fmt::Arguments<'_>,
-        scopes: &[&str],
-        principal: bool,
-    ) -> Result<(), RpcError> {
-        if scopes.is_empty() && !principal {
-            return Ok(());
-        }
-        #[cfg(feature = "auth")]
-        if let Some(auth) = &self.auth {
-            return match extensions.get::<crate::auth::Principal>() {
-                None => Err(auth.unauthenticated(&what.to_string(), scopes)),
-                Some(p) if auth.missing(p, scopes).is_empty() => Ok(()),
-                Some(_) => Err(auth.insufficient_scope(&what.to_string(), scopes)),
-            };
-        }
-        let _ = extensions;
-        // Start-up refuses scoped functions on a server without authorization.
-        Err(RpcError::internal(format!(
-            "{what} needs a signed-in caller, but this server checks no tokens"
-        )))
+        self.admission
+            .caller_key(self.callers.principal_of(extensions).as_deref(), extensions)
     }
 
     /// Every caller's lists of `rev`, as `audience` sees them.

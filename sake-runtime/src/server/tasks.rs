@@ -305,12 +305,12 @@ impl Shared {
                 def.name
             )));
         }
-        self.check_memory("a new task")?;
-        let principal = self.principal_of(&parts.extensions);
+        self.admission.check_memory("a new task")?;
+        let principal = self.callers.principal_of(&parts.extensions);
         // An anonymous caller's tasks count under its network, not one count for all.
         let counted_as = match principal {
             Some(_) => None,
-            None => Some(self.owner_of(&parts.extensions)),
+            None => Some(self.callers.owner_of(&parts.extensions)),
         };
         key.arguments = super::invoker::arguments_text(&parts, arguments);
         key.principal = principal.clone();
@@ -433,7 +433,7 @@ impl Shared {
             _ => None,
         };
         let rev = parts.revision;
-        let owns = self.owner_test(&parts.extensions);
+        let owns = self.callers.owner_test(&parts.extensions);
         let shared = self.clone();
         Ok(Dispatched::Pending(Box::pin(async move {
             let answer = async {
@@ -479,7 +479,7 @@ impl Shared {
         // to (a narrower token than the one the task began with gets the 401 or 403).
         if let Some(entry) = self.registry.tool(&record.request.name) {
             let def = entry.def;
-            self.authorize(
+            self.callers.authorize(
                 &extensions,
                 format_args!("tool `{}`", def.name),
                 def.scopes,

@@ -133,8 +133,8 @@ impl Shared {
                     if let Err(e) = self.followable_uri(&inbound.extensions, &uri) {
                         return done(Err(render::error(rev, e)));
                     }
-                    let held = match self.hold(
-                        &inbound.extensions,
+                    let held = match self.admission.hold(
+                        self.caller_key(&inbound.extensions),
                         uri.len() + super::HELD_OVERHEAD,
                         "this subscription",
                     ) {
@@ -305,7 +305,7 @@ impl Shared {
         sid: Option<String>,
         transport: &'static str,
     ) -> Result<(Vec<u8>, Session), RpcError> {
-        self.check_memory("a new session")?;
+        self.admission.check_memory("a new session")?;
         // The revision the session will speak (the error of a malformed request is `initialize`'s own).
         let rev = params
             .protocol_version
@@ -410,11 +410,11 @@ impl Connection {
         params: &Params<'_>,
         extensions: http::Extensions,
     ) -> Reply {
-        let principal = self.shared.principal_of(&extensions);
+        let principal = self.shared.callers.principal_of(&extensions);
         let transport = self.transport.unwrap_or("memory");
         // A held connection's session is its own, named by its scope.
         let scope = self.carrier.scope();
-        let owner = scope.map_or_else(|| self.shared.owner_of(&extensions), str::to_owned);
+        let owner = scope.map_or_else(|| self.shared.callers.owner_of(&extensions), str::to_owned);
         match self.shared.initialize(
             &id,
             params,
@@ -460,7 +460,11 @@ impl Connection {
         let verified = self.shared.sessions.verify(token).and_then(|s| {
             // A session opened by one caller is nobody else's: not another caller's, and not
             // an anonymous caller's either (nor the reverse).
-            if self.shared.same_caller(s.principal.as_deref(), extensions) {
+            if self
+                .shared
+                .callers
+                .same_caller(s.principal.as_deref(), extensions)
+            {
                 Ok(s)
             } else {
                 Err(Refused::Foreign)
@@ -756,13 +760,16 @@ impl Connection {
             .with_status(400));
         }
         // A resumed stream and the standalone stream alike count against `max_streams`.
-        let slot = self.shared.stream_slot(self.caller)?;
+        let slot = self.shared.admission.stream_slot(self.caller)?;
         Ok(Some(SessionStream {
             shared: self.shared.clone(),
             // After a restart: the lists that changed since the process before (`server/dev.rs`).
             restarted: self.shared.restart_notices(&session),
             // Ends when the session's caller is signed out.
-            revoked: session.principal.clone().map(|p| self.shared.live.watch(p)),
+            revoked: session
+                .principal
+                .clone()
+                .map(|p| self.shared.callers.watch(p)),
             sid: session.sid.clone(),
             slot,
         }))

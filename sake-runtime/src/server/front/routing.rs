@@ -408,7 +408,9 @@ impl Connection {
         session: Option<&str>,
     ) -> Result<Slot, RpcError> {
         let scope = self.carrier.scope().or(session);
-        self.shared.request_slots(n, bytes, scope, self.caller)
+        self.shared
+            .admission
+            .request_slots(n, bytes, scope, self.caller)
     }
 
     /// Where a request's messages go before its answer, and the channel a per-request
