@@ -13,9 +13,9 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::catalog;
+use super::Shared;
+use super::catalog::{self, Pages, decode_cursor};
 use super::invoker::{Call, Function, Prompt, Resource, Round, Step, Tool, View};
-use super::{Pages, Shared, decode_cursor};
 use crate::handler::context::RequestParts;
 use crate::handler::input::{Mrtr, RoundKey, merge_capabilities};
 use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport};
@@ -99,7 +99,7 @@ impl Shared {
             Needs::Completions => c.completions.is_some(),
             Needs::Logging => c.logging.is_some(),
             Needs::Tasks => self.tasks.is_some(),
-            Needs::Skills => !self.registry.skills.is_empty(),
+            Needs::Skills => !self.catalog.registry.skills.is_empty(),
         }
     }
 
@@ -151,23 +151,26 @@ impl Shared {
         };
         match method {
             Method::Discover => {
-                Dispatched::Ready(Ok(self.discover[parts.revision.index()].clone()))
+                Dispatched::Ready(Ok(self.catalog.discover[parts.revision.index()].clone()))
             }
             Method::ToolsList
             | Method::PromptsList
             | Method::ResourcesList
             | Method::ResourceTemplatesList
             | Method::SkillsList => {
-                let audience = self.registry.audience(&parts.meta.client_capabilities);
+                let audience = self
+                    .catalog
+                    .registry
+                    .audience(&parts.meta.client_capabilities);
                 #[cfg(feature = "auth")]
-                let filtered = self.caller_lists(&parts.extensions);
+                let filtered = self.catalog.caller_lists(&parts.extensions);
                 #[cfg(feature = "auth")]
                 let lists = match &filtered {
-                    Some(view) => self.lists_of(view, rev, audience),
-                    None => self.lists(rev, audience),
+                    Some(view) => self.catalog.lists_of(view, rev, audience),
+                    None => self.catalog.lists(rev, audience),
                 };
                 #[cfg(not(feature = "auth"))]
-                let lists = self.lists(rev, audience);
+                let lists = self.catalog.lists(rev, audience);
                 match method {
                     Method::ToolsList => page(&lists.tools, "tools"),
                     Method::PromptsList => page(&lists.prompts, "prompts"),
@@ -290,7 +293,7 @@ impl Shared {
         params
             .name
             .and_then(raw_str)
-            .and_then(|name| self.registry.tool(&name))
+            .and_then(|name| self.catalog.registry.tool(&name))
             .is_none_or(|entry| entry.def.context)
     }
 
@@ -301,7 +304,7 @@ impl Shared {
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
         let name = required(params.name, "name")?;
-        let entry = self.registry.tool(&name).ok_or_else(|| {
+        let entry = self.catalog.registry.tool(&name).ok_or_else(|| {
             RpcError::invalid_params(format!("Unknown tool: {name}"))
                 .with_data(json!({ "name": name }))
         })?;
@@ -386,7 +389,9 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let name = required(params.name, "name")?;
-        let def = self.denoted::<catalog::Prompt>(&parts.extensions, &name)?;
+        let def = self
+            .catalog
+            .denoted::<catalog::Prompt>(&parts.extensions, &name)?;
         let arguments = object_or_absent(params.arguments, "arguments")?;
         let key = RoundKey {
             method: "prompts/get",
@@ -418,7 +423,10 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let uri = required(params.uri, "uri")?.into_owned();
-        let (def, vars) = match self.denoted::<catalog::Resource>(&parts.extensions, &uri)? {
+        let (def, vars) = match self
+            .catalog
+            .denoted::<catalog::Resource>(&parts.extensions, &uri)?
+        {
             Named::SkillFile(file) => return self.read_skill_file(&parts, &uri, file),
             Named::View(view) => return self.read_view(parts, params, view),
             Named::Resource(def, vars) => (def, vars),
@@ -485,7 +493,10 @@ impl Shared {
                     View { uri, html: make },
                     (key, None),
                     params,
-                    |shared, rev, (uri, html), round| match (html, shared.registry.view(uri)) {
+                    |shared, rev, (uri, html), round| match (
+                        html,
+                        shared.catalog.registry.view(uri),
+                    ) {
                         (Ok(html), Some(view)) => Ok(Bytes::from(render::result(
                             rev,
                             &shared.env,
@@ -562,10 +573,10 @@ impl Shared {
         // resources/read check: the same 401 or 403, before anything of it runs.
         let completer: Option<CompleteFn> = match &reference {
             Ref::Prompt { name } => {
-                let def = self
-                    .registry
-                    .prompt(name)
-                    .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+                let def =
+                    self.catalog.registry.prompt(name).ok_or_else(|| {
+                        RpcError::invalid_params(format!("Unknown prompt: {name}"))
+                    })?;
                 self.callers.authorize(
                     &parts.extensions,
                     format_args!("prompt `{name}`"),
@@ -576,13 +587,14 @@ impl Shared {
             }
             Ref::Resource { uri } => {
                 let def = match self
+                    .catalog
                     .registry
                     .templates
                     .iter()
                     .find(|t| t.def.uri == uri.as_str())
                 {
                     Some(t) => t.def,
-                    None => self.registry.static_resource(uri).ok_or_else(|| {
+                    None => self.catalog.registry.static_resource(uri).ok_or_else(|| {
                         RpcError::invalid_params(format!("Unknown resource or template: {uri}"))
                     })?,
                 };

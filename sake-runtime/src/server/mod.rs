@@ -22,24 +22,22 @@ pub(crate) mod skills;
 pub(crate) mod subscriptions;
 pub(crate) mod tasks;
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine as _;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::error::Error;
 use crate::handler::events::{Bus, BusMessage, EventBus, Inbox, Notifier};
 use crate::handler::input::Pending;
+use crate::protocol::Revision;
 use crate::protocol::render::{self, Cache, CacheHints, CacheScope, ResultEnv};
 use crate::protocol::types::{
     Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
 };
-use crate::protocol::{Revision, jsonrpc::RpcError};
 use crate::quota::{self, PeerAddr};
-use crate::registry::{Audience, Registry};
+use crate::registry::Registry;
 use crate::signing::Signer;
 use hub::Hub;
 use session::Sessions;
@@ -123,46 +121,14 @@ impl Default for Config {
     }
 }
 
-/// How many filtered views of the lists `caller_lists` keeps.
-#[cfg(feature = "auth")]
-const MAX_VIEWS: usize = 64;
-
-/// Pages of a list, each a rendered result object.
-#[derive(Debug, Default)]
-pub(crate) struct Pages(pub Vec<Bytes>);
-
-/// One revision's lists.
-#[derive(Debug, Default)]
-pub(crate) struct RevisionLists {
-    pub tools: Pages,
-    pub prompts: Pages,
-    pub resources: Pages,
-    pub templates: Pages,
-    /// `skills/list` (the skills extension; empty where the revision has none).
-    pub skills: Pages,
-}
-
-/// What one view of the server shows, each revision's lists for each audience (what the
-/// client declared that changes them: MCP Apps) rendered on the first request that needs
-/// them ([`Shared::lists_of`]): a server of a thousand tools starts without rendering them
-/// four times, and one without MCP Apps renders each revision's once.
-#[derive(Debug, Default)]
-pub(crate) struct Lists {
-    /// Which of `Shared::scope_sets` the view holds; `None`: everything is shown.
-    view: Option<Vec<bool>>,
-    by_revision: [[std::sync::OnceLock<RevisionLists>; Audience::COUNT]; Revision::COUNT],
-}
-
 /// Everything built at start-up, shared by every request.
 pub(crate) struct Shared {
-    pub registry: Registry,
     pub config: Config,
     pub env: ResultEnv,
     pub capabilities: ServerCapabilities,
-    /// Everything, as every caller sees it unless `Authorization::hide_unauthorized` is on.
-    lists: Lists,
-    /// The `server/discover` result, by revision.
-    pub discover: [Bytes; Revision::COUNT],
+    /// The definitions, their lists per revision and audience, and the one lookup of what a
+    /// URI or name denotes.
+    pub catalog: catalog::Catalog,
     pub sessions: Sessions,
     pub pending: Arc<Pending>,
     pub hub: Arc<Hub>,
@@ -182,14 +148,6 @@ pub(crate) struct Shared {
     pub admission: admission::Admission,
     /// Who a request comes from, what they may do, whether they were signed out.
     pub callers: Arc<callers::Callers>,
-    /// For the views of `caller_lists` (feature `auth`).
-    #[cfg(feature = "auth")]
-    auth: Option<Arc<crate::auth::Authorization>>,
-    /// The distinct scope sets functions name, for the views of `caller_lists`.
-    scope_sets: Vec<&'static [&'static str]>,
-    /// Filtered lists by view (which of `scope_sets` the caller holds).
-    #[cfg(feature = "auth")]
-    views: std::sync::Mutex<std::collections::HashMap<Vec<bool>, Arc<Lists>>>,
     /// The tasks extension, when a tool may run as a task.
     pub tasks: Option<Arc<tasks::Tasks>>,
     /// What the process before this one listed (`SAKE_PREVIOUS_LISTS`): the changes its
@@ -345,6 +303,15 @@ impl Shared {
         }
         let restart = dev::Restart::from_env(&registry, config.limits.max_tracked_sessions);
         let stacks = invoker::Stacks::compose(&registry, &config.layers)?;
+        let catalog = catalog::Catalog::new(
+            registry,
+            env.clone(),
+            config.page_size,
+            discover,
+            callers.clone(),
+            #[cfg(feature = "auth")]
+            auth,
+        );
         Ok(Shared {
             restart,
             stacks,
@@ -366,18 +333,11 @@ impl Shared {
             states: Arc::new(states),
             admission: admission::Admission::new(&config.limits),
             callers,
-            #[cfg(feature = "auth")]
-            auth,
-            scope_sets: registry.scope_sets(),
-            #[cfg(feature = "auth")]
-            views: Default::default(),
             tasks,
-            registry,
+            catalog,
             config,
             env,
             capabilities,
-            lists: Default::default(),
-            discover,
         })
     }
 
@@ -504,77 +464,6 @@ impl Shared {
         self.admission
             .caller_key(self.callers.principal_of(extensions).as_deref(), extensions)
     }
-
-    /// Every caller's lists of `rev`, as `audience` sees them.
-    pub(crate) fn lists(&self, rev: Revision, audience: Audience) -> &RevisionLists {
-        self.lists_of(&self.lists, rev, audience)
-    }
-
-    /// The lists of `rev` in `lists`' view, as `audience` sees them: rendered on the first
-    /// request that needs them, then served as they are. Requests that arrive while they are
-    /// being rendered wait for them.
-    pub(crate) fn lists_of<'a>(
-        &self,
-        lists: &'a Lists,
-        rev: Revision,
-        audience: Audience,
-    ) -> &'a RevisionLists {
-        lists.by_revision[rev.index()][audience.index()].get_or_init(|| {
-            let _span =
-                tracing::debug_span!("build_lists", revision = rev.as_str(), apps = audience.apps)
-                    .entered();
-            let shown = |scopes: &[&str]| match &lists.view {
-                None => true,
-                Some(view) => {
-                    scopes.is_empty()
-                        || self
-                            .scope_sets
-                            .iter()
-                            .position(|s| *s == scopes)
-                            .is_some_and(|i| view.get(i).copied().unwrap_or(false))
-                }
-            };
-            revision_lists(
-                &self.registry,
-                &self.env,
-                &self.config,
-                rev,
-                &shown,
-                audience,
-            )
-        })
-    }
-
-    /// The view of the lists a caller sees when `Authorization::hide_unauthorized` is on:
-    /// only what their scopes allow. One per distinct view (which scope sets the caller holds),
-    /// kept, at most [`MAX_VIEWS`] of them; its lists are rendered as `lists_of` needs them.
-    /// `None`: everyone sees the same lists.
-    #[cfg(feature = "auth")]
-    pub(crate) fn caller_lists(&self, extensions: &http::Extensions) -> Option<Arc<Lists>> {
-        let auth = self.auth.as_ref().filter(|a| a.hide_unauthorized)?;
-        if self.scope_sets.is_empty() {
-            return None;
-        }
-        let principal = extensions.get::<crate::auth::Principal>();
-        let view: Vec<bool> = self
-            .scope_sets
-            .iter()
-            .map(|set| principal.is_some_and(|p| auth.missing(p, set).is_empty()))
-            .collect();
-        let mut views = self.views.lock().ok()?;
-        if let Some(lists) = views.get(&view) {
-            return Some(lists.clone());
-        }
-        if views.len() >= MAX_VIEWS {
-            views.clear();
-        }
-        let lists = Arc::new(Lists {
-            view: Some(view.clone()),
-            by_revision: Default::default(),
-        });
-        views.insert(view, lists.clone());
-        Some(lists)
-    }
 }
 
 /// The keys: the builder's, else `SAKE_SESSION_KEY` (and `SAKE_PREVIOUS_SESSION_KEYS`,
@@ -640,118 +529,4 @@ fn signer(config: &Config) -> Result<(Signer, crate::signing::ReplicaKey), Error
             ))
         }
     }
-}
-
-/// One revision's lists of what `visible` shows to `audience`, paged and rendered.
-///
-/// On a server with MCP Apps the tools and resources lists differ with what the client
-/// declared: they say `cacheScope: "private"`, so that no cache shared between clients (a
-/// gateway) serves one client's list to another.
-fn revision_lists(
-    registry: &Registry,
-    env: &ResultEnv,
-    config: &Config,
-    rev: Revision,
-    visible: crate::registry::Visible<'_>,
-    audience: Audience,
-) -> RevisionLists {
-    let page = |kind: &str, key: &str, items: Vec<Value>| {
-        paginate(rev, env, config, Cache::Cacheable, kind, key, items)
-    };
-    let mut per_client = env.clone();
-    per_client.cache.scope = CacheScope::Private;
-    let page_per_client = |varies: bool, kind: &str, key: &str, items: Vec<Value>| {
-        let env = if varies { &per_client } else { env };
-        paginate(rev, env, config, Cache::Cacheable, kind, key, items)
-    };
-    RevisionLists {
-        tools: page_per_client(
-            registry.tools_depend_on_apps(),
-            "tools",
-            "tools",
-            registry.tools_visible(rev, visible, audience),
-        ),
-        prompts: page("prompts", "prompts", registry.prompts_visible(rev, visible)),
-        resources: page_per_client(
-            registry.resources_depend_on_apps(),
-            "resources",
-            "resources",
-            registry.resources_visible(rev, visible, audience),
-        ),
-        templates: page(
-            "templates",
-            "resourceTemplates",
-            registry.templates_visible(rev, visible),
-        ),
-        skills: page("skills", "skills", registry.skills_visible(rev, visible)),
-    }
-}
-
-pub(crate) fn paginate(
-    rev: Revision,
-    env: &ResultEnv,
-    config: &Config,
-    cache: Cache,
-    kind: &str,
-    key: &str,
-    items: Vec<Value>,
-) -> Pages {
-    let size = config.page_size.unwrap_or(usize::MAX).max(1);
-    let mut chunks: Vec<Vec<Value>> = Vec::new();
-    let mut items = items.into_iter().peekable();
-    while items.peek().is_some() {
-        chunks.push(items.by_ref().take(size).collect());
-    }
-    if chunks.is_empty() {
-        chunks.push(Vec::new());
-    }
-    let count = chunks.len();
-    Pages(
-        chunks
-            .into_iter()
-            .enumerate()
-            .map(|(i, chunk)| {
-                let mut body = serde_json::Map::new();
-                body.insert(key.to_owned(), Value::Array(chunk));
-                if i + 1 < count {
-                    body.insert(
-                        "nextCursor".into(),
-                        Value::String(encode_cursor(kind, i + 1)),
-                    );
-                }
-                Bytes::from(render::result_value(rev, env, cache, Value::Object(body)))
-            })
-            .collect(),
-    )
-}
-
-fn encode_cursor(kind: &str, page: usize) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{kind}:{page}"))
-}
-
-/// Reads a cursor of a list of `kind`: the page it points to, or -32602.
-pub(crate) fn decode_cursor(
-    kind: &str,
-    cursor: Option<&str>,
-    pages: usize,
-) -> Result<usize, RpcError> {
-    let Some(cursor) = cursor else { return Ok(0) };
-    let bad = || {
-        RpcError::invalid_params(format!(
-            "Invalid cursor {cursor:?}: pass a `nextCursor` from this list unchanged"
-        ))
-    };
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(cursor)
-        .map_err(|_| bad())?;
-    let text: Cow<'_, str> = String::from_utf8_lossy(&raw);
-    let page = text
-        .strip_prefix(kind)
-        .and_then(|r| r.strip_prefix(':'))
-        .and_then(|n| n.parse::<usize>().ok())
-        .ok_or_else(bad)?;
-    if page == 0 || page >= pages {
-        return Err(bad());
-    }
-    Ok(page)
 }

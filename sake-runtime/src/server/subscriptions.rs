@@ -239,7 +239,7 @@ pub(crate) fn listen(
     if let Some(uris) = &mut filter.resource_subscriptions {
         let mut kept = Uris::default();
         for uri in std::mem::take(&mut uris.listed) {
-            match shared.followable_uri(extensions, &uri) {
+            match shared.catalog.followable_uri(extensions, &uri) {
                 Ok(()) => {
                     kept.set.insert(uri.clone());
                     kept.listed.push(uri);

@@ -477,7 +477,7 @@ impl Shared {
     ) -> Result<(), RpcError> {
         // The answer runs the tool again, under the updater's token: it must still be allowed
         // to (a narrower token than the one the task began with gets the 401 or 403).
-        if let Some(entry) = self.registry.tool(&record.request.name) {
+        if let Some(entry) = self.catalog.registry.tool(&record.request.name) {
             let def = entry.def;
             self.callers.authorize(
                 &extensions,
@@ -577,7 +577,7 @@ impl Shared {
         extensions: http::Extensions,
     ) -> Result<(&'static ToolDef, Revision, Invoked<CallToolResult>), RpcError> {
         let req = &record.request;
-        let entry = self.registry.tool(&req.name).ok_or_else(|| {
+        let entry = self.catalog.registry.tool(&req.name).ok_or_else(|| {
             RpcError::internal(format!(
                 "Internal error: the task's tool `{}` is not served any more",
                 req.name

@@ -130,7 +130,7 @@ impl Shared {
                     // Only to what the server serves, and the caller may read: a
                     // subscription to anything else is memory held for nothing, or a
                     // way around the resource's scopes.
-                    if let Err(e) = self.followable_uri(&inbound.extensions, &uri) {
+                    if let Err(e) = self.catalog.followable_uri(&inbound.extensions, &uri) {
                         return done(Err(render::error(rev, e)));
                     }
                     let held = match self.admission.hold(

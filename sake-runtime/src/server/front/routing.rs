@@ -200,7 +200,7 @@ pub(super) fn check_modern<'a>(
         && let Some(entry) = params
             .name
             .and_then(raw_str)
-            .and_then(|n| shared.registry.tool(&n))
+            .and_then(|n| shared.catalog.registry.tool(&n))
         && !entry.headers.is_empty()
     {
         check_param_headers(headers.map, &entry.headers, params.arguments)?;
