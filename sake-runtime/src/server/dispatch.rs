@@ -232,7 +232,7 @@ impl Shared {
         finish: Finish<F::Output>,
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
-        let mut running = self.invoker().start(Call {
+        let mut running = self.invoker.start(Call {
             parts,
             function,
             round: Round::OfRequest {
@@ -632,7 +632,7 @@ impl Shared {
             Ref::Prompt { name } => name,
             Ref::Resource { uri } => uri,
         };
-        let mut running = self.invoker().complete(complete, request, label)?;
+        let mut running = self.invoker.complete(complete, request, label)?;
         let limit = self.config.limits.request_timeout;
         Ok(Dispatched::Pending(Box::pin(async move {
             let c = match running.within(limit).await? {

@@ -30,15 +30,19 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::{PeerAddr, Shared};
+use super::PeerAddr;
+use super::callers::Callers;
 use crate::handler::context::{CallState, Context, RequestParts};
+use crate::handler::events::Notifier;
 use crate::handler::input::{InputChannel, Mrtr, RoundKey, RoundOutcome};
+use crate::handler::state::StateMap;
 use crate::handler::{
     BoxFuture, CompleteFn, CompletionRequest, PromptDef, ResourceDef, ResourceRequest, ToolDef,
 };
 use crate::middleware::{self, Kind, McpRequest, McpResponse, Outcome, Reply, Stack};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::types::{CallToolResult, Completion, GetPromptResult, ReadResourceResult};
+use crate::signing::Signer;
 
 /// A user function, with what it is called with.
 pub(crate) trait Function {
@@ -432,18 +436,40 @@ impl<T> Future for Running<T> {
 }
 
 /// The invoker of a server (see the module's documentation).
-pub(crate) struct Invoker<'s> {
-    shared: &'s Shared,
+pub(crate) struct Invoker {
+    /// The middleware of each function some layer applies to (`Server::layer`); `None`
+    /// without layers.
+    stacks: Option<Stacks>,
+    /// Signs and checks an input round's `requestState` (the server's session key).
+    signer: Signer,
+    /// Who calls: the round's key and a layer's `principal` name the caller.
+    callers: Arc<Callers>,
+    /// What a function's `Context` publishes events with, and the state it reads.
+    notifier: Notifier,
+    states: Arc<StateMap>,
+    /// `Limits::ipv6_client_prefix`: a layer's `client_network`.
+    ipv6_client_prefix: u8,
 }
 
-impl Shared {
-    /// The invoker, the one caller of user functions.
-    pub(crate) fn invoker(&self) -> Invoker<'_> {
-        Invoker { shared: self }
+impl Invoker {
+    pub(crate) fn new(
+        stacks: Option<Stacks>,
+        signer: Signer,
+        callers: Arc<Callers>,
+        notifier: Notifier,
+        states: Arc<StateMap>,
+        ipv6_client_prefix: u8,
+    ) -> Invoker {
+        Invoker {
+            stacks,
+            signer,
+            callers,
+            notifier,
+            states,
+            ipv6_client_prefix,
+        }
     }
-}
 
-impl Invoker<'_> {
     /// Starts a call: its round, its `Context`, the function called (a panic in the call
     /// fails it, logged). Errors: the round's `requestState` or `inputResponses` are
     /// invalid (-32602), or the function panicked.
@@ -456,12 +482,11 @@ impl Invoker<'_> {
             function,
             round,
         } = call;
-        let shared = self.shared;
         let takes_context = function.takes_context() || round.for_task();
         let continues = round.continues();
         let for_task = round.for_task();
         // The layers, when any applies to the function: composed at start-up.
-        let stack = match &shared.stacks {
+        let stack = match &self.stacks {
             Some(stacks) => stacks.get(F::KIND, function.declared()),
             None => None,
         };
@@ -477,13 +502,8 @@ impl Invoker<'_> {
                     // The arguments' text only for a round's key: a call without one never
                     // needs it.
                     key.arguments = arguments_text(&parts, arguments);
-                    key.principal = shared.callers.caller_name(&parts.extensions);
-                    Some(Mrtr::start(
-                        shared.sessions.signer(),
-                        key,
-                        state,
-                        responses,
-                    )?)
+                    key.principal = self.callers.caller_name(&parts.extensions);
+                    Some(Mrtr::start(&self.signer, key, state, responses)?)
                 } else {
                     None
                 }
@@ -492,12 +512,7 @@ impl Invoker<'_> {
                 key,
                 state,
                 responses,
-            } => Some(Mrtr::start(
-                shared.sessions.signer(),
-                key,
-                state,
-                responses,
-            )?),
+            } => Some(Mrtr::start(&self.signer, key, state, responses)?),
             Round::Resumed { key, answers } => Some(Mrtr::with_answers(key, answers)),
         }
         .map(Arc::new);
@@ -509,8 +524,8 @@ impl Invoker<'_> {
             Some(_) => arguments_text(&parts, function.arguments()),
             None => None,
         };
-        parts.notifier = Some(shared.notifier.clone());
-        parts.states = Some(shared.states.clone());
+        parts.notifier = Some(self.notifier.clone());
+        parts.states = Some(self.states.clone());
         let call = parts.call.clone();
         let name = function.name();
         let (ctx, cancel) = if takes_context {
@@ -525,7 +540,7 @@ impl Invoker<'_> {
                     .map_err(|panic| panicked(&name, panic.as_ref()))?,
             ),
             Some(stack) => Body::Layered(layered(
-                shared,
+                self,
                 stack,
                 function,
                 ctx,
@@ -569,7 +584,7 @@ impl Invoker<'_> {
 /// function (a panic there, or on a poll, fails the call as a response the layers see; the
 /// function's input round ends it with the questions).
 fn layered<F: Function>(
-    shared: &Shared,
+    invoker: &Invoker,
     stack: Stack,
     function: F,
     ctx: Context,
@@ -580,7 +595,7 @@ fn layered<F: Function>(
     let name = function.name();
     let declared = function.declared();
     let extensions = ctx.extensions();
-    let principal = shared.callers.caller_name(extensions);
+    let principal = invoker.callers.caller_name(extensions);
     let client_addr = extensions.get::<PeerAddr>().map(|p| p.ip);
     let read_only = function.read_only();
     let detached = function.detach();
@@ -609,7 +624,8 @@ fn layered<F: Function>(
         ctx,
         run,
     );
-    req.client_network = client_addr.map(|ip| shared.admission.client_network(ip));
+    req.client_network =
+        client_addr.map(|ip| crate::quota::client_network(ip, invoker.ipv6_client_prefix));
     req.continuation = continuation;
     req.task = task;
     req.read_only = read_only;

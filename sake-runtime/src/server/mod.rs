@@ -142,7 +142,6 @@ pub(crate) struct Shared {
     pub inflight: Arc<crate::server::inflight::Inflight>,
     /// Fired when the server shuts down: long-lived streams end with their final messages.
     pub shutdown: tokio_util::sync::CancellationToken,
-    pub states: Arc<crate::handler::state::StateMap>,
     /// What a request may take of the server before it runs, and what a client may make it
     /// hold.
     pub admission: admission::Admission,
@@ -153,9 +152,8 @@ pub(crate) struct Shared {
     /// What the process before this one listed (`SAKE_PREVIOUS_LISTS`): the changes its
     /// clients are told of.
     restart: Option<dev::Restart>,
-    /// The middleware of each function some layer applies to (`Server::layer`); `None`
-    /// without layers.
-    pub stacks: Option<invoker::Stacks>,
+    /// The one caller of user functions.
+    pub invoker: invoker::Invoker,
 }
 
 impl Shared {
@@ -302,7 +300,18 @@ impl Shared {
                 Bytes::from(render::result_value(rev, &env, Cache::Cacheable, result));
         }
         let restart = dev::Restart::from_env(&registry, config.limits.max_tracked_sessions);
-        let stacks = invoker::Stacks::compose(&registry, &config.layers)?;
+        let notifier = Notifier {
+            bus: bus.clone(),
+            relay: relay.clone(),
+        };
+        let invoker = invoker::Invoker::new(
+            invoker::Stacks::compose(&registry, &config.layers)?,
+            sessions.signer().clone(),
+            callers.clone(),
+            notifier.clone(),
+            Arc::new(states),
+            config.limits.ipv6_client_prefix,
+        );
         let catalog = catalog::Catalog::new(
             registry,
             env.clone(),
@@ -314,15 +323,12 @@ impl Shared {
         );
         Ok(Shared {
             restart,
-            stacks,
+            invoker,
             pending: Arc::new(Pending::new(
                 config.limits.max_pending_inputs,
                 config.limits.max_pending_inputs_per_session,
             )),
-            notifier: Notifier {
-                bus: bus.clone(),
-                relay: relay.clone(),
-            },
+            notifier,
             bus,
             relay,
             replica_key,
@@ -330,7 +336,6 @@ impl Shared {
             sessions,
             inflight: Arc::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),
-            states: Arc::new(states),
             admission: admission::Admission::new(&config.limits),
             callers,
             tasks,

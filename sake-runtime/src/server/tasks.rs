@@ -318,7 +318,7 @@ impl Shared {
         // Nothing waits before the task exists but the store: the request's own cancellation
         // would only end the task the client is about to be given.
         parts.cancel = None;
-        let mut running = self.invoker().start(Call {
+        let mut running = self.invoker.start(Call {
             parts,
             function: Tool { def, arguments },
             round: Round::Task {
@@ -620,7 +620,7 @@ impl Shared {
         let mut parts = RequestParts::new(rev, meta);
         parts.extensions = extensions;
         parts.call.become_task(&record.id);
-        let running = self.invoker().start(Call {
+        let running = self.invoker.start(Call {
             parts,
             function: Tool {
                 def,
