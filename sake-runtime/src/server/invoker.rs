@@ -13,9 +13,22 @@
 //! - cancels what the function spawned when its future is dropped before it returned.
 //!
 //! Dispatch awaits a `Running` under `request_timeout` ([`Running::within`]); the tasks
-//! extension polls it once inside the request, then drives it in the background. A policy
-//! layer (middleware on every call) wraps [`Invoker::start`]: it sees which function is
-//! called, by whom (the parts' extensions) and with what, and may refuse or observe the call.
+//! extension polls it once inside the request, then drives it in the background.
+//!
+//! The invoker is a service of its own (`Shared::invoker`): it is given at start-up what it
+//! needs — the layers' stacks, the state map, the signer of input rounds, the callers, the
+//! notifier — and reaches into nothing else of the engine.
+//!
+//! # The seam (middleware)
+//!
+//! A policy layer (`Server::layer`) wraps the call inside [`Invoker::start`]: before any user
+//! code runs it sees an `McpRequest` — the function's [`Kind`], its name and declared name
+//! or URI, its arguments as sent, the caller (`principal`: the name
+//! [`Callers`] worked out once for the request; the peer's address
+//! and network), whether it only reads, whether it answers an input round or runs as a task,
+//! and the `Context` — and may refuse the call, change what is handed on, or observe the
+//! response. The innermost step calls the function with the same panic and input-round
+//! handling as a call without layers.
 
 use std::borrow::Cow;
 use std::future::Future;

@@ -1,6 +1,7 @@
 //! The engine: everything built at start-up and shared by every request, whatever the
-//! transport — the registry's lists per revision, the signing key and sessions, the event
-//! bus, the records of handshake sessions — and the front that serves requests with it.
+//! transport — four services (admission, callers, the catalog, the invoker), the signing key
+//! and sessions, the event bus, the records of handshake sessions — and the front that serves
+//! requests with it.
 //!
 //! The public builder ([`Server`](crate::Server)) and the built [`Service`](crate::Service)
 //! live above the transports, in `service.rs`.
@@ -47,7 +48,7 @@ use session::Sessions;
 pub(crate) const MAX_URI_BYTES: usize = 4096;
 
 /// Whether a caller digest stored in a record is a given request's caller
-/// ([`Shared::owner_test`]).
+/// ([`Callers::owner_test`](callers::Callers::owner_test)).
 pub(crate) type OwnerTest = Arc<dyn Fn(Option<&str>) -> bool + Send + Sync>;
 
 /// Names the authenticated caller of a request.
@@ -121,14 +122,23 @@ impl Default for Config {
     }
 }
 
-/// Everything built at start-up, shared by every request.
+/// Everything built at start-up, shared by every request: a thin holder of the engine's four
+/// services and of what belongs to the engine itself (its settings, the sessions and their
+/// records, the event bus, the tasks extension, shutdown).
 pub(crate) struct Shared {
-    pub config: Config,
-    pub env: ResultEnv,
-    pub capabilities: ServerCapabilities,
+    /// What a request may take of the server before it runs, and what a client may make it
+    /// hold.
+    pub admission: admission::Admission,
+    /// Who a request comes from, what they may do, whether they were signed out.
+    pub callers: Arc<callers::Callers>,
     /// The definitions, their lists per revision and audience, and the one lookup of what a
     /// URI or name denotes.
     pub catalog: catalog::Catalog,
+    /// The one caller of user functions.
+    pub invoker: invoker::Invoker,
+    pub config: Config,
+    pub env: ResultEnv,
+    pub capabilities: ServerCapabilities,
     pub sessions: Sessions,
     pub pending: Arc<Pending>,
     pub hub: Arc<Hub>,
@@ -142,18 +152,11 @@ pub(crate) struct Shared {
     pub inflight: Arc<crate::server::inflight::Inflight>,
     /// Fired when the server shuts down: long-lived streams end with their final messages.
     pub shutdown: tokio_util::sync::CancellationToken,
-    /// What a request may take of the server before it runs, and what a client may make it
-    /// hold.
-    pub admission: admission::Admission,
-    /// Who a request comes from, what they may do, whether they were signed out.
-    pub callers: Arc<callers::Callers>,
     /// The tasks extension, when a tool may run as a task.
     pub tasks: Option<Arc<tasks::Tasks>>,
     /// What the process before this one listed (`SAKE_PREVIOUS_LISTS`): the changes its
     /// clients are told of.
     restart: Option<dev::Restart>,
-    /// The one caller of user functions.
-    pub invoker: invoker::Invoker,
 }
 
 impl Shared {

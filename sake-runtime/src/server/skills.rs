@@ -140,7 +140,7 @@ impl Shared {
         }
     }
 
-    /// `resources/read` of a skill file the caller may read ([`Shared::denoted`]): from
+    /// `resources/read` of a skill file the caller may read ([`Catalog::denoted`](super::catalog::Catalog::denoted)): from
     /// memory, or from a dynamic skill's source.
     pub(crate) fn read_skill_file(
         &self,
