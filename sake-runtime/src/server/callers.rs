@@ -252,3 +252,79 @@ impl Callers {
         Ok(extensions)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// Callers named by a `Server::principal` closure that counts its calls.
+    fn counted() -> (Callers, Arc<AtomicUsize>) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counter = calls.clone();
+        let principal: PrincipalFn = Arc::new(move |ext: &http::Extensions| {
+            counter.fetch_add(1, Ordering::Relaxed);
+            ext.get::<&'static str>().map(|n| (*n).to_owned())
+        });
+        let signer = Signer::with_keys(&[7; 32], &[], "test").unwrap();
+        let callers = Callers::new(
+            signer,
+            Some(principal),
+            #[cfg(feature = "auth")]
+            None,
+            64,
+        );
+        (callers, calls)
+    }
+
+    #[test]
+    fn a_caller_is_worked_out_once_per_request() {
+        let (callers, calls) = counted();
+        let mut extensions = http::Extensions::new();
+        extensions.insert("alice");
+        callers.identify(&mut extensions);
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        let digest = callers.principal_of(&extensions);
+        assert_eq!(
+            digest.as_deref(),
+            Some(callers.signer.digest(Domain::Principal, "alice").as_str())
+        );
+        assert_eq!(callers.caller_name(&extensions).as_deref(), Some("alice"));
+        assert_eq!(callers.owner_of(&extensions), digest.clone().unwrap());
+        assert!(callers.same_caller(digest.as_deref(), &extensions));
+        assert!((callers.owner_test(&extensions))(digest.as_deref()));
+        // Identified again (the transport, then the engine): still once.
+        callers.identify(&mut extensions);
+        let copy = extensions.clone();
+        assert_eq!(callers.principal_of(&copy), digest);
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn an_anonymous_caller_is_identified_as_anonymous() {
+        let (callers, calls) = counted();
+        let mut extensions = http::Extensions::new();
+        callers.identify(&mut extensions);
+        assert_eq!(callers.principal_of(&extensions), None);
+        assert_eq!(callers.owner_of(&extensions), "anonymous");
+        assert!(callers.same_caller(None, &extensions));
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+    }
+
+    #[cfg(feature = "auth")]
+    #[test]
+    fn a_principal_verified_after_identification_is_not_missed() {
+        let (callers, _) = counted();
+        let mut extensions = http::Extensions::new();
+        // Identified before the token is checked (the address's admission): anonymous.
+        callers.identify(&mut extensions);
+        assert_eq!(callers.principal_of(&extensions), None);
+        extensions.insert(crate::auth::Principal::new("bob"));
+        // No issuer: the name is an empty issuer's line and the subject.
+        let expected = callers.signer.digest(Domain::Principal, "\nbob");
+        assert_eq!(callers.principal_of(&extensions), Some(expected.clone()));
+        callers.identify(&mut extensions);
+        assert_eq!(callers.principal_of(&extensions), Some(expected));
+    }
+}
