@@ -65,7 +65,8 @@ impl Callers {
     }
 
     /// Whether callers can be named at all (`Server::principal`, or authorization): without
-    /// either every caller is anonymous and there is nothing to work out.
+    /// either every caller is anonymous and there is nothing to work out or look up.
+    #[inline]
     fn names_callers(&self) -> bool {
         #[cfg(feature = "auth")]
         if self.auth.is_some() {
@@ -120,6 +121,9 @@ impl Callers {
     /// The caller's name: the verified principal's issuer and subject, or the name
     /// `Server::principal` gives. `None` for an anonymous caller.
     pub(crate) fn caller_name(&self, extensions: &http::Extensions) -> Option<String> {
+        if !self.names_callers() {
+            return None;
+        }
         match self.identified(extensions) {
             Some(identity) => identity.name.clone(),
             None => self.name_of(extensions),
@@ -129,6 +133,9 @@ impl Callers {
     /// The caller of a request, as a digest keyed with the server's key (never the name
     /// itself: it travels in tokens). `None` for an anonymous caller.
     pub(crate) fn principal_of(&self, extensions: &http::Extensions) -> Option<String> {
+        if !self.names_callers() {
+            return None;
+        }
         match self.identified(extensions) {
             Some(identity) => identity.digest.clone(),
             None => {
