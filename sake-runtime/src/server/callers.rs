@@ -77,8 +77,16 @@ impl Callers {
 
     /// Works out the caller of a request (its name and digest) once, and leaves it in its
     /// `extensions` for everything the request does after.
+    #[inline]
     pub(crate) fn identify(&self, extensions: &mut http::Extensions) {
-        if !self.names_callers() || self.identified(extensions).is_some() {
+        if self.names_callers() {
+            self.work_out(extensions);
+        }
+    }
+
+    /// [`identify`](Self::identify) on a server that names callers.
+    fn work_out(&self, extensions: &mut http::Extensions) {
+        if self.identified(extensions).is_some() {
             return;
         }
         let name = self.name_of(extensions);
