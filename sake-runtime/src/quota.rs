@@ -317,7 +317,7 @@ impl Held {
 }
 
 /// The network address a request came from (HTTP): its records count against it when the
-/// caller is anonymous. `key` is its quota key (`Shared::address_key`) when a transport made
+/// caller is anonymous. `key` is its quota key (`Admission::address_key`) when a transport made
 /// it once for the connection, rather than for every request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PeerAddr {

@@ -686,7 +686,7 @@ impl std::fmt::Debug for Service {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Service")
             .field("name", &self.shared.config.info.name)
-            .field("registry", &self.shared.registry)
+            .field("registry", &self.shared.catalog.registry)
             .finish_non_exhaustive()
     }
 }
@@ -694,7 +694,7 @@ impl std::fmt::Debug for Service {
 impl Service {
     /// The registry being served.
     pub fn registry(&self) -> &Registry {
-        &self.shared.registry
+        &self.shared.catalog.registry
     }
 
     /// The endpoint's public URL, when [`Server::public_url`] gives it.
@@ -800,7 +800,7 @@ impl Service {
     pub fn greeting(&self, local: std::net::SocketAddr) -> String {
         let info = &self.shared.config.info;
         crate::server::greeting::text(
-            &self.shared.registry,
+            &self.shared.catalog.registry,
             &info.name,
             &info.version,
             self.at(local),

@@ -13,9 +13,9 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::catalog;
+use super::Shared;
+use super::catalog::{self, Pages, decode_cursor};
 use super::invoker::{Call, Function, Prompt, Resource, Round, Step, Tool, View};
-use super::{Pages, Shared, decode_cursor};
 use crate::handler::context::RequestParts;
 use crate::handler::input::{Mrtr, RoundKey, merge_capabilities};
 use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport};
@@ -107,7 +107,7 @@ impl Shared {
             Needs::Completions => c.completions.is_some(),
             Needs::Logging => c.logging.is_some(),
             Needs::Tasks => self.tasks.is_some(),
-            Needs::Skills => !self.registry.skills.is_empty(),
+            Needs::Skills => !self.catalog.registry.skills.is_empty(),
         }
     }
 
@@ -120,10 +120,10 @@ impl Shared {
         params: &Params<'_>,
     ) -> Dispatched {
         // A signed-in caller's request that runs ends when the caller is signed out.
-        let watch = self.watch_caller(&parts.extensions);
+        let watch = self.callers.watch_caller(&parts.extensions);
         // An operation that calls no function passes its layers here (a function's call, in
         // the invoker); without layers, nothing more happens.
-        let layered = match &self.stacks {
+        let layered = match self.invoker.stacks() {
             Some(stacks) => super::operations::admit(self, stacks, &parts, method, params),
             None => None,
         };
@@ -139,7 +139,7 @@ impl Shared {
                     tokio::select! {
                         biased;
                         out = fut => out,
-                        () = watch.revoked() => Err(shared.signed_out()),
+                        () = watch.revoked() => Err(shared.callers.signed_out()),
                     }
                 }))
             }
@@ -170,23 +170,26 @@ impl Shared {
         };
         match method {
             Method::Discover => {
-                Dispatched::Ready(Ok(self.discover[parts.revision.index()].clone()))
+                Dispatched::Ready(Ok(self.catalog.discover[parts.revision.index()].clone()))
             }
             Method::ToolsList
             | Method::PromptsList
             | Method::ResourcesList
             | Method::ResourceTemplatesList
             | Method::SkillsList => {
-                let audience = self.registry.audience(&parts.meta.client_capabilities);
+                let audience = self
+                    .catalog
+                    .registry
+                    .audience(&parts.meta.client_capabilities);
                 #[cfg(feature = "auth")]
-                let filtered = self.caller_lists(&parts.extensions);
+                let filtered = self.catalog.caller_lists(&parts.extensions);
                 #[cfg(feature = "auth")]
                 let lists = match &filtered {
-                    Some(view) => self.lists_of(view, rev, audience),
-                    None => self.lists(rev, audience),
+                    Some(view) => self.catalog.lists_of(view, rev, audience),
+                    None => self.catalog.lists(rev, audience),
                 };
                 #[cfg(not(feature = "auth"))]
-                let lists = self.lists(rev, audience);
+                let lists = self.catalog.lists(rev, audience);
                 match method {
                     Method::ToolsList => page(&lists.tools, "tools"),
                     Method::PromptsList => page(&lists.prompts, "prompts"),
@@ -248,7 +251,7 @@ impl Shared {
         finish: Finish<F::Output>,
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
-        let mut running = self.invoker().start(Call {
+        let mut running = self.invoker.start(Call {
             parts,
             function,
             round: Round::OfRequest {
@@ -309,7 +312,7 @@ impl Shared {
         params
             .name
             .and_then(raw_str)
-            .and_then(|name| self.registry.tool(&name))
+            .and_then(|name| self.catalog.registry.tool(&name))
             .is_none_or(|entry| entry.def.context)
     }
 
@@ -320,7 +323,7 @@ impl Shared {
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
         let name = required(params.name, "name")?;
-        let entry = self.registry.tool(&name).ok_or_else(|| {
+        let entry = self.catalog.registry.tool(&name).ok_or_else(|| {
             RpcError::invalid_params(format!("Unknown tool: {name}"))
                 .with_data(json!({ "name": name }))
         })?;
@@ -337,7 +340,7 @@ impl Shared {
             return Err(apps::missing_extension(&name));
         }
         let def = entry.def;
-        self.authorize(
+        self.callers.authorize(
             &parts.extensions,
             format_args!("tool `{name}`"),
             def.scopes,
@@ -413,7 +416,9 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let name = required(params.name, "name")?;
-        let def = self.denoted::<catalog::Prompt>(&parts.extensions, &name)?;
+        let def = self
+            .catalog
+            .denoted::<catalog::Prompt>(&parts.extensions, &name)?;
         let arguments = object_or_absent(params.arguments, "arguments")?;
         let key = RoundKey {
             method: "prompts/get",
@@ -445,7 +450,10 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let uri = required(params.uri, "uri")?.into_owned();
-        let (def, vars) = match self.denoted::<catalog::Resource>(&parts.extensions, &uri)? {
+        let (def, vars) = match self
+            .catalog
+            .denoted::<catalog::Resource>(&parts.extensions, &uri)?
+        {
             Named::SkillFile(file) => return self.read_skill_file(&parts, &uri, file),
             Named::View(view) => return self.read_view(parts, params, view),
             Named::Resource(def, vars) => (def, vars),
@@ -512,7 +520,10 @@ impl Shared {
                     View { uri, html: make },
                     (key, None),
                     params,
-                    |shared, rev, (uri, html), round| match (html, shared.registry.view(uri)) {
+                    |shared, rev, (uri, html), round| match (
+                        html,
+                        shared.catalog.registry.view(uri),
+                    ) {
                         (Ok(html), Some(view)) => Ok(Bytes::from(render::result(
                             rev,
                             &shared.env,
@@ -589,11 +600,11 @@ impl Shared {
         // resources/read check: the same 401 or 403, before anything of it runs.
         let completer: Option<CompleteFn> = match &reference {
             Ref::Prompt { name } => {
-                let def = self
-                    .registry
-                    .prompt(name)
-                    .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
-                self.authorize(
+                let def =
+                    self.catalog.registry.prompt(name).ok_or_else(|| {
+                        RpcError::invalid_params(format!("Unknown prompt: {name}"))
+                    })?;
+                self.callers.authorize(
                     &parts.extensions,
                     format_args!("prompt `{name}`"),
                     def.scopes,
@@ -603,17 +614,18 @@ impl Shared {
             }
             Ref::Resource { uri } => {
                 let def = match self
+                    .catalog
                     .registry
                     .templates
                     .iter()
                     .find(|t| t.def.uri == uri.as_str())
                 {
                     Some(t) => t.def,
-                    None => self.registry.static_resource(uri).ok_or_else(|| {
+                    None => self.catalog.registry.static_resource(uri).ok_or_else(|| {
                         RpcError::invalid_params(format!("Unknown resource or template: {uri}"))
                     })?,
                 };
-                self.authorize(
+                self.callers.authorize(
                     &parts.extensions,
                     format_args!("resource `{uri}`"),
                     def.scopes,
@@ -647,7 +659,7 @@ impl Shared {
             Ref::Prompt { name } => name,
             Ref::Resource { uri } => uri,
         };
-        let mut running = self.invoker().complete(complete, request, label)?;
+        let mut running = self.invoker.complete(complete, request, label)?;
         let limit = self.config.limits.request_timeout;
         Ok(Dispatched::Pending(Box::pin(async move {
             let c = match running.within(limit).await? {

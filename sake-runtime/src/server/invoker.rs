@@ -13,9 +13,22 @@
 //! - cancels what the function spawned when its future is dropped before it returned.
 //!
 //! Dispatch awaits a `Running` under `request_timeout` ([`Running::within`]); the tasks
-//! extension polls it once inside the request, then drives it in the background. A policy
-//! layer (middleware on every call) wraps [`Invoker::start`]: it sees which function is
-//! called, by whom (the parts' extensions) and with what, and may refuse or observe the call.
+//! extension polls it once inside the request, then drives it in the background.
+//!
+//! The invoker is a service of its own (`Shared::invoker`): it is given at start-up what it
+//! needs — the layers' stacks, the state map, the signer of input rounds, the callers, the
+//! notifier — and reaches into nothing else of the engine.
+//!
+//! # The seam (middleware)
+//!
+//! A policy layer (`Server::layer`) wraps the call inside [`Invoker::start`]: before any user
+//! code runs it sees an `McpRequest` — the function's [`Kind`], its name and declared name
+//! or URI, its arguments as sent, the caller (`principal`: the name
+//! [`Callers`] worked out once for the request; the peer's address
+//! and network), whether it only reads, whether it answers an input round or runs as a task,
+//! and the `Context` — and may refuse the call, change what is handed on, or observe the
+//! response. The innermost step calls the function with the same panic and input-round
+//! handling as a call without layers.
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -30,15 +43,19 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::{PeerAddr, Shared};
+use super::PeerAddr;
+use super::callers::Callers;
 use crate::handler::context::{CallState, Context, RequestParts};
+use crate::handler::events::Notifier;
 use crate::handler::input::{InputChannel, Mrtr, RoundKey, RoundOutcome};
+use crate::handler::state::StateMap;
 use crate::handler::{
     BoxFuture, CompleteFn, CompletionRequest, PromptDef, ResourceDef, ResourceRequest, ToolDef,
 };
 use crate::middleware::{self, Kind, McpRequest, McpResponse, Outcome, Reply, Stack};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::types::{CallToolResult, Completion, GetPromptResult, ReadResourceResult};
+use crate::signing::Signer;
 
 /// A user function, with what it is called with.
 pub(crate) trait Function {
@@ -438,18 +455,45 @@ impl<T> Future for Running<T> {
 }
 
 /// The invoker of a server (see the module's documentation).
-pub(crate) struct Invoker<'s> {
-    shared: &'s Shared,
+pub(crate) struct Invoker {
+    /// The middleware of each function some layer applies to (`Server::layer`); `None`
+    /// without layers.
+    stacks: Option<Stacks>,
+    /// Signs and checks an input round's `requestState` (the server's session key).
+    signer: Signer,
+    /// Who calls: the round's key and a layer's `principal` name the caller.
+    callers: Arc<Callers>,
+    /// What a function's `Context` publishes events with, and the state it reads.
+    notifier: Notifier,
+    states: Arc<StateMap>,
+    /// `Limits::ipv6_client_prefix`: a layer's `client_network`.
+    ipv6_client_prefix: u8,
 }
 
-impl Shared {
-    /// The invoker, the one caller of user functions.
-    pub(crate) fn invoker(&self) -> Invoker<'_> {
-        Invoker { shared: self }
+impl Invoker {
+    /// The layers of every kind of operation, when some apply (`Server::layer`).
+    pub(crate) fn stacks(&self) -> Option<&Stacks> {
+        self.stacks.as_ref()
     }
-}
 
-impl Invoker<'_> {
+    pub(crate) fn new(
+        stacks: Option<Stacks>,
+        signer: Signer,
+        callers: Arc<Callers>,
+        notifier: Notifier,
+        states: Arc<StateMap>,
+        ipv6_client_prefix: u8,
+    ) -> Invoker {
+        Invoker {
+            stacks,
+            signer,
+            callers,
+            notifier,
+            states,
+            ipv6_client_prefix,
+        }
+    }
+
     /// Starts a call: its round, its `Context`, the function called (a panic in the call
     /// fails it, logged). Errors: the round's `requestState` or `inputResponses` are
     /// invalid (-32602), or the function panicked.
@@ -462,12 +506,11 @@ impl Invoker<'_> {
             function,
             round,
         } = call;
-        let shared = self.shared;
         let takes_context = function.takes_context() || round.for_task();
         let continues = round.continues();
         let for_task = round.for_task();
         // The layers, when any applies to the function: composed at start-up.
-        let stack = match &shared.stacks {
+        let stack = match &self.stacks {
             Some(stacks) => stacks.get(F::KIND, function.declared()),
             None => None,
         };
@@ -483,13 +526,8 @@ impl Invoker<'_> {
                     // The arguments' text only for a round's key: a call without one never
                     // needs it.
                     key.arguments = arguments_text(&parts, arguments);
-                    key.principal = shared.caller_name(&parts.extensions);
-                    Some(Mrtr::start(
-                        shared.sessions.signer(),
-                        key,
-                        state,
-                        responses,
-                    )?)
+                    key.principal = self.callers.caller_name(&parts.extensions);
+                    Some(Mrtr::start(&self.signer, key, state, responses)?)
                 } else {
                     None
                 }
@@ -498,12 +536,7 @@ impl Invoker<'_> {
                 key,
                 state,
                 responses,
-            } => Some(Mrtr::start(
-                shared.sessions.signer(),
-                key,
-                state,
-                responses,
-            )?),
+            } => Some(Mrtr::start(&self.signer, key, state, responses)?),
             Round::Resumed { key, answers } => Some(Mrtr::with_answers(key, answers)),
         }
         .map(Arc::new);
@@ -515,8 +548,8 @@ impl Invoker<'_> {
             Some(_) => arguments_text(&parts, function.arguments()),
             None => None,
         };
-        parts.notifier = Some(shared.notifier.clone());
-        parts.states = Some(shared.states.clone());
+        parts.notifier = Some(self.notifier.clone());
+        parts.states = Some(self.states.clone());
         let call = parts.call.clone();
         let transport = parts.transport;
         let name = function.name();
@@ -532,7 +565,7 @@ impl Invoker<'_> {
                     .map_err(|panic| panicked(&name, panic.as_ref()))?,
             ),
             Some(stack) => Body::Layered(layered(
-                shared,
+                self,
                 stack,
                 function,
                 ctx,
@@ -576,7 +609,7 @@ impl Invoker<'_> {
 /// function (a panic there, or on a poll, fails the call as a response the layers see; the
 /// function's input round ends it with the questions).
 fn layered<F: Function>(
-    shared: &Shared,
+    invoker: &Invoker,
     stack: Stack,
     function: F,
     ctx: Context,
@@ -587,7 +620,7 @@ fn layered<F: Function>(
     let name = function.name();
     let declared = function.declared();
     let extensions = ctx.extensions();
-    let principal = shared.caller_name(extensions);
+    let principal = invoker.callers.caller_name(extensions);
     let client_addr = extensions.get::<PeerAddr>().map(|p| p.ip);
     let read_only = function.read_only();
     let detached = function.detach();
@@ -618,13 +651,14 @@ fn layered<F: Function>(
         ctx,
         Some(run),
     );
-    req.client_network = client_addr.map(|ip| shared.client_network(ip));
+    req.client_network =
+        client_addr.map(|ip| crate::quota::client_network(ip, invoker.ipv6_client_prefix));
     req.continuation = continuation;
     req.task = task;
     req.transport = transport;
     #[cfg(feature = "auth")]
     {
-        req.auth = shared.auth.clone();
+        req.auth = invoker.callers.auth();
     }
     req.read_only = read_only;
     req.sensitive = stack.sensitive.clone();

@@ -81,12 +81,12 @@ fn operation(
         }
         Method::ResourcesRead => {
             let uri = text(params.uri);
-            if shared.registry.skills.file(&uri).is_some() {
+            if shared.catalog.registry.skills.file(&uri).is_some() {
                 return op(Kind::Skill, uri);
             }
             // A view whose HTML is embedded is answered without calling anything: its layers
             // (a view's, by its URI) pass here.
-            let view = shared.registry.view(&uri)?;
+            let view = shared.catalog.registry.view(&uri)?;
             if !matches!(view.def.html, ViewHtml::Embedded { .. }) {
                 return None;
             }
@@ -109,7 +109,7 @@ pub(crate) fn admit(
 ) -> Option<Layered> {
     let (kind, name, function, stack) = operation(shared, stacks, method, params)?;
     let extensions = &parts.extensions;
-    let principal = shared.caller_name(extensions);
+    let principal = shared.callers.caller_name(extensions);
     let client_addr = extensions.get::<PeerAddr>().map(|p| p.ip);
     // What the layers read of the request (its revision, client, extensions): the function
     // it would be is none.
@@ -139,9 +139,9 @@ pub(crate) fn admit(
     req.transport = parts.transport;
     #[cfg(feature = "auth")]
     {
-        req.auth = shared.auth.clone();
+        req.auth = shared.callers.auth();
     }
-    req.client_network = client_addr.map(|ip| shared.client_network(ip));
+    req.client_network = client_addr.map(|ip| shared.admission.client_network(ip));
     Some(Layered {
         stack,
         req,

@@ -305,12 +305,12 @@ impl Shared {
                 def.name
             )));
         }
-        self.check_memory("a new task")?;
-        let principal = self.principal_of(&parts.extensions);
+        self.admission.check_memory("a new task")?;
+        let principal = self.callers.principal_of(&parts.extensions);
         // An anonymous caller's tasks count under its network, not one count for all.
         let counted_as = match principal {
             Some(_) => None,
-            None => Some(self.owner_of(&parts.extensions)),
+            None => Some(self.callers.owner_of(&parts.extensions)),
         };
         key.arguments = super::invoker::arguments_text(&parts, arguments);
         key.principal = principal.clone();
@@ -318,7 +318,7 @@ impl Shared {
         // Nothing waits before the task exists but the store: the request's own cancellation
         // would only end the task the client is about to be given.
         parts.cancel = None;
-        let mut running = self.invoker().start(Call {
+        let mut running = self.invoker.start(Call {
             parts,
             function: Tool { def, arguments },
             round: Round::Task {
@@ -433,7 +433,7 @@ impl Shared {
             _ => None,
         };
         let rev = parts.revision;
-        let owns = self.owner_test(&parts.extensions);
+        let owns = self.callers.owner_test(&parts.extensions);
         let shared = self.clone();
         Ok(Dispatched::Pending(Box::pin(async move {
             let answer = async {
@@ -482,9 +482,9 @@ impl Shared {
     ) -> Result<(), RpcError> {
         // The answer runs the tool again, under the updater's token: it must still be allowed
         // to (a narrower token than the one the task began with gets the 401 or 403).
-        if let Some(entry) = self.registry.tool(&record.request.name) {
+        if let Some(entry) = self.catalog.registry.tool(&record.request.name) {
             let def = entry.def;
-            self.authorize(
+            self.callers.authorize(
                 &extensions,
                 format_args!("tool `{}`", def.name),
                 def.scopes,
@@ -583,7 +583,7 @@ impl Shared {
         (extensions, transport): (http::Extensions, Transport),
     ) -> Result<(&'static ToolDef, Revision, Invoked<CallToolResult>), RpcError> {
         let req = &record.request;
-        let entry = self.registry.tool(&req.name).ok_or_else(|| {
+        let entry = self.catalog.registry.tool(&req.name).ok_or_else(|| {
             RpcError::internal(format!(
                 "Internal error: the task's tool `{}` is not served any more",
                 req.name
@@ -627,7 +627,7 @@ impl Shared {
         parts.extensions = extensions;
         parts.transport = transport;
         parts.call.become_task(&record.id);
-        let running = self.invoker().start(Call {
+        let running = self.invoker.start(Call {
             parts,
             function: Tool {
                 def,

@@ -126,7 +126,7 @@ impl Shared {
                 };
                 // Through the layers, when some apply to subscriptions: the subscription is
                 // made once they let it through.
-                if let Some(layered) = self.stacks.as_ref().and_then(|stacks| {
+                if let Some(layered) = self.invoker.stacks().and_then(|stacks| {
                     let mut parts = RequestParts::new(
                         rev,
                         RequestMeta {
@@ -267,11 +267,11 @@ impl Shared {
             // Only to what the server serves, and the caller may read: a
             // subscription to anything else is memory held for nothing, or a
             // way around the resource's scopes.
-            if let Err(e) = self.followable_uri(extensions, uri) {
+            if let Err(e) = self.catalog.followable_uri(extensions, uri) {
                 return Err(render::error(session.revision, e));
             }
-            let held = self.hold(
-                extensions,
+            let held = self.admission.hold(
+                self.caller_key(extensions),
                 uri.len() + super::HELD_OVERHEAD,
                 "this subscription",
             )?;
@@ -345,7 +345,7 @@ impl Shared {
         sid: Option<String>,
         transport: &'static str,
     ) -> Result<(Vec<u8>, Session), RpcError> {
-        self.check_memory("a new session")?;
+        self.admission.check_memory("a new session")?;
         // The revision the session will speak (the error of a malformed request is `initialize`'s own).
         let rev = params
             .protocol_version
@@ -450,11 +450,11 @@ impl Connection {
         params: &Params<'_>,
         extensions: http::Extensions,
     ) -> Reply {
-        let principal = self.shared.principal_of(&extensions);
+        let principal = self.shared.callers.principal_of(&extensions);
         let transport = self.transport.unwrap_or("memory");
         // A held connection's session is its own, named by its scope.
         let scope = self.carrier.scope();
-        let owner = scope.map_or_else(|| self.shared.owner_of(&extensions), str::to_owned);
+        let owner = scope.map_or_else(|| self.shared.callers.owner_of(&extensions), str::to_owned);
         match self.shared.initialize(
             &id,
             params,
@@ -500,7 +500,11 @@ impl Connection {
         let verified = self.shared.sessions.verify(token).and_then(|s| {
             // A session opened by one caller is nobody else's: not another caller's, and not
             // an anonymous caller's either (nor the reverse).
-            if self.shared.same_caller(s.principal.as_deref(), extensions) {
+            if self
+                .shared
+                .callers
+                .same_caller(s.principal.as_deref(), extensions)
+            {
                 Ok(s)
             } else {
                 Err(Refused::Foreign)
@@ -796,13 +800,16 @@ impl Connection {
             .with_status(400));
         }
         // A resumed stream and the standalone stream alike count against `max_streams`.
-        let slot = self.shared.stream_slot(self.caller)?;
+        let slot = self.shared.admission.stream_slot(self.caller)?;
         Ok(Some(SessionStream {
             shared: self.shared.clone(),
             // After a restart: the lists that changed since the process before (`server/dev.rs`).
             restarted: self.shared.restart_notices(&session),
             // Ends when the session's caller is signed out.
-            revoked: session.principal.clone().map(|p| self.shared.live.watch(p)),
+            revoked: session
+                .principal
+                .clone()
+                .map(|p| self.shared.callers.watch(p)),
             sid: session.sid.clone(),
             slot,
         }))

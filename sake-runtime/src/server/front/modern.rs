@@ -66,7 +66,7 @@ impl Connection {
         // A subscription counts against `max_streams`, not `max_concurrent_requests`.
         let slot = if method == Method::Listen {
             drop(slot);
-            match self.shared.stream_slot(self.caller) {
+            match self.shared.admission.stream_slot(self.caller) {
                 Ok(s) => s,
                 Err(e) => return Reply::error(Era::Modern, Some(id), e),
             }

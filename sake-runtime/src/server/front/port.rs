@@ -64,21 +64,28 @@ impl Engine {
         self.0.caller_key(extensions)
     }
 
+    /// Works out the caller of a request whose token was checked (its name and digest, once:
+    /// everything after reads them from its `extensions`), and its key as `caller_key`.
+    pub(crate) fn identify(&self, extensions: &mut http::Extensions) -> Key {
+        self.0.callers.identify(extensions);
+        self.0.caller_key(extensions)
+    }
+
     /// `bytes` of a request in flight for `caller` (a body being received), among
     /// `Limits::max_request_bytes_per_client` and `max_request_bytes`.
     pub(crate) fn flight(&self, caller: Key, bytes: usize) -> Result<Flight, RpcError> {
-        self.0.flight(caller, bytes)
+        self.0.admission.flight(caller, bytes)
     }
 
     /// Grows `flight` to `total` bytes, under the same limits.
     pub(crate) fn grow_flight(&self, flight: &mut Flight, total: usize) -> Result<(), RpcError> {
-        self.0.grow_flight(flight, total)
+        self.0.admission.grow_flight(flight, total)
     }
 
     /// Whose share of the connection budget a network peer takes (before anything of its
     /// requests is read: the address, or its network, never a principal).
     pub(crate) fn address_key(&self, ip: std::net::IpAddr) -> Key {
-        self.0.address_key(ip)
+        self.0.admission.address_key(ip)
     }
 
     /// The largest message the server takes (`Server::max_body_bytes`).
@@ -97,7 +104,7 @@ impl Engine {
     /// token that is refused is an error: the server would run as someone else than the
     /// operator meant.
     pub(crate) async fn caller_from_env(&self) -> Result<http::Extensions, Error> {
-        self.0.caller_from_env().await
+        self.0.callers.caller_from_env().await
     }
 
     /// A connection that holds its peer's session and writes to one outbound channel.
@@ -489,9 +496,10 @@ impl std::fmt::Debug for Connection {
 const OUTBOUND_BUFFER: usize = 1024;
 
 impl Connection {
-    fn open(shared: Arc<Shared>, peer: Peer) -> (Connection, Outbound) {
+    fn open(shared: Arc<Shared>, mut peer: Peer) -> (Connection, Outbound) {
         let (out, rx) = mpsc::channel(OUTBOUND_BUFFER);
         let closed = CancellationToken::new();
+        shared.callers.identify(&mut peer.extensions);
         let caller = shared.caller_key(&peer.extensions);
         let conn = Connection {
             shared,
@@ -506,13 +514,15 @@ impl Connection {
     }
 
     /// The connection of one Streamable HTTP request: its session (if any) is named by the
-    /// request's headers. `caller` is `Engine::caller_key` of `extensions`.
+    /// request's headers. `caller` is `Engine::identify` of `extensions`.
     pub(crate) fn for_request(
         engine: &Engine,
         transport: &'static str,
-        extensions: http::Extensions,
+        mut extensions: http::Extensions,
         caller: Key,
     ) -> Connection {
+        // Once per request: a transport that identified the caller already left it there.
+        engine.0.callers.identify(&mut extensions);
         Connection {
             shared: engine.0.clone(),
             transport: Some(transport),

@@ -200,7 +200,7 @@ pub(super) fn check_modern<'a>(
         && let Some(entry) = params
             .name
             .and_then(raw_str)
-            .and_then(|n| shared.registry.tool(&n))
+            .and_then(|n| shared.catalog.registry.tool(&n))
         && !entry.headers.is_empty()
     {
         check_param_headers(headers.map, &entry.headers, params.arguments)?;
@@ -408,7 +408,9 @@ impl Connection {
         session: Option<&str>,
     ) -> Result<Slot, RpcError> {
         let scope = self.carrier.scope().or(session);
-        self.shared.request_slots(n, bytes, scope, self.caller)
+        self.shared
+            .admission
+            .request_slots(n, bytes, scope, self.caller)
     }
 
     /// Where a request's messages go before its answer, and the channel a per-request
