@@ -264,6 +264,8 @@ pub(super) enum Running {
     Plain(BoxFuture<Outcome>),
     /// A request the client may cancel: its outcome, or nothing once cancelled.
     Cancellable(BoxFuture<Option<Outcome>>),
+    /// A session's request (the client may cancel it).
+    Session(super::legacy::SessionRun),
     /// A batch's framed array, or nothing when it answered nothing.
     Batch(BoxFuture<Option<Vec<u8>>>),
 }
@@ -297,6 +299,10 @@ impl std::future::Future for Run {
                 Poll::Ready(out) => Some(one(&mut this.id, out)),
             },
             Running::Cancellable(f) => match f.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(out) => out.map(|out| one(&mut this.id, out)),
+            },
+            Running::Session(f) => match std::pin::Pin::new(f).poll(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(out) => out.map(|out| one(&mut this.id, out)),
             },
