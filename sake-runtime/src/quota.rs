@@ -8,12 +8,13 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// Whose share: a hash made by [`Keys`].
+/// Whose share: a hash made by [`Keys`] (never 0, so that an `Option<Key>` is no bigger).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Key(u64);
+pub(crate) struct Key(NonZeroU64);
 
 /// Hashes a [`Key`] as itself: it already is a hash under the process's random key, so
 /// hashing it again would only cost time.
@@ -44,7 +45,8 @@ pub(crate) struct Keys(RandomState);
 impl Keys {
     /// The key of `what` (a tag and a name, so that kinds of names never meet).
     pub fn of(&self, what: impl Hash) -> Key {
-        Key(self.0.hash_one(what))
+        let hash = self.0.hash_one(what);
+        Key(NonZeroU64::new(hash).unwrap_or(NonZeroU64::MIN))
     }
 }
 

@@ -703,7 +703,6 @@ impl Connection {
                             settle: RpcError::in_session,
                             running: Running::Session(fut),
                             slot,
-                            _inflight: None,
                         };
                         let mut reply =
                             Reply::of(Answering::Later(run, messages)).with_session_id(refreshed);
@@ -773,7 +772,6 @@ impl Connection {
                     settle: RpcError::in_session,
                     running: Running::Session(fut),
                     slot: Some(slot),
-                    _inflight: None,
                 },
                 None,
             )),
@@ -834,7 +832,6 @@ impl Connection {
                     settle: RpcError::in_session,
                     running: Running::Batch(all),
                     slot: None,
-                    _inflight: None,
                 },
                 messages,
             )),

@@ -278,7 +278,6 @@ pub(crate) struct Run {
     pub(super) settle: fn(RpcError) -> RpcError,
     pub(super) running: Running,
     pub(super) slot: Option<Slot>,
-    pub(super) _inflight: Option<InflightGuard>,
 }
 
 impl std::future::Future for Run {
@@ -314,7 +313,6 @@ impl std::future::Future for Run {
         // The request's work is over: its slots go back at once, whoever still holds the
         // future.
         this.slot = None;
-        this._inflight = None;
         Poll::Ready(answer)
     }
 }
