@@ -292,14 +292,19 @@ impl Shared {
                     None if inbound.quiet => None,
                     None => Some(CancellationToken::new()),
                 };
+                // The latest `logging/setLevel` this process saw wins over the one in an id a
+                // client kept from earlier; without a sink no log message can be sent, and the
+                // level is not looked up.
+                let log_level = match &inbound.sink {
+                    Some(_) => self.hub.log_level(&session.sid).or(session.log_level),
+                    None => session.log_level,
+                };
                 let mut parts = RequestParts::new(
                     rev,
                     RequestMeta {
                         client_capabilities: session.capabilities.clone(),
                         client_info: ClientInfo::shared(session.client_info()),
-                        // The latest `logging/setLevel` this process saw wins over the one in
-                        // an id a client kept from earlier.
-                        log_level: self.hub.log_level(&session.sid).or(session.log_level),
+                        log_level,
                         progress_token,
                         raw: raw_meta,
                     },
