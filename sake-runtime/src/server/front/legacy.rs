@@ -671,9 +671,13 @@ impl Connection {
                 method,
                 params: raw,
             } => {
-                let span = tracing::Span::current();
-                span.record("method", &*method);
-                span.record("revision", session.revision.as_str());
+                // The transport's span is at `info`: unless something wants that level, it is
+                // disabled, and not looked up.
+                if tracing::level_enabled!(tracing::Level::INFO) {
+                    let span = tracing::Span::current();
+                    span.record("method", &*method);
+                    span.record("revision", session.revision.as_str());
+                }
                 let params = params.map_or_else(|| Params::parse(raw), Ok);
                 // A call of a function that does not take the `Context` sends nothing before
                 // its answer: no response stream, no questions.
