@@ -106,23 +106,18 @@ impl Admission {
         } else {
             String::new()
         };
-        let limit = self.limits.max_requests_per_session;
-        let session = session
-            .map(|sid| {
-                let key = self.keys.of(("s", sid));
-                self.requests_by.take(key, n, limit).map_err(|held| {
-                    too_many(&format!(
-                        "this session has {held} requests running and may have {limit} (Limits::max_requests_per_session){batch}"
-                    ))
-                })
-            })
-            .transpose()?;
+        let session_limit = self.limits.max_requests_per_session;
+        // The session's share and the client's, under one lock.
+        let session = session.map(|sid| (self.keys.of(("s", sid)), session_limit));
         let limit = self.limits.max_requests_per_client;
         let byte_limit = self.limits.max_request_bytes_per_client;
         let client = self
             .requests_by
-            .take_with_bytes(caller, (n, limit), (bytes, byte_limit))
+            .take_with_second(caller, (n, limit), (bytes, byte_limit), session)
             .map_err(|refused| match refused {
+                Refused::Second(held) => too_many(&format!(
+                    "this session has {held} requests running and may have {session_limit} (Limits::max_requests_per_session){batch}"
+                )),
                 Refused::Units(held) => too_many(&format!(
                     "this client has {held} requests running and may have {limit} (Limits::max_requests_per_client){batch}"
                 )),
@@ -138,7 +133,7 @@ impl Admission {
                 self.limits.max_concurrent_requests
             ))
         })?;
-        Ok(Slot::new(running, [Some(client), session], Some(drawn)))
+        Ok(Slot::new(running, client, Some(drawn)))
     }
 
     /// `bytes` of a request in flight for `caller`: -32000 with 429 past the caller's
@@ -183,7 +178,7 @@ impl Admission {
             .streams_open
             .draw(1)
             .ok_or_else(|| busy(&format!("{} open streams", self.limits.max_streams)))?;
-        Ok(Slot::new(open, [Some(share), None], None))
+        Ok(Slot::new(open, share, None))
     }
 
     /// `bytes` of state for the client `caller` (`what` names it in the refusal): -32000 with

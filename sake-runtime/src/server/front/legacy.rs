@@ -3,8 +3,10 @@
 //! dispatcher serves, with the session's revision, capabilities and log level, and
 //! server-to-client requests through the transport's stream.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context as TaskContext, Poll};
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
@@ -12,15 +14,14 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
-use tracing::Instrument as _;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::carrier::Opened;
 use super::port::{
     Answering, Connection, Frame, Frames, Hints, Reply, Run, Running, SessionStream, StreamOwner,
 };
 use super::routing;
-use super::telemetry::Call;
+use super::telemetry::{Call, Telemetry};
 use super::{Inbound, OnLag, Outcome};
 use crate::handler::BoxFuture;
 use crate::handler::context::RequestParts;
@@ -36,7 +37,7 @@ use crate::quota::Slot;
 use crate::server::Shared;
 use crate::server::dispatch::{Dispatched, raw_str};
 use crate::server::hub::SubscribeRefused;
-use crate::server::inflight::InflightGuard;
+use crate::server::inflight::{Inflight, InflightGuard, InflightKey};
 use crate::server::session::{Refused, Session};
 
 /// What one request of a session gave.
@@ -45,7 +46,134 @@ pub(crate) enum Started {
     /// it (`logging/setLevel`).
     Done(Outcome, Option<Box<Session>>),
     /// Running: resolves to the outcome, or to nothing when the client cancelled it.
-    Running(BoxFuture<Option<Outcome>>),
+    Running(SessionRun),
+}
+
+/// A request of a session that runs: its outcome, or nothing once the client cancelled it by
+/// `notifications/cancelled`. A future of its own rather than an async block, so that it is
+/// not boxed a second time around the dispatcher's, and small, as the transport holds it in
+/// its own future.
+pub(crate) struct SessionRun {
+    fut: BoxFuture<Outcome>,
+    /// Its span and what it records at its end; none when nothing would be recorded (no
+    /// span wanted, no metric kept).
+    telemetry: Option<Box<Telemetry>>,
+    watch: Watch,
+}
+
+/// Where a [`SessionRun`] is in its watch for a cancellation. Before its first poll: its
+/// token (when one was made: the function can observe it, or the transport keeps it), and how
+/// a client's `notifications/cancelled` finds it.
+enum Watch {
+    /// Registered when it started.
+    Registered(CancellationToken, InflightGuard),
+    /// Registers only if it runs on past its first poll, under this key.
+    Late(Option<CancellationToken>, Arc<Inflight>, InflightKey),
+    /// Registers only if it runs on past its first poll, under its named session and id (the
+    /// key is made then: most runs end on that poll).
+    Named(
+        Option<CancellationToken>,
+        Arc<Inflight>,
+        Arc<Session>,
+        RequestId,
+    ),
+    /// Not registered (yet: see [`SessionRun::named`]).
+    Unregistered(Option<CancellationToken>),
+    /// Running on past its first poll, registered: ends with nothing once cancelled.
+    On {
+        cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
+        _guard: Option<InflightGuard>,
+    },
+    /// Ended.
+    Over,
+}
+
+impl SessionRun {
+    /// A run the transport polls at once registers under its named session if it runs on
+    /// past that poll.
+    fn named(&mut self, inflight: &Arc<Inflight>, session: &Arc<Session>, id: &RequestId) {
+        if let Watch::Unregistered(cancel) = &mut self.watch {
+            self.watch = Watch::Named(cancel.take(), inflight.clone(), session.clone(), id.clone());
+        }
+    }
+
+    fn end(&mut self, out: Option<Outcome>) -> Poll<Option<Outcome>> {
+        self.watch = Watch::Over;
+        if let Some(telemetry) = &self.telemetry {
+            match &out {
+                Some(out) => telemetry.finish(out),
+                None => telemetry.cancelled(),
+            }
+        }
+        Poll::Ready(out)
+    }
+
+    /// After its first poll found it running on: registered from now on, and watching for a
+    /// cancellation.
+    fn runs_on(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<Outcome>> {
+        let (cancel, guard) = match std::mem::replace(&mut self.watch, Watch::Over) {
+            Watch::Registered(cancel, guard) => (cancel, Some(guard)),
+            Watch::Late(cancel, inflight, key) => {
+                let cancel = cancel.unwrap_or_default();
+                let guard = inflight.register(key, cancel.clone());
+                (cancel, Some(guard))
+            }
+            Watch::Named(cancel, inflight, session, id) => {
+                let cancel = cancel.unwrap_or_default();
+                let guard = inflight.register(inflight.key(&session.sid, &id), cancel.clone());
+                (cancel, Some(guard))
+            }
+            Watch::Unregistered(cancel) => (cancel.unwrap_or_default(), None),
+            Watch::On { .. } | Watch::Over => return Poll::Pending,
+        };
+        let mut cancelled = Box::pin(cancel.cancelled_owned());
+        if cancelled.as_mut().poll(cx).is_ready() {
+            drop(guard);
+            return self.end(None);
+        }
+        self.watch = Watch::On {
+            cancelled,
+            _guard: guard,
+        };
+        Poll::Pending
+    }
+}
+
+impl Future for SessionRun {
+    type Output = Option<Outcome>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Outcome>> {
+        let this = &mut *self;
+        let span = this.telemetry.as_ref().map(|t| t.span().clone());
+        let _entered = span.as_ref().map(tracing::Span::enter);
+        let cancel = match &mut this.watch {
+            Watch::Registered(cancel, _) => Some(&*cancel),
+            Watch::Late(cancel, ..) | Watch::Named(cancel, ..) | Watch::Unregistered(cancel) => {
+                cancel.as_ref()
+            }
+            // Cancellation first: a function that stops when cancelled finishes at the same
+            // moment, and its result must not be sent.
+            Watch::On { cancelled, .. } => {
+                if cancelled.as_mut().poll(cx).is_ready() {
+                    return this.end(None);
+                }
+                return match this.fut.as_mut().poll(cx) {
+                    Poll::Ready(out) => this.end(Some(out)),
+                    Poll::Pending => Poll::Pending,
+                };
+            }
+            // Polled again after its end: nothing more to send.
+            Watch::Over => return Poll::Ready(None),
+        };
+        // Its first poll.
+        if cancel.is_some_and(CancellationToken::is_cancelled) {
+            return this.end(None);
+        }
+        match this.fut.as_mut().poll(cx) {
+            Poll::Ready(out) => this.end(Some(out)),
+            Poll::Pending => this.runs_on(cx),
+        }
+    }
 }
 
 /// The error for a request in a session that `initialize` would open.
@@ -149,11 +277,11 @@ impl Shared {
                             shared.subscription(&session, method, &uri, &extensions)
                         }),
                     );
-                    return Started::Running(Box::pin(async move {
-                        let out = run.await;
-                        telemetry.finish(&out);
-                        Some(out)
-                    }));
+                    return Started::Running(SessionRun {
+                        fut: run,
+                        telemetry: Some(Box::new(telemetry)),
+                        watch: Watch::Unregistered(None),
+                    });
                 }
                 done(self.subscription(session, method, &uri, &inbound.extensions))
             }
@@ -170,14 +298,19 @@ impl Shared {
                     None if inbound.quiet => None,
                     None => Some(CancellationToken::new()),
                 };
+                // The latest `logging/setLevel` this process saw wins over the one in an id a
+                // client kept from earlier; without a sink no log message can be sent, and the
+                // level is not looked up.
+                let log_level = match &inbound.sink {
+                    Some(_) => self.hub.log_level(&session.sid).or(session.log_level),
+                    None => session.log_level,
+                };
                 let mut parts = RequestParts::new(
                     rev,
                     RequestMeta {
                         client_capabilities: session.capabilities.clone(),
                         client_info: ClientInfo::shared(session.client_info()),
-                        // The latest `logging/setLevel` this process saw wins over the one in
-                        // an id a client kept from earlier.
-                        log_level: self.hub.log_level(&session.sid).or(session.log_level),
+                        log_level,
                         progress_token,
                         raw: raw_meta,
                     },
@@ -195,58 +328,37 @@ impl Shared {
                 parts.cancel = cancel.clone();
                 match self.dispatch(parts, method, &params) {
                     Dispatched::Ready(out) => done(out),
-                    Dispatched::Pending(mut fut) => {
+                    Dispatched::Pending(fut) => {
                         // Only what runs can be cancelled: lists and the like never register.
                         // Where the transport polls the run at once, neither does a function
                         // that ends on that first poll (most do: nothing can reach it between
-                        // that poll and its answer).
-                        let inflight = self.inflight.clone();
-                        let key = inflight.key(scope, &id);
-                        let (cancel, mut guard, key) = if inbound.polled_at_once {
-                            (cancel, None, Some(key))
-                        } else {
+                        // that poll and its answer): it registers if it runs on, under the key
+                        // made now, or, in a named session, one made then
+                        // (`SessionRun::named`).
+                        let watch = if !inbound.polled_at_once {
                             let token = cancel.unwrap_or_default();
-                            let guard: InflightGuard = inflight.register(key, token.clone());
-                            (Some(token), Some(guard), None)
-                        };
-                        let running = async move {
-                            if cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
-                                telemetry.cancelled();
-                                return None;
-                            }
-                            let first =
-                                std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
-                            if let Poll::Ready(out) = first {
-                                telemetry.finish(&out);
-                                return Some(out);
-                            }
-                            let cancel = cancel.unwrap_or_default();
-                            if let Some(key) = key {
-                                guard = Some(inflight.register(key, cancel.clone()));
-                            }
-                            let _guard = guard;
-                            // Cancellation first: a function that stops when cancelled
-                            // finishes at the same moment, and its result must not be
-                            // sent.
-                            tokio::select! {
-                                biased;
-                                // Cancelled by the client: no response is sent for it.
-                                () = cancel.cancelled() => {
-                                    telemetry.cancelled();
-                                    None
-                                }
-                                out = fut => {
-                                    telemetry.finish(&out);
-                                    Some(out)
-                                }
-                            }
-                        };
-                        // A span nobody wants is not entered on every poll.
-                        if span.is_disabled() {
-                            Started::Running(Box::pin(running))
+                            let key = self.inflight.key(scope, &id);
+                            let guard = self.inflight.register(key, token.clone());
+                            Watch::Registered(token, guard)
+                        } else if std::ptr::eq(scope, session.sid.as_str()) {
+                            // Named by the session itself: the caller hands it over
+                            // (`SessionRun::named`), and the key is made only if needed.
+                            Watch::Unregistered(cancel)
                         } else {
-                            Started::Running(Box::pin(running.instrument(span.clone())))
-                        }
+                            let key = self.inflight.key(scope, &id);
+                            Watch::Late(cancel, self.inflight.clone(), key)
+                        };
+                        // Nothing to record at its end: no span wants it, and no metric is
+                        // kept.
+                        #[cfg(not(feature = "otel"))]
+                        let telemetry = (!span.is_disabled()).then(|| Box::new(telemetry));
+                        #[cfg(feature = "otel")]
+                        let telemetry = Some(Box::new(telemetry));
+                        Started::Running(SessionRun {
+                            fut,
+                            telemetry,
+                            watch,
+                        })
                     }
                 }
             }
@@ -603,9 +715,13 @@ impl Connection {
                 method,
                 params: raw,
             } => {
-                let span = tracing::Span::current();
-                span.record("method", &*method);
-                span.record("revision", session.revision.as_str());
+                // The transport's span is at `info`: unless something wants that level, it is
+                // disabled, and not looked up.
+                if tracing::level_enabled!(tracing::Level::INFO) {
+                    let span = tracing::Span::current();
+                    span.record("method", &*method);
+                    span.record("revision", session.revision.as_str());
+                }
                 let params = params.map_or_else(|| Params::parse(raw), Ok);
                 // A call of a function that does not take the `Context` sends nothing before
                 // its answer: no response stream, no questions.
@@ -633,13 +749,13 @@ impl Connection {
                     Started::Done(out, None) => {
                         Reply::in_session(id, out).with_session_id(refreshed)
                     }
-                    Started::Running(fut) => {
+                    Started::Running(mut fut) => {
+                        fut.named(&self.shared.inflight, &session, &id);
                         let run = Run {
                             id: Some(id),
                             settle: RpcError::in_session,
-                            running: Running::Cancellable(fut),
+                            running: Running::Session(fut),
                             slot,
-                            _inflight: None,
                         };
                         let mut reply =
                             Reply::of(Answering::Later(run, messages)).with_session_id(refreshed);
@@ -707,9 +823,8 @@ impl Connection {
                 Run {
                     id: Some(id),
                     settle: RpcError::in_session,
-                    running: Running::Cancellable(fut),
+                    running: Running::Session(fut),
                     slot: Some(slot),
-                    _inflight: None,
                 },
                 None,
             )),
@@ -770,7 +885,6 @@ impl Connection {
                     settle: RpcError::in_session,
                     running: Running::Batch(all),
                     slot: None,
-                    _inflight: None,
                 },
                 messages,
             )),

@@ -100,9 +100,11 @@ impl Connection {
                     let guard = self.carrier.register(&self.shared, &id, cancel.clone())?;
                     Some((cancel, guard))
                 });
-                let (running, inflight) = match registered {
+                let running = match registered {
                     Some((cancel, guard)) => {
                         let fut: BoxFuture<Option<Outcome>> = Box::pin(async move {
+                            // Registered until it ends.
+                            let _guard = guard;
                             // Cancellation first: a function that stops when cancelled
                             // finishes at the same moment, and its result must not be sent.
                             tokio::select! {
@@ -111,16 +113,15 @@ impl Connection {
                                 out = fut => Some(out),
                             }
                         });
-                        (Running::Cancellable(fut), Some(guard))
+                        Running::Cancellable(fut)
                     }
-                    None => (Running::Plain(fut), None),
+                    None => Running::Plain(fut),
                 };
                 let run = Run {
                     id: Some(id),
                     settle: |e| e.settled(Era::Modern),
                     running,
                     slot: Some(slot),
-                    _inflight: inflight,
                 };
                 Reply::of(Answering::Later(run, messages))
             }

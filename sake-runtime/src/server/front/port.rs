@@ -280,6 +280,8 @@ pub(super) enum Running {
     Plain(BoxFuture<Outcome>),
     /// A request the client may cancel: its outcome, or nothing once cancelled.
     Cancellable(BoxFuture<Option<Outcome>>),
+    /// A session's request (the client may cancel it).
+    Session(super::legacy::SessionRun),
     /// A batch's framed array, or nothing when it answered nothing.
     Batch(BoxFuture<Option<Vec<u8>>>),
 }
@@ -292,7 +294,6 @@ pub(crate) struct Run {
     pub(super) settle: fn(RpcError) -> RpcError,
     pub(super) running: Running,
     pub(super) slot: Option<Slot>,
-    pub(super) _inflight: Option<InflightGuard>,
 }
 
 impl std::future::Future for Run {
@@ -316,6 +317,10 @@ impl std::future::Future for Run {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(out) => out.map(|out| one(&mut this.id, out)),
             },
+            Running::Session(f) => match std::pin::Pin::new(f).poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(out) => out.map(|out| one(&mut this.id, out)),
+            },
             Running::Batch(f) => match f.as_mut().poll(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(body) => body.map(Answer::Batch),
@@ -324,7 +329,6 @@ impl std::future::Future for Run {
         // The request's work is over: its slots go back at once, whoever still holds the
         // future.
         this.slot = None;
-        this._inflight = None;
         Poll::Ready(answer)
     }
 }
