@@ -16,6 +16,7 @@ pub(crate) mod legacy;
 pub(crate) mod modern;
 pub(crate) mod port;
 pub(crate) mod routing;
+pub(crate) mod session_run;
 pub(crate) mod telemetry;
 
 use std::sync::Arc;

@@ -281,7 +281,7 @@ pub(super) enum Running {
     /// A request the client may cancel: its outcome, or nothing once cancelled.
     Cancellable(BoxFuture<Option<Outcome>>),
     /// A session's request (the client may cancel it).
-    Session(super::legacy::SessionRun),
+    Session(super::session_run::SessionRun),
     /// A batch's framed array, or nothing when it answered nothing.
     Batch(BoxFuture<Option<Vec<u8>>>),
 }
