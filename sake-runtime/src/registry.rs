@@ -672,17 +672,7 @@ impl Registry {
             .filter(|t| visible(t.def.scopes))
             // A tool only views call is nothing to a client that renders no view.
             .filter(|t| audience.apps || t.for_everyone())
-            .map(|t| match &t.ui {
-                Some(ui) if audience.apps => {
-                    let mut listing = t.listing.clone();
-                    listing
-                        .meta
-                        .get_or_insert_with(Default::default)
-                        .extend(ui.to_meta());
-                    render::tool(&listing, rev)
-                }
-                _ => render::tool(&t.listing, rev),
-            })
+            .map(|t| render_tool(&t.listing, t.ui.as_ref(), audience.apps, rev))
             .collect()
     }
 
@@ -1028,6 +1018,22 @@ fn template_listing(def: &ResourceDef) -> ResourceTemplate {
         icons: icons(def.icons),
         annotations: None,
         meta: None,
+    }
+}
+
+/// A tool's listing for `rev`, with its MCP Apps `_meta.ui` when the client renders views
+/// (`apps`): the one rendering of a tool, for `tools/list` and tool search alike.
+pub(crate) fn render_tool(listing: &Tool, ui: Option<&ToolUi>, apps: bool, rev: Revision) -> Value {
+    match ui {
+        Some(ui) if apps => {
+            let mut listing = listing.clone();
+            listing
+                .meta
+                .get_or_insert_with(Default::default)
+                .extend(ui.to_meta());
+            render::tool(&listing, rev)
+        }
+        _ => render::tool(listing, rev),
     }
 }
 

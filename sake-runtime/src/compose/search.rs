@@ -21,7 +21,6 @@ use crate::handler::context::Context;
 use crate::handler::state::StateNeed;
 use crate::handler::{Location, TaskSupport, ToolDef, ToolFuture, ToolHints, ToolUiDef};
 use crate::protocol::apps::{self, ToolUi};
-use crate::protocol::render;
 use crate::protocol::types::{CallToolResult, Tool};
 use crate::protocol::version::Revision;
 use crate::registry::Registry;
@@ -278,17 +277,7 @@ impl SearchIndex {
         hits.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.listing.name.cmp(&b.1.listing.name)));
         hits.truncate(limit);
         hits.into_iter()
-            .map(|(_, t)| match &t.ui {
-                Some(ui) if apps => {
-                    let mut listing = t.listing.clone();
-                    listing
-                        .meta
-                        .get_or_insert_with(Default::default)
-                        .extend(ui.to_meta());
-                    render::tool(&listing, rev)
-                }
-                _ => render::tool(&t.listing, rev),
-            })
+            .map(|(_, t)| crate::registry::render_tool(&t.listing, t.ui.as_ref(), apps, rev))
             .collect()
     }
 }
