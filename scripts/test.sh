@@ -65,7 +65,7 @@ lap "cargo test --workspace"
 cargo test --workspace --doc
 lap "doc tests"
 # Feature `auth`: the verifiers' tests, and the end-to-end test against oidc-provider.
-cargo test -p sake-runtime --features auth --lib --test auth_oidc --test authorization
+cargo test -p sake-runtime --features auth --lib --test auth_oidc --test authorization --test compose_auth
 # The client signing in (features `client` and `auth`): its OAuth tests, and end to end
 # against a protected sake server and oidc-provider.
 cargo test -p sake-runtime --features client,auth --lib --test client_oauth

@@ -7,8 +7,8 @@ use sake::Revision;
 use sake::client::{Client, ClientBuilder, ClientError, EraCache, Remembered, Subscription};
 use sake::{CreateMessageResult, ElicitResult, Role, Root};
 use sake_tests::fake::{
-    Reply, Seen, discover_result, event, fake, fake_with_session, initialize_result, legacy,
-    modern, plain_meta,
+    Reply, Seen, Step, discover_result, fake, fake_with_session, initialize_result, legacy, meta,
+    modern,
 };
 use serde_json::{Map, Value, json};
 
@@ -21,10 +21,27 @@ fn builder(cache: &EraCache) -> ClientBuilder {
 
 // ------------------------------------------------------------------------------ fallback
 
+/// A handshake-era fake with one tool, `t`, whose answer to `server/discover` is `discover`.
+fn handshake_era(
+    discover: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
+) -> impl Fn(&Seen) -> Reply + Send + Sync + 'static {
+    let server = legacy(None, |s: &Seen| match s.method() {
+        "tools/list" => Reply::result(
+            s,
+            json!({"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}),
+        ),
+        _ => Reply::error(200, s, -32601),
+    });
+    move |s: &Seen| match (s.http.as_str(), s.method()) {
+        ("POST", "server/discover") => discover(s),
+        _ => server(s),
+    }
+}
+
 /// Connects to a handshake-era fake whose answer to `server/discover` is `discover`; the
 /// client must fall back to `initialize` and remember the handshake revision.
 async fn assert_falls_back(discover: impl Fn(&Seen) -> Reply + Send + Sync + 'static) {
-    let f = fake(legacy(discover)).await;
+    let f = fake(handshake_era(discover)).await;
     let cache = EraCache::new();
     let client = builder(&cache).connect(&f.url).await.expect("falls back");
     assert_eq!(client.revision(), Revision::V2025_11_25);
@@ -49,7 +66,7 @@ async fn assert_falls_back(discover: impl Fn(&Seen) -> Reply + Send + Sync + 'st
 /// Connects to a fake whose answer to `server/discover` is `discover`; the client must fail,
 /// send nothing else, and remember nothing.
 async fn assert_fails(discover: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> ClientError {
-    let f = fake(legacy(discover)).await;
+    let f = fake(handshake_era(discover)).await;
     let cache = EraCache::new();
     let err = builder(&cache)
         .connect(&f.url)
@@ -62,42 +79,42 @@ async fn assert_fails(discover: impl Fn(&Seen) -> Reply + Send + Sync + 'static)
 
 #[tokio::test]
 async fn falls_back_on_method_not_found() {
-    assert_falls_back(|s| Reply::error(200, s, -32601, None)).await;
+    assert_falls_back(|s| Reply::error(200, s, -32601)).await;
 }
 
 #[tokio::test]
 async fn falls_back_on_invalid_params() {
-    assert_falls_back(|s| Reply::error(200, s, -32602, None)).await;
+    assert_falls_back(|s| Reply::error(200, s, -32602)).await;
 }
 
 #[tokio::test]
 async fn falls_back_on_400_without_a_json_rpc_error() {
-    assert_falls_back(|_| Reply::status(400, "Bad Request: Server not initialized")).await;
+    assert_falls_back(|_| Reply::text(400, "Bad Request: Server not initialized")).await;
 }
 
 #[tokio::test]
 async fn falls_back_on_400_with_a_legacy_json_rpc_error() {
-    assert_falls_back(|s| Reply::error(400, s, -32000, None)).await;
+    assert_falls_back(|s| Reply::error(400, s, -32000)).await;
 }
 
 #[tokio::test]
 async fn falls_back_on_404() {
-    assert_falls_back(|_| Reply::status(404, "Not Found")).await;
+    assert_falls_back(|_| Reply::text(404, "Not Found")).await;
 }
 
 #[tokio::test]
 async fn falls_back_on_405() {
-    assert_falls_back(|_| Reply::status(405, "")).await;
+    assert_falls_back(|_| Reply::status(405)).await;
 }
 
 #[tokio::test]
 async fn falls_back_on_415() {
-    assert_falls_back(|_| Reply::status(415, "Unsupported Media Type")).await;
+    assert_falls_back(|_| Reply::text(415, "Unsupported Media Type")).await;
 }
 
 #[tokio::test]
 async fn falls_back_on_422_without_json_rpc_body() {
-    assert_falls_back(|_| Reply::status(422, "Unprocessable")).await;
+    assert_falls_back(|_| Reply::text(422, "Unprocessable")).await;
 }
 
 #[tokio::test]
@@ -124,7 +141,7 @@ async fn falls_back_when_discover_lists_no_2026_revision() {
 #[tokio::test]
 async fn falls_back_on_unsupported_version_listing_only_handshake_revisions() {
     assert_falls_back(|s| {
-        Reply::error(
+        Reply::error_with_data(
             400,
             s,
             -32022,
@@ -136,16 +153,16 @@ async fn falls_back_on_unsupported_version_listing_only_handshake_revisions() {
 
 #[tokio::test]
 async fn a_2026_error_in_a_400_is_no_fallback() {
-    let err = assert_fails(|s| Reply::error(400, s, -32020, None)).await;
+    let err = assert_fails(|s| Reply::error(400, s, -32020)).await;
     assert_eq!(err.rpc().map(|e| e.code), Some(-32020));
-    let err = assert_fails(|s| Reply::error(400, s, -32021, None)).await;
+    let err = assert_fails(|s| Reply::error(400, s, -32021)).await;
     assert_eq!(err.rpc().map(|e| e.code), Some(-32021));
 }
 
 #[tokio::test]
 async fn unauthorized_is_an_error_and_nothing_is_remembered() {
     // Without credentials configured: an error that says how to give them.
-    let err = assert_fails(|_| Reply::status(401, "Unauthorized")).await;
+    let err = assert_fails(|_| Reply::text(401, "Unauthorized")).await;
     assert!(
         matches!(
             err,
@@ -164,7 +181,7 @@ async fn unauthorized_is_an_error_and_nothing_is_remembered() {
 
 #[tokio::test]
 async fn too_many_requests_is_an_error_and_nothing_is_remembered() {
-    let err = assert_fails(|_| Reply::status(429, "slow down")).await;
+    let err = assert_fails(|_| Reply::text(429, "slow down")).await;
     assert!(
         matches!(err, ClientError::Http { status: 429, .. }),
         "{err}"
@@ -173,13 +190,13 @@ async fn too_many_requests_is_an_error_and_nothing_is_remembered() {
 
 #[tokio::test]
 async fn server_errors_are_errors_and_nothing_is_remembered() {
-    let err = assert_fails(|_| Reply::status(503, "Service Unavailable")).await;
+    let err = assert_fails(|_| Reply::text(503, "Service Unavailable")).await;
     assert!(
         matches!(err, ClientError::Http { status: 503, .. }),
         "{err}"
     );
     // Even with a -32601 body: a 5xx is a failure, not an answer.
-    let err = assert_fails(|s| Reply::error(500, s, -32601, None)).await;
+    let err = assert_fails(|s| Reply::error(500, s, -32601)).await;
     assert!(matches!(err, ClientError::Rpc { status: 500, .. }), "{err}");
 }
 
@@ -198,14 +215,14 @@ async fn a_network_error_is_an_error_and_nothing_is_remembered() {
 #[tokio::test]
 async fn unsupported_version_listing_2026_probes_again_once() {
     let f = fake(move |s: &Seen| match s.method() {
-        "server/discover" if s.id() == json!(1) => Reply::error(
+        "server/discover" if s.id() == json!(1) => Reply::error_with_data(
             400,
             s,
             -32022,
             Some(json!({"supported": ["2026-07-28"], "requested": "2026-07-28"})),
         ),
         "server/discover" => Reply::result(s, discover_result()),
-        _ => Reply::status(500, "unexpected"),
+        _ => Reply::text(500, "unexpected"),
     })
     .await;
     let cache = EraCache::new();
@@ -217,7 +234,7 @@ async fn unsupported_version_listing_2026_probes_again_once() {
 
 #[tokio::test]
 async fn uses_2026_when_discover_lists_it() {
-    let f = fake(modern(|s| Reply::status(500, s.method()))).await;
+    let f = fake(modern(|s| Reply::text(500, s.method()))).await;
     let cache = EraCache::new();
     let client = builder(&cache).connect(&f.url).await.expect("modern");
     assert_eq!(client.revision(), Revision::V2026_07_28);
@@ -228,7 +245,7 @@ async fn uses_2026_when_discover_lists_it() {
     let probe = &f.seen()[0];
     assert_eq!(
         probe.body,
-        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": plain_meta()}})
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta()}})
     );
     assert_eq!(probe.header("mcp-protocol-version"), Some("2026-07-28"));
     assert_eq!(probe.header("mcp-method"), Some("server/discover"));
@@ -265,7 +282,7 @@ fn tool_reply(s: &Seen) -> Reply {
                 -32700 | -32600 | -32020 | -32021 | -32022 => 400,
                 _ => 200,
             };
-            Reply::error(status, s, code, None)
+            Reply::error(status, s, code)
         }
     }
 }
@@ -274,7 +291,7 @@ fn tool_reply(s: &Seen) -> Reply {
 async fn memory_after(tool: &str) -> bool {
     let f = fake(modern(|s| match s.method() {
         "tools/call" => tool_reply(s),
-        _ => Reply::status(500, ""),
+        _ => Reply::status(500),
     }))
     .await;
     let cache = EraCache::new();
@@ -295,14 +312,14 @@ async fn memory_after(tool: &str) -> bool {
 #[tokio::test]
 async fn remembers_what_a_server_speaks() {
     // 2026-07-28: the second connection sends nothing at all.
-    let f = fake(modern(|s| Reply::status(500, s.method()))).await;
+    let f = fake(modern(|s| Reply::text(500, s.method()))).await;
     let cache = EraCache::new();
     builder(&cache).connect(&f.url).await.expect("first");
     let second = builder(&cache).connect(&f.url).await.expect("second");
     assert_eq!(second.revision(), Revision::V2026_07_28);
     assert_eq!(f.methods(), ["server/discover"]);
     // Handshake: the second connection goes straight to initialize.
-    let f = fake(legacy(|s| Reply::error(200, s, -32601, None))).await;
+    let f = fake(handshake_era(|s| Reply::error(200, s, -32601))).await;
     builder(&cache).connect(&f.url).await.expect("first");
     builder(&cache).connect(&f.url).await.expect("second");
     assert_eq!(
@@ -359,8 +376,8 @@ async fn keeps_on_tool_errors() {
 async fn a_remembered_handshake_that_now_fails_probes_again() {
     let cache = EraCache::new();
     let f = fake(modern(|s| match s.method() {
-        "initialize" => Reply::error(404, s, -32601, None),
-        _ => Reply::status(500, ""),
+        "initialize" => Reply::error(404, s, -32601),
+        _ => Reply::status(500),
     }))
     .await;
     cache.remember(&f.url, Remembered::Legacy(Revision::V2025_11_25));
@@ -375,7 +392,7 @@ async fn a_remembered_handshake_that_now_fails_probes_again() {
 async fn sends_the_version_and_the_session_after_initialize() {
     let f = fake_with_session(
         Some("session-1"),
-        legacy(|s| Reply::error(200, s, -32601, None)),
+        handshake_era(|s| Reply::error(200, s, -32601)),
     )
     .await;
     let cache = EraCache::new();
@@ -422,7 +439,7 @@ async fn uses_a_re_minted_session_id() {
             _ => "second",
         };
         Reply::Headers(
-            Box::new(legacy(|s| Reply::error(200, s, -32601, None))(s)),
+            Box::new(handshake_era(|s| Reply::error(200, s, -32601))(s)),
             vec![("mcp-session-id", minted.to_owned())],
         )
     })
@@ -450,10 +467,10 @@ async fn starts_a_new_session_once_on_404() {
     let g = gone.clone();
     let f = fake(move |s: &Seen| {
         if s.http != "POST" {
-            return Reply::status(405, "");
+            return Reply::status(405);
         }
         match s.method() {
-            "server/discover" => Reply::error(200, s, -32601, None),
+            "server/discover" => Reply::error(200, s, -32601),
             "initialize" => {
                 let n = i.fetch_add(1, Ordering::SeqCst) + 1;
                 Reply::Headers(
@@ -463,14 +480,14 @@ async fn starts_a_new_session_once_on_404() {
             }
             "notifications/initialized" => Reply::accepted(),
             "tools/list" if s.header("mcp-session-id") == Some("s1") => {
-                Reply::status(404, "Session not found")
+                Reply::text(404, "Session not found")
             }
             "tools/list"
                 if s.header("mcp-session-id") == Some("s2") && !g.load(Ordering::SeqCst) =>
             {
                 Reply::result(s, json!({"tools": []}))
             }
-            _ => Reply::status(404, "Session not found"),
+            _ => Reply::text(404, "Session not found"),
         }
     })
     .await;
@@ -513,7 +530,7 @@ fn tools_list(tools: Value) -> impl Fn(&Seen) -> Reply + Send + Sync + 'static {
             json!({"resultType": "complete", "content": [{"type": "text", "text": "42"}],
                 "messages": [], "contents": []}),
         ),
-        _ => Reply::error(404, s, -32601, None),
+        _ => Reply::error(404, s, -32601),
     }
 }
 
@@ -532,7 +549,7 @@ async fn modern_requests_carry_meta_and_the_standard_headers() {
     let seen = f.seen();
     let call = &seen[1];
     // `tools/call` declares the tasks extension; other requests do not.
-    let mut call_meta = plain_meta();
+    let mut call_meta = meta();
     call_meta["io.modelcontextprotocol/clientCapabilities"] =
         json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
     assert_eq!(
@@ -546,7 +563,7 @@ async fn modern_requests_carry_meta_and_the_standard_headers() {
     assert_eq!(call.header("content-type"), Some("application/json"));
     assert_eq!(seen[2].header("mcp-method"), Some("resources/read"));
     assert_eq!(seen[2].header("mcp-name"), Some("file:///a b.txt"));
-    assert_eq!(seen[2].body["params"]["_meta"], plain_meta());
+    assert_eq!(seen[2].body["params"]["_meta"], meta());
     // Non-ASCII names use the Base64 sentinel; Mcp-Method never does.
     assert_eq!(seen[3].header("mcp-name"), Some("=?base64?R3LDvMOfZQ==?="));
     assert_eq!(seen[3].header("mcp-method"), Some("prompts/get"));
@@ -632,7 +649,7 @@ async fn a_header_mismatch_on_an_unlisted_tool_lists_and_retries_once() {
     let inner = tools_list(tools);
     let f = fake(modern(move |s: &Seen| {
         if s.method() == "tools/call" && s.header("mcp-param-region").is_none() {
-            return Reply::error(400, s, -32020, None);
+            return Reply::error(400, s, -32020);
         }
         inner(s)
     }))
@@ -699,7 +716,7 @@ async fn input_required_rounds_use_the_handlers_and_echo_the_state() {
     let seen = f.seen();
     let (first, retry) = (&seen[1], &seen[2]);
     assert_ne!(first.id(), retry.id());
-    let mut meta = plain_meta();
+    let mut meta = meta();
     // `tools/call` also declares the tasks extension (the client follows tasks by default).
     meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {},
         "extensions": {"io.modelcontextprotocol/tasks": {}}});
@@ -751,22 +768,17 @@ async fn modern_subscriptions_stream_the_tagged_notifications() {
     let f = fake(modern(|s: &Seen| {
         let id = s.id();
         let tag = json!({"io.modelcontextprotocol/subscriptionId": id});
-        Reply::Stream(vec![
-            (
-                Duration::ZERO,
-                event(
-                    &json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+        Reply::Events(vec![
+            Step::Message(
+                json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
                     "params": {"notifications": {"toolsListChanged": true}, "_meta": tag}}),
-                ),
             ),
-            (
-                Duration::from_millis(50),
-                event(
-                    &json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+            Step::Pause(Duration::from_millis(50)),
+            Step::Message(
+                json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
                     "params": {"_meta": tag}}),
-                ),
             ),
-            (Duration::from_secs(30), String::new()),
+            Step::Pause(Duration::from_secs(30)),
         ])
     }))
     .await;
@@ -788,7 +800,7 @@ async fn modern_subscriptions_stream_the_tagged_notifications() {
     assert_eq!(listen.method(), "subscriptions/listen");
     assert_eq!(
         listen.body["params"],
-        json!({"notifications": {"toolsListChanged": true}, "_meta": plain_meta()})
+        json!({"notifications": {"toolsListChanged": true}, "_meta": meta()})
     );
     assert_eq!(listen.header("mcp-method"), Some("subscriptions/listen"));
 }
@@ -798,7 +810,7 @@ async fn modern_subscriptions_stream_the_tagged_notifications() {
 fn legacy_with(
     call: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
 ) -> impl Fn(&Seen) -> Reply + Send + Sync + 'static {
-    let base = legacy(|s| Reply::error(200, s, -32601, None));
+    let base = handshake_era(|s| Reply::error(200, s, -32601));
     move |s: &Seen| {
         if s.method() == "tools/call" || (s.http == "GET" && s.header("last-event-id").is_some()) {
             return call(s);
@@ -853,26 +865,19 @@ async fn answers_server_requests_on_the_call_stream_and_matches_responses_by_id(
         Some("s"),
         legacy_with(|s: &Seen| {
             let id = s.id();
-            Reply::Stream(vec![
-                (
-                    Duration::ZERO,
-                    event(&json!({"jsonrpc": "2.0", "id": "srv-1", "method": "elicitation/create",
+            Reply::Events(vec![
+                Step::Message(
+                    json!({"jsonrpc": "2.0", "id": "srv-1", "method": "elicitation/create",
                         "params": {"message": "Name?", "requestedSchema": {"type": "object",
-                            "properties": {"name": {"type": "string"}}}}})),
+                            "properties": {"name": {"type": "string"}}}}}),
                 ),
-                (
-                    Duration::from_millis(300),
-                    event(&json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                        "params": {"progressToken": 1, "progress": 1}})),
-                ),
+                Step::Pause(Duration::from_millis(300)),
+                Step::Message(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": 1, "progress": 1}})),
                 // A response for some other request id is not this call's answer.
-                (
-                    Duration::ZERO,
-                    event(&json!({"jsonrpc": "2.0", "id": 999, "result": {"content": []}})),
-                ),
-                (
-                    Duration::ZERO,
-                    event(&json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "Hi Ada"}]}})),
+                Step::Message(json!({"jsonrpc": "2.0", "id": 999, "result": {"content": []}})),
+                Step::Message(
+                    json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "Hi Ada"}]}}),
                 ),
             ])
         }),
@@ -909,15 +914,12 @@ async fn resumes_a_dropped_stream_with_last_event_id_after_the_retry_interval() 
         Some("s"),
         legacy_with(|s: &Seen| {
             if s.http == "GET" {
-                return Reply::Stream(vec![(
-                    Duration::ZERO,
-                    format!(
+                return Reply::Events(vec![Step::Raw(format!(
                         "id: e2\ndata: {}\n\n",
                         json!({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "resumed"}]}})
-                    ),
-                )]);
+                    ))]);
             }
-            Reply::Stream(vec![(Duration::ZERO, "id: e1\nretry: 400\ndata: \n\n".into())])
+            Reply::Events(vec![Step::Raw("id: e1\nretry: 400\ndata: \n\n".into())])
         }),
     )
     .await;
@@ -943,25 +945,22 @@ async fn resumes_a_dropped_stream_with_last_event_id_after_the_retry_interval() 
 async fn legacy_subscriptions_get_notifications_from_the_get_stream() {
     let f = fake_with_session(Some("s"), move |s: &Seen| {
         if s.http == "GET" {
-            return Reply::Stream(vec![
-                (Duration::ZERO, ": open\n\n".into()),
-                (
-                    Duration::from_millis(500),
-                    event(
-                        &json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+            return Reply::Events(vec![
+                Step::Raw(": open\n\n".into()),
+                Step::Pause(Duration::from_millis(500)),
+                Step::Message(
+                    json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
                         "params": {"uri": "file:///x"}}),
-                    ),
                 ),
-                (
-                    Duration::ZERO,
-                    event(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})),
+                Step::Message(
+                    json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
                 ),
-                (Duration::from_secs(30), String::new()),
+                Step::Pause(Duration::from_secs(30)),
             ]);
         }
         match s.method() {
             "resources/subscribe" => Reply::result(s, json!({})),
-            _ => legacy(|s| Reply::error(200, s, -32601, None))(s),
+            _ => handshake_era(|s| Reply::error(200, s, -32601))(s),
         }
     })
     .await;
@@ -1042,7 +1041,7 @@ async fn completion_sends_the_reference_and_the_argument() {
     assert_eq!(
         seen[1].body["params"],
         json!({"ref": {"type": "ref/prompt", "name": "greet"},
-            "argument": {"name": "name", "value": "al"}, "_meta": plain_meta()})
+            "argument": {"name": "name", "value": "al"}, "_meta": meta()})
     );
     assert_eq!(
         seen[2].body["params"]["ref"],

@@ -168,7 +168,7 @@ fn server(entry: Value, files: Vec<(&'static str, String)>) -> impl Fn(&Seen) ->
                        "contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}),
             )
         }
-        _ => Reply::error(200, seen, -32601, None),
+        _ => Reply::error(200, seen, -32601),
     }
 }
 

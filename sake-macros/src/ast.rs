@@ -1,11 +1,62 @@
-//! A typed view of an annotated function: its parameters sorted into arguments and the
-//! `Context`, its doc comments, its return type. The original syn nodes are kept for spans.
+//! A typed view of an annotated item: a function's parameters sorted into arguments and the
+//! `Context`, its doc comments, its return type; a view's struct and its HTML. The original
+//! syn nodes are kept for spans.
 
+use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Attribute, FnArg, Ident, ItemFn, Pat, ReturnType, Type};
 
-use crate::attr::{self, ArgAttrs};
+use crate::attr::{self, ArgAttrs, ItemAttrs, Kind};
 use crate::ctxt::Ctxt;
+use crate::{fallback, view};
+
+/// What an attribute is on: the function of a `#[tool]`, `#[prompt]` or `#[resource]`, or
+/// the unit struct that names a `#[view]`.
+pub(crate) enum Item {
+    Tool(Func),
+    Prompt(Func),
+    Resource(Func),
+    View(view::View),
+}
+
+impl Item {
+    /// The item `kind` goes on, typed; on another kind of item, the error to emit in its
+    /// place (with the item unchanged).
+    pub fn parse(
+        cx: &Ctxt,
+        kind: Kind,
+        attrs: &ItemAttrs,
+        input: TokenStream,
+    ) -> Result<Item, TokenStream> {
+        let wrong = |_| fallback::wrong_item(kind, input.clone());
+        let function = |typed: fn(Func) -> Item| {
+            let item = syn::parse2(input.clone()).map_err(wrong)?;
+            Ok(typed(Func::from_syn(cx, item)))
+        };
+        match kind {
+            Kind::Tool => function(Item::Tool),
+            Kind::Prompt => function(Item::Prompt),
+            Kind::Resource => function(Item::Resource),
+            Kind::View => {
+                let item = syn::parse2(input.clone()).map_err(wrong)?;
+                Ok(Item::View(view::View::from_syn(cx, attrs, item)))
+            }
+        }
+    }
+
+    /// What is emitted in every case, with the glue or with the errors: the function as it
+    /// will be (parameter attributes consumed); a view's struct and its `View` impl, so that
+    /// the tools naming it report nothing more.
+    pub fn emitted(&self, attrs: &ItemAttrs) -> TokenStream {
+        match self {
+            Item::Tool(f) | Item::Prompt(f) | Item::Resource(f) => {
+                let item = &f.item;
+                quote!(#item)
+            }
+            Item::View(v) => v.emitted(attrs),
+        }
+    }
+}
 
 pub(crate) enum ParamKind {
     /// An argument the client sends.

@@ -1,8 +1,8 @@
 //! The procedural macros of [sake](https://docs.rs/sake-mcp): `#[tool]`, `#[prompt]`,
-//! `#[resource]` and `#[view]`. Use them through the `sake` crate.
+//! `#[resource]`, `#[view]` and `skills!`. Use them through the `sake` crate.
 //!
-//! Each macro keeps the function as written (minus the parameter attributes it consumes) and
-//! adds, in an anonymous `const` block, an argument struct, glue functions, and one
+//! Each attribute keeps the item as written (minus the parameter attributes it consumes) and
+//! adds, in a named `const` block, the glue (an argument struct, glue functions) and one
 //! `inventory::submit!` of a descriptor. All protocol behaviour lives in the runtime.
 
 mod ast;
@@ -21,33 +21,34 @@ use quote::quote;
 use crate::attr::Kind;
 use crate::ctxt::Ctxt;
 
-/// Parse, validate, then expand or fall back.
+/// Parse, validate, then expand or fall back: one pipeline for every attribute.
 ///
 /// Parsing (`attr`, `ast`) and validation (`valid`) record every error they find and carry
 /// on; validation runs whatever parsing found. With no error the glue is generated
-/// (`expand`); otherwise the function is emitted as written, with every error (`fallback`).
+/// (`expand`); otherwise the item is emitted as written, with every error (`fallback`).
 fn run(kind: Kind, args: TokenStream, input: TokenStream) -> TokenStream {
-    let item: syn::ItemFn = match syn::parse(input.clone()) {
-        Ok(f) => f,
-        Err(_) => return fallback::not_a_function(kind.attr(), input.into()).into(),
-    };
+    pipeline(kind, args.into(), input.into()).into()
+}
+
+fn pipeline(
+    kind: Kind,
+    args: proc_macro2::TokenStream,
+    input: proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
     let cx = Ctxt::default();
-    let attrs = attr::parse_item_attrs(&cx, kind, args.into());
-    let func = ast::Func::from_syn(&cx, item);
-    valid::check(&cx, kind, &attrs, &func);
+    let attrs = attr::parse_item_attrs(&cx, kind, args);
+    let item = match ast::Item::parse(&cx, kind, &attrs, input) {
+        Ok(item) => item,
+        Err(wrong) => return wrong,
+    };
+    valid::check(&cx, &attrs, &item);
+    let emitted = item.emitted(&attrs);
     match cx.check() {
         Ok(()) => {
-            let generated = match kind {
-                Kind::Tool => expand::tool(&attrs, &func),
-                Kind::Prompt => expand::prompt(&attrs, &func),
-                Kind::Resource => expand::resource(&attrs, &func),
-                // `#[view]` is expanded by `view::run`, never here.
-                Kind::View => quote!(),
-            };
-            let item = &func.item;
-            quote!(#item #generated).into()
+            let glue = expand::item(&attrs, &item);
+            quote!(#emitted #glue)
         }
-        Err(errors) => fallback::expand(&func.item, errors).into(),
+        Err(errors) => fallback::expand(emitted, errors),
     }
 }
 
@@ -102,5 +103,126 @@ pub fn skills(input: TokenStream) -> TokenStream {
 /// docs/apps.md for every option.
 #[proc_macro_attribute]
 pub fn view(args: TokenStream, input: TokenStream) -> TokenStream {
-    view::run(args.into(), input.into()).into()
+    run(Kind::View, args, input)
+}
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::TokenStream;
+    use quote::quote;
+
+    use super::*;
+
+    fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> String {
+        pipeline(kind, args, item).to_string()
+    }
+
+    /// Every attribute goes through the one pipeline, and its glue has the one shape: the item,
+    /// then a named `const` holding one `inventory::submit!` of the descriptor.
+    #[test]
+    fn every_attribute_expands_to_the_one_glue_template() {
+        let cases = [
+            (
+                Kind::Tool,
+                quote!(),
+                quote!(
+                    #[doc = " Adds."]
+                    fn add(a: i64) -> i64 {
+                        a
+                    }
+                ),
+                "const __SAKE_add",
+                "ToolDef",
+            ),
+            (
+                Kind::Prompt,
+                quote!(),
+                quote!(
+                    #[doc = " Greets."]
+                    fn greet(name: String) -> String {
+                        name
+                    }
+                ),
+                "const __SAKE_greet",
+                "PromptDef",
+            ),
+            (
+                Kind::Resource,
+                quote!(uri = "doc://{name}"),
+                quote!(
+                    fn doc(name: String) -> String {
+                        name
+                    }
+                ),
+                "const __SAKE_doc",
+                "ResourceDef",
+            ),
+            (
+                Kind::View,
+                quote!(uri = "ui://weather/card", html = render),
+                quote!(
+                    struct Card;
+                ),
+                "const __SAKE_VIEW_Card",
+                "ViewDef",
+            ),
+        ];
+        let allow = "# [doc (hidden)] # [allow (non_camel_case_types , non_snake_case , non_upper_case_globals , dead_code , unused , clippy :: all , clippy :: pedantic)]";
+        for (kind, args, item, name, def) in cases {
+            let out = expand(kind, args, item);
+            assert!(!out.contains("compile_error"), "{out}");
+            assert_eq!(out.matches("inventory :: submit !").count(), 1, "{out}");
+            assert!(out.contains(&format!("{allow} {name} : () = {{")), "{out}");
+            assert!(out.contains(&format!(":: __private :: {def} {{")), "{out}");
+        }
+    }
+
+    /// An attribute on another kind of item says what it goes on, and emits the item as it is.
+    #[test]
+    fn an_attribute_on_the_wrong_item_says_what_it_goes_on() {
+        let on_struct = expand(
+            Kind::Tool,
+            quote!(),
+            quote!(
+                struct Card;
+            ),
+        );
+        assert!(
+            on_struct.contains("#[tool] goes on a function (`fn` or `async fn`), not on a struct"),
+            "{on_struct}"
+        );
+        assert!(on_struct.ends_with("struct Card ;"), "{on_struct}");
+        let on_fn = expand(
+            Kind::View,
+            quote!(uri = "ui://a/b"),
+            quote!(
+                fn card() {}
+            ),
+        );
+        assert!(
+            on_fn.contains("#[view] goes on a unit struct that names the view (`struct MyView;`), not on a function"),
+            "{on_fn}"
+        );
+        assert!(!on_fn.contains("ViewDef"), "{on_fn}");
+    }
+
+    /// With errors, a view's struct and its `View` impl are still emitted (so the tools that
+    /// name it report nothing more), and no glue.
+    #[test]
+    fn a_view_with_errors_keeps_its_struct_and_impl() {
+        let out = expand(
+            Kind::View,
+            quote!(uri = "ui://weather/card"),
+            quote!(
+                struct Card;
+            ),
+        );
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(out.contains("struct Card ;"), "{out}");
+        assert!(
+            out.contains(":: __private :: View for Card { const URI : & 'static str = \"ui://weather/card\" ; }"),
+            "{out}"
+        );
+        assert!(!out.contains("inventory"), "{out}");
+    }
 }

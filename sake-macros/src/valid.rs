@@ -10,11 +10,21 @@ use std::collections::HashSet;
 use quote::ToTokens;
 use syn::{FnArg, Type};
 
-use crate::ast::{self, Func, Param, ParamKind};
+use crate::ast::{self, Func, Item, Param, ParamKind};
 use crate::attr::{ItemAttrs, Kind, TASK_HELP, TASK_SUPPORT, UiLink, Words};
 use crate::ctxt::Ctxt;
 
-pub(crate) fn check(cx: &Ctxt, kind: Kind, attrs: &ItemAttrs, func: &Func) {
+pub(crate) fn check(cx: &Ctxt, attrs: &ItemAttrs, item: &Item) {
+    match item {
+        Item::Tool(func) => function(cx, Kind::Tool, attrs, func),
+        Item::Prompt(func) => function(cx, Kind::Prompt, attrs, func),
+        Item::Resource(func) => function(cx, Kind::Resource, attrs, func),
+        Item::View(view) => self::view(cx, attrs, &view.item),
+    }
+}
+
+/// The rules of `#[tool]`, `#[prompt]` and `#[resource]`.
+fn function(cx: &Ctxt, kind: Kind, attrs: &ItemAttrs, func: &Func) {
     attributes(cx, kind, attrs, func);
     description(cx, kind, func);
     signature(cx, kind, func);
@@ -119,7 +129,7 @@ fn words(cx: &Ctxt, words: &Words, empty: &str) {
 
 /// `#[view]`: its options (a `ui://` URI and HTML are required; origins, permissions and
 /// the domain follow `sake_rules::apps`), and the item: a unit struct without generics.
-pub(crate) fn view(cx: &Ctxt, attrs: &ItemAttrs, item: &syn::ItemStruct) {
+fn view(cx: &Ctxt, attrs: &ItemAttrs, item: &syn::ItemStruct) {
     let whole = |message: &str| {
         if attrs.tokens.is_empty() {
             cx.error_at(proc_macro2::Span::call_site(), message);
@@ -450,7 +460,7 @@ mod tests {
         let cx = Ctxt::default();
         let attrs = attr::parse_item_attrs(&cx, kind, args);
         let func = Func::from_syn(&cx, syn::parse2(item).unwrap());
-        check(&cx, kind, &attrs, &func);
+        function(&cx, kind, &attrs, &func);
         cx.messages()
     }
 

@@ -19,6 +19,22 @@ pub enum Error {
         /// Where the second is defined.
         second: String,
     },
+    /// Two definitions would be served under one name or URI once composed
+    /// (`Server::mount`, a `ToolTransform::rename`, the tool search tool).
+    #[error(
+        "two {kind}s would be served as `{name}`: {first}, and {second}; {}",
+        collision_hint(kind)
+    )]
+    Collision {
+        /// `tool`, `prompt`, `resource`, `resource template` or `view`.
+        kind: &'static str,
+        /// The name or URI both would have.
+        name: String,
+        /// The first: its own name, where it is defined, and how it was composed.
+        first: String,
+        /// The second, likewise.
+        second: String,
+    },
     /// A registered item is invalid (a hand-built descriptor, or a macro bypassed).
     #[error("{kind} `{name}` at {location}: {reason}")]
     InvalidDefinition {
@@ -66,4 +82,13 @@ pub enum Error {
     #[cfg_attr(docsrs, doc(cfg(feature = "compat")))]
     #[error("{}", crate::compat::report::describe(.0))]
     IncompatibleSchemas(Vec<crate::compat::report::Report>),
+}
+
+/// What to do about two definitions served under one name, by their kind.
+fn collision_hint(kind: &str) -> &'static str {
+    match kind {
+        "tool" => "mount one under another prefix, or rename it (ToolTransform::rename)",
+        "prompt" => "mount one under another prefix, or rename it (#[prompt(name = \"...\")])",
+        _ => "mount one under another prefix, or give one another URI",
+    }
 }

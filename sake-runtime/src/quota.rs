@@ -8,12 +8,13 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// Whose share: a hash made by [`Keys`].
+/// Whose share: a hash made by [`Keys`] (never 0, so that an `Option<Key>` is no bigger).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Key(u64);
+pub(crate) struct Key(NonZeroU64);
 
 /// Hashes a [`Key`] as itself: it already is a hash under the process's random key, so
 /// hashing it again would only cost time.
@@ -44,7 +45,8 @@ pub(crate) struct Keys(RandomState);
 impl Keys {
     /// The key of `what` (a tag and a name, so that kinds of names never meet).
     pub fn of(&self, what: impl Hash) -> Key {
-        Key(self.0.hash_one(what))
+        let hash = self.0.hash_one(what);
+        Key(NonZeroU64::new(hash).unwrap_or(NonZeroU64::MIN))
     }
 }
 
@@ -63,20 +65,24 @@ struct Out {
     bytes: usize,
 }
 
-/// `n` units and `bytes` bytes of one key; given back on drop.
+/// `n` units and `bytes` bytes of one key, and as many units of a second key taken with them
+/// (a session's, with its client's); given back on drop, under one lock.
 #[derive(Debug)]
 pub(crate) struct Share {
     quotas: Arc<Quotas>,
     key: Key,
     n: usize,
     bytes: usize,
+    second: Option<Key>,
 }
 
-/// Which bound of a key refused, and what the key holds of it.
+/// Which bound refused, and what its key holds of it: the key's units or bytes, or the second
+/// key's units.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Refused {
     Units(usize),
     Bytes(usize),
+    Second(usize),
 }
 
 impl Quotas {
@@ -85,7 +91,7 @@ impl Quotas {
     pub fn take(self: &Arc<Self>, key: Key, n: usize, limit: usize) -> Result<Share, usize> {
         self.take_with_bytes(key, (n, limit), (0, usize::MAX))
             .map_err(|r| match r {
-                Refused::Units(held) | Refused::Bytes(held) => held,
+                Refused::Units(held) | Refused::Bytes(held) | Refused::Second(held) => held,
             })
     }
 
@@ -97,7 +103,27 @@ impl Quotas {
         units: (usize, usize),
         bytes: (usize, usize),
     ) -> Result<Share, Refused> {
+        self.take_with_second(key, units, bytes, None)
+    }
+
+    /// As [`take_with_bytes`](Quotas::take_with_bytes), and as many units for the key
+    /// `second.0` too, unless that would put it over `second.1` (checked first) — all under
+    /// one lock, and given back under one (a request in a session: the session's slot and its
+    /// client's).
+    pub fn take_with_second(
+        self: &Arc<Self>,
+        key: Key,
+        units: (usize, usize),
+        bytes: (usize, usize),
+        second: Option<(Key, usize)>,
+    ) -> Result<Share, Refused> {
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((key, limit)) = second {
+            let held = out.get(&key).map_or(0, |o| o.units);
+            if held.saturating_add(units.0) > limit {
+                return Err(Refused::Second(held));
+            }
+        }
         let held = out.entry(key).or_default();
         let refused = if held.units.saturating_add(units.0) > units.1 {
             Some(Refused::Units(held.units))
@@ -114,11 +140,16 @@ impl Quotas {
         }
         held.units += units.0;
         held.bytes += bytes.0;
+        let second = second.map(|(key, _)| {
+            out.entry(key).or_default().units += units.0;
+            key
+        });
         Ok(Share {
             quotas: self.clone(),
             key,
             n: units.0,
             bytes: bytes.0,
+            second,
         })
     }
 
@@ -172,12 +203,25 @@ impl Drop for Share {
             .out
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(held) = out.get_mut(&self.key) {
-            held.units = held.units.saturating_sub(self.n);
-            held.bytes = held.bytes.saturating_sub(self.bytes);
-            if held.units == 0 && held.bytes == 0 {
-                out.remove(&self.key);
-            }
+        give_back(&mut out, self.key, self.n, self.bytes);
+        if let Some(key) = self.second {
+            give_back(&mut out, key, self.n, 0);
+        }
+    }
+}
+
+/// `n` units and `bytes` bytes back from `key`, forgotten once it holds nothing.
+fn give_back(
+    out: &mut HashMap<Key, Out, BuildHasherDefault<KeyHasher>>,
+    key: Key,
+    n: usize,
+    bytes: usize,
+) {
+    if let Some(held) = out.get_mut(&key) {
+        held.units = held.units.saturating_sub(n);
+        held.bytes = held.bytes.saturating_sub(bytes);
+        if held.units == 0 && held.bytes == 0 {
+            out.remove(&key);
         }
     }
 }
@@ -278,7 +322,9 @@ impl Flight {
         let share = quotas
             .take_with_bytes(key, (0, usize::MAX), (bytes, limit))
             .map_err(|r| match r {
-                Refused::Units(held) | Refused::Bytes(held) => Over::Own(held),
+                Refused::Units(held) | Refused::Bytes(held) | Refused::Second(held) => {
+                    Over::Own(held)
+                }
             })?;
         let drawn = pool.draw(bytes).ok_or(Over::All)?;
         Ok(Flight { share, drawn })
@@ -317,7 +363,7 @@ impl Held {
 }
 
 /// The network address a request came from (HTTP): its records count against it when the
-/// caller is anonymous. `key` is its quota key (`Shared::address_key`) when a transport made
+/// caller is anonymous. `key` is its quota key (`Admission::address_key`) when a transport made
 /// it once for the connection, rather than for every request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PeerAddr {
@@ -333,19 +379,19 @@ impl PeerAddr {
 }
 
 /// Held while requests run or a stream is open: a share of the global budget and of the
-/// caller's and session's (and, for requests, of the bytes in flight).
+/// caller's, with the session's (and, for requests, of the bytes in flight).
 #[derive(Debug)]
 pub(crate) struct Slot {
     _running: Drawn,
-    _shares: [Option<Share>; 2],
+    _share: Share,
     _bytes: Option<Drawn>,
 }
 
 impl Slot {
-    pub(crate) fn new(running: Drawn, shares: [Option<Share>; 2], bytes: Option<Drawn>) -> Slot {
+    pub(crate) fn new(running: Drawn, share: Share, bytes: Option<Drawn>) -> Slot {
         Slot {
             _running: running,
-            _shares: shares,
+            _share: share,
             _bytes: bytes,
         }
     }
@@ -409,6 +455,51 @@ mod tests {
         assert_eq!((q.held_bytes(ka), pool.used()), (0, 5));
         drop(b);
         assert_eq!((q.keys(), pool.used()), (0, 0));
+    }
+
+    #[test]
+    fn a_second_key_is_taken_and_given_back_with_the_first() {
+        let keys = Keys::default();
+        let (client, session, other) = (
+            keys.of(("c", "a")),
+            keys.of(("s", "1")),
+            keys.of(("s", "2")),
+        );
+        let q = Arc::new(Quotas::default());
+        let a = q
+            .take_with_second(client, (1, 3), (5, 10), Some((session, 1)))
+            .unwrap();
+        assert_eq!(
+            (q.held(client), q.held_bytes(client), q.held(session)),
+            (1, 5, 1)
+        );
+        // The second key's bound is checked first; a refusal leaves nothing behind.
+        assert_eq!(
+            q.take_with_second(client, (1, 3), (1, 10), Some((session, 1)))
+                .unwrap_err(),
+            Refused::Second(1)
+        );
+        assert_eq!(
+            q.take_with_second(client, (1, 3), (6, 10), Some((other, 1)))
+                .unwrap_err(),
+            Refused::Bytes(5)
+        );
+        assert_eq!((q.held(client), q.held(other), q.keys()), (1, 0, 2));
+        let b = q
+            .take_with_second(client, (2, 3), (0, 10), Some((other, 2)))
+            .unwrap();
+        assert_eq!(
+            q.take_with_second(client, (1, 3), (0, 10), None)
+                .unwrap_err(),
+            Refused::Units(3)
+        );
+        drop(a);
+        assert_eq!(
+            (q.held(client), q.held_bytes(client), q.held(session)),
+            (2, 0, 0)
+        );
+        drop(b);
+        assert_eq!(q.keys(), 0, "both keys are forgotten with their last units");
     }
 
     #[test]

@@ -40,6 +40,49 @@ pub(crate) struct ToolEntry {
     /// `listing` when their lists are rendered, so that it follows what start-up did to the
     /// listing: normalised schemas).
     pub ui: Option<ToolUi>,
+    /// Composition (compose/): arguments a transform fixes or defaults, put in before the
+    /// function decodes them; `None` for a tool as written.
+    pub edit: Option<ArgumentEdit>,
+    /// Composition (compose/): left out of `tools/list` (tool search shows only its search
+    /// tool and the pinned ones) but callable by name.
+    pub unlisted: bool,
+}
+
+/// What a tool transform does to a call's arguments (`ToolTransform::fix`, `::default`):
+/// fixed values replace whatever the client sent, defaults fill what it left out. Made at
+/// start-up by `compose/`, applied by the dispatcher before the function decodes them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct ArgumentEdit {
+    pub fixed: serde_json::Map<String, Value>,
+    pub defaults: serde_json::Map<String, Value>,
+}
+
+impl ArgumentEdit {
+    /// The arguments the function gets: `arguments` (an object, or absent) with the fixed
+    /// values put in and the defaults filled.
+    pub(crate) fn apply(
+        &self,
+        arguments: Option<&serde_json::value::RawValue>,
+    ) -> Result<Box<serde_json::value::RawValue>, crate::protocol::jsonrpc::RpcError> {
+        use crate::protocol::jsonrpc::RpcError;
+        let mut object = match arguments.map(|a| serde_json::from_str::<Value>(a.get())) {
+            None | Some(Ok(Value::Null)) => serde_json::Map::new(),
+            Some(Ok(Value::Object(object))) => object,
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: `arguments` must be an object",
+                ));
+            }
+        };
+        for (name, value) in &self.defaults {
+            object.entry(name.clone()).or_insert_with(|| value.clone());
+        }
+        for (name, value) in &self.fixed {
+            object.insert(name.clone(), value.clone());
+        }
+        serde_json::value::to_raw_value(&object)
+            .map_err(|e| RpcError::internal(format!("Internal error: the arguments: {e}")))
+    }
 }
 
 impl ToolEntry {
@@ -625,20 +668,11 @@ impl Registry {
         self.tools
             .iter()
             .filter(|t| t.left_out_of(rev).is_none())
+            .filter(|t| !t.unlisted)
             .filter(|t| visible(t.def.scopes))
             // A tool only views call is nothing to a client that renders no view.
             .filter(|t| audience.apps || t.for_everyone())
-            .map(|t| match &t.ui {
-                Some(ui) if audience.apps => {
-                    let mut listing = t.listing.clone();
-                    listing
-                        .meta
-                        .get_or_insert_with(Default::default)
-                        .extend(ui.to_meta());
-                    render::tool(&listing, rev)
-                }
-                _ => render::tool(&t.listing, rev),
-            })
+            .map(|t| render_tool(&t.listing, t.ui.as_ref(), audience.apps, rev))
             .collect()
     }
 
@@ -745,6 +779,12 @@ fn icons(defs: &[IconDef]) -> Option<Vec<Icon>> {
     })
 }
 
+/// A tool's listing as its definition makes it (before any start-up change): what a
+/// composition's filter judges (compose/).
+pub(crate) fn tool_listing(def: &'static ToolDef) -> Tool {
+    tool_entry(def).listing
+}
+
 fn tool_entry(def: &'static ToolDef) -> ToolEntry {
     let input_schema = (def.input_schema)();
     let output_schema = (def.output_schema)();
@@ -786,6 +826,8 @@ fn tool_entry(def: &'static ToolDef) -> ToolEntry {
         requires: Vec::new(),
         headers: Vec::new(),
         ui,
+        edit: None,
+        unlisted: false,
     }
 }
 
@@ -976,6 +1018,22 @@ fn template_listing(def: &ResourceDef) -> ResourceTemplate {
         icons: icons(def.icons),
         annotations: None,
         meta: None,
+    }
+}
+
+/// A tool's listing for `rev`, with its MCP Apps `_meta.ui` when the client renders views
+/// (`apps`): the one rendering of a tool, for `tools/list` and tool search alike.
+pub(crate) fn render_tool(listing: &Tool, ui: Option<&ToolUi>, apps: bool, rev: Revision) -> Value {
+    match ui {
+        Some(ui) if apps => {
+            let mut listing = listing.clone();
+            listing
+                .meta
+                .get_or_insert_with(Default::default)
+                .extend(ui.to_meta());
+            render::tool(&listing, rev)
+        }
+        _ => render::tool(listing, rev),
     }
 }
 

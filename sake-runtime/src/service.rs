@@ -48,6 +48,7 @@ pub struct Server {
     task_store: Option<Arc<dyn TaskStore>>,
     event_bus: Option<Arc<dyn EventBus>>,
     skills: Vec<crate::skills::SkillDef>,
+    compose: crate::compose::Composition,
 }
 
 impl Server {
@@ -68,6 +69,7 @@ impl Server {
             task_store: None,
             event_bus: None,
             skills: Vec::new(),
+            compose: crate::compose::Composition::default(),
         }
     }
 
@@ -87,6 +89,7 @@ impl Server {
             task_store: None,
             event_bus: None,
             skills: Vec::new(),
+            compose: crate::compose::Composition::default(),
         }
     }
 
@@ -124,6 +127,37 @@ impl Server {
     /// skill read from its source. Skills embedded with `sake::skills!` need no call.
     pub fn skill(mut self, skill: crate::skills::SkillDef) -> Self {
         self.skills.push(skill);
+        self
+    }
+
+    /// Serves `module`'s definitions under `prefix` instead of at the root (see
+    /// [`compose::Module`](crate::compose::Module) and docs/composition.md): its tools and
+    /// prompts as `prefix_name`, its resources, templates and views at `scheme://prefix/…`.
+    /// Checked when the server is built: a bad prefix, a name over 64 characters, or two
+    /// definitions served under one name stop start-up, naming both.
+    pub fn mount(mut self, prefix: impl Into<String>, module: crate::compose::Module) -> Self {
+        self.compose.mount(prefix.into(), module);
+        self
+    }
+
+    /// Reshapes the tool `tool` of the root (one no module is mounted with; see
+    /// [`compose::ToolTransform`](crate::compose::ToolTransform)): renamed, re-described,
+    /// hidden, arguments fixed or defaulted. A mounted tool is reshaped with
+    /// [`Module::transform`](crate::compose::Module::transform).
+    pub fn transform(
+        mut self,
+        tool: impl Into<String>,
+        transform: crate::compose::ToolTransform,
+    ) -> Self {
+        self.compose.transform(tool.into(), transform);
+        self
+    }
+
+    /// Serves the tools through a search tool (see
+    /// [`compose::ToolSearch`](crate::compose::ToolSearch)): `tools/list` shows it and the
+    /// pinned tools; every tool stays callable by name.
+    pub fn tool_search(mut self, search: crate::compose::ToolSearch) -> Self {
+        self.compose.search(search);
         self
     }
 
@@ -415,11 +449,12 @@ impl Server {
         self
     }
 
-    /// Wraps every call of a function — tools, prompts, resources, templates, views — in a
-    /// tower layer over [`McpRequest`](crate::middleware::McpRequest) (see
-    /// [`middleware`](crate::middleware) and docs/middleware.md): a rate limit, a timeout,
-    /// an audit trail, a layer of your own or any tower layer. Layers apply in the order
-    /// given, the first added outermost, the same on every revision, transport and task.
+    /// Wraps every MCP operation — every call of a function (tools, prompts, resources,
+    /// templates, views) and every list, completion, request about a task, skill read and
+    /// subscription — in a tower layer over [`McpRequest`](crate::middleware::McpRequest)
+    /// (see [`middleware`](crate::middleware) and docs/middleware.md): a rate limit, a
+    /// timeout, an audit trail, a layer of your own or any tower layer. Layers apply in the
+    /// order given, the first added outermost, the same on every revision, transport and task.
     pub fn layer<L: crate::middleware::McpLayer>(mut self, layer: L) -> Self {
         self.config.layers.all(layer);
         self
@@ -436,7 +471,8 @@ impl Server {
         self
     }
 
-    /// Wraps the calls of every function of a kind (every tool, every prompt, …) in a layer.
+    /// Wraps every operation of a kind in a layer: every tool's call, every prompt's, …, or
+    /// every list (`Kind::List`), completion, request about a task, skill read, subscription.
     pub fn layer_kind<L: crate::middleware::McpLayer>(
         mut self,
         kind: crate::middleware::Kind,
@@ -541,11 +577,12 @@ impl Server {
 
     /// Collects and validates everything, and builds each revision's lists: what serving
     /// does first. Fails on duplicate names and invalid definitions.
-    pub fn build(self) -> Result<Service, Error> {
+    pub fn build(mut self) -> Result<Service, Error> {
         #[allow(unused_mut)]
         let mut registry = match self.registry {
-            Some(r) => r?,
-            None => Registry::collect()?,
+            Some(r) => self.compose.apply(r?)?,
+            None if self.compose.is_empty() => Registry::collect()?,
+            None => self.compose.collect()?,
         };
         registry.add_skills(self.skills)?;
         if let Some(listing) = &self.config.listing {
@@ -561,6 +598,12 @@ impl Server {
         #[cfg(feature = "compat")]
         compat::at_startup(&mut registry, &self.schema_compat)
             .map_err(Error::IncompatibleSchemas)?;
+        self.compose.finish(
+            &registry,
+            &mut self.states,
+            #[cfg(feature = "auth")]
+            self.authorization.clone(),
+        );
         #[cfg(feature = "auth")]
         let auth = self.authorization.clone();
         let mut http = self.http;
@@ -665,7 +708,7 @@ impl std::fmt::Debug for Service {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Service")
             .field("name", &self.shared.config.info.name)
-            .field("registry", &self.shared.registry)
+            .field("registry", &self.shared.catalog.registry)
             .finish_non_exhaustive()
     }
 }
@@ -673,7 +716,7 @@ impl std::fmt::Debug for Service {
 impl Service {
     /// The registry being served.
     pub fn registry(&self) -> &Registry {
-        &self.shared.registry
+        &self.shared.catalog.registry
     }
 
     /// The endpoint's public URL, when [`Server::public_url`] gives it.
@@ -779,7 +822,7 @@ impl Service {
     pub fn greeting(&self, local: std::net::SocketAddr) -> String {
         let info = &self.shared.config.info;
         crate::server::greeting::text(
-            &self.shared.registry,
+            &self.shared.catalog.registry,
             &info.name,
             &info.version,
             self.at(local),

@@ -143,6 +143,14 @@ struct Served {
 }
 
 async fn serve(auth: impl FnOnce(Authorization) -> Authorization) -> Served {
+    serve_with(auth, |server| server).await
+}
+
+/// The server, as `server` makes it (its layers).
+async fn serve_with(
+    auth: impl FnOnce(Authorization) -> Authorization,
+    server: impl FnOnce(Server) -> Server,
+) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let url = format!("{base}/mcp");
@@ -152,12 +160,14 @@ async fn serve(auth: impl FnOnce(Authorization) -> Authorization) -> Served {
             .challenge_scopes(["mcp:tools"])
             .resource_name("test server"),
     );
-    let service = Server::from_registry()
-        .name("auth-test")
-        .version("1.0.0")
-        .authorization(authorization)
-        .build()
-        .unwrap();
+    let service = server(
+        Server::from_registry()
+            .name("auth-test")
+            .version("1.0.0")
+            .authorization(authorization),
+    )
+    .build()
+    .unwrap();
     tokio::spawn(service.serve(listener, std::future::pending()));
     Served { url, base }
 }
@@ -1177,5 +1187,108 @@ async fn a_flood_of_tokens_is_checked_only_within_its_addresss_share() {
     assert_eq!(
         statuses,
         std::collections::BTreeMap::from([(401, 64), (429, 136)])
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Middleware: an allow rule about scopes refuses as the authorization check does
+
+/// A 2026-07-28 `tools/list`, with a token if given.
+async fn list(s: &Served, token: Option<&str>) -> Reply {
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+    if let Some(b) = &bearer {
+        headers.push(("authorization", b));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    send("POST", &s.url, &headers, Some(body)).await
+}
+
+#[tokio::test]
+async fn an_allow_rule_about_scopes_answers_403_insufficient_scope_on_both_eras() {
+    use sake::middleware::{Allow, Kind};
+    let s = serve_with(
+        |a| a.allow_anonymous(true),
+        |server| {
+            server
+                .layer_kind(Kind::List, Allow::scopes(["admin"]))
+                .layer_for(
+                    "public_echo",
+                    Allow::new(|_, _| false).about_scopes(["files:write"]),
+                )
+        },
+    )
+    .await;
+    let metadata = format!("{}/.well-known/oauth-protected-resource/mcp", s.base);
+    let list_challenge = format!(
+        r#"Bearer resource_metadata="{metadata}", scope="admin", error="insufficient_scope", error_description="the tools list needs the scopes admin""#
+    );
+    let list_refused = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000,
+            "message": "Forbidden: the tools list needs the scopes admin; sign in again with them"}})
+    };
+    // 2026-07-28: a token without the scope, exactly as a tool with `scopes("admin")`.
+    let r = list(&s, Some("alice")).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert_eq!(r.challenge(), list_challenge);
+    assert_eq!(r.body, list_refused(7));
+    // With it, the list.
+    let r = list(&s, Some("root")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(r.body["result"]["tools"].is_array(), "{}", r.body);
+    // Anonymous: 401, the challenge naming the scope.
+    let r = list(&s, None).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+    assert_eq!(
+        r.challenge(),
+        format!(r#"Bearer resource_metadata="{metadata}", scope="admin""#)
+    );
+    assert_eq!(
+        r.body,
+        json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32000,
+            "message": "Unauthorized: the tools list needs a bearer token from the authorization server the protected resource metadata names"}})
+    );
+    // A rule of one's own, said to be about scopes: even root lacks `files:write`.
+    let r = call(&s, Some("root"), "public_echo", json!({"text": "hi"})).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert_eq!(
+        r.challenge(),
+        format!(
+            r#"Bearer resource_metadata="{metadata}", scope="files:write", error="insufficient_scope", error_description="tool `public_echo` needs the scopes files:write""#
+        )
+    );
+    assert_eq!(
+        r.body,
+        json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32000,
+            "message": "Forbidden: tool `public_echo` needs the scopes files:write; sign in again with them"}})
+    );
+    // A 2025-11-25 session: the same 403 and challenge (not a 200), so the client steps up.
+    let sid = open_session_at(&s, "2025-11-25", Some("alice")).await;
+    let r = send(
+        "POST",
+        &s.url,
+        &[
+            ("mcp-session-id", sid.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+            ("authorization", "Bearer alice"),
+        ],
+        Some(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}})),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert_eq!(r.challenge(), list_challenge);
+    assert_eq!(r.body, list_refused(9));
+    let r = call_in(&s, "2025-11-25", &sid, Some("alice"), "public_echo").await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert!(
+        r.challenge()
+            .contains(r#"scope="files:write", error="insufficient_scope""#),
+        "{}",
+        r.challenge()
     );
 }

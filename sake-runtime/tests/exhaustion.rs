@@ -12,7 +12,13 @@ use std::time::{Duration, Instant};
 use sake::prelude::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpStream;
+
+#[allow(dead_code)] // Only part of the harness is used here.
+#[path = "../../tests/src/raw.rs"]
+mod raw;
+
+use raw::{RawReply as Reply, connect_from as connect, serve};
 
 const ATTACKER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
 const HONEST: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
@@ -50,13 +56,8 @@ fn doc(name: String) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A raw HTTP/1.1 client that can bind its source address, send half a body and hang up.
-
-async fn connect(addr: SocketAddr, from: IpAddr) -> TcpStream {
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.bind(SocketAddr::new(from, 0)).unwrap();
-    socket.connect(addr).await.unwrap()
-}
+// Requests by hand, from a chosen source address, whole, until their first event, or by halves
+// (the harness's raw HTTP/1.1 client: tests/src/raw.rs)
 
 /// A POST's head (and `Content-Length: declared`).
 fn head(headers: &[(&str, &str)], declared: usize) -> Vec<u8> {
@@ -70,99 +71,6 @@ fn head(headers: &[(&str, &str)], declared: usize) -> Vec<u8> {
     h.into_bytes()
 }
 
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|_| {
-            panic!(
-                "not JSON ({}): {}",
-                self.status,
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
-
-    /// The `data` of each SSE event.
-    fn events(&self) -> Vec<Value> {
-        String::from_utf8_lossy(&self.body)
-            .split("\n\n")
-            .filter_map(|e| {
-                e.lines()
-                    .find_map(|l| l.strip_prefix("data: "))
-                    .filter(|d| !d.is_empty())
-            })
-            // An event not read whole yet is not one.
-            .filter_map(|d| serde_json::from_str(d).ok())
-            .collect()
-    }
-}
-
-fn parse(raw: &[u8]) -> Option<(Reply, usize)> {
-    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let text = String::from_utf8_lossy(&raw[..end]);
-    let mut lines = text.split("\r\n");
-    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    Some((
-        Reply {
-            status,
-            headers,
-            body: Vec::new(),
-        },
-        end + 4,
-    ))
-}
-
-/// Reads a whole reply (the server closes the connection after it).
-async fn read_reply(tcp: &mut TcpStream) -> Reply {
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(30), tcp.read_to_end(&mut raw))
-        .await
-        .expect("the reply comes")
-        .unwrap();
-    let (mut reply, at) = parse(&raw).expect("an HTTP reply");
-    reply.body = raw[at..].to_vec();
-    if reply
-        .header("transfer-encoding")
-        .is_some_and(|t| t.contains("chunked"))
-    {
-        reply.body = dechunk(&reply.body);
-    }
-    reply
-}
-
-fn dechunk(mut raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(eol) = raw.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(std::str::from_utf8(&raw[..eol]).unwrap().trim(), 16)
-            .unwrap_or(0);
-        if size == 0 || raw.len() < eol + 2 + size + 2 {
-            // The end, or a chunk not read whole yet.
-            out.extend_from_slice(&raw[(eol + 2).min(raw.len())..]);
-            break;
-        }
-        out.extend_from_slice(&raw[eol + 2..eol + 2 + size]);
-        raw = &raw[eol + 2 + size + 2..];
-    }
-    out
-}
-
 /// Sends a whole request and reads the whole reply.
 async fn post(addr: SocketAddr, from: IpAddr, headers: &[(&str, &str)], body: &Value) -> Reply {
     let body = body.to_string();
@@ -170,7 +78,7 @@ async fn post(addr: SocketAddr, from: IpAddr, headers: &[(&str, &str)], body: &V
     let mut req = head(headers, body.len());
     req.extend_from_slice(body.as_bytes());
     tcp.write_all(&req).await.unwrap();
-    read_reply(&mut tcp).await
+    raw::reply(&mut tcp).await
 }
 
 /// Sends a request and returns once the reply's head and first SSE event came (or the whole
@@ -186,50 +94,19 @@ async fn post_until_first_event(
     let mut req = head(headers, body.len());
     req.extend_from_slice(body.as_bytes());
     tcp.write_all(&req).await.unwrap();
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        let n = tokio::time::timeout(Duration::from_secs(30), tcp.read(&mut buf))
-            .await
-            .expect("the reply comes")
-            .unwrap();
-        raw.extend_from_slice(&buf[..n]);
-        if let Some((mut reply, at)) = parse(&raw) {
-            let streaming = reply
-                .header("content-type")
-                .is_some_and(|t| t.starts_with("text/event-stream"));
-            let has_data = || {
-                let mut r = Reply {
-                    status: 0,
-                    headers: Vec::new(),
-                    body: raw[at..].to_vec(),
-                };
-                if reply
-                    .header("transfer-encoding")
-                    .is_some_and(|t| t.contains("chunked"))
-                {
-                    r.body = dechunk(&r.body);
-                }
-                !r.events().is_empty()
-            };
-            if n == 0 || !streaming || has_data() {
-                if !streaming {
-                    let mut rest = Vec::new();
-                    let _ = tcp.read_to_end(&mut rest).await;
-                    raw.extend_from_slice(&rest);
-                }
-                reply.body = raw[at..].to_vec();
-                if reply
-                    .header("transfer-encoding")
-                    .is_some_and(|t| t.contains("chunked"))
-                {
-                    reply.body = dechunk(&reply.body);
-                }
-                return (reply, tcp);
-            }
-        }
-        assert!(n > 0, "the connection closed before a reply");
+    let first = raw::read_until(&mut tcp, |seen| {
+        raw::parse_partial(seen).is_some_and(|r| !r.is_sse() || !r.events().is_empty())
+    });
+    let mut seen = tokio::time::timeout(Duration::from_secs(30), first)
+        .await
+        .expect("the reply comes")
+        .unwrap();
+    let reply = raw::parse_partial(&seen).expect("the connection closed before a reply");
+    if reply.is_sse() {
+        return (reply, tcp);
     }
+    seen.extend(raw::read_to_close(&mut tcp, raw::CLOSE_PATIENCE).await);
+    (raw::parse(&seen), tcp)
 }
 
 /// Sends the head of a request declaring `declared` bytes: the reply when the server answers
@@ -246,11 +123,9 @@ async fn half_send(
     let mut buf = [0u8; 4096];
     match tokio::time::timeout(Duration::from_millis(300), tcp.read(&mut buf)).await {
         Ok(Ok(n)) => {
-            let mut raw = buf[..n].to_vec();
-            let _ = tcp.read_to_end(&mut raw).await;
-            let (mut reply, at) = parse(&raw).expect("a reply");
-            reply.body = raw[at..].to_vec();
-            Err(reply)
+            let mut seen = buf[..n].to_vec();
+            seen.extend(raw::read_to_close(&mut tcp, raw::CLOSE_PATIENCE).await);
+            Err(raw::parse(&seen))
         }
         Ok(Err(e)) => panic!("{e}"),
         Err(_) => {
@@ -271,14 +146,6 @@ fn rss_kib() -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap()
-}
-
-async fn serve(server: Server) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let service = server.build().unwrap();
-    tokio::spawn(service.serve(listener, std::future::pending()));
-    SocketAddr::new(ATTACKER, port)
 }
 
 fn server() -> Server {
@@ -598,7 +465,7 @@ async fn half_sent_bodies_hold_no_request_slot() {
     assert!(grown < 32 * 1024, "RSS grew by {grown} KiB");
     // Each held body is cut off: 10 bytes in 2 s is far below 4096 bytes per second.
     for tcp in &mut held {
-        let reply = read_reply(tcp).await;
+        let reply = raw::reply(tcp).await;
         assert_eq!(reply.status, 408, "{reply:?}");
         let body = reply.json();
         assert_eq!(body["error"]["code"], -32000);
@@ -996,7 +863,7 @@ async fn delete(addr: SocketAddr, from: IpAddr, sid: &str) -> Reply {
         "DELETE /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\nmcp-session-id: {sid}\r\nmcp-protocol-version: {LEGACY}\r\n\r\n"
     );
     tcp.write_all(req.as_bytes()).await.unwrap();
-    read_reply(&mut tcp).await
+    raw::reply(&mut tcp).await
 }
 
 /// The attack, scaled down (a table of 100 ended sessions, 10 per client): a victim
@@ -1272,7 +1139,7 @@ async fn bodies_arriving_count_in_bytes() {
     );
     // The trickles are cut off (408) and give their bytes back.
     for tcp in &mut held {
-        assert_eq!(read_reply(tcp).await.status, 408);
+        assert_eq!(raw::reply(tcp).await.status, 408);
     }
     honest_client_is_served(addr).await;
     let (reply, _tcp) = post_until_first_event(
@@ -1376,14 +1243,8 @@ async fn stdio_requests_in_flight_are_bounded_in_bytes() {
 /// Reads what the server wrote before it closed a refused connection.
 async fn refused_connection(addr: SocketAddr, from: IpAddr) -> Reply {
     let mut tcp = connect(addr, from).await;
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut raw))
-        .await
-        .expect("the refused connection is closed at once")
-        .unwrap();
-    let (mut reply, at) = parse(&raw).expect("a reply");
-    reply.body = raw[at..].to_vec();
-    reply
+    // Closed at once.
+    raw::parse(&raw::read_to_close(&mut tcp, Duration::from_secs(5)).await)
 }
 
 /// One address opens connections and sends nothing: it keeps 8 open

@@ -10,11 +10,14 @@
 //! - [`rpc`]: expected JSON-RPC payloads, written whole.
 //! - [`stream`]: long-lived responses read as they arrive, and servers on a real socket
 //!   ([`stream::Live`]).
+//! - [`raw`]: HTTP/1.1 by hand on a real socket (source addresses, half-sent bodies, hyper's
+//!   own refusals), answers parsed into a [`raw::RawReply`].
 //! - [`stdio`]: the example and package binaries, a line-oriented JSON-RPC [`Peer`], an in-memory
 //!   [`Stdio`].
 //! - [`node`]: the pinned Node, the scripts that drive the TypeScript SDK client, and the MCP
 //!   Inspector's CLI.
-//! - [`fake`]: small fake MCP servers for the client's tests.
+//! - [`fake`]: the fake MCP server (HTTP) of every test of the client: `client-interop/`'s, and
+//!   the client's unit tests, which include the file by path.
 //! - [`redis`]: a real `redis-server` on a free port, for the replicas' tests.
 //! - [`fixtures`]: types and completion functions the fixtures share.
 //!
@@ -32,6 +35,7 @@ pub mod fake;
 pub mod fixtures;
 pub mod http;
 pub mod node;
+pub mod raw;
 pub mod redis;
 pub mod rpc;
 pub mod schema;

@@ -266,13 +266,13 @@ impl Live {
     /// Sends one request on a fresh connection and returns the connection without waiting
     /// for an answer (for requests that answer nothing until they finish).
     pub async fn open_pending(&self, req: Req) -> TcpStream {
-        self.connect_and_send(&req.http1_bytes()).await
+        self.connect_and_send(&req.to_http1()).await
     }
 
     /// Sends one request on a fresh connection and returns after the response head.
     /// Dropping the [`Open`] closes the connection.
     pub async fn open(&self, req: Req) -> Open {
-        let bytes = req.http1_bytes();
+        let bytes = req.to_http1();
         self.open_bytes(&bytes).await
     }
 
@@ -319,22 +319,6 @@ impl Live {
     }
 }
 
-impl Req {
-    /// The request as HTTP/1.1 bytes (header names as the harness stores them: lowercase).
-    pub fn http1_bytes(&self) -> Vec<u8> {
-        let mut out = format!("{} {} HTTP/1.1\r\n", self.method, self.path).into_bytes();
-        for (name, value) in &self.headers {
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value);
-            out.extend_from_slice(b"\r\n");
-        }
-        out.extend_from_slice(format!("content-length: {}\r\n\r\n", self.body.len()).as_bytes());
-        out.extend_from_slice(&self.body);
-        out
-    }
-}
-
 /// An HTTP/1.1 response body on a socket.
 #[derive(Debug)]
 struct SocketBody {
@@ -355,26 +339,22 @@ enum Framing {
 impl SocketBody {
     async fn read_head(tcp: TcpStream) -> (u16, http::HeaderMap, SocketBody) {
         let mut buf = Vec::new();
-        let end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i;
+        let (head, at) = loop {
+            if let Some(head) = crate::raw::parse_head(&buf) {
+                break head;
             }
             let mut chunk = [0u8; 4096];
             let n = read_some(&tcp, &mut chunk).await.unwrap();
             assert!(n > 0, "the connection closed before a response head");
             buf.extend_from_slice(&chunk[..n]);
         };
-        let head = String::from_utf8(buf[..end].to_vec()).unwrap();
-        let rest = buf[end + 4..].to_vec();
-        let mut lines = head.split("\r\n");
-        let status_line = lines.next().unwrap();
-        let status: u16 = status_line.split(' ').nth(1).unwrap().parse().unwrap();
+        let rest = buf[at..].to_vec();
+        let status = head.status;
         let mut headers = http::HeaderMap::new();
-        for line in lines {
-            let (name, value) = line.split_once(':').unwrap();
+        for (name, value) in &head.headers {
             headers.append(
-                http::HeaderName::from_bytes(name.trim().as_bytes()).unwrap(),
-                http::HeaderValue::from_str(value.trim()).unwrap(),
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                http::HeaderValue::from_str(value).unwrap(),
             );
         }
         let chunked = headers

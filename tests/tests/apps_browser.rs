@@ -21,18 +21,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use sake_tests::{example_binary, node, same};
+use sake_tests::{example_binary, node, raw, same};
 use serde_json::{Value, json};
 
 /// Where Debian's chromium is (`scripts/debian.sh chromium chromium` installs it).
 const CHROMIUM: &str = "/usr/bin/chromium";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
-}
 
 /// `examples/apps.rs` serving HTTP on `port`, killed when dropped.
 struct Example {
@@ -52,17 +45,7 @@ impl Example {
             .kill_on_drop(true)
             .spawn()
             .expect("spawning the apps example");
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the apps example is not listening on port {port}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        raw::wait_until_listening(port, "the apps example").await;
         Example {
             _child: child,
             url: format!("http://127.0.0.1:{port}/mcp"),
@@ -274,10 +257,10 @@ async fn the_view_works_in_chromium_under_the_official_host_bridge_in_both_eras(
         Path::new(CHROMIUM).is_file(),
         "{CHROMIUM} is missing: run the tests through scripts/test.sh, which installs Debian's chromium (scripts/debian.sh chromium chromium)"
     );
-    let (host_port, sandbox_port) = (free_port(), free_port());
+    let (host_port, sandbox_port) = (raw::free_port(), raw::free_port());
     let host = format!("http://127.0.0.1:{host_port}");
     let unlisted = format!("http://127.0.0.1:{sandbox_port}");
-    let example = Example::start(free_port(), &host).await;
+    let example = Example::start(raw::free_port(), &host).await;
     cors_on_the_wire(&example.url, &host, &unlisted).await;
 
     let out = artifacts();

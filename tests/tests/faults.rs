@@ -8,7 +8,7 @@ use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::Duration;
 
 use sake::prelude::*;
-use sake_tests::{MODERN, Req, Stdio, Wire};
+use sake_tests::{MODERN, Req, Stdio, Wire, raw};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
@@ -863,7 +863,7 @@ async fn a_subscriber_too_slow_for_the_event_buffer_is_closed_gracefully() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_ends_every_stream() {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use tokio::io::AsyncWriteExt as _;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -878,67 +878,47 @@ async fn shutdown_ends_every_stream() {
     let open = |req: Req| async move {
         let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
         tcp.write_all(&req.to_http1()).await.unwrap();
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !String::from_utf8_lossy(&seen).contains("\n\n")
-            || !String::from_utf8_lossy(&seen).contains("\r\n\r\n")
-        {
-            let n = tcp.read(&mut buf).await.unwrap();
-            assert!(n > 0);
-            seen.extend_from_slice(&buf[..n]);
-        }
-        (tcp, seen)
+        let seen = raw::read_until(&mut tcp, |seen| {
+            let text = String::from_utf8_lossy(seen);
+            text.contains("\n\n") && text.contains("\r\n\r\n")
+        })
+        .await
+        .unwrap();
+        let text = String::from_utf8_lossy(&seen);
+        assert!(text.contains("\n\n") && text.contains("\r\n\r\n"), "{text}");
+        tcp
     };
     let listen = Req::modern(
         1,
         "subscriptions/listen",
         json!({"notifications": {"toolsListChanged": true}}),
     );
-    let (mut listen_tcp, _) = open(listen).await;
+    let mut listen_tcp = open(listen).await;
     // A session of this server (its key is random).
     let s = {
-        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
         let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
-        tcp.write_all(
+        let reply = raw::exchange(
+            addr,
             &Req::post(serde_json::to_vec(&body).unwrap())
                 .header("connection", "close")
                 .to_http1(),
         )
-        .await
-        .unwrap();
-        let mut out = Vec::new();
-        tcp.read_to_end(&mut out).await.unwrap();
-        let text = String::from_utf8_lossy(&out).into_owned();
-        let id = text
-            .lines()
-            .find_map(|l| l.strip_prefix("mcp-session-id: "))
-            .unwrap()
-            .trim()
-            .to_owned();
+        .await;
         sake_tests::Handshake {
-            id,
+            id: reply.header("mcp-session-id").unwrap().to_owned(),
             revision: "2025-11-25",
         }
     };
     let get = Req::in_session(&s, Vec::new())
         .http_method(http::Method::GET)
         .without("content-type");
-    let (mut get_tcp, _) = open(get).await;
+    let mut get_tcp = open(get).await;
     stop.send(()).unwrap();
     // Both streams end, the listen stream with its closing result, and serving returns.
-    let mut rest = Vec::new();
-    tokio::time::timeout(Duration::from_secs(30), listen_tcp.read_to_end(&mut rest))
-        .await
-        .expect("the listen stream ends")
-        .unwrap();
+    let rest = raw::read_to_close(&mut listen_tcp, Duration::from_secs(30)).await;
     assert!(String::from_utf8_lossy(&rest).contains(r#""result":{"resultType":"complete""#));
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        get_tcp.read_to_end(&mut Vec::new()),
-    )
-    .await
-    .expect("the GET stream ends")
-    .unwrap();
+    // The GET stream ends.
+    raw::read_to_close(&mut get_tcp, Duration::from_secs(30)).await;
     tokio::time::timeout(Duration::from_secs(30), serving)
         .await
         .expect("serve returns")

@@ -12,6 +12,7 @@ use std::time::Duration;
 use sake::Elicitation;
 use sake::prelude::*;
 use sake_tests::fixtures::{Sum, complete_style};
+use sake_tests::raw::{self, RawReply, exchange, serve};
 use sake_tests::{
     CLIENT_CAPABILITIES, Handshake, MODERN, Open, Req, Stdio, Wire, initialize_params, sentinel,
     validate,
@@ -1236,76 +1237,6 @@ async fn a_legacy_client_that_never_answers_an_elicitation() {
 // ---------------------------------------------------------------------------------------------
 // A real socket: what hyper refuses before the server sees it, and a slow body
 
-/// Serves on a loopback port until the test ends.
-async fn serve_socket(server: Server) -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let service = server.build().unwrap();
-    tokio::spawn(service.serve(listener, std::future::pending()));
-    addr
-}
-
-/// A raw HTTP/1.1 answer: status line, lowercase headers, (de-chunked) body.
-#[derive(Debug)]
-struct RawReply {
-    status_line: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-fn parse_http1(bytes: &[u8]) -> RawReply {
-    let split = bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no end of head: {}", String::from_utf8_lossy(bytes)));
-    let head = std::str::from_utf8(&bytes[..split]).unwrap();
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap().to_owned();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let mut rest = &bytes[split + 4..];
-    let chunked = headers
-        .iter()
-        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
-    let body = if chunked {
-        let mut out = Vec::new();
-        loop {
-            let end = rest.windows(2).position(|w| w == b"\r\n").unwrap();
-            let size = usize::from_str_radix(std::str::from_utf8(&rest[..end]).unwrap().trim(), 16)
-                .unwrap();
-            rest = &rest[end + 2..];
-            if size == 0 {
-                break;
-            }
-            out.extend_from_slice(&rest[..size]);
-            rest = &rest[size + 2..];
-        }
-        out
-    } else {
-        rest.to_vec()
-    };
-    RawReply {
-        status_line,
-        headers,
-        body,
-    }
-}
-
-/// Sends raw bytes on a fresh connection and reads until the server closes it.
-async fn exchange(addr: std::net::SocketAddr, bytes: &[u8]) -> RawReply {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    tcp.write_all(bytes).await.unwrap();
-    let mut out = Vec::new();
-    tokio::time::timeout(Duration::from_secs(60), tcp.read_to_end(&mut out))
-        .await
-        .expect("the server answers and closes within 60 s")
-        .unwrap();
-    parse_http1(&out)
-}
-
 async fn socket_still_serves(addr: std::net::SocketAddr, id: u64) {
     let req = Req::modern(
         id,
@@ -1361,6 +1292,7 @@ async fn through_router(service: &sake::Service, req: Req) -> RawReply {
         headers.push(("content-length".to_owned(), body.len().to_string()));
     }
     RawReply {
+        status: status.as_u16(),
         status_line,
         headers,
         body,
@@ -1387,7 +1319,7 @@ fn stable_headers(reply: &RawReply) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_socket_answers_as_the_router_does() {
     let service = server().build().unwrap();
-    let addr = serve_socket(server()).await;
+    let addr = serve(server()).await;
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params("2025-11-25", json!({}))});
     let cases: Vec<(&str, Req, &str)> = vec![
         (
@@ -1449,7 +1381,7 @@ async fn a_socket_answers_as_the_router_does() {
 async fn a_socket_answers_cors_through_the_layer() {
     let cors = || sake::Cors::new(["http://localhost:6274"]);
     let service = server().cors(cors()).build().unwrap();
-    let addr = serve_socket(server().cors(cors())).await;
+    let addr = serve(server().cors(cors())).await;
     let req = Req::modern(
         1,
         "tools/call",
@@ -1473,7 +1405,7 @@ async fn a_socket_answers_cors_through_the_layer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raw_header_bytes_on_a_socket() {
-    let addr = serve_socket(server().limits(|l| l.body_timeout(Duration::from_millis(300)))).await;
+    let addr = serve(server().limits(|l| l.body_timeout(Duration::from_millis(300)))).await;
     let bad = "HTTP/1.1 400 Bad Request";
     // (name, bytes, status line, JSON-RPC code of the body if any)
     let cases: Vec<(&str, Vec<u8>, &str, Option<i64>)> = vec![
@@ -1563,25 +1495,20 @@ async fn raw_header_bytes_on_a_socket() {
     }
     // A slow body: the head, then 10 of 100 bytes, then nothing.
     {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        use tokio::io::AsyncWriteExt as _;
         let req = Req::modern(1, "tools/list", json!({}))
             .header("content-length", "100")
             .body(b"{\"jsonrpc\"".to_vec());
         let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
         tcp.write_all(&req.to_http1()).await.unwrap();
-        let mut out = Vec::new();
-        let mut buf = [0u8; 4096];
-        let reply = tokio::time::timeout(Duration::from_secs(60), async {
-            loop {
-                let n = tcp.read(&mut buf).await.unwrap();
-                out.extend_from_slice(&buf[..n]);
-                if n == 0 || out.windows(4).any(|w| w == b"\r\n\r\n") && out.ends_with(b"}}") {
-                    break parse_http1(&out);
-                }
-            }
-        })
-        .await
-        .expect("a slow body is cut off");
+        let answer = raw::read_until(&mut tcp, |out| {
+            out.windows(4).any(|w| w == b"\r\n\r\n") && out.ends_with(b"}}")
+        });
+        let reply = tokio::time::timeout(Duration::from_secs(60), answer)
+            .await
+            .expect("a slow body is cut off")
+            .unwrap();
+        let reply = raw::parse(&reply);
         assert_eq!(reply.status_line, "HTTP/1.1 408 Request Timeout");
         assert_eq!(
             serde_json::from_slice::<Value>(&reply.body).unwrap(),
@@ -1653,29 +1580,26 @@ async fn open_stream(
     addr: std::net::SocketAddr,
     request: Vec<u8>,
 ) -> Result<tokio::net::TcpStream, String> {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use tokio::io::AsyncWriteExt as _;
     let mut tcp = tokio::net::TcpStream::connect(addr)
         .await
         .map_err(|e| e.to_string())?;
     tcp.write_all(&request).await.map_err(|e| e.to_string())?;
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 2048];
-    loop {
-        let n = tcp.read(&mut buf).await.map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err(String::from_utf8_lossy(&seen).into_owned());
-        }
-        seen.extend_from_slice(&buf[..n]);
-        let text = String::from_utf8_lossy(&seen);
-        if !text.starts_with("HTTP/1.1 200 OK") && text.contains("\r\n\r\n") {
-            return Err(text.into_owned());
-        }
-        if text.contains("notifications/subscriptions/acknowledged")
-            || text.contains(": stream open")
-        {
-            return Ok(tcp);
-        }
+    let refused = |text: &str| !text.starts_with("HTTP/1.1 200 OK") && text.contains("\r\n\r\n");
+    let open = |text: &str| {
+        text.contains("notifications/subscriptions/acknowledged") || text.contains(": stream open")
+    };
+    let seen = raw::read_until(&mut tcp, |seen| {
+        let text = String::from_utf8_lossy(seen);
+        refused(&text) || open(&text)
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&seen).into_owned();
+    if refused(&text) || !open(&text) {
+        return Err(text);
     }
+    Ok(tcp)
 }
 
 fn listen_request() -> Vec<u8> {
@@ -1787,15 +1711,10 @@ async fn ten_thousand_streams_opened_and_dropped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_or_idle_request_heads_are_cut_off() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let addr =
-        serve_socket(server().limits(|l| l.header_timeout(Duration::from_millis(300)))).await;
+    let addr = serve(server().limits(|l| l.header_timeout(Duration::from_millis(300)))).await;
     // A connection that never sends anything.
     let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut out = Vec::new();
-    tokio::time::timeout(Duration::from_secs(60), idle.read_to_end(&mut out))
-        .await
-        .expect("an idle connection is closed")
-        .unwrap();
+    let out = raw::read_to_close(&mut idle, raw::CLOSE_PATIENCE).await;
     let idle_answer = String::from_utf8_lossy(&out).into_owned();
     // A head sent a byte at a time, never finished (slowloris).
     let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -1821,11 +1740,7 @@ async fn slow_or_idle_request_heads_are_cut_off() {
     let mut kept = tokio::net::TcpStream::connect(addr).await.unwrap();
     let req = Req::modern(1, "tools/list", json!({}));
     kept.write_all(&req.to_http1()).await.unwrap();
-    let mut out = Vec::new();
-    tokio::time::timeout(Duration::from_secs(60), kept.read_to_end(&mut out))
-        .await
-        .expect("a quiet keep-alive connection is closed")
-        .unwrap();
+    let out = raw::read_to_close(&mut kept, raw::CLOSE_PATIENCE).await;
     assert!(String::from_utf8_lossy(&out).starts_with("HTTP/1.1 200 OK\r\n"));
     // hyper closes such connections without a word.
     assert_eq!((idle_answer.as_str(), slow_answer.as_str()), ("", ""));

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use sake_tests::{example_binary, node, same};
+use sake_tests::{example_binary, node, raw, same};
 use serde_json::{Value, json};
 
 /// How long one invocation of the CLI may take.
@@ -95,17 +95,7 @@ impl Quickstart {
             .kill_on_drop(true)
             .spawn()
             .expect("spawning the quickstart example");
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the quickstart example is not listening on port {port}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        raw::wait_until_listening(port, "the quickstart example").await;
         Quickstart {
             _child: child,
             url: format!("http://127.0.0.1:{port}/mcp"),

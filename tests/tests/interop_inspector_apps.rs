@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use sake_tests::{example_binary, node, same};
+use sake_tests::{example_binary, node, raw, same};
 use serde_json::{Value, json};
 
 /// `examples/apps.rs` on a free port, killed when dropped.
@@ -36,17 +36,7 @@ async fn start() -> Example {
         .kill_on_drop(true)
         .spawn()
         .expect("spawning the apps example");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the apps example is not listening on port {port}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    raw::wait_until_listening(port, "the apps example").await;
     Example {
         _child: child,
         url: format!("http://127.0.0.1:{port}/mcp"),

@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 
 use axum::extract::ConnectInfo;
 use sake::middleware::{
-    self, Allow, Audit, AuditRecord, Cache, Concurrency, McpResponse, RateLimit, Timeout,
+    self, Allow, Audit, AuditRecord, Cache, Concurrency, Kind, McpResponse, RateLimit, Timeout,
 };
 use sake::prelude::*;
+use sake::skills::SkillDef;
 use sake::{Elicitation, InputError, RpcError};
 use sake_tests::rpc::{err, ok, server_meta, text_result, with_caps};
 use sake_tests::{Req, Stdio, Wire, modern_meta};
@@ -95,8 +96,48 @@ fn echo(
     text
 }
 
+/// Records a protocol error and returns anyway: the client gets the error.
+#[tool]
+fn refuses(ctx: Context) -> String {
+    ctx.fail_with(RpcError::invalid_params(
+        "Invalid params: the ledger is closed",
+    ));
+    "never sent".into()
+}
+
+/// Fails as a tool: an `isError` result the model reads.
+#[tool]
+fn broken() -> Result<String, String> {
+    Err("the disk is full".into())
+}
+
+static MEETING: std::sync::LazyLock<tokio::sync::Barrier> =
+    std::sync::LazyLock::new(|| tokio::sync::Barrier::new(2));
+
+/// Waits until a second call of it runs at the same time.
+#[tool]
+async fn meet() -> String {
+    MEETING.wait().await;
+    "met".into()
+}
+
+/// Today's note.
+#[resource(uri = "note://today", mime_type = "text/plain")]
+fn today() -> String {
+    "rain".into()
+}
+
+/// Names starting with what was typed.
+async fn complete_name(req: CompletionRequest) -> Vec<String> {
+    ["Ada", "Alan", "Grace"]
+        .into_iter()
+        .filter(|n| n.starts_with(&req.value))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// A greeting prompt.
-#[prompt]
+#[prompt(complete = complete_name)]
 fn hello(
     /// Whom.
     name: String,
@@ -428,12 +469,29 @@ async fn a_task_passes_the_layers_once_and_its_timeout_fails_it() {
         json!({"code": -32603, "message": "Request timed out: `work` did not finish within its timeout of 0.3 s and was cancelled", "data": {"timeoutSeconds": 0.3}}),
         "{status}"
     );
-    // One record, written when the task's work ended, with its id.
-    let records = kept.take();
-    assert_eq!(records.len(), 1, "{records:?}");
-    assert_eq!(records[0]["taskId"], id.as_str());
-    assert_eq!(records[0]["outcome"], "error");
-    assert!(records[0]["durationMs"].as_f64().unwrap() >= 300.0);
+    // One record of the call, written when the task's work ended, with its id; and one of
+    // every `tasks/get`, named by the task's id.
+    let (calls, gets): (Vec<Value>, Vec<Value>) = kept
+        .take()
+        .into_iter()
+        .partition(|r| r["method"] == "tools/call");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["taskId"], id.as_str());
+    assert_eq!(calls[0]["outcome"], "error");
+    assert!(calls[0]["durationMs"].as_f64().unwrap() >= 300.0);
+    assert!(!gets.is_empty());
+    for get in &gets {
+        assert_eq!(
+            (
+                &get["method"],
+                &get["name"],
+                &get["taskId"],
+                &get["outcome"]
+            ),
+            (&json!("tasks/get"), &json!(id), &json!(id), &json!("ok")),
+            "{get}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -508,7 +566,7 @@ async fn the_audit_records_every_call_and_never_a_sensitive_argument() {
             "arguments": format!("sha256:{}", sha256_hex(b"{}")),
             "outcome": "error", "errorCode": -32000,
             "error": "Rate limit exceeded: `limited` allows 1 calls per 60 s; retry in 60 s",
-            "durationMs": "<d>", "revision": "2026-07-28", "transport": "stream",
+            "durationMs": "<d>", "revision": "2026-07-28", "transport": "http",
             "continuation": false,
         })
     );
@@ -631,9 +689,9 @@ async fn from_fn_sees_the_request_and_may_answer_instead() {
     assert_eq!(
         *seen.lock().unwrap(),
         [
-            "prompts/get hello Some(\"Ada\") 2026-07-28 stream",
-            "prompts/get hello Some(\"Mallory\") 2026-07-28 stream",
-            "tools/call limited None 2026-07-28 stream",
+            "prompts/get hello Some(\"Ada\") 2026-07-28 http",
+            "prompts/get hello Some(\"Mallory\") 2026-07-28 http",
+            "tools/call limited None 2026-07-28 http",
         ]
     );
 }
@@ -834,7 +892,7 @@ async fn every_policy_holds_over_a_stream() {
     );
     let records = kept.take();
     assert_eq!(records.len(), 3);
-    assert!(records.iter().all(|r| r["transport"] == "stream"));
+    assert!(records.iter().all(|r| r["transport"] == "stdio"));
     assert!(!serde_json::to_string(&records).unwrap().contains("secret"));
     io.close().await;
 }
@@ -889,5 +947,502 @@ impl TestClientOf {
             refused.data,
             Some(json!({"retryAfter": 30, "limit": 2, "periodSeconds": 60.0}))
         );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the layers are told: the transport, a tool's failure; calls of one function at once
+
+#[tokio::test]
+async fn the_transport_is_what_carried_the_request_not_a_guess_from_the_address() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let transport_of = |seen: Arc<Mutex<Vec<&'static str>>>| {
+        middleware::from_fn(move |req, next| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(req.transport().as_str());
+                next.run(req).await
+            }
+        })
+    };
+    // HTTP in memory, without a client address; then with one; then a session.
+    let w = Wire::new(server().layer(transport_of(seen.clone())));
+    w.send(call(1, "limited", json!({})))
+        .await
+        .assert_json(200, ok(1, text("ok")));
+    w.send(call(2, "limited", json!({})).extension(at([10, 0, 0, 1])))
+        .await
+        .assert_json(200, ok(2, text("ok")));
+    let legacy = Wire::new(server().layer(transport_of(seen.clone()))).revision("2025-11-25");
+    let s = legacy.session("2025-11-25", json!({})).await;
+    let r = s
+        .rpc(3, "tools/call", json!({"name": "limited", "arguments": {}}))
+        .await;
+    assert_eq!(r.json(200)["result"]["content"][0]["text"], "ok");
+    // stdio's framing (`Service::serve_io`).
+    let mut io = Stdio::start(server().layer(transport_of(seen.clone())).build().unwrap());
+    io.send(
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "limited", "arguments": {}, "_meta": modern_meta(json!({}), json!({})),
+        }}),
+    )
+    .await;
+    assert_eq!(
+        io.recv("2026-07-28", Some("tools/call")).await["result"]["content"][0]["text"],
+        "ok"
+    );
+    io.close().await;
+    // The in-memory test client: a stream of messages.
+    let client =
+        sake::testing::TestClient::new(server().layer(transport_of(seen.clone()))).unwrap();
+    client.call_tool("limited", json!({})).await.unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["http", "http", "http", "stdio", "stream"]
+    );
+}
+
+#[tokio::test]
+async fn a_tools_failure_is_a_failure_to_the_layers_and_the_audit_on_both_eras() {
+    let kept = Kept::default();
+    let audited = || server().layer(Audit::new().sink(kept.sink()));
+    let recorded = |kept: &Kept| -> Vec<(Value, Value, Value)> {
+        kept.take()
+            .into_iter()
+            .map(|r| {
+                (
+                    r["name"].clone(),
+                    r["outcome"].clone(),
+                    r["errorCode"].clone(),
+                )
+            })
+            .collect()
+    };
+    let expected = [
+        (json!("refuses"), json!("error"), json!(-32602)),
+        (json!("broken"), json!("tool_error"), Value::Null),
+        (json!("limited"), json!("ok"), Value::Null),
+    ];
+    let closed = |id: i64| err(id, -32602, "Invalid params: the ledger is closed", None);
+    // 2026-07-28.
+    let w = Wire::new(audited());
+    w.send(call(1, "refuses", json!({})))
+        .await
+        .assert_json(200, closed(1));
+    let r = w.send(call(2, "broken", json!({}))).await.json(200).clone();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(r["result"]["content"][0]["text"], "the disk is full", "{r}");
+    w.send(call(3, "limited", json!({})))
+        .await
+        .assert_json(200, ok(3, text("ok")));
+    assert_eq!(recorded(&kept), expected);
+    // A 2025-11-25 session.
+    let legacy = Wire::new(audited()).revision("2025-11-25");
+    let s = legacy.session("2025-11-25", json!({})).await;
+    s.rpc(1, "tools/call", json!({"name": "refuses", "arguments": {}}))
+        .await
+        .assert_json(200, closed(1));
+    let r = s
+        .rpc(2, "tools/call", json!({"name": "broken", "arguments": {}}))
+        .await
+        .json(200)
+        .clone();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    s.rpc(3, "tools/call", json!({"name": "limited", "arguments": {}}))
+        .await
+        .json(200);
+    assert_eq!(recorded(&kept), expected);
+    // A layer reads it from the response: a counter of failures (a circuit breaker's input).
+    let failures = Arc::new(AtomicUsize::new(0));
+    let tool_errors = Arc::new(AtomicUsize::new(0));
+    let (f, t) = (failures.clone(), tool_errors.clone());
+    let w = Wire::new(server().layer(middleware::from_fn(move |req, next| {
+        let (f, t) = (f.clone(), t.clone());
+        async move {
+            let response = next.run(req).await;
+            if response.rpc_error().is_some() {
+                f.fetch_add(1, SeqCst);
+            }
+            if response.is_tool_error() {
+                t.fetch_add(1, SeqCst);
+            }
+            response
+        }
+    })));
+    w.send(call(1, "refuses", json!({})))
+        .await
+        .assert_json(200, closed(1));
+    w.send(call(2, "broken", json!({}))).await.json(200);
+    w.send(call(3, "limited", json!({}))).await.json(200);
+    assert_eq!((failures.load(SeqCst), tool_errors.load(SeqCst)), (1, 1));
+    // Over stdio.
+    let mut io = Stdio::start(audited().build().unwrap());
+    for (id, name) in [(1, "refuses"), (2, "broken"), (3, "limited")] {
+        io.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": name, "arguments": {}, "_meta": modern_meta(json!({}), json!({})),
+            }}),
+        )
+        .await;
+        let r = io.recv("2026-07-28", Some("tools/call")).await;
+        if id == 1 {
+            assert_eq!(r, closed(1));
+        }
+    }
+    io.close().await;
+    assert_eq!(recorded(&kept), expected);
+}
+
+#[tokio::test]
+async fn two_calls_of_one_tool_behind_layers_run_at_the_same_time() {
+    // Every built-in layer that holds the rest of the stack, a closure and tower's own
+    // layers: neither call can finish before the other started (the tool waits for both).
+    let w = Arc::new(Wire::new(
+        server()
+            .layer(Audit::new())
+            .layer(middleware::from_fn(|req, next| next.run(req)))
+            .layer_for("meet", RateLimit::new(10, Duration::from_secs(10)))
+            .layer_for("meet", Concurrency::new(2))
+            .layer_for("meet", Cache::new(Duration::from_secs(10)))
+            .layer_for("meet", tower::limit::ConcurrencyLimitLayer::new(2)),
+    ));
+    let both = (1..=2).map(|id| {
+        let w = w.clone();
+        tokio::spawn(async move { w.send(call(id, "meet", json!({}))).await })
+    });
+    let both = tokio::time::timeout(
+        Duration::from_secs(10),
+        futures_util::future::join_all(both),
+    )
+    .await
+    .expect("the two calls did not run at the same time");
+    for (id, r) in (1..=2).zip(both) {
+        r.unwrap().assert_json(200, ok(id, text("met")));
+    }
+    // In a 2025-11-25 session, and over stdio.
+    let layered = || {
+        server()
+            .layer(Audit::new())
+            .layer(middleware::from_fn(|req, next| next.run(req)))
+            .layer_for("meet", Concurrency::new(2))
+            .layer_for("meet", tower::limit::ConcurrencyLimitLayer::new(2))
+    };
+    let legacy = Wire::new(layered()).revision("2025-11-25");
+    let s = legacy.session("2025-11-25", json!({})).await;
+    let meet = json!({"name": "meet", "arguments": {}});
+    let (a, b) = tokio::time::timeout(
+        Duration::from_secs(10),
+        futures_util::future::join(
+            s.rpc(1, "tools/call", meet.clone()),
+            s.rpc(2, "tools/call", meet.clone()),
+        ),
+    )
+    .await
+    .expect("the two calls of a session did not run at the same time");
+    for r in [a, b] {
+        assert_eq!(r.json(200)["result"]["content"][0]["text"], "met");
+    }
+    let mut io = Stdio::start(layered().build().unwrap());
+    for id in 1..=2 {
+        io.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "meet", "arguments": {}, "_meta": modern_meta(json!({}), json!({})),
+            }}),
+        )
+        .await;
+    }
+    let mut ids = Vec::new();
+    for _ in 1..=2 {
+        let r = io.recv("2026-07-28", Some("tools/call")).await;
+        assert_eq!(r["result"]["content"][0]["text"], "met", "{r}");
+        ids.push(r["id"].as_i64().unwrap());
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2]);
+    io.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every operation passes the layers: lists, completions, tasks, skills
+
+/// What a layer saw of each request: method, kind, name, task id, transport.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+fn seeing(seen: &Seen) -> impl middleware::McpLayer {
+    let seen = seen.clone();
+    middleware::from_fn(move |req, next| {
+        let seen = seen.clone();
+        async move {
+            seen.lock().unwrap().push(format!(
+                "{} {} {} {:?} {}",
+                req.method(),
+                req.kind().as_str(),
+                req.name(),
+                req.task_id(),
+                req.transport().as_str()
+            ));
+            next.run(req).await
+        }
+    })
+}
+
+fn with_skill(server: Server) -> Server {
+    server.skill(SkillDef::new("made").file(
+        "SKILL.md",
+        "---\nname: made\ndescription: Made in code.\n---\nBody.\n",
+    ))
+}
+
+/// Every operation that calls no function, as a 2026-07-28 request.
+fn operations() -> Vec<(&'static str, Value)> {
+    let tasks = json!({"extensions": {TASKS: {}}});
+    vec![
+        ("tools/list", json!({})),
+        ("prompts/list", json!({})),
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        ("skills/list", json!({})),
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "hello"},
+                   "argument": {"name": "name", "value": "A"}}),
+        ),
+        (
+            "tasks/get",
+            with_caps(json!({"taskId": "t-1"}), tasks.clone()),
+        ),
+        ("tasks/cancel", with_caps(json!({"taskId": "t-2"}), tasks)),
+        ("resources/read", json!({"uri": "skill://made/SKILL.md"})),
+    ]
+}
+
+#[tokio::test]
+async fn every_operation_passes_the_layers_and_answers_as_without_them_on_2026_07_28() {
+    let seen = Seen::default();
+    let layered = Wire::new(with_skill(server()).layer(seeing(&seen)));
+    let plain = Wire::new(with_skill(server()));
+    for (id, (method, params)) in (1..).zip(operations()) {
+        let through = layered.send(Req::modern(id, method, params.clone())).await;
+        let without = plain.send(Req::modern(id, method, params)).await;
+        assert_eq!(
+            (through.status, through.content_type(), &through.messages),
+            (without.status, without.content_type(), &without.messages),
+            "{method}"
+        );
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "tools/list list tools None http",
+            "prompts/list list prompts None http",
+            "resources/list list resources None http",
+            "resources/templates/list list resources/templates None http",
+            "skills/list list skills None http",
+            "completion/complete completion hello None http",
+            "tasks/get task t-1 Some(\"t-1\") http",
+            "tasks/cancel task t-2 Some(\"t-2\") http",
+            "resources/read skill skill://made/SKILL.md None http",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn every_operation_passes_the_layers_in_a_2025_11_25_session_and_over_stdio() {
+    let seen = Seen::default();
+    let legacy = Wire::new(with_skill(server()).layer(seeing(&seen))).revision("2025-11-25");
+    let s = legacy.session("2025-11-25", json!({})).await;
+    let plain = Wire::new(with_skill(server())).revision("2025-11-25");
+    let p = plain.session("2025-11-25", json!({})).await;
+    let session_ops = [
+        ("tools/list", json!({})),
+        ("prompts/list", json!({})),
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "hello"},
+                   "argument": {"name": "name", "value": "A"}}),
+        ),
+        ("resources/read", json!({"uri": "skill://made/SKILL.md"})),
+    ];
+    for (id, (method, params)) in (1..).zip(session_ops) {
+        let through = s.rpc(id, method, params.clone()).await;
+        let without = p.rpc(id, method, params).await;
+        assert_eq!(through.status, 200, "{method}");
+        assert_eq!(
+            (through.content_type(), &through.messages),
+            (without.content_type(), &without.messages),
+            "{method}"
+        );
+    }
+    // stdio's framing.
+    let mut io = Stdio::start(with_skill(server()).layer(seeing(&seen)).build().unwrap());
+    io.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {
+            "_meta": modern_meta(json!({}), json!({})),
+        }}),
+    )
+    .await;
+    let listed = io.recv("2026-07-28", Some("tools/list")).await;
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    io.close().await;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "tools/list list tools None http",
+            "prompts/list list prompts None http",
+            "resources/list list resources None http",
+            "resources/templates/list list resources/templates None http",
+            "completion/complete completion hello None http",
+            "resources/read skill skill://made/SKILL.md None http",
+            "tools/list list tools None stdio",
+        ]
+    );
+}
+
+/// A signed-in caller, as an authentication layer would leave it.
+#[derive(Clone)]
+struct User(&'static str);
+
+/// The refusal of an allow rule on lists.
+fn list_refused(id: i64) -> Value {
+    err(
+        id,
+        -32000,
+        "Forbidden: the server's rules do not allow this caller to use `tools/list` (the tools list)",
+        None,
+    )
+}
+
+#[tokio::test]
+async fn an_allow_rule_and_a_rate_limit_refuse_a_list_on_both_eras_and_over_stdio() {
+    // Lists only for signed-in callers: an anonymous one is refused, its tools too.
+    let signed_in_only = || {
+        server()
+            .layer_kind(Kind::List, Allow::new(|principal, _| principal.is_some()))
+            .principal(|extensions| extensions.get::<User>().map(|u| u.0.to_owned()))
+    };
+    let w = Wire::new(signed_in_only());
+    w.send(Req::modern(1, "tools/list", json!({})))
+        .await
+        .assert_json(403, list_refused(1));
+    let named = w
+        .send(Req::modern(2, "tools/list", json!({})).extension(User("ada")))
+        .await;
+    assert!(named.json(200)["result"]["tools"].is_array());
+    // Other operations are not lists.
+    w.send(call(3, "limited", json!({})))
+        .await
+        .assert_json(200, ok(3, text("ok")));
+    let legacy = Wire::new(signed_in_only()).revision("2025-11-25");
+    let s = legacy.session("2025-11-25", json!({})).await;
+    s.rpc(1, "tools/list", json!({}))
+        .await
+        .assert_json(200, list_refused(1));
+    let mut io = Stdio::start(signed_in_only().build().unwrap());
+    io.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {
+            "_meta": modern_meta(json!({}), json!({})),
+        }}),
+    )
+    .await;
+    assert_eq!(
+        io.recv("2026-07-28", Some("tools/list")).await,
+        list_refused(1)
+    );
+    io.close().await;
+
+    // Two lists a minute, for everyone together.
+    let limited_lists = || {
+        server().layer_kind(
+            Kind::List,
+            RateLimit::new(2, Duration::from_secs(60)).per_function(),
+        )
+    };
+    let limit = |id: i64| {
+        err(
+            id,
+            -32000,
+            "Rate limit exceeded: `tools/list` allows 2 calls per 60 s; retry in 30 s",
+            Some(json!({"retryAfter": 30, "limit": 2, "periodSeconds": 60.0})),
+        )
+    };
+    let w = Wire::new(limited_lists());
+    for id in 1..=2 {
+        w.send(Req::modern(id, "tools/list", json!({})))
+            .await
+            .json(200);
+    }
+    let refused = w.send(Req::modern(3, "tools/list", json!({}))).await;
+    refused.assert_json(429, limit(3));
+    assert_eq!(refused.header("retry-after"), Some("30"));
+    // Each list has its own budget (per function: the method).
+    w.send(Req::modern(4, "prompts/list", json!({})))
+        .await
+        .json(200);
+    let legacy = Wire::new(limited_lists()).revision("2025-11-25");
+    let s = legacy.session("2025-11-25", json!({})).await;
+    for id in 1..=2 {
+        s.rpc(id, "tools/list", json!({})).await.json(200);
+    }
+    s.rpc(3, "tools/list", json!({}))
+        .await
+        .assert_json(200, limit(3));
+}
+
+#[tokio::test]
+async fn a_sessions_subscriptions_pass_the_layers() {
+    let seen = Seen::default();
+    let w = Wire::new(server().layer(seeing(&seen)).layer_kind(
+        Kind::Subscription,
+        Allow::new(|_, req| req.name() == "note://today"),
+    ))
+    .revision("2025-11-25");
+    let s = w.session("2025-11-25", json!({})).await;
+    // Refused by the rule before anything else is checked.
+    s.rpc(1, "resources/subscribe", json!({"uri": "note://other"}))
+        .await
+        .assert_json(
+            200,
+            err(
+                1,
+                -32000,
+                "Forbidden: the server's rules do not allow this caller to use `resources/subscribe` (subscription `note://other`)",
+                None,
+            ),
+        );
+    for (id, method) in [(2, "resources/subscribe"), (3, "resources/unsubscribe")] {
+        let r = s.rpc(id, method, json!({"uri": "note://today"})).await;
+        assert_eq!(r.json(200)["result"], json!({}), "{method}");
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "resources/subscribe subscription note://other None http",
+            "resources/subscribe subscription note://today None http",
+            "resources/unsubscribe subscription note://today None http",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn calls_waiting_for_a_tower_concurrency_limit_are_all_served() {
+    // tower's limit holds one call at a time: the others wait for the stack to be ready again,
+    // and every one of them is woken (the stack wakes all waiting calls, not the last polled).
+    let w = Arc::new(Wire::new(
+        server().layer_for("work", tower::limit::ConcurrencyLimitLayer::new(1)),
+    ));
+    let calls = (1..=4).map(|id| {
+        let w = w.clone();
+        tokio::spawn(async move { w.send(call(id, "work", json!({"ms": 50}))).await })
+    });
+    let done = tokio::time::timeout(
+        Duration::from_secs(10),
+        futures_util::future::join_all(calls),
+    )
+    .await
+    .expect("a call waiting for the limit was never woken");
+    for (id, r) in (1..=4).zip(done) {
+        r.unwrap().assert_json(200, ok(id, text("worked 50 ms")));
     }
 }

@@ -8,17 +8,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use sake_tests::redis::Redis;
-use sake_tests::{Req, example_binary_with};
+use sake_tests::{Req, example_binary_with, raw};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
-}
 
 /// The example serving HTTP on a free port, its stderr's lines collected; killed when dropped.
 struct Example {
@@ -29,7 +22,7 @@ struct Example {
 
 impl Example {
     async fn start(redis: Option<&str>) -> Example {
-        let port = free_port();
+        let port = raw::free_port();
         let mut command =
             tokio::process::Command::new(example_binary_with("middleware", "redis compat"));
         command
@@ -52,14 +45,7 @@ impl Example {
                 let _ = tx.send(line);
             }
         });
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            assert!(Instant::now() < deadline, "the example is not listening");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        raw::wait_until_listening(port, "the middleware example").await;
         Example {
             _child: child,
             port,
@@ -75,19 +61,15 @@ impl Example {
             json!({"name": tool, "arguments": arguments}),
         )
         .header("connection", "close");
-        let socket = tokio::net::TcpSocket::new_v4().unwrap();
-        socket.bind(std::net::SocketAddr::from((from, 0))).unwrap();
-        let mut tcp = socket
-            .connect(std::net::SocketAddr::from(([127, 0, 0, 1], self.port)))
-            .await
-            .unwrap();
-        tcp.write_all(&req.http1_bytes()).await.unwrap();
-        let mut raw = Vec::new();
-        tokio::time::timeout(Duration::from_secs(20), tcp.read_to_end(&mut raw))
-            .await
-            .expect("an answer in time")
-            .unwrap();
-        Answer::parse(&raw)
+        let port = std::net::SocketAddr::from(([127, 0, 0, 1], self.port));
+        let mut tcp = raw::connect_from(port, from.into()).await;
+        tcp.write_all(&req.to_http1()).await.unwrap();
+        let reply = raw::parse(&raw::read_to_close(&mut tcp, Duration::from_secs(20)).await);
+        Answer {
+            status: reply.status,
+            body: reply.json(),
+            reply,
+        }
     }
 
     /// The audit records written so far.
@@ -106,63 +88,13 @@ impl Example {
 
 struct Answer {
     status: u16,
-    headers: Vec<(String, String)>,
     body: Value,
+    reply: raw::RawReply,
 }
 
 impl Answer {
-    fn parse(raw: &[u8]) -> Answer {
-        let split = raw
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .expect("a response head");
-        let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-        let mut lines = head.split("\r\n");
-        let status = lines
-            .next()
-            .unwrap()
-            .split(' ')
-            .nth(1)
-            .unwrap()
-            .parse()
-            .unwrap();
-        let headers: Vec<(String, String)> = lines
-            .filter_map(|l| l.split_once(": "))
-            .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))
-            .collect();
-        let mut body = raw[split + 4..].to_vec();
-        if headers
-            .iter()
-            .any(|(k, v)| k == "transfer-encoding" && v == "chunked")
-        {
-            let mut out = Vec::new();
-            let mut rest = &body[..];
-            loop {
-                let end = rest.windows(2).position(|w| w == b"\r\n").unwrap();
-                let size =
-                    usize::from_str_radix(std::str::from_utf8(&rest[..end]).unwrap(), 16).unwrap();
-                if size == 0 {
-                    break;
-                }
-                out.extend_from_slice(&rest[end + 2..end + 2 + size]);
-                rest = &rest[end + 4 + size..];
-            }
-            body = out;
-        }
-        Answer {
-            status,
-            body: serde_json::from_slice(&body).unwrap_or_else(|e| {
-                panic!("a JSON body ({e}): {}", String::from_utf8_lossy(&body))
-            }),
-            headers,
-        }
-    }
-
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.reply.header(name)
     }
 
     fn structured(&self) -> &Value {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use sake::State;
 use sake::prelude::*;
-use sake_tests::within;
+use sake_tests::{raw, within};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 
@@ -42,21 +42,6 @@ fn server(started: &Arc<Notify>) -> Server {
 
 fn server_info() -> Value {
     json!({"name": "shutdown", "version": "1.0.0"})
-}
-
-/// A port that was free a moment ago.
-fn free_port() -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap()
-}
-
-async fn wait_until_listening(addr: SocketAddr) {
-    within("the server listening", async {
-        while tokio::net::TcpStream::connect(addr).await.is_err() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
 }
 
 fn modern_request(
@@ -114,13 +99,14 @@ async fn read_to_end(resp: &mut reqwest::Response, read: &mut String) {
 #[tokio::test]
 async fn after_the_signal_requests_finish_listen_streams_close_and_serve_returns() {
     let started = Arc::new(Notify::new());
-    let addr = free_port();
+    let port = raw::free_port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let url = format!("http://{addr}/mcp");
     let (stop, stopped) = oneshot::channel::<()>();
     let serving = tokio::spawn(server(&started).serve_http_with_shutdown(addr, async {
         let _ = stopped.await;
     }));
-    wait_until_listening(addr).await;
+    raw::wait_until_listening(port, "the server").await;
 
     // A subscription, open and acknowledged.
     let mut listen = within(

@@ -260,7 +260,7 @@ async fn header_names_are_case_insensitive_on_the_wire() {
         (4, "mCp-PaRaM-rEgIoN"),
     ] {
         let req = call(id, "regional", json!({"region": "eu"})).header("Mcp-Param-Region", "eu");
-        let bytes = String::from_utf8(req.http1_bytes())
+        let bytes = String::from_utf8(req.to_http1())
             .unwrap()
             .replace("mcp-param-region:", &format!("{name}:"))
             .replace("mcp-method:", "MCP-METHOD:")
@@ -272,7 +272,7 @@ async fn header_names_are_case_insensitive_on_the_wire() {
     }
     // A mismatch is one whatever the header's spelling.
     let req = call(5, "regional", json!({"region": "eu"})).header("Mcp-Param-Region", "us");
-    let bytes = String::from_utf8(req.http1_bytes())
+    let bytes = String::from_utf8(req.to_http1())
         .unwrap()
         .replace("mcp-param-region:", "MCP-PARAM-REGION:");
     let reply = live.open_bytes(bytes.as_bytes()).await;

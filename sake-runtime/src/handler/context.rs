@@ -103,6 +103,14 @@ impl CallState {
         })
     }
 
+    /// The protocol error recorded with [`Context::fail_with`], left for the dispatcher.
+    pub fn failure(&self) -> Option<RpcError> {
+        self.failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// The task the call runs as, if it became one.
     pub fn task(&self) -> Option<&TaskLink> {
         self.task.get()
@@ -160,6 +168,36 @@ pub(crate) struct RequestParts {
     pub states: Option<Arc<super::state::StateMap>>,
     /// Shared with the dispatcher, which reads it when the function ends.
     pub call: Arc<CallState>,
+    /// What carried the request, as its transport told the connection.
+    pub transport: Transport,
+}
+
+/// How a request reached the server: what the transport that carried it says it is (never
+/// guessed from the request).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Transport {
+    /// Streamable HTTP (a request the server's HTTP endpoint took, with or without a known
+    /// client address).
+    Http,
+    /// stdio: newline-delimited JSON-RPC on the process's standard streams (`Service::serve_stdio`,
+    /// `Service::serve_io`).
+    Stdio,
+    /// Another stream of messages: a connection of your own through `Service::connect` (a Unix
+    /// socket, …), or `TestClient`.
+    #[default]
+    Stream,
+}
+
+impl Transport {
+    /// `http`, `stdio` or `stream`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Http => "http",
+            Transport::Stdio => "stdio",
+            Transport::Stream => "stream",
+        }
+    }
 }
 
 impl RequestParts {
@@ -175,6 +213,7 @@ impl RequestParts {
             cancel: None,
             states: None,
             call: Arc::default(),
+            transport: Transport::Stream,
         }
     }
 }
@@ -293,6 +332,11 @@ impl Context {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         slot.get_or_insert(error);
+    }
+
+    /// The state of the call (what the function recorded besides its value).
+    pub(crate) fn call_state(&self) -> &Arc<CallState> {
+        &self.inner.call
     }
 
     /// The name of the tool or prompt, or the URI of the resource, being served.

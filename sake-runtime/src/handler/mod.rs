@@ -382,6 +382,17 @@ pub fn decode_tool_args<A: DeserializeOwned>(
     tool: &str,
     raw: Option<&RawValue>,
 ) -> Result<A, CallToolResult> {
+    decode_args(format_args!("tool `{tool}`"), "", raw).map_err(CallToolResult::error)
+}
+
+/// Decodes a function's arguments (a tool's or a prompt's) into its generated argument
+/// struct: a missing or `null` `arguments` reads as `{}`. A failure is the message naming the
+/// function (`what`) and the field, with `field_hint` after a field's error.
+fn decode_args<A: DeserializeOwned>(
+    what: std::fmt::Arguments<'_>,
+    field_hint: &str,
+    raw: Option<&RawValue>,
+) -> Result<A, String> {
     let json = raw
         .map(RawValue::get)
         .filter(|s| *s != "null")
@@ -395,18 +406,14 @@ pub fn decode_tool_args<A: DeserializeOwned>(
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        let msg = if path == "." || path.is_empty() {
-            format!(
-                "Invalid arguments for tool `{tool}`: {}",
-                strip_position(&inner)
-            )
+        if path == "." || path.is_empty() {
+            format!("Invalid arguments for {what}: {}", strip_position(&inner))
         } else {
             format!(
-                "Invalid arguments for tool `{tool}`: `{path}`: {}",
+                "Invalid arguments for {what}: `{path}`: {}{field_hint}",
                 strip_position(&inner)
             )
-        };
-        CallToolResult::error(msg)
+        }
     })
 }
 
@@ -492,31 +499,12 @@ pub fn decode_prompt_args<A: DeserializeOwned>(
     prompt: &str,
     raw: Option<&RawValue>,
 ) -> Result<A, RpcError> {
-    let json = raw
-        .map(RawValue::get)
-        .filter(|s| *s != "null")
-        .unwrap_or("{}");
-    // Valid arguments decode without tracking the path (which allocates per field); only a
-    // failure is decoded again, to name the field.
-    if let Ok(args) = serde_json::from_str(json) {
-        return Ok(args);
-    }
-    let de = &mut serde_json::Deserializer::from_str(json);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path == "." || path.is_empty() {
-            RpcError::invalid_params(format!(
-                "Invalid arguments for prompt `{prompt}`: {}",
-                strip_position(&inner)
-            ))
-        } else {
-            RpcError::invalid_params(format!(
-                "Invalid arguments for prompt `{prompt}`: `{path}`: {} (prompt arguments are strings)",
-                strip_position(&inner)
-            ))
-        }
-    })
+    decode_args(
+        format_args!("prompt `{prompt}`"),
+        " (prompt arguments are strings)",
+        raw,
+    )
+    .map_err(RpcError::invalid_params)
 }
 
 /// A future that resolves at once to an error.

@@ -248,7 +248,8 @@ impl Service<McpRequest> for AuditService {
             duration_ms: 0.0,
             revision: req.revision().as_str(),
             transport: req.transport().as_str(),
-            task_id: None,
+            // A request about a task names it now; a call that becomes one, when it ends.
+            task_id: req.task_id.clone(),
             continuation: req.is_continuation(),
         };
         let ctx = req.context().clone();
@@ -258,7 +259,9 @@ impl Service<McpRequest> for AuditService {
         Box::pin(async move {
             let result = fut.await;
             record.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-            record.task_id = ctx.task_id().map(str::to_owned);
+            if record.task_id.is_none() {
+                record.task_id = ctx.task_id().map(str::to_owned);
+            }
             let response = match result {
                 Ok(r) => r,
                 Err(e) => McpResponse::error(into_rpc_error(e, function)),

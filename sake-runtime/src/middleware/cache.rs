@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use sha2::Digest as _;
 use tower::{Layer, Service};
 
-use super::{BoxError, Boxed, McpRequest, McpResponse};
+use super::{BoxError, Boxed, McpRequest, McpResponse, SharedService};
 
 /// Answers a call of a read-only tool (`read_only_hint = true`) with the result of the same
 /// call made within `ttl`, instead of running the function again.
@@ -160,7 +160,7 @@ impl Layer<Boxed> for Cache {
     type Service = CacheService;
     fn layer(&self, inner: Boxed) -> CacheService {
         CacheService {
-            inner: Arc::new(tokio::sync::Mutex::new(inner)),
+            inner: SharedService::new(inner),
             cache: self.clone(),
         }
     }
@@ -168,7 +168,7 @@ impl Layer<Boxed> for Cache {
 
 /// The service of a [`Cache`] layer.
 pub struct CacheService {
-    inner: Arc<tokio::sync::Mutex<Boxed>>,
+    inner: SharedService,
     cache: Cache,
 }
 
@@ -184,7 +184,7 @@ impl Service<McpRequest> for CacheService {
     fn call(&mut self, req: McpRequest) -> Self::Future {
         let inner = self.inner.clone();
         if !req.is_read_only() || req.is_continuation() || req.is_task() {
-            return Box::pin(async move { super::through(&inner, req).await });
+            return Box::pin(async move { inner.call(req).await });
         }
         let key = self.cache.key(&req);
         let store = self.cache.inner.clone();
@@ -192,7 +192,7 @@ impl Service<McpRequest> for CacheService {
             if let Some(hit) = store.get(&key) {
                 return Ok(hit);
             }
-            let response = super::through(&inner, req).await?;
+            let response = inner.call(req).await?;
             if response.outcome() == "ok" {
                 store.put(key, &response);
             }

@@ -8,7 +8,7 @@ use std::task::{Context as TaskContext, Poll};
 use tokio::sync::Semaphore;
 use tower::{Layer, Service};
 
-use super::{BoxError, Boxed, McpRequest, McpResponse, busy};
+use super::{BoxError, Boxed, McpRequest, McpResponse, SharedService, busy};
 
 /// At most `calls` calls at once, per function it is applied to (or for all of them together
 /// with [`shared`](Self::shared)); one more is refused at once (load shedding) with -32000
@@ -44,7 +44,7 @@ impl Layer<Boxed> for Concurrency {
     type Service = ConcurrencyService;
     fn layer(&self, inner: Boxed) -> ConcurrencyService {
         ConcurrencyService {
-            inner: Arc::new(tokio::sync::Mutex::new(inner)),
+            inner: SharedService::new(inner),
             slots: self
                 .shared
                 .clone()
@@ -56,7 +56,7 @@ impl Layer<Boxed> for Concurrency {
 
 /// The service of a [`Concurrency`] layer.
 pub struct ConcurrencyService {
-    inner: Arc<tokio::sync::Mutex<Boxed>>,
+    inner: SharedService,
     slots: Arc<Semaphore>,
     calls: usize,
 }
@@ -73,12 +73,12 @@ impl Service<McpRequest> for ConcurrencyService {
     fn call(&mut self, req: McpRequest) -> Self::Future {
         let Ok(permit) = self.slots.clone().try_acquire_owned() else {
             let why = format!("it already runs {} calls at once, its limit", self.calls);
-            let e = busy(req.name(), &why);
+            let e = busy(req.label(), &why);
             return Box::pin(async move { Ok(McpResponse::error(e)) });
         };
         let inner = self.inner.clone();
         Box::pin(async move {
-            let response = super::through(&inner, req).await;
+            let response = inner.call(req).await;
             drop(permit);
             response
         })

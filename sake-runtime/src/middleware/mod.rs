@@ -1,9 +1,10 @@
 //! Policies on every call: [tower](https://docs.rs/tower) middleware at the level of MCP
 //! operations (see docs/middleware.md).
 //!
-//! Every call of a user function — a `tools/call`, a `prompts/get`, a `resources/read` of a
-//! resource, a template's match or a view — can pass through a stack of tower layers before
-//! the function runs. A layer is a [`tower::Layer`] over a service of [`McpRequest`] to
+//! Every MCP operation — a call of a user function (`tools/call`, `prompts/get`, a
+//! `resources/read` of a resource, a template's match or a view), and every list,
+//! `completion/complete`, request about a task, skill read and resource subscription — can
+//! pass through a stack of tower layers before it is served. A layer is a [`tower::Layer`] over a service of [`McpRequest`] to
 //! [`McpResponse`]; it sees what is called (method, name or URI, arguments), by whom (the
 //! caller's name, the client's address and info), on which revision and transport, and may
 //! refuse, observe, time or answer the call instead of the function.
@@ -23,10 +24,11 @@
 //!     }));
 //! ```
 //!
-//! Layers are composed once, when the server is built, into one service per function; a
-//! function no layer applies to is called exactly as without middleware. The layers apply
-//! the same on both eras, every transport (HTTP, stdio, `Service::connect`, `TestClient`) and
-//! to tasks: a task's work passes them when it starts (its run is the call they wrap).
+//! Layers are composed once, when the server is built, into one service per function (and
+//! one per kind of the other operations); a function no layer applies to is called exactly
+//! as without middleware. The layers apply the same on both eras, every transport (HTTP,
+//! stdio, `Service::connect`, `TestClient`) and to tasks: a task's work passes them when it
+//! starts (its run is the call they wrap).
 
 mod audit;
 mod cache;
@@ -40,8 +42,9 @@ use std::fmt;
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
+use std::task::{Context as TaskContext, Poll, Wake, Waker};
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -58,6 +61,7 @@ pub use self::timeout::Timeout;
 
 use crate::handler::BoxFuture;
 use crate::handler::context::Context;
+pub use crate::handler::context::Transport;
 use crate::protocol::jsonrpc::{RpcError, code};
 use crate::protocol::types::{
     CallToolResult, ClientCapabilities, GetPromptResult, Implementation, ReadResourceResult,
@@ -69,7 +73,9 @@ use crate::protocol::version::{Era, Revision};
 /// [`into_rpc_error`]).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// What kind of function a call runs.
+/// What kind of operation a request is: a call of a function (tool, prompt, resource,
+/// view), or one of the operations the server answers from what it holds (lists,
+/// completions, tasks, skills, subscriptions). [`McpRequest::method`] says which method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Kind {
@@ -81,48 +87,57 @@ pub enum Kind {
     Resource,
     /// A `#[view]`'s HTML (MCP Apps, `resources/read`).
     View,
+    /// A list: `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`,
+    /// `skills/list`. Its [`name`](McpRequest::name) is what it lists (`tools`, `prompts`,
+    /// `resources`, `resources/templates`, `skills`).
+    List,
+    /// `completion/complete`: its name is the prompt's name or the resource template's URI
+    /// the completion is for, its arguments the `argument` being completed.
+    Completion,
+    /// A request about a task (the tasks extension): `tasks/get`, `tasks/update`,
+    /// `tasks/cancel`; its name and [`task_id`](McpRequest::task_id) are the task's id.
+    Task,
+    /// The skills extension: `skills/get` and `resources/directory/read` (name: the URI
+    /// asked for), and `resources/read` of a skill's file (name: the file's URI).
+    Skill,
+    /// `resources/subscribe` and `resources/unsubscribe` (handshake sessions; name: the URI).
+    Subscription,
 }
 
 impl Kind {
-    /// The method that calls it.
-    pub fn method(self) -> &'static str {
-        match self {
-            Kind::Tool => "tools/call",
-            Kind::Prompt => "prompts/get",
-            Kind::Resource | Kind::View => "resources/read",
-        }
-    }
-
-    /// `tool`, `prompt`, `resource` or `view`.
+    /// `tool`, `prompt`, `resource`, `view`, `list`, `completion`, `task`, `skill` or
+    /// `subscription`.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Tool => "tool",
             Kind::Prompt => "prompt",
             Kind::Resource => "resource",
             Kind::View => "view",
+            Kind::List => "list",
+            Kind::Completion => "completion",
+            Kind::Task => "task",
+            Kind::Skill => "skill",
+            Kind::Subscription => "subscription",
         }
     }
-}
 
-/// How the request reached the server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Transport {
-    /// Streamable HTTP: the client has an address ([`McpRequest::client_addr`]).
-    Http,
-    /// A stream of messages: stdio, a Unix socket, a connection of your own
-    /// (`Service::connect`, `serve_io`), or `TestClient`.
-    Stream,
-}
-
-impl Transport {
-    /// `http` or `stream`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Transport::Http => "http",
-            Transport::Stream => "stream",
-        }
+    /// Whether it calls a user function (a tool, prompt, resource or view): what
+    /// `Server::layer_for` names.
+    pub fn is_function(self) -> bool {
+        matches!(
+            self,
+            Kind::Tool | Kind::Prompt | Kind::Resource | Kind::View
+        )
     }
+
+    /// The kinds of operations that call no function: each has one stack of layers.
+    pub(crate) const OPERATIONS: [Kind; 5] = [
+        Kind::List,
+        Kind::Completion,
+        Kind::Task,
+        Kind::Skill,
+        Kind::Subscription,
+    ];
 }
 
 /// What runs the function once every layer let the call through: made by the server.
@@ -134,6 +149,8 @@ pub(crate) type Run = Box<dyn FnOnce(Option<&RawValue>, Context) -> BoxFuture<Mc
 /// them. What a layer cannot change: which function runs, with what, for whom.
 pub struct McpRequest {
     pub(crate) kind: Kind,
+    pub(crate) method: &'static str,
+    pub(crate) task_id: Option<String>,
     pub(crate) name: Cow<'static, str>,
     pub(crate) function: &'static str,
     pub(crate) arguments: Option<Bytes>,
@@ -144,6 +161,10 @@ pub struct McpRequest {
     pub(crate) task: bool,
     pub(crate) read_only: bool,
     pub(crate) sensitive: Arc<[String]>,
+    pub(crate) transport: Transport,
+    /// The server's authorization (feature `auth`), for rules about scopes.
+    #[cfg(feature = "auth")]
+    pub(crate) auth: Option<Arc<crate::auth::Authorization>>,
     pub(crate) ctx: Context,
     pub(crate) run: Option<Run>,
     extensions: http::Extensions,
@@ -172,10 +193,17 @@ impl McpRequest {
         principal: Option<String>,
         client_addr: Option<IpAddr>,
         ctx: Context,
-        run: Run,
+        run: Option<Run>,
     ) -> McpRequest {
+        let method = match kind {
+            Kind::Tool => "tools/call",
+            Kind::Prompt => "prompts/get",
+            _ => "resources/read",
+        };
         McpRequest {
             kind,
+            method,
+            task_id: None,
             name,
             function,
             arguments,
@@ -186,29 +214,71 @@ impl McpRequest {
             task: false,
             read_only: false,
             sensitive: Arc::from(Vec::new()),
+            transport: Transport::Stream,
+            #[cfg(feature = "auth")]
+            auth: None,
             ctx,
-            run: Some(run),
+            run,
             extensions: http::Extensions::new(),
         }
     }
 
-    /// The method: `tools/call`, `prompts/get` or `resources/read`.
+    /// The method: `tools/call`, `prompts/get`, `resources/read`, `tools/list`,
+    /// `completion/complete`, `tasks/get`, …
     pub fn method(&self) -> &'static str {
-        self.kind.method()
+        self.method
     }
 
-    /// What kind of function it calls.
+    /// What the request is about, as refusals name it: "tool `x`", "resource `uri`",
+    /// "the tools list", "task `id`".
+    pub fn what(&self) -> String {
+        match self.kind {
+            Kind::List => format!("the {} list", self.name),
+            Kind::Completion => format!("completions of `{}`", self.name),
+            kind => format!("{} `{}`", kind.as_str(), self.name),
+        }
+    }
+
+    /// Whether the caller's verified token grants every scope of `scopes`, as the server
+    /// checks a function's scopes (`Authorization::implies` included); `false` for an
+    /// anonymous caller, or on a server that checks no tokens.
+    pub(crate) fn grants(&self, scopes: &[String]) -> bool {
+        #[cfg(feature = "auth")]
+        if let (Some(auth), Some(principal)) = (
+            &self.auth,
+            self.http_extensions().get::<crate::auth::Principal>(),
+        ) {
+            let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+            return auth.missing(principal, &scopes).is_empty();
+        }
+        let _ = scopes;
+        false
+    }
+
+    /// What refusals call it: the tool's or prompt's name, the URI; for an operation that
+    /// calls no function, its method (`tools/list`).
+    pub(crate) fn label(&self) -> &str {
+        if self.kind.is_function() {
+            &self.name
+        } else {
+            self.method
+        }
+    }
+
+    /// What kind of operation it is.
     pub fn kind(&self) -> Kind {
         self.kind
     }
 
-    /// The tool's or prompt's name, or the resource's URI as asked for.
+    /// The tool's or prompt's name, or the resource's URI as asked for; for the operations
+    /// that call no function, what [`Kind`] says.
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// The function as declared: the tool's or prompt's name, the resource's URI or URI
-    /// template, the view's URI. What `Server::layer_for` matches.
+    /// template, the view's URI. What `Server::layer_for` matches. For an operation that
+    /// calls no function, its method.
     pub fn function(&self) -> &'static str {
         self.function
     }
@@ -269,13 +339,10 @@ impl McpRequest {
         self.ctx.client_capabilities()
     }
 
-    /// How the request came.
+    /// What carried the request, as its transport told the server (an HTTP request reads
+    /// [`Transport::Http`] whether or not its client's address is known).
     pub fn transport(&self) -> Transport {
-        if self.client_addr.is_some() {
-            Transport::Http
-        } else {
-            Transport::Stream
-        }
+        self.transport
     }
 
     /// The HTTP request's extensions (empty on other transports): where an authentication
@@ -297,7 +364,10 @@ impl McpRequest {
     /// The id of the task the call runs as, once it became one (read it when the call ends:
     /// a call becomes a task after its first poll).
     pub fn task_id(&self) -> Option<String> {
-        self.ctx.task_id().map(str::to_owned)
+        match &self.task_id {
+            Some(id) => Some(id.clone()),
+            None => self.ctx.task_id().map(str::to_owned),
+        }
     }
 
     /// Whether the call runs as a task or may become one (the client asked for a task).
@@ -338,6 +408,9 @@ pub struct McpResponse {
 #[derive(Clone, Debug)]
 pub(crate) enum Outcome {
     Reply(Reply),
+    /// The function returned, but ended its call with a protocol error
+    /// ([`Context::fail_with`], or a malformed answer it read): the client gets the error.
+    Failed(Reply, RpcError),
     Error(RpcError),
     Input(Vec<(String, Value)>),
 }
@@ -349,6 +422,8 @@ pub(crate) enum Reply {
     Prompt(GetPromptResult),
     Resource(ReadResourceResult),
     View(&'static str, String),
+    /// The result of an operation that calls no function, rendered for its revision.
+    Rendered(Bytes),
 }
 
 impl McpResponse {
@@ -371,10 +446,11 @@ impl McpResponse {
         }
     }
 
-    /// The JSON-RPC error, when the call ends with one.
+    /// The JSON-RPC error, when the call ends with one: a layer's refusal, a failure of the
+    /// function, or the protocol error it recorded with [`Context::fail_with`].
     pub fn rpc_error(&self) -> Option<&RpcError> {
         match &self.outcome {
-            Outcome::Error(e) => Some(e),
+            Outcome::Error(e) | Outcome::Failed(_, e) => Some(e),
             _ => None,
         }
     }
@@ -387,13 +463,16 @@ impl McpResponse {
         }
     }
 
-    /// Whether the call failed: a JSON-RPC error, or a tool's error result (`isError`).
+    /// Whether the call failed: a JSON-RPC error (a protocol error: [`rpc_error`](Self::rpc_error)),
+    /// or a tool's error result (`isError`: [`is_tool_error`](Self::is_tool_error)).
     pub fn is_error(&self) -> bool {
-        match &self.outcome {
-            Outcome::Error(_) => true,
-            Outcome::Reply(Reply::Tool(r)) => r.is_error(),
-            _ => false,
-        }
+        self.rpc_error().is_some() || self.is_tool_error()
+    }
+
+    /// Whether a tool returned an error result (`isError: true`, which the model reads): the
+    /// call was served, the tool failed.
+    pub fn is_tool_error(&self) -> bool {
+        matches!(&self.outcome, Outcome::Reply(Reply::Tool(r)) if r.is_error())
     }
 
     /// Whether the function asked the client for input (an input round): the call goes on
@@ -402,12 +481,13 @@ impl McpResponse {
         matches!(self.outcome, Outcome::Input(_))
     }
 
-    /// `ok`, `tool_error`, `error` or `input_required`.
+    /// `ok`, `tool_error` (a tool's `isError` result), `error` (a JSON-RPC error: a refusal,
+    /// a failure, [`Context::fail_with`]) or `input_required`.
     pub fn outcome(&self) -> &'static str {
         match &self.outcome {
             Outcome::Reply(Reply::Tool(r)) if r.is_error() => "tool_error",
             Outcome::Reply(_) => "ok",
-            Outcome::Error(_) => "error",
+            Outcome::Error(_) | Outcome::Failed(..) => "error",
             Outcome::Input(_) => "input_required",
         }
     }
@@ -420,6 +500,7 @@ impl McpResponse {
             Outcome::Reply(Reply::Prompt(r)) => len(serde_json::to_vec(r)),
             Outcome::Reply(Reply::Resource(r)) => len(serde_json::to_vec(r)),
             Outcome::Reply(Reply::View(u, h)) => u.len() + h.len(),
+            Outcome::Reply(Reply::Rendered(b)) => b.len(),
             _ => 0,
         }
     }
@@ -594,8 +675,9 @@ impl Layers {
         })
     }
 
-    /// The stack of the function `name` of `kind`, composed once; `None` when no layer
-    /// applies (the function is called without middleware).
+    /// The stack of the function `name` of `kind` (of the operations of `kind`, which call
+    /// no function: `name` empty), composed once; `None` when no layer applies (the function
+    /// is called without middleware).
     pub(crate) fn compose(&self, kind: Kind, name: &str) -> Option<Stack> {
         let applies: Vec<&Wrap> = self
             .list
@@ -603,7 +685,7 @@ impl Layers {
             .filter(|(scope, _)| match scope {
                 Scope::All => true,
                 Scope::Kind(k) => *k == kind,
-                Scope::Named(n) => n == name,
+                Scope::Named(n) => kind.is_function() && n == name,
                 Scope::Declared(n) => kind == Kind::Tool && *n == name,
             })
             .map(|(_, w)| w)
@@ -617,7 +699,7 @@ impl Layers {
             service = wrap(service);
         }
         Some(Stack {
-            service: Arc::new(tokio::sync::Mutex::new(service)),
+            service: SharedService::new(service),
             sensitive: Arc::from(Vec::new()),
         })
     }
@@ -628,7 +710,7 @@ impl Layers {
 /// services do).
 #[derive(Clone)]
 pub(crate) struct Stack {
-    service: Arc<tokio::sync::Mutex<Boxed>>,
+    service: SharedService,
     /// The function's arguments its schema marks `writeOnly`.
     pub(crate) sensitive: Arc<[String]>,
 }
@@ -642,22 +724,111 @@ impl fmt::Debug for Stack {
 impl Stack {
     /// Runs `req` through the stack.
     pub(crate) async fn call(&self, req: McpRequest) -> Result<McpResponse, BoxError> {
-        through(&self.service, req).await
+        self.service.call(req).await
     }
 }
 
-/// Runs `req` through a shared service: ready, called, the lock released before the call's
-/// future runs.
-async fn through(
-    service: &tokio::sync::Mutex<Boxed>,
-    req: McpRequest,
-) -> Result<McpResponse, BoxError> {
-    let fut = {
-        let mut service = service.lock().await;
-        service.ready().await?;
-        service.call(req)
-    };
-    fut.await
+/// A service shared by the concurrent calls of a function: each call takes the service's lock
+/// only to poll its readiness and call it — never across an `.await` — so calls run at the
+/// same time; the futures the service returns run outside the lock. A service that is not
+/// ready (tower's rate limit waiting, a concurrency limit reached) wakes every call that waits
+/// for it when it is, and one of them takes the readiness (a tower service holds the waker of
+/// its last poll only: the calls wait on one waker of their own, which wakes them all).
+#[derive(Clone)]
+pub(crate) struct SharedService {
+    inner: Arc<SharedState>,
+}
+
+struct SharedState {
+    service: std::sync::Mutex<Boxed>,
+    wake: Arc<WakeAll>,
+    /// `wake` as a waker: what the service is polled with.
+    waker: Waker,
+}
+
+/// The calls waiting for a shared service to be ready.
+#[derive(Default)]
+struct WakeAll {
+    /// Counts the wakes: a call that saw the service pending, and a wake since it polled,
+    /// polls again at once.
+    wakes: AtomicU64,
+    waiting: std::sync::Mutex<Vec<Waker>>,
+}
+
+impl Wake for WakeAll {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::AcqRel);
+        let waiting =
+            std::mem::take(&mut *self.waiting.lock().unwrap_or_else(PoisonError::into_inner));
+        for waker in waiting {
+            waker.wake();
+        }
+    }
+}
+
+impl WakeAll {
+    /// `waker` waits for the next wake, unless one came since `seen`.
+    fn wait(&self, waker: &Waker, seen: u64) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.wakes.load(Ordering::Acquire) != seen {
+            drop(waiting);
+            waker.wake_by_ref();
+        } else if !waiting.iter().any(|w| w.will_wake(waker)) {
+            waiting.push(waker.clone());
+        }
+    }
+}
+
+impl fmt::Debug for SharedService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SharedService")
+    }
+}
+
+impl SharedService {
+    pub(crate) fn new(service: Boxed) -> SharedService {
+        let wake = Arc::new(WakeAll::default());
+        SharedService {
+            inner: Arc::new(SharedState {
+                service: std::sync::Mutex::new(service),
+                waker: Waker::from(wake.clone()),
+                wake,
+            }),
+        }
+    }
+
+    /// Runs `req` through the service: ready, called (the lock released), then its future.
+    pub(crate) async fn call(&self, req: McpRequest) -> Result<McpResponse, BoxError> {
+        let mut req = Some(req);
+        let fut = std::future::poll_fn(|cx| self.poll_call(cx, &mut req)).await?;
+        fut.await
+    }
+
+    fn poll_call(
+        &self,
+        cx: &mut TaskContext<'_>,
+        req: &mut Option<McpRequest>,
+    ) -> Poll<Result<<Boxed as Service<McpRequest>>::Future, BoxError>> {
+        let state = &*self.inner;
+        let seen = state.wake.wakes.load(Ordering::Acquire);
+        let mut service = state.service.lock().unwrap_or_else(PoisonError::into_inner);
+        match service.poll_ready(&mut TaskContext::from_waker(&state.waker)) {
+            Poll::Ready(Ok(())) => match req.take() {
+                Some(req) => Poll::Ready(Ok(service.call(req))),
+                None => Poll::Ready(Err(BoxError::from("a call was polled after it was made"))),
+            },
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => {
+                drop(service);
+                state.wake.wait(cx.waker(), seen);
+                Poll::Pending
+            }
+        }
+    }
 }
 
 /// The MCP error for what a layer failed with: an [`RpcError`] as it is; tower's timeout
@@ -727,7 +898,7 @@ impl<F: Clone> Layer<Boxed> for FromFn<F> {
     fn layer(&self, inner: Boxed) -> FromFnService<F> {
         FromFnService {
             f: self.f.clone(),
-            inner: Arc::new(tokio::sync::Mutex::new(inner)),
+            inner: SharedService::new(inner),
         }
     }
 }
@@ -735,12 +906,12 @@ impl<F: Clone> Layer<Boxed> for FromFn<F> {
 /// The service of a [`from_fn`] layer.
 pub struct FromFnService<F> {
     f: F,
-    inner: Arc<tokio::sync::Mutex<Boxed>>,
+    inner: SharedService,
 }
 
 /// The rest of the stack, for a [`from_fn`] closure.
 pub struct Next {
-    inner: Arc<tokio::sync::Mutex<Boxed>>,
+    inner: SharedService,
     function: &'static str,
 }
 
@@ -754,7 +925,7 @@ impl Next {
     /// Runs the rest of the stack (and the function): a failure of an inner layer comes back
     /// as its MCP error.
     pub async fn run(self, req: McpRequest) -> McpResponse {
-        match through(&self.inner, req).await {
+        match self.inner.call(req).await {
             Ok(r) => r,
             Err(e) => McpResponse::error(into_rpc_error(e, self.function)),
         }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use sha2::Digest as _;
 use tower::{Layer, Service};
 
-use super::{BoxError, Boxed, McpRequest, McpResponse, seconds};
+use super::{BoxError, Boxed, McpRequest, McpResponse, SharedService, seconds};
 use crate::handler::BoxFuture;
 use crate::protocol::jsonrpc::{RpcError, code};
 
@@ -344,7 +344,7 @@ impl Layer<Boxed> for RateLimit {
     type Service = RateLimitService;
     fn layer(&self, inner: Boxed) -> RateLimitService {
         RateLimitService {
-            inner: Arc::new(tokio::sync::Mutex::new(inner)),
+            inner: SharedService::new(inner),
             name: self.store_name(),
             limit: self.clone(),
         }
@@ -353,7 +353,7 @@ impl Layer<Boxed> for RateLimit {
 
 /// The service of a [`RateLimit`] layer.
 pub struct RateLimitService {
-    inner: Arc<tokio::sync::Mutex<Boxed>>,
+    inner: SharedService,
     /// The limit's name in its store's keys, made once.
     name: Arc<str>,
     limit: RateLimit,
@@ -380,7 +380,7 @@ impl Service<McpRequest> for RateLimitService {
                     Ok(Some(wait)) => {
                         tracing::info!(name = %req.name(), retry_after_s = seconds(wait).max(1), "a call was refused by a rate limit");
                         return Ok(McpResponse::error(rate_limited(
-                            req.name(),
+                            req.label(),
                             limit.calls,
                             limit.period,
                             wait,
@@ -393,12 +393,12 @@ impl Service<McpRequest> for RateLimitService {
                         tracing::error!(error = %e, "the rate limit's store failed; the call is refused");
                         return Ok(McpResponse::error(RpcError::internal(format!(
                             "Internal error: the rate limit of `{}` cannot be checked now; retry later",
-                            req.name()
+                            req.label()
                         ))));
                     }
                 }
             }
-            super::through(&inner, req).await
+            inner.call(req).await
         })
     }
 }

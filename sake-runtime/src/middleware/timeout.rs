@@ -54,7 +54,7 @@ impl Service<McpRequest> for TimeoutService {
     }
 
     fn call(&mut self, req: McpRequest) -> Self::Future {
-        let name = req.name.clone();
+        let name = req.label().to_owned();
         let limit = self.limit;
         let fut = self.inner.call(req);
         Box::pin(async move {

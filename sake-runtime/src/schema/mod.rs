@@ -37,11 +37,26 @@ const STANDARD_FORMATS: &[&str] = &[
 ];
 
 fn generate<T: JsonSchema + ?Sized>(contract: Contract) -> Value {
-    let settings = SchemaSettings::draft2020_12().with(|s| {
-        s.inline_subschemas = true;
-        s.contract = contract;
-    });
-    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let settings = || {
+        SchemaSettings::draft2020_12().with(|s| {
+            s.inline_subschemas = true;
+            s.contract = contract.clone();
+            // No `$schema`: it would be removed again.
+            s.meta_schema = None;
+        })
+    };
+    // The type's schema without what a root schema adds and sake removes (its `title`, made
+    // from the type's name: a `format!` per function for the macros' generic argument
+    // structs). Only a recursive type needs the root's bookkeeping (its `$defs`, a reference
+    // to itself as `#`), and only such a type leaves definitions behind: it is generated again
+    // as a root.
+    let mut generator = settings().into_generator();
+    let schema = generator.subschema_for::<T>();
+    let schema = if generator.definitions().is_empty() {
+        schema
+    } else {
+        settings().into_generator().into_root_schema_for::<T>()
+    };
     let mut value = schema.to_value();
     if let Value::Object(root) = &mut value {
         root.shift_remove("$schema");

@@ -1,21 +1,99 @@
-//! The catalog's one lookup: what a URI or name a client sends denotes, and whether this
-//! caller may see it.
+//! The catalog: what the server serves, as each caller sees it.
+//!
+//! It owns the [`Registry`] (the definitions), their lists per revision and audience (rendered
+//! on the first request that needs them) with the views of `Authorization::hide_unauthorized`
+//! (only what a caller's scopes allow), the `server/discover` result, and the one lookup of
+//! what a URI or name a client sends denotes.
 //!
 //! Every request that names a definition by URI or name — `resources/read` (of a resource, a
 //! template's match, a skill's file or a view), `resources/subscribe`, a
 //! `subscriptions/listen` filter, `skills/get`, `resources/directory/read`, `prompts/get` —
-//! finds it through [`Shared::denoted`]: the registry's lookup for its [`Kind`], then the
-//! scopes that guard what was found ([`Shared::authorize`]: 401 for an anonymous caller, 403
+//! finds it through [`Catalog::denoted`]: the registry's lookup for its [`Kind`], then the
+//! scopes that guard what was found ([`Callers::authorize`]: 401 for an anonymous caller, 403
 //! for a token without them). A name that denotes nothing gets its kind's error; nothing is
-//! found without the check. A server mounted into this one adds its definitions here: a kind
-//! whose `find` asks it, guarded the same way.
+//! found without the check.
+//!
+//! # The seam (composition)
+//!
+//! A source of definitions other than this server's own functions — a server mounted into
+//! this one, a remote server behind a proxy — plugs in here and must provide, for each
+//! [`Kind`] it serves, a `find` (what a URI or name denotes, or nothing) and the `access` that
+//! guards what it found (its scopes, whether it needs a signed-in caller), and for the lists,
+//! its items per revision and audience with the scopes that guard each (what `lists_of` pages
+//! and renders, filtered by the caller's view). The catalog does the rest the same way for
+//! every source: the check of the caller, the error of a name that denotes nothing, the
+//! paging, the rendering per revision, the caching of the lists.
 
-use serde_json::json;
+use std::sync::Arc;
 
-use super::Shared;
+use base64::Engine as _;
+use bytes::Bytes;
+use serde_json::{Value, json};
+use std::borrow::Cow;
+
+use super::callers::Callers;
 use crate::handler::PromptDef;
+use crate::protocol::Revision;
 use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::render::{self, Cache, CacheScope, ResultEnv};
+use crate::registry::Audience;
 use crate::registry::{Named, Registry};
+
+/// How many filtered views of the lists `caller_lists` keeps.
+#[cfg(feature = "auth")]
+const MAX_VIEWS: usize = 64;
+
+/// Pages of a list, each a rendered result object.
+#[derive(Debug, Default)]
+pub(crate) struct Pages(pub Vec<Bytes>);
+
+/// One revision's lists.
+#[derive(Debug, Default)]
+pub(crate) struct RevisionLists {
+    pub tools: Pages,
+    pub prompts: Pages,
+    pub resources: Pages,
+    pub templates: Pages,
+    /// `skills/list` (the skills extension; empty where the revision has none).
+    pub skills: Pages,
+}
+
+/// What one view of the server shows, each revision's lists for each audience (what the
+/// client declared that changes them: MCP Apps) rendered on the first request that needs
+/// them ([`Catalog::lists_of`]): a server of a thousand tools starts without rendering them
+/// four times, and one without MCP Apps renders each revision's once.
+#[derive(Debug, Default)]
+pub(crate) struct Lists {
+    /// Which of `Catalog::scope_sets` the view holds; `None`: everything is shown.
+    view: Option<Vec<bool>>,
+    by_revision: [[std::sync::OnceLock<RevisionLists>; Audience::COUNT]; Revision::COUNT],
+}
+
+/// The catalog of a server (see the module's documentation).
+pub(crate) struct Catalog {
+    /// The definitions.
+    pub registry: Registry,
+    /// How results are rendered (the server's info and cache hints).
+    env: ResultEnv,
+    page_size: Option<usize>,
+    /// Everything, as every caller sees it unless `Authorization::hide_unauthorized` is on.
+    lists: Lists,
+    /// The `server/discover` result, by revision.
+    pub discover: [Bytes; Revision::COUNT],
+    /// Who may see what.
+    callers: Arc<Callers>,
+    /// The distinct scope sets functions name, for the views of `caller_lists`.
+    scope_sets: Vec<&'static [&'static str]>,
+    /// For the views of `caller_lists` (feature `auth`).
+    #[cfg(feature = "auth")]
+    auth: Option<Arc<crate::auth::Authorization>>,
+    /// Filtered lists by view (which of `scope_sets` the caller holds).
+    #[cfg(feature = "auth")]
+    views: std::sync::Mutex<std::collections::HashMap<Vec<bool>, Arc<Lists>>>,
+    /// Definitions fetched from elsewhere (`Server::proxy`), served after the registry's.
+    pub sources: super::source::Sources,
+}
+
 use crate::skills::{DirAt, Served};
 
 /// A kind of definition a client names by URI or name.
@@ -110,10 +188,44 @@ impl Kind for Prompt {
     }
 }
 
-impl Shared {
+impl Catalog {
+    pub(crate) fn new(
+        registry: Registry,
+        env: ResultEnv,
+        page_size: Option<usize>,
+        discover: [Bytes; Revision::COUNT],
+        callers: Arc<Callers>,
+        sources: super::source::Sources,
+        #[cfg(feature = "auth")] auth: Option<Arc<crate::auth::Authorization>>,
+    ) -> Catalog {
+        Catalog {
+            scope_sets: registry.scope_sets(),
+            registry,
+            env,
+            page_size,
+            lists: Lists::default(),
+            discover,
+            callers,
+            #[cfg(feature = "auth")]
+            auth,
+            #[cfg(feature = "auth")]
+            views: Default::default(),
+            sources,
+        }
+    }
+
+    /// The source (`Server::proxy`) that serves `key` of `kind`, when the registry does not.
+    pub(crate) fn source_of(
+        &self,
+        kind: super::source::ListKind,
+        key: &str,
+    ) -> Option<Arc<dyn super::source::Source>> {
+        self.sources.iter().find(|s| s.owns(kind, key)).cloned()
+    }
+
     /// What `key` denotes as a `K`, if the caller (its request's `extensions`) may see it:
     /// the kind's error for a key that denotes nothing, the 401 or 403 of
-    /// [`Shared::authorize`] for a caller without the scopes that guard it.
+    /// [`Callers::authorize`] for a caller without the scopes that guard it.
     pub(crate) fn denoted<K: Kind>(
         &self,
         extensions: &http::Extensions,
@@ -121,7 +233,7 @@ impl Shared {
     ) -> Result<K::Found<'_>, RpcError> {
         let found = K::find(&self.registry, key).ok_or_else(|| K::unknown(&self.registry, key))?;
         let (scopes, principal) = K::access(&found);
-        self.authorize(
+        self.callers.authorize(
             extensions,
             format_args!("{} `{key}`", K::WHAT),
             scopes,
@@ -155,4 +267,194 @@ impl Shared {
         }
         self.denoted::<Resource>(extensions, uri).map(drop)
     }
+
+    /// Every caller's lists of `rev`, as `audience` sees them.
+    pub(crate) fn lists(&self, rev: Revision, audience: Audience) -> &RevisionLists {
+        self.lists_of(&self.lists, rev, audience)
+    }
+
+    /// The lists of `rev` in `lists`' view, as `audience` sees them: rendered on the first
+    /// request that needs them, then served as they are. Requests that arrive while they are
+    /// being rendered wait for them.
+    pub(crate) fn lists_of<'a>(
+        &self,
+        lists: &'a Lists,
+        rev: Revision,
+        audience: Audience,
+    ) -> &'a RevisionLists {
+        lists.by_revision[rev.index()][audience.index()].get_or_init(|| {
+            let _span =
+                tracing::debug_span!("build_lists", revision = rev.as_str(), apps = audience.apps)
+                    .entered();
+            let shown = |scopes: &[&str]| self.shown(lists, scopes);
+            revision_lists(
+                &self.registry,
+                &self.env,
+                self.page_size,
+                rev,
+                &shown,
+                audience,
+            )
+        })
+    }
+
+    /// Whether `lists`' view shows a function that names `scopes`.
+    pub(crate) fn shown(&self, lists: &Lists, scopes: &[&str]) -> bool {
+        match &lists.view {
+            None => true,
+            Some(view) => {
+                scopes.is_empty()
+                    || self
+                        .scope_sets
+                        .iter()
+                        .position(|s| *s == scopes)
+                        .is_some_and(|i| view.get(i).copied().unwrap_or(false))
+            }
+        }
+    }
+
+    /// The view of the lists a caller sees when `Authorization::hide_unauthorized` is on:
+    /// only what their scopes allow. One per distinct view (which scope sets the caller holds),
+    /// kept, at most [`MAX_VIEWS`] of them; its lists are rendered as `lists_of` needs them.
+    /// `None`: everyone sees the same lists.
+    #[cfg(feature = "auth")]
+    pub(crate) fn caller_lists(&self, extensions: &http::Extensions) -> Option<Arc<Lists>> {
+        let auth = self.auth.as_ref().filter(|a| a.hide_unauthorized)?;
+        if self.scope_sets.is_empty() {
+            return None;
+        }
+        let principal = extensions.get::<crate::auth::Principal>();
+        let view: Vec<bool> = self
+            .scope_sets
+            .iter()
+            .map(|set| principal.is_some_and(|p| auth.missing(p, set).is_empty()))
+            .collect();
+        let mut views = self.views.lock().ok()?;
+        if let Some(lists) = views.get(&view) {
+            return Some(lists.clone());
+        }
+        if views.len() >= MAX_VIEWS {
+            views.clear();
+        }
+        let lists = Arc::new(Lists {
+            view: Some(view.clone()),
+            by_revision: Default::default(),
+        });
+        views.insert(view, lists.clone());
+        Some(lists)
+    }
+}
+
+/// One revision's lists of what `visible` shows to `audience`, paged and rendered.
+///
+/// On a server with MCP Apps the tools and resources lists differ with what the client
+/// declared: they say `cacheScope: "private"`, so that no cache shared between clients (a
+/// gateway) serves one client's list to another.
+fn revision_lists(
+    registry: &Registry,
+    env: &ResultEnv,
+    page_size: Option<usize>,
+    rev: Revision,
+    visible: crate::registry::Visible<'_>,
+    audience: Audience,
+) -> RevisionLists {
+    let page = |kind: &str, key: &str, items: Vec<Value>| {
+        paginate(rev, env, page_size, Cache::Cacheable, kind, key, items)
+    };
+    let mut per_client = env.clone();
+    per_client.cache.scope = CacheScope::Private;
+    let page_per_client = |varies: bool, kind: &str, key: &str, items: Vec<Value>| {
+        let env = if varies { &per_client } else { env };
+        paginate(rev, env, page_size, Cache::Cacheable, kind, key, items)
+    };
+    RevisionLists {
+        tools: page_per_client(
+            registry.tools_depend_on_apps(),
+            "tools",
+            "tools",
+            registry.tools_visible(rev, visible, audience),
+        ),
+        prompts: page("prompts", "prompts", registry.prompts_visible(rev, visible)),
+        resources: page_per_client(
+            registry.resources_depend_on_apps(),
+            "resources",
+            "resources",
+            registry.resources_visible(rev, visible, audience),
+        ),
+        templates: page(
+            "templates",
+            "resourceTemplates",
+            registry.templates_visible(rev, visible),
+        ),
+        skills: page("skills", "skills", registry.skills_visible(rev, visible)),
+    }
+}
+
+pub(crate) fn paginate(
+    rev: Revision,
+    env: &ResultEnv,
+    page_size: Option<usize>,
+    cache: Cache,
+    kind: &str,
+    key: &str,
+    items: Vec<Value>,
+) -> Pages {
+    let size = page_size.unwrap_or(usize::MAX).max(1);
+    let mut chunks: Vec<Vec<Value>> = Vec::new();
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
+        chunks.push(items.by_ref().take(size).collect());
+    }
+    if chunks.is_empty() {
+        chunks.push(Vec::new());
+    }
+    let count = chunks.len();
+    Pages(
+        chunks
+            .into_iter()
+            .enumerate()
+            .map(|(i, chunk)| {
+                let mut body = serde_json::Map::new();
+                body.insert(key.to_owned(), Value::Array(chunk));
+                if i + 1 < count {
+                    body.insert(
+                        "nextCursor".into(),
+                        Value::String(encode_cursor(kind, i + 1)),
+                    );
+                }
+                Bytes::from(render::result_value(rev, env, cache, Value::Object(body)))
+            })
+            .collect(),
+    )
+}
+
+fn encode_cursor(kind: &str, page: usize) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{kind}:{page}"))
+}
+
+/// Reads a cursor of a list of `kind`: the page it points to, or -32602.
+pub(crate) fn decode_cursor(
+    kind: &str,
+    cursor: Option<&str>,
+    pages: usize,
+) -> Result<usize, RpcError> {
+    let Some(cursor) = cursor else { return Ok(0) };
+    let bad = || {
+        RpcError::invalid_params(format!(
+            "Invalid cursor {cursor:?}: pass a `nextCursor` from this list unchanged"
+        ))
+    };
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| bad())?;
+    let text: Cow<'_, str> = String::from_utf8_lossy(&raw);
+    let page = text
+        .strip_prefix(kind)
+        .and_then(|r| r.strip_prefix(':'))
+        .and_then(|n| n.parse::<usize>().ok())
+        .ok_or_else(bad)?;
+    if page == 0 || page >= pages {
+        return Err(bad());
+    }
+    Ok(page)
 }

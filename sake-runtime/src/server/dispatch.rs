@@ -14,10 +14,10 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::catalog;
+use super::Shared;
+use super::catalog::{self, Pages, decode_cursor};
 use super::invoker::{Call, Function, Prompt, Resource, Round, Step, Tool, View};
 use super::source::{ListKind, Remote, Source};
-use super::{Pages, Shared, decode_cursor};
 use crate::handler::context::{Context, RequestParts};
 use crate::handler::input::{Mrtr, RoundKey, merge_capabilities};
 use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport};
@@ -56,6 +56,14 @@ pub(crate) enum Dispatched {
 impl Dispatched {
     fn err(rev: Revision, e: RpcError) -> Self {
         Dispatched::Ready(Err(render::error(rev, e)))
+    }
+
+    /// The answer as a future, ready or not.
+    fn into_future(self) -> BoxFuture<Result<Bytes, RpcError>> {
+        match self {
+            Dispatched::Ready(out) => Box::pin(std::future::ready(out)),
+            Dispatched::Pending(fut) => fut,
+        }
     }
 }
 
@@ -102,7 +110,9 @@ impl Shared {
             Needs::Completions => c.completions.is_some(),
             Needs::Logging => c.logging.is_some(),
             Needs::Tasks => self.tasks.is_some(),
-            Needs::Skills => !self.registry.skills.is_empty() || !self.config.sources.is_empty(),
+            Needs::Skills => {
+                !self.catalog.registry.skills.is_empty() || !self.catalog.sources.is_empty()
+            }
         }
     }
 
@@ -115,15 +125,26 @@ impl Shared {
         params: &Params<'_>,
     ) -> Dispatched {
         // A signed-in caller's request that runs ends when the caller is signed out.
-        let watch = self.watch_caller(&parts.extensions);
-        match (self.dispatch_now(parts, method, params), watch) {
+        let watch = self.callers.watch_caller(&parts.extensions);
+        // An operation that calls no function passes its layers here (a function's call, in
+        // the invoker); without layers, nothing more happens.
+        let layered = match self.invoker.stacks() {
+            Some(stacks) => super::operations::admit(self, stacks, &parts, method, params),
+            None => None,
+        };
+        let dispatched = self.dispatch_now(parts, method, params);
+        let dispatched = match layered {
+            Some(layered) => Dispatched::Pending(layered.around(self, dispatched.into_future())),
+            None => dispatched,
+        };
+        match (dispatched, watch) {
             (Dispatched::Pending(fut), Some(watch)) => {
                 let shared = self.clone();
                 Dispatched::Pending(Box::pin(async move {
                     tokio::select! {
                         biased;
                         out = fut => out,
-                        () = watch.revoked() => Err(shared.signed_out()),
+                        () = watch.revoked() => Err(shared.callers.signed_out()),
                     }
                 }))
             }
@@ -154,10 +175,10 @@ impl Shared {
         };
         match method {
             Method::Discover => {
-                Dispatched::Ready(Ok(self.discover[parts.revision.index()].clone()))
+                Dispatched::Ready(Ok(self.catalog.discover[parts.revision.index()].clone()))
             }
             Method::SkillsList | Method::SkillsGet | Method::DirectoryRead
-                if self.registry.skills.is_empty() && !self.config.sources.is_empty() =>
+                if self.catalog.registry.skills.is_empty() && !self.catalog.sources.is_empty() =>
             {
                 self.forward_skills(&parts, method, params)
                     .unwrap_or_else(|e| Dispatched::err(rev, e))
@@ -167,17 +188,20 @@ impl Shared {
             | Method::ResourcesList
             | Method::ResourceTemplatesList
             | Method::SkillsList => {
-                let audience = self.registry.audience(&parts.meta.client_capabilities);
+                let audience = self
+                    .catalog
+                    .registry
+                    .audience(&parts.meta.client_capabilities);
                 #[cfg(feature = "auth")]
-                let filtered = self.caller_lists(&parts.extensions);
+                let filtered = self.catalog.caller_lists(&parts.extensions);
                 #[cfg(feature = "auth")]
                 let lists = match &filtered {
-                    Some(view) => self.lists_of(view, rev, audience),
-                    None => self.lists(rev, audience),
+                    Some(view) => self.catalog.lists_of(view, rev, audience),
+                    None => self.catalog.lists(rev, audience),
                 };
                 #[cfg(not(feature = "auth"))]
-                let lists = self.lists(rev, audience);
-                if !self.config.sources.is_empty() && method != Method::SkillsList {
+                let lists = self.catalog.lists(rev, audience);
+                if !self.catalog.sources.is_empty() && method != Method::SkillsList {
                     #[cfg(feature = "auth")]
                     let view = filtered.as_deref();
                     #[cfg(not(feature = "auth"))]
@@ -245,7 +269,7 @@ impl Shared {
         finish: Finish<F::Output>,
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
-        let mut running = self.invoker().start(Call {
+        let mut running = self.invoker.start(Call {
             parts,
             function,
             round: Round::OfRequest {
@@ -306,7 +330,7 @@ impl Shared {
         params
             .name
             .and_then(raw_str)
-            .and_then(|name| self.registry.tool(&name))
+            .and_then(|name| self.catalog.registry.tool(&name))
             .is_none_or(|entry| entry.def.context)
     }
 
@@ -317,8 +341,8 @@ impl Shared {
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
         let name = required(params.name, "name")?;
-        let Some(entry) = self.registry.tool(&name) else {
-            if let Some(source) = self.source_of(ListKind::Tools, &name) {
+        let Some(entry) = self.catalog.registry.tool(&name) else {
+            if let Some(source) = self.catalog.source_of(ListKind::Tools, &name) {
                 let mut forwarded = serde_json::Map::new();
                 forwarded.insert("name".into(), json!(name));
                 if let Some(args) = object_or_absent(params.arguments, "arguments")? {
@@ -360,7 +384,7 @@ impl Shared {
             return Err(apps::missing_extension(&name));
         }
         let def = entry.def;
-        self.authorize(
+        self.callers.authorize(
             &parts.extensions,
             format_args!("tool `{name}`"),
             def.scopes,
@@ -384,6 +408,14 @@ impl Shared {
             return Err(render::error(rev, RpcError::missing_capability(required)));
         }
         let arguments = object_or_absent(params.arguments, "arguments")?;
+        // Composition (compose/transform.rs): fixed and default arguments, put in before the
+        // function decodes them (and before the layers and a task see them).
+        let edited = entry
+            .edit
+            .as_ref()
+            .map(|e| e.apply(arguments))
+            .transpose()?;
+        let arguments = edited.as_deref().or(arguments);
         let key = RoundKey {
             method: "tools/call",
             name: Cow::Borrowed(def.name),
@@ -415,8 +447,8 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let name = required(params.name, "name")?;
-        if self.registry.prompt(&name).is_none()
-            && let Some(source) = self.source_of(ListKind::Prompts, &name)
+        if self.catalog.registry.prompt(&name).is_none()
+            && let Some(source) = self.catalog.source_of(ListKind::Prompts, &name)
         {
             let mut forwarded = serde_json::Map::new();
             forwarded.insert("name".into(), json!(name));
@@ -443,7 +475,9 @@ impl Shared {
                 finish_prompt,
             );
         }
-        let def = self.denoted::<catalog::Prompt>(&parts.extensions, &name)?;
+                let def = self
+            .catalog
+            .denoted::<catalog::Prompt>(&parts.extensions, &name)?;
         let arguments = object_or_absent(params.arguments, "arguments")?;
         let key = RoundKey {
             method: "prompts/get",
@@ -466,8 +500,8 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let uri = required(params.uri, "uri")?.into_owned();
-        if self.registry.named(&uri).is_none()
-            && let Some(source) = self.source_of(ListKind::Resources, &uri)
+        if self.catalog.registry.named(&uri).is_none()
+            && let Some(source) = self.catalog.source_of(ListKind::Resources, &uri)
         {
             let mut forwarded = serde_json::Map::new();
             forwarded.insert("uri".into(), json!(uri));
@@ -491,7 +525,10 @@ impl Shared {
                 finish_resource,
             );
         }
-        let (def, vars) = match self.denoted::<catalog::Resource>(&parts.extensions, &uri)? {
+        let (def, vars) = match self
+            .catalog
+            .denoted::<catalog::Resource>(&parts.extensions, &uri)?
+        {
             Named::SkillFile(file) => return self.read_skill_file(&parts, &uri, file),
             Named::View(view) => return self.read_view(parts, params, view),
             Named::Resource(def, vars) => (def, vars),
@@ -546,7 +583,10 @@ impl Shared {
                     View { uri, html: make },
                     (key, None),
                     params,
-                    |shared, rev, (uri, html), round| match (html, shared.registry.view(uri)) {
+                    |shared, rev, (uri, html), round| match (
+                        html,
+                        shared.catalog.registry.view(uri),
+                    ) {
                         (Ok(html), Some(view)) => Ok(Bytes::from(render::result(
                             rev,
                             &shared.env,
@@ -622,18 +662,18 @@ impl Shared {
         // A completion runs for whoever may use its prompt or template, as prompts/get and
         // resources/read check: the same 401 or 403, before anything of it runs.
         let remote = match &reference {
-            Ref::Prompt { name } if self.registry.prompt(name).is_none() => {
-                self.source_of(ListKind::Prompts, name)
+            Ref::Prompt { name } if self.catalog.registry.prompt(name).is_none() => {
+                self.catalog.source_of(ListKind::Prompts, name)
             }
             Ref::Resource { uri }
-                if self.registry.static_resource(uri).is_none()
+                if self.catalog.registry.static_resource(uri).is_none()
                     && !self
                         .registry
                         .templates
                         .iter()
                         .any(|t| t.def.uri == uri.as_str()) =>
             {
-                self.source_of(ListKind::Templates, uri)
+                self.catalog.source_of(ListKind::Templates, uri)
             }
             _ => None,
         };
@@ -667,11 +707,11 @@ impl Shared {
         }
         let completer: Option<CompleteFn> = match &reference {
             Ref::Prompt { name } => {
-                let def = self
-                    .registry
-                    .prompt(name)
-                    .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
-                self.authorize(
+                let def =
+                    self.catalog.registry.prompt(name).ok_or_else(|| {
+                        RpcError::invalid_params(format!("Unknown prompt: {name}"))
+                    })?;
+                self.callers.authorize(
                     &parts.extensions,
                     format_args!("prompt `{name}`"),
                     def.scopes,
@@ -681,17 +721,18 @@ impl Shared {
             }
             Ref::Resource { uri } => {
                 let def = match self
+                    .catalog
                     .registry
                     .templates
                     .iter()
                     .find(|t| t.def.uri == uri.as_str())
                 {
                     Some(t) => t.def,
-                    None => self.registry.static_resource(uri).ok_or_else(|| {
+                    None => self.catalog.registry.static_resource(uri).ok_or_else(|| {
                         RpcError::invalid_params(format!("Unknown resource or template: {uri}"))
                     })?,
                 };
-                self.authorize(
+                self.callers.authorize(
                     &parts.extensions,
                     format_args!("resource `{uri}`"),
                     def.scopes,
@@ -725,7 +766,7 @@ impl Shared {
             Ref::Prompt { name } => name,
             Ref::Resource { uri } => uri,
         };
-        let mut running = self.invoker().complete(complete, request, label)?;
+        let mut running = self.invoker.complete(complete, request, label)?;
         let limit = self.config.limits.request_timeout;
         Ok(Dispatched::Pending(Box::pin(async move {
             let c = match running.within(limit).await? {
@@ -814,15 +855,6 @@ fn raw_value(raw: &RawValue) -> Result<serde_json::Value, RpcError> {
 }
 
 impl Shared {
-    /// The source (`Server::proxy`) that serves `key` of `kind`, when the registry does not.
-    pub(crate) fn source_of(&self, kind: ListKind, key: &str) -> Option<Arc<dyn Source>> {
-        self.config
-            .sources
-            .iter()
-            .find(|s| s.owns(kind, key))
-            .cloned()
-    }
-
     /// The skills extension's requests on a server whose skills are its sources' (a gateway):
     /// `skills/list` of its first source, `skills/get` and `resources/directory/read` of the
     /// source that serves the URI, forwarded as they are.
@@ -840,10 +872,10 @@ impl Shared {
             }
         }
         let source = match method {
-            Method::SkillsList => self.config.sources.first().cloned(),
+            Method::SkillsList => self.catalog.sources.first().cloned(),
             _ => {
                 let uri = required(params.uri, "uri")?;
-                self.source_of(ListKind::Resources, &uri)
+                self.catalog.source_of(ListKind::Resources, &uri)
             }
         };
         let Some(source) = source else {
@@ -886,7 +918,7 @@ impl Shared {
         parts: &RequestParts,
         method: Method,
         params: &Params<'_>,
-        view: Option<&super::Lists>,
+        view: Option<&catalog::Lists>,
         audience: crate::registry::Audience,
     ) -> Dispatched {
         let rev = parts.revision;
@@ -904,22 +936,22 @@ impl Shared {
             Ok(c) => c.map(Cow::into_owned),
             Err(e) => return Dispatched::err(rev, e),
         };
-        let shown = |scopes: &[&str]| view.is_none_or(|v| self.shown(v, scopes));
+        let shown = |scopes: &[&str]| view.is_none_or(|v| self.catalog.shown(v, scopes));
         let local = match kind {
-            ListKind::Tools => self.registry.tools_visible(rev, &shown, audience),
-            ListKind::Prompts => self.registry.prompts_visible(rev, &shown),
-            ListKind::Resources => self.registry.resources_visible(rev, &shown, audience),
-            ListKind::Templates => self.registry.templates_visible(rev, &shown),
+            ListKind::Tools => self.catalog.registry.tools_visible(rev, &shown, audience),
+            ListKind::Prompts => self.catalog.registry.prompts_visible(rev, &shown),
+            ListKind::Resources => self.catalog.registry.resources_visible(rev, &shown, audience),
+            ListKind::Templates => self.catalog.registry.templates_visible(rev, &shown),
         };
         let shared = self.clone();
         Dispatched::Pending(Box::pin(async move {
             let mut items = local;
             // Every source at once: a slow one delays the list by its own time only.
             let all = futures_util::future::join_all(
-                shared.config.sources.iter().map(|source| source.list(kind)),
+                shared.catalog.sources.iter().map(|source| source.list(kind)),
             )
             .await;
-            for (source, listed) in shared.config.sources.iter().zip(all) {
+            for (source, listed) in shared.catalog.sources.iter().zip(all) {
                 let listed = match listed {
                     Ok(listed) => listed,
                     Err(e) => {
@@ -955,7 +987,7 @@ impl Shared {
                     }
                 }
             }
-            let pages = super::paginate(
+            let pages = catalog::paginate(
                 rev,
                 &shared.env,
                 &shared.config,

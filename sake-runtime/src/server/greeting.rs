@@ -50,7 +50,7 @@ pub(crate) fn greet(shared: &Shared, at: At<'_>) -> bool {
         At::Http { .. } => None,
     };
     let text = text(
-        &shared.registry,
+        &shared.catalog.registry,
         &shared.config.info.name,
         &shared.config.info.version,
         at,

@@ -23,7 +23,7 @@ pub(crate) enum SubscribeRefused {
 /// counts against the client that made it (see `records`).
 pub(crate) struct Hub {
     /// `resources/subscribe` of handshake sessions, by session id.
-    /// Each URI with the bytes it holds of its client's share (`Shared::hold`).
+    /// Each URI with the bytes it holds of its client's share (`Admission::hold`).
     subscriptions: Mutex<Records<String, HashMap<Box<str>, Held>>>,
     /// `logging/setLevel` of handshake sessions, by session id, for clients that keep sending
     /// the session id of `initialize` rather than the re-minted one that carries the level.

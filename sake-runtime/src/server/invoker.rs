@@ -13,9 +13,22 @@
 //! - cancels what the function spawned when its future is dropped before it returned.
 //!
 //! Dispatch awaits a `Running` under `request_timeout` ([`Running::within`]); the tasks
-//! extension polls it once inside the request, then drives it in the background. A policy
-//! layer (middleware on every call) wraps [`Invoker::start`]: it sees which function is
-//! called, by whom (the parts' extensions) and with what, and may refuse or observe the call.
+//! extension polls it once inside the request, then drives it in the background.
+//!
+//! The invoker is a service of its own (`Shared::invoker`): it is given at start-up what it
+//! needs — the layers' stacks, the state map, the signer of input rounds, the callers, the
+//! notifier — and reaches into nothing else of the engine.
+//!
+//! # The seam (middleware)
+//!
+//! A policy layer (`Server::layer`) wraps the call inside [`Invoker::start`]: before any user
+//! code runs it sees an `McpRequest` — the function's [`Kind`], its name and declared name
+//! or URI, its arguments as sent, the caller (`principal`: the name
+//! [`Callers`] worked out once for the request; the peer's address
+//! and network), whether it only reads, whether it answers an input round or runs as a task,
+//! and the `Context` — and may refuse the call, change what is handed on, or observe the
+//! response. The innermost step calls the function with the same panic and input-round
+//! handling as a call without layers.
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -30,15 +43,19 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::{PeerAddr, Shared};
+use super::PeerAddr;
+use super::callers::Callers;
 use crate::handler::context::{CallState, Context, RequestParts};
+use crate::handler::events::Notifier;
 use crate::handler::input::{InputChannel, Mrtr, RoundKey, RoundOutcome};
+use crate::handler::state::StateMap;
 use crate::handler::{
     BoxFuture, CompleteFn, CompletionRequest, PromptDef, ResourceDef, ResourceRequest, ToolDef,
 };
 use crate::middleware::{self, Kind, McpRequest, McpResponse, Outcome, Reply, Stack};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::types::{CallToolResult, Completion, GetPromptResult, ReadResourceResult};
+use crate::signing::Signer;
 
 /// A user function, with what it is called with.
 pub(crate) trait Function {
@@ -77,9 +94,15 @@ pub(crate) trait Output: Send + Sized + 'static {
     /// The output a response stands for: a reply of another kind is an error.
     fn from_response(response: McpResponse) -> Result<Step<Self>, RpcError> {
         match response.outcome {
-            Outcome::Reply(reply) => Self::from_reply(reply).map(Step::Returned).ok_or_else(|| {
-                RpcError::internal("Internal error: a layer answered with a result of another kind")
-            }),
+            // A function that recorded a protocol error returned: the dispatcher reads the
+            // error where it was recorded, as without layers.
+            Outcome::Reply(reply) | Outcome::Failed(reply, _) => {
+                Self::from_reply(reply).map(Step::Returned).ok_or_else(|| {
+                    RpcError::internal(
+                        "Internal error: a layer answered with a result of another kind",
+                    )
+                })
+            }
             Outcome::Error(e) => Self::from_error(e).map(Step::Returned),
             Outcome::Input(asked) => Ok(Step::Asked(asked)),
         }
@@ -432,18 +455,45 @@ impl<T> Future for Running<T> {
 }
 
 /// The invoker of a server (see the module's documentation).
-pub(crate) struct Invoker<'s> {
-    shared: &'s Shared,
+pub(crate) struct Invoker {
+    /// The middleware of each function some layer applies to (`Server::layer`); `None`
+    /// without layers.
+    stacks: Option<Stacks>,
+    /// Signs and checks an input round's `requestState` (the server's session key).
+    signer: Signer,
+    /// Who calls: the round's key and a layer's `principal` name the caller.
+    callers: Arc<Callers>,
+    /// What a function's `Context` publishes events with, and the state it reads.
+    notifier: Notifier,
+    states: Arc<StateMap>,
+    /// `Limits::ipv6_client_prefix`: a layer's `client_network`.
+    ipv6_client_prefix: u8,
 }
 
-impl Shared {
-    /// The invoker, the one caller of user functions.
-    pub(crate) fn invoker(&self) -> Invoker<'_> {
-        Invoker { shared: self }
+impl Invoker {
+    /// The layers of every kind of operation, when some apply (`Server::layer`).
+    pub(crate) fn stacks(&self) -> Option<&Stacks> {
+        self.stacks.as_ref()
     }
-}
 
-impl Invoker<'_> {
+    pub(crate) fn new(
+        stacks: Option<Stacks>,
+        signer: Signer,
+        callers: Arc<Callers>,
+        notifier: Notifier,
+        states: Arc<StateMap>,
+        ipv6_client_prefix: u8,
+    ) -> Invoker {
+        Invoker {
+            stacks,
+            signer,
+            callers,
+            notifier,
+            states,
+            ipv6_client_prefix,
+        }
+    }
+
     /// Starts a call: its round, its `Context`, the function called (a panic in the call
     /// fails it, logged). Errors: the round's `requestState` or `inputResponses` are
     /// invalid (-32602), or the function panicked.
@@ -456,12 +506,11 @@ impl Invoker<'_> {
             function,
             round,
         } = call;
-        let shared = self.shared;
         let takes_context = function.takes_context() || round.for_task();
         let continues = round.continues();
         let for_task = round.for_task();
         // The layers, when any applies to the function: composed at start-up.
-        let stack = match &shared.stacks {
+        let stack = match &self.stacks {
             Some(stacks) => stacks.get(F::KIND, function.declared()),
             None => None,
         };
@@ -477,13 +526,8 @@ impl Invoker<'_> {
                     // The arguments' text only for a round's key: a call without one never
                     // needs it.
                     key.arguments = arguments_text(&parts, arguments);
-                    key.principal = shared.caller_name(&parts.extensions);
-                    Some(Mrtr::start(
-                        shared.sessions.signer(),
-                        key,
-                        state,
-                        responses,
-                    )?)
+                    key.principal = self.callers.caller_name(&parts.extensions);
+                    Some(Mrtr::start(&self.signer, key, state, responses)?)
                 } else {
                     None
                 }
@@ -492,12 +536,7 @@ impl Invoker<'_> {
                 key,
                 state,
                 responses,
-            } => Some(Mrtr::start(
-                shared.sessions.signer(),
-                key,
-                state,
-                responses,
-            )?),
+            } => Some(Mrtr::start(&self.signer, key, state, responses)?),
             Round::Resumed { key, answers } => Some(Mrtr::with_answers(key, answers)),
         }
         .map(Arc::new);
@@ -509,9 +548,10 @@ impl Invoker<'_> {
             Some(_) => arguments_text(&parts, function.arguments()),
             None => None,
         };
-        parts.notifier = Some(shared.notifier.clone());
-        parts.states = Some(shared.states.clone());
+        parts.notifier = Some(self.notifier.clone());
+        parts.states = Some(self.states.clone());
         let call = parts.call.clone();
+        let transport = parts.transport;
         let name = function.name();
         let (ctx, cancel) = if takes_context {
             let (ctx, cancel) = Context::new(parts, Some(name.clone()));
@@ -525,13 +565,13 @@ impl Invoker<'_> {
                     .map_err(|panic| panicked(&name, panic.as_ref()))?,
             ),
             Some(stack) => Body::Layered(layered(
-                shared,
+                self,
                 stack,
                 function,
                 ctx,
                 layered_arguments,
                 round.clone(),
-                (continues, for_task),
+                (continues, for_task, transport),
             )),
         };
         Ok(Running {
@@ -569,21 +609,22 @@ impl Invoker<'_> {
 /// function (a panic there, or on a poll, fails the call as a response the layers see; the
 /// function's input round ends it with the questions).
 fn layered<F: Function>(
-    shared: &Shared,
+    invoker: &Invoker,
     stack: Stack,
     function: F,
     ctx: Context,
     arguments: Option<Bytes>,
     round: Option<Arc<Mrtr>>,
-    (continuation, task): (bool, bool),
+    (continuation, task, transport): (bool, bool, middleware::Transport),
 ) -> BoxFuture<Result<Step<F::Output>, RpcError>> {
     let name = function.name();
     let declared = function.declared();
     let extensions = ctx.extensions();
-    let principal = shared.caller_name(extensions);
+    let principal = invoker.callers.caller_name(extensions);
     let client_addr = extensions.get::<PeerAddr>().map(|p| p.ip);
     let read_only = function.read_only();
     let detached = function.detach();
+    let call = ctx.call_state().clone();
     let inner_name = name.clone();
     let run: middleware::Run = Box::new(move |arguments, ctx| {
         let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| detached(arguments, ctx))) {
@@ -597,6 +638,7 @@ fn layered<F: Function>(
             fut,
             name: inner_name,
             round,
+            call,
         })
     });
     let mut req = McpRequest::new(
@@ -607,11 +649,17 @@ fn layered<F: Function>(
         principal,
         client_addr,
         ctx,
-        run,
+        Some(run),
     );
-    req.client_network = client_addr.map(|ip| shared.client_network(ip));
+    req.client_network =
+        client_addr.map(|ip| crate::quota::client_network(ip, invoker.ipv6_client_prefix));
     req.continuation = continuation;
     req.task = task;
+    req.transport = transport;
+    #[cfg(feature = "auth")]
+    {
+        req.auth = invoker.callers.auth();
+    }
     req.read_only = read_only;
     req.sensitive = stack.sensitive.clone();
     Box::pin(async move {
@@ -627,6 +675,7 @@ struct Innermost<T> {
     fut: BoxFuture<T>,
     name: Cow<'static, str>,
     round: Option<Arc<Mrtr>>,
+    call: Arc<CallState>,
 }
 
 impl<T: Output> Future for Innermost<T> {
@@ -636,7 +685,20 @@ impl<T: Output> Future for Innermost<T> {
         let this = &mut *self;
         match std::panic::catch_unwind(AssertUnwindSafe(|| this.fut.as_mut().poll(cx))) {
             Err(panic) => Poll::Ready(McpResponse::error(panicked(&this.name, panic.as_ref()))),
-            Ok(Poll::Ready(v)) => Poll::Ready(v.into_response()),
+            Ok(Poll::Ready(v)) => {
+                let mut response = v.into_response();
+                // What the dispatcher will end the call with instead (`Running::failure`):
+                // the layers see the call fail.
+                let failure = match this.round.as_ref().and_then(|r| r.invalid()) {
+                    Some(msg) => Some(RpcError::invalid_params(format!("Invalid params: {msg}"))),
+                    None => this.call.failure(),
+                };
+                response.outcome = match (failure, response.outcome) {
+                    (Some(e), Outcome::Reply(reply)) => Outcome::Failed(reply, e),
+                    (_, outcome) => outcome,
+                };
+                Poll::Ready(response)
+            }
             Ok(Poll::Pending) => match this.round.as_ref().and_then(|r| r.poll_pending()) {
                 Some(RoundOutcome::InputRequired(asked)) => Poll::Ready(McpResponse::input(asked)),
                 None => Poll::Pending,
@@ -649,6 +711,9 @@ impl<T: Output> Future for Innermost<T> {
 /// to have an entry.
 pub(crate) struct Stacks {
     by: std::collections::HashMap<(Kind, &'static str), Stack>,
+    /// The operations that call no function (lists, completions, tasks, skills,
+    /// subscriptions): one stack per kind.
+    operations: Vec<(Kind, Stack)>,
 }
 
 impl Stacks {
@@ -713,11 +778,22 @@ impl Stacks {
                 by.insert((kind, name), stack);
             }
         }
-        Ok(Some(Stacks { by }))
+        let operations = Kind::OPERATIONS
+            .into_iter()
+            .filter_map(|kind| Some((kind, layers.compose(kind, "")?)))
+            .collect();
+        Ok(Some(Stacks { by, operations }))
     }
 
-    fn get(&self, kind: Kind, name: &'static str) -> Option<Stack> {
+    pub(crate) fn get(&self, kind: Kind, name: &'static str) -> Option<Stack> {
         self.by.get(&(kind, name)).cloned()
+    }
+
+    /// The stack of the operations of `kind`, when a layer applies to them.
+    pub(crate) fn operation(&self, kind: Kind) -> Option<&Stack> {
+        self.operations
+            .iter()
+            .find_map(|(k, stack)| (*k == kind).then_some(stack))
     }
 }
 

@@ -1,10 +1,13 @@
 //! The engine: everything built at start-up and shared by every request, whatever the
-//! transport — the registry's lists per revision, the signing key and sessions, the event
-//! bus, the records of handshake sessions — and the front that serves requests with it.
+//! transport — four services (admission, callers, the catalog, the invoker), the signing key
+//! and sessions, the event bus, the records of handshake sessions — and the front that serves
+//! requests with it.
 //!
 //! The public builder ([`Server`](crate::Server)) and the built [`Service`](crate::Service)
 //! live above the transports, in `service.rs`.
 
+pub(crate) mod admission;
+pub(crate) mod callers;
 pub(crate) mod catalog;
 pub(crate) mod dev;
 pub(crate) mod dispatch;
@@ -14,6 +17,7 @@ pub(crate) mod hub;
 pub(crate) mod inflight;
 pub(crate) mod invoker;
 pub(crate) mod memory;
+pub(crate) mod operations;
 pub(crate) mod revocation;
 pub(crate) mod session;
 pub(crate) mod skills;
@@ -21,24 +25,22 @@ pub(crate) mod source;
 pub(crate) mod subscriptions;
 pub(crate) mod tasks;
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine as _;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::error::Error;
 use crate::handler::events::{Bus, BusMessage, EventBus, Inbox, Notifier};
 use crate::handler::input::Pending;
+use crate::protocol::Revision;
 use crate::protocol::render::{self, Cache, CacheHints, CacheScope, ResultEnv};
 use crate::protocol::types::{
     Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
 };
-use crate::protocol::{Revision, jsonrpc::RpcError};
 use crate::quota::{self, PeerAddr};
-use crate::registry::{Audience, Registry};
+use crate::registry::Registry;
 use crate::signing::Signer;
 use hub::Hub;
 use session::Sessions;
@@ -48,7 +50,7 @@ use session::Sessions;
 pub(crate) const MAX_URI_BYTES: usize = 4096;
 
 /// Whether a caller digest stored in a record is a given request's caller
-/// ([`Shared::owner_test`]).
+/// ([`Callers::owner_test`](callers::Callers::owner_test)).
 pub(crate) type OwnerTest = Arc<dyn Fn(Option<&str>) -> bool + Send + Sync>;
 
 /// Names the authenticated caller of a request.
@@ -125,46 +127,23 @@ impl Default for Config {
     }
 }
 
-/// How many filtered views of the lists `caller_lists` keeps.
-#[cfg(feature = "auth")]
-const MAX_VIEWS: usize = 64;
-
-/// Pages of a list, each a rendered result object.
-#[derive(Debug, Default)]
-pub(crate) struct Pages(pub Vec<Bytes>);
-
-/// One revision's lists.
-#[derive(Debug, Default)]
-pub(crate) struct RevisionLists {
-    pub tools: Pages,
-    pub prompts: Pages,
-    pub resources: Pages,
-    pub templates: Pages,
-    /// `skills/list` (the skills extension; empty where the revision has none).
-    pub skills: Pages,
-}
-
-/// What one view of the server shows, each revision's lists for each audience (what the
-/// client declared that changes them: MCP Apps) rendered on the first request that needs
-/// them ([`Shared::lists_of`]): a server of a thousand tools starts without rendering them
-/// four times, and one without MCP Apps renders each revision's once.
-#[derive(Debug, Default)]
-pub(crate) struct Lists {
-    /// Which of `Shared::scope_sets` the view holds; `None`: everything is shown.
-    view: Option<Vec<bool>>,
-    by_revision: [[std::sync::OnceLock<RevisionLists>; Audience::COUNT]; Revision::COUNT],
-}
-
-/// Everything built at start-up, shared by every request.
+/// Everything built at start-up, shared by every request: a thin holder of the engine's four
+/// services and of what belongs to the engine itself (its settings, the sessions and their
+/// records, the event bus, the tasks extension, shutdown).
 pub(crate) struct Shared {
-    pub registry: Registry,
+    /// What a request may take of the server before it runs, and what a client may make it
+    /// hold.
+    pub admission: admission::Admission,
+    /// Who a request comes from, what they may do, whether they were signed out.
+    pub callers: Arc<callers::Callers>,
+    /// The definitions, their lists per revision and audience, and the one lookup of what a
+    /// URI or name denotes.
+    pub catalog: catalog::Catalog,
+    /// The one caller of user functions.
+    pub invoker: invoker::Invoker,
     pub config: Config,
     pub env: ResultEnv,
     pub capabilities: ServerCapabilities,
-    /// Everything, as every caller sees it unless `Authorization::hide_unauthorized` is on.
-    lists: Lists,
-    /// The `server/discover` result, by revision.
-    pub discover: [Bytes; Revision::COUNT],
     pub sessions: Sessions,
     pub pending: Arc<Pending>,
     pub hub: Arc<Hub>,
@@ -178,43 +157,11 @@ pub(crate) struct Shared {
     pub inflight: Arc<crate::server::inflight::Inflight>,
     /// Fired when the server shuts down: long-lived streams end with their final messages.
     pub shutdown: tokio_util::sync::CancellationToken,
-    pub states: Arc<crate::handler::state::StateMap>,
-    pub principal: Option<PrincipalFn>,
-    /// How callers prove who they are (feature `auth`).
-    #[cfg(feature = "auth")]
-    pub auth: Option<Arc<crate::auth::Authorization>>,
-    /// The distinct scope sets functions name, for the views of `caller_lists`.
-    scope_sets: Vec<&'static [&'static str]>,
-    /// Filtered lists by view (which of `scope_sets` the caller holds).
-    #[cfg(feature = "auth")]
-    views: std::sync::Mutex<std::collections::HashMap<Vec<bool>, Arc<Lists>>>,
-    /// Requests being served: bounded by `max_concurrent_requests` (counted without a
-    /// lock, as the bytes in flight are).
-    pub requests: Arc<quota::Pool>,
-    /// Each session's and caller's share of the request slots (a caller's with the bytes of
-    /// its requests in flight), each caller's of the stream slots, and the keys they are
-    /// counted under.
-    pub requests_by: Arc<quota::Quotas>,
-    pub streams_by: Arc<quota::Quotas>,
-    /// Bytes of state held per client, and in all (`Shared::hold`).
-    pub held_by: Arc<quota::Quotas>,
-    /// Bytes of requests in flight in all (each client's are in its `requests_by` share).
-    pub request_bytes: Arc<quota::Pool>,
-    /// Each signed-in caller's running requests and streams, ended by a sign-out.
-    pub live: Arc<revocation::Live>,
-    /// Past it, no new state is kept (`Limits::memory_watermark`).
-    pub memory: memory::Watermark,
-    pub quota_keys: quota::Keys,
-    /// Long-lived streams: bounded by `max_streams`.
-    pub streams_open: Arc<quota::Pool>,
     /// The tasks extension, when a tool may run as a task.
     pub tasks: Option<Arc<tasks::Tasks>>,
     /// What the process before this one listed (`SAKE_PREVIOUS_LISTS`): the changes its
     /// clients are told of.
     restart: Option<dev::Restart>,
-    /// The middleware of each function some layer applies to (`Server::layer`); `None`
-    /// without layers.
-    pub stacks: Option<invoker::Stacks>,
 }
 
 impl Shared {
@@ -287,6 +234,13 @@ impl Shared {
                 "a shared event bus (Server::event_bus) needs a session key every replica shares (Server::session_key or SAKE_SESSION_KEY, at least 32 random bytes): replicas authenticate their messages with a key derived from it".into(),
             ));
         }
+        let callers = Arc::new(callers::Callers::new(
+            signer.clone(),
+            principal,
+            #[cfg(feature = "auth")]
+            auth.clone(),
+            config.limits.ipv6_client_prefix,
+        ));
         let sessions = Sessions::new(
             signer,
             config.session_lifetime,
@@ -358,11 +312,6 @@ impl Shared {
                 Bytes::from(render::result_value(rev, &env, Cache::Cacheable, result));
         }
         let restart = dev::Restart::from_env(&registry, config.limits.max_tracked_sessions);
-        let stacks = invoker::Stacks::compose(
-            &registry,
-            config.sources.iter().map(|s| s.label()),
-            &config.layers,
-        )?;
         let notifier = Notifier {
             bus: bus.clone(),
             relay: relay.clone(),
@@ -370,9 +319,31 @@ impl Shared {
         for source in &config.sources {
             source.attach(notifier.clone());
         }
+        let invoker = invoker::Invoker::new(
+            invoker::Stacks::compose(
+                &registry,
+                config.sources.iter().map(|s| s.label()),
+                &config.layers,
+            )?,
+            sessions.signer().clone(),
+            callers.clone(),
+            notifier.clone(),
+            Arc::new(states),
+            config.limits.ipv6_client_prefix,
+        );
+        let catalog = catalog::Catalog::new(
+            registry,
+            env.clone(),
+            config.page_size,
+            discover,
+            callers.clone(),
+            config.sources.clone(),
+            #[cfg(feature = "auth")]
+            auth,
+        );
         Ok(Shared {
             restart,
-            stacks,
+            invoker,
             pending: Arc::new(Pending::new(
                 config.limits.max_pending_inputs,
                 config.limits.max_pending_inputs_per_session,
@@ -385,34 +356,13 @@ impl Shared {
             sessions,
             inflight: Arc::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),
-            states: Arc::new(states),
-            principal,
-            #[cfg(feature = "auth")]
-            auth,
-            scope_sets: registry.scope_sets(),
-            #[cfg(feature = "auth")]
-            views: Default::default(),
-            requests: Arc::new(quota::Pool::new(config.limits.max_concurrent_requests)),
-            requests_by: Arc::default(),
-            streams_by: Arc::default(),
-            held_by: Arc::default(),
-            request_bytes: Arc::new(quota::Pool::new(config.limits.max_request_bytes)),
-            live: Arc::default(),
-            memory: memory::Watermark::new(
-                config
-                    .limits
-                    .memory_watermark
-                    .unwrap_or_else(memory::Watermark::default_limit),
-            ),
-            quota_keys: quota::Keys::default(),
-            streams_open: Arc::new(quota::Pool::new(config.limits.max_streams)),
+            admission: admission::Admission::new(&config.limits),
+            callers,
             tasks,
-            registry,
+            catalog,
             config,
             env,
             capabilities,
-            lists: Default::default(),
-            discover,
         })
     }
 
@@ -461,7 +411,7 @@ impl Shared {
                 until,
             } => {
                 self.sessions.signed_out_until(&principal, at, until);
-                self.live.revoke(&principal);
+                self.callers.revoke(&principal);
             }
         }
     }
@@ -522,7 +472,7 @@ impl Shared {
             .digests(crate::signing::Domain::Principal, name)
         {
             let until = self.sessions.sign_out(&principal, at);
-            self.live.revoke(&principal);
+            self.callers.revoke(&principal);
             if let Some(relay) = &self.relay {
                 relay.publish(&BusMessage::SignedOut {
                     principal,
@@ -533,223 +483,11 @@ impl Shared {
         }
     }
 
-    /// The caller of a request, as a digest keyed with the server's key (never the name
-    /// itself: it travels in tokens): the verified principal's issuer and subject (feature
-    /// `auth`), or the name `Server::principal` gives. `None` for an anonymous caller.
-    pub(crate) fn principal_of(&self, extensions: &http::Extensions) -> Option<String> {
-        let name = self.caller_name(extensions)?;
-        Some(
-            self.sessions
-                .signer()
-                .digest(crate::signing::Domain::Principal, &name),
-        )
-    }
-
-    /// Who a request's records count against ([`records`]): the caller's digest, else the
-    /// network peer's (keyed too: no address travels in a token), else everyone anonymous
-    /// together.
-    pub(crate) fn owner_of(&self, extensions: &http::Extensions) -> String {
-        if let Some(p) = self.principal_of(extensions) {
-            return p;
-        }
-        match extensions.get::<PeerAddr>() {
-            Some(PeerAddr { ip, .. }) => self.sessions.signer().digest(
-                crate::signing::Domain::Principal,
-                &format!("peer {}", self.client_network(*ip)),
-            ),
-            None => "anonymous".to_owned(),
-        }
-    }
-
-    /// Whose share of the request, stream and body budgets a request takes: the principal
-    /// when there is one, else the network address (kept in memory only, never in a token).
+    /// Whose share of the request, stream and body budgets a request takes: its caller's
+    /// ([`Callers::principal_of`](callers::Callers::principal_of)), else its network address.
     pub(crate) fn caller_key(&self, extensions: &http::Extensions) -> quota::Key {
-        if let Some(p) = self.principal_of(extensions) {
-            return self.quota_keys.of(("p", p));
-        }
-        match extensions.get::<PeerAddr>() {
-            Some(PeerAddr { key: Some(key), .. }) => *key,
-            Some(PeerAddr { ip, key: None }) => self.address_key(*ip),
-            None => self.quota_keys.of("local"),
-        }
-    }
-
-    /// The quota key of an anonymous network address (its network: `client_network`).
-    pub(crate) fn address_key(&self, ip: std::net::IpAddr) -> quota::Key {
-        self.quota_keys.of(("a", self.client_network(ip)))
-    }
-
-    /// The network an anonymous caller's address stands for: an IPv4 address (an IPv4-mapped
-    /// IPv6 one too), or the `Limits::ipv6_client_prefix` of an IPv6 one.
-    pub(crate) fn client_network(&self, ip: std::net::IpAddr) -> std::net::IpAddr {
-        quota::client_network(ip, self.config.limits.ipv6_client_prefix)
-    }
-
-    /// Whether a caller digest stored in a token is this request's caller (strictly: an
-    /// anonymous record is not a named caller's, nor the reverse; a digest made under a key
-    /// rotated out since still matches while that key verifies).
-    pub(crate) fn same_caller(&self, stored: Option<&str>, extensions: &http::Extensions) -> bool {
-        crate::handler::input::same_caller(
-            self.sessions.signer(),
-            stored,
-            self.caller_name(extensions).as_deref(),
-        )
-    }
-
-    /// -32000 with 503 when the process is past its memory watermark: `what` (new state) is
-    /// not kept.
-    pub(crate) fn check_memory(&self, what: &str) -> Result<(), RpcError> {
-        self.memory.check().map_err(|(resident, limit)| {
-            tracing::warn!(resident, limit, "past the memory watermark: {what} refused");
-            front::port::busy(&format!(
-                "memory ({resident} bytes resident, past the watermark of {limit}: Limits::memory_watermark); {what} is not kept"
-            ))
-        })
-    }
-
-    /// A hold on the signed-in caller's token, ended by a sign-out; `None` for an anonymous
-    /// caller.
-    pub(crate) fn watch_caller(&self, extensions: &http::Extensions) -> Option<revocation::Watch> {
-        self.principal_of(extensions).map(|p| self.live.watch(p))
-    }
-
-    /// The refusal of a request whose caller was signed out while it ran.
-    pub(crate) fn signed_out(&self) -> RpcError {
-        let message =
-            "Unauthorized: the caller was signed out while the request ran; sign in again";
-        #[cfg(feature = "auth")]
-        if let Some(auth) = &self.auth {
-            return auth.signed_out(message);
-        }
-        RpcError::new(crate::protocol::jsonrpc::code::TRANSPORT_REFUSED, message).with_status(403)
-    }
-
-    /// Whether a caller digest stored in a record (a task's creator) is this request's
-    /// caller, under any of the server's keys: a record made before a key rotation stays its
-    /// caller's.
-    pub(crate) fn owner_test(self: &Arc<Self>, extensions: &http::Extensions) -> OwnerTest {
-        let name = self.caller_name(extensions);
-        let shared = self.clone();
-        Arc::new(move |stored| {
-            crate::handler::input::same_caller(shared.sessions.signer(), stored, name.as_deref())
-        })
-    }
-
-    pub(crate) fn caller_name(&self, extensions: &http::Extensions) -> Option<String> {
-        #[cfg(feature = "auth")]
-        if let Some(p) = extensions.get::<crate::auth::Principal>() {
-            return Some(format!(
-                "{}\n{}",
-                p.issuer().unwrap_or_default(),
-                p.subject()
-            ));
-        }
-        (self.principal.as_ref()?)(extensions)
-    }
-
-    /// Whether the caller may run something that needs `scopes` (`what` names it in the
-    /// refusal, formatted only then): an anonymous caller gets 401, a token without all of
-    /// them 403 naming every scope needed (2026-07-28 Authorization, "Insufficient Scope": all
-    /// at once).
-    pub(crate) fn authorize(
-        &self,
-        extensions: &http::Extensions,
-        what: std::fmt::Arguments<'_>,
-        scopes: &[&str],
-        principal: bool,
-    ) -> Result<(), RpcError> {
-        if scopes.is_empty() && !principal {
-            return Ok(());
-        }
-        #[cfg(feature = "auth")]
-        if let Some(auth) = &self.auth {
-            return match extensions.get::<crate::auth::Principal>() {
-                None => Err(auth.unauthenticated(&what.to_string(), scopes)),
-                Some(p) if auth.missing(p, scopes).is_empty() => Ok(()),
-                Some(_) => Err(auth.insufficient_scope(&what.to_string(), scopes)),
-            };
-        }
-        let _ = extensions;
-        // Start-up refuses scoped functions on a server without authorization.
-        Err(RpcError::internal(format!(
-            "{what} needs a signed-in caller, but this server checks no tokens"
-        )))
-    }
-
-    /// Every caller's lists of `rev`, as `audience` sees them.
-    pub(crate) fn lists(&self, rev: Revision, audience: Audience) -> &RevisionLists {
-        self.lists_of(&self.lists, rev, audience)
-    }
-
-    /// The lists of `rev` in `lists`' view, as `audience` sees them: rendered on the first
-    /// request that needs them, then served as they are. Requests that arrive while they are
-    /// being rendered wait for them.
-    pub(crate) fn lists_of<'a>(
-        &self,
-        lists: &'a Lists,
-        rev: Revision,
-        audience: Audience,
-    ) -> &'a RevisionLists {
-        lists.by_revision[rev.index()][audience.index()].get_or_init(|| {
-            let _span =
-                tracing::debug_span!("build_lists", revision = rev.as_str(), apps = audience.apps)
-                    .entered();
-            let shown = |scopes: &[&str]| self.shown(lists, scopes);
-            revision_lists(
-                &self.registry,
-                &self.env,
-                &self.config,
-                rev,
-                &shown,
-                audience,
-            )
-        })
-    }
-
-    /// Whether `lists`' view shows a function that names `scopes`.
-    pub(crate) fn shown(&self, lists: &Lists, scopes: &[&str]) -> bool {
-        match &lists.view {
-            None => true,
-            Some(view) => {
-                scopes.is_empty()
-                    || self
-                        .scope_sets
-                        .iter()
-                        .position(|s| *s == scopes)
-                        .is_some_and(|i| view.get(i).copied().unwrap_or(false))
-            }
-        }
-    }
-
-    /// The view of the lists a caller sees when `Authorization::hide_unauthorized` is on:
-    /// only what their scopes allow. One per distinct view (which scope sets the caller holds),
-    /// kept, at most [`MAX_VIEWS`] of them; its lists are rendered as `lists_of` needs them.
-    /// `None`: everyone sees the same lists.
-    #[cfg(feature = "auth")]
-    pub(crate) fn caller_lists(&self, extensions: &http::Extensions) -> Option<Arc<Lists>> {
-        let auth = self.auth.as_ref().filter(|a| a.hide_unauthorized)?;
-        if self.scope_sets.is_empty() {
-            return None;
-        }
-        let principal = extensions.get::<crate::auth::Principal>();
-        let view: Vec<bool> = self
-            .scope_sets
-            .iter()
-            .map(|set| principal.is_some_and(|p| auth.missing(p, set).is_empty()))
-            .collect();
-        let mut views = self.views.lock().ok()?;
-        if let Some(lists) = views.get(&view) {
-            return Some(lists.clone());
-        }
-        if views.len() >= MAX_VIEWS {
-            views.clear();
-        }
-        let lists = Arc::new(Lists {
-            view: Some(view.clone()),
-            by_revision: Default::default(),
-        });
-        views.insert(view, lists.clone());
-        Some(lists)
+        self.admission
+            .caller_key(self.callers.principal_of(extensions).as_deref(), extensions)
     }
 }
 
@@ -816,118 +554,4 @@ fn signer(config: &Config) -> Result<(Signer, crate::signing::ReplicaKey), Error
             ))
         }
     }
-}
-
-/// One revision's lists of what `visible` shows to `audience`, paged and rendered.
-///
-/// On a server with MCP Apps the tools and resources lists differ with what the client
-/// declared: they say `cacheScope: "private"`, so that no cache shared between clients (a
-/// gateway) serves one client's list to another.
-fn revision_lists(
-    registry: &Registry,
-    env: &ResultEnv,
-    config: &Config,
-    rev: Revision,
-    visible: crate::registry::Visible<'_>,
-    audience: Audience,
-) -> RevisionLists {
-    let page = |kind: &str, key: &str, items: Vec<Value>| {
-        paginate(rev, env, config, Cache::Cacheable, kind, key, items)
-    };
-    let mut per_client = env.clone();
-    per_client.cache.scope = CacheScope::Private;
-    let page_per_client = |varies: bool, kind: &str, key: &str, items: Vec<Value>| {
-        let env = if varies { &per_client } else { env };
-        paginate(rev, env, config, Cache::Cacheable, kind, key, items)
-    };
-    RevisionLists {
-        tools: page_per_client(
-            registry.tools_depend_on_apps(),
-            "tools",
-            "tools",
-            registry.tools_visible(rev, visible, audience),
-        ),
-        prompts: page("prompts", "prompts", registry.prompts_visible(rev, visible)),
-        resources: page_per_client(
-            registry.resources_depend_on_apps(),
-            "resources",
-            "resources",
-            registry.resources_visible(rev, visible, audience),
-        ),
-        templates: page(
-            "templates",
-            "resourceTemplates",
-            registry.templates_visible(rev, visible),
-        ),
-        skills: page("skills", "skills", registry.skills_visible(rev, visible)),
-    }
-}
-
-pub(crate) fn paginate(
-    rev: Revision,
-    env: &ResultEnv,
-    config: &Config,
-    cache: Cache,
-    kind: &str,
-    key: &str,
-    items: Vec<Value>,
-) -> Pages {
-    let size = config.page_size.unwrap_or(usize::MAX).max(1);
-    let mut chunks: Vec<Vec<Value>> = Vec::new();
-    let mut items = items.into_iter().peekable();
-    while items.peek().is_some() {
-        chunks.push(items.by_ref().take(size).collect());
-    }
-    if chunks.is_empty() {
-        chunks.push(Vec::new());
-    }
-    let count = chunks.len();
-    Pages(
-        chunks
-            .into_iter()
-            .enumerate()
-            .map(|(i, chunk)| {
-                let mut body = serde_json::Map::new();
-                body.insert(key.to_owned(), Value::Array(chunk));
-                if i + 1 < count {
-                    body.insert(
-                        "nextCursor".into(),
-                        Value::String(encode_cursor(kind, i + 1)),
-                    );
-                }
-                Bytes::from(render::result_value(rev, env, cache, Value::Object(body)))
-            })
-            .collect(),
-    )
-}
-
-fn encode_cursor(kind: &str, page: usize) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{kind}:{page}"))
-}
-
-/// Reads a cursor of a list of `kind`: the page it points to, or -32602.
-pub(crate) fn decode_cursor(
-    kind: &str,
-    cursor: Option<&str>,
-    pages: usize,
-) -> Result<usize, RpcError> {
-    let Some(cursor) = cursor else { return Ok(0) };
-    let bad = || {
-        RpcError::invalid_params(format!(
-            "Invalid cursor {cursor:?}: pass a `nextCursor` from this list unchanged"
-        ))
-    };
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(cursor)
-        .map_err(|_| bad())?;
-    let text: Cow<'_, str> = String::from_utf8_lossy(&raw);
-    let page = text
-        .strip_prefix(kind)
-        .and_then(|r| r.strip_prefix(':'))
-        .and_then(|n| n.parse::<usize>().ok())
-        .ok_or_else(bad)?;
-    if page == 0 || page >= pages {
-        return Err(bad());
-    }
-    Ok(page)
 }

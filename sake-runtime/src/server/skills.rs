@@ -51,7 +51,9 @@ impl Shared {
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
         let uri = uri_of(params)?;
-        let skill = self.denoted::<catalog::Skill>(&parts.extensions, &uri)?;
+        let skill = self
+            .catalog
+            .denoted::<catalog::Skill>(&parts.extensions, &uri)?;
         Ok(Dispatched::Ready(Ok(Bytes::from(render::result(
             rev,
             &self.env,
@@ -70,7 +72,9 @@ impl Shared {
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
         let uri = uri_of(params)?;
-        let at = self.denoted::<catalog::Directory>(&parts.extensions, &uri)?;
+        let at = self
+            .catalog
+            .denoted::<catalog::Directory>(&parts.extensions, &uri)?;
         let cursor = match params.cursor {
             None => None,
             Some(raw) if raw.get() == "null" => None,
@@ -86,16 +90,16 @@ impl Shared {
             ),
         };
         let page = move |shared: &Shared, children: Vec<Value>| {
-            let pages = super::paginate(
+            let pages = super::catalog::paginate(
                 rev,
                 &shared.env,
-                &shared.config,
+                shared.config.page_size,
                 Cache::None,
                 "directory",
                 "resources",
                 children,
             );
-            super::decode_cursor("directory", cursor.as_deref(), pages.0.len())
+            super::catalog::decode_cursor("directory", cursor.as_deref(), pages.0.len())
                 .map(|i| pages.0[i].clone())
         };
         match at {
@@ -136,7 +140,7 @@ impl Shared {
         }
     }
 
-    /// `resources/read` of a skill file the caller may read ([`Shared::denoted`]): from
+    /// `resources/read` of a skill file the caller may read ([`Catalog::denoted`](super::catalog::Catalog::denoted)): from
     /// memory, or from a dynamic skill's source.
     pub(crate) fn read_skill_file(
         &self,

@@ -210,8 +210,8 @@ pub(crate) fn listen(
     meta: &RequestMeta,
     extensions: &http::Extensions,
 ) -> Result<impl Stream<Item = Frame> + Send + 'static, RpcError> {
-    let owns = shared.owner_test(extensions);
-    let revoked = shared.watch_caller(extensions);
+    let owns = shared.callers.owner_test(extensions);
+    let revoked = shared.callers.watch_caller(extensions);
     let raw = params.notifications.ok_or_else(|| {
         RpcError::invalid_params("Invalid params: `subscriptions/listen` needs `notifications` (a SubscriptionFilter object)")
     })?;
@@ -239,7 +239,7 @@ pub(crate) fn listen(
     if let Some(uris) = &mut filter.resource_subscriptions {
         let mut kept = Uris::default();
         for uri in std::mem::take(&mut uris.listed) {
-            match shared.followable_uri(extensions, &uri) {
+            match shared.catalog.followable_uri(extensions, &uri) {
                 Ok(()) => {
                     kept.set.insert(uri.clone());
                     kept.listed.push(uri);
@@ -261,7 +261,10 @@ pub(crate) fn listen(
             .map(|id| id.len() + super::front::HELD_OVERHEAD)
             .sum::<usize>()
     });
-    let held = shared.hold(extensions, bytes, "this stream's filter")?;
+    let held =
+        shared
+            .admission
+            .hold(shared.caller_key(extensions), bytes, "this stream's filter")?;
     let tasks = match (&shared.tasks, &filter.task_ids) {
         (Some(tasks), Some(ids)) => {
             let mut poll = tokio::time::interval(tasks.poll_interval);

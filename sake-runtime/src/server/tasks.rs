@@ -35,7 +35,7 @@ use super::Shared;
 use super::dispatch::{Dispatched, raw_str};
 use super::invoker::{Call, Round, Running as Invoked, Step, Tool};
 use crate::handler::ToolDef;
-use crate::handler::context::RequestParts;
+use crate::handler::context::{RequestParts, Transport};
 use crate::handler::events::{BusMessage, EventBus};
 use crate::handler::input::{Mrtr, RoundKey, check_answer};
 use crate::protocol::jsonrpc::{RpcError, clip};
@@ -305,12 +305,12 @@ impl Shared {
                 def.name
             )));
         }
-        self.check_memory("a new task")?;
-        let principal = self.principal_of(&parts.extensions);
+        self.admission.check_memory("a new task")?;
+        let principal = self.callers.principal_of(&parts.extensions);
         // An anonymous caller's tasks count under its network, not one count for all.
         let counted_as = match principal {
             Some(_) => None,
-            None => Some(self.owner_of(&parts.extensions)),
+            None => Some(self.callers.owner_of(&parts.extensions)),
         };
         key.arguments = super::invoker::arguments_text(&parts, arguments);
         key.principal = principal.clone();
@@ -318,7 +318,7 @@ impl Shared {
         // Nothing waits before the task exists but the store: the request's own cancellation
         // would only end the task the client is about to be given.
         parts.cancel = None;
-        let mut running = self.invoker().start(Call {
+        let mut running = self.invoker.start(Call {
             parts,
             function: Tool { def, arguments },
             round: Round::Task {
@@ -433,7 +433,7 @@ impl Shared {
             _ => None,
         };
         let rev = parts.revision;
-        let owns = self.owner_test(&parts.extensions);
+        let owns = self.callers.owner_test(&parts.extensions);
         let shared = self.clone();
         Ok(Dispatched::Pending(Box::pin(async move {
             let answer = async {
@@ -441,7 +441,12 @@ impl Shared {
                 match (method, responses) {
                     (Method::TasksUpdate, Some(responses)) => {
                         shared
-                            .update_task(&tasks, record, responses, parts.extensions)
+                            .update_task(
+                                &tasks,
+                                record,
+                                responses,
+                                (parts.extensions, parts.transport),
+                            )
                             .await?;
                         Ok(ack(&shared, rev))
                     }
@@ -473,13 +478,13 @@ impl Shared {
         tasks: &Arc<Tasks>,
         record: TaskRecord,
         responses: Map<String, Value>,
-        extensions: http::Extensions,
+        (extensions, transport): (http::Extensions, Transport),
     ) -> Result<(), RpcError> {
         // The answer runs the tool again, under the updater's token: it must still be allowed
         // to (a narrower token than the one the task began with gets the 401 or 403).
-        if let Some(entry) = self.registry.tool(&record.request.name) {
+        if let Some(entry) = self.catalog.registry.tool(&record.request.name) {
             let def = entry.def;
-            self.authorize(
+            self.callers.authorize(
                 &extensions,
                 format_args!("tool `{}`", def.name),
                 def.scopes,
@@ -520,7 +525,8 @@ impl Shared {
             UpdateOutcome::Answered { runnable } => {
                 tasks.changed(&record.id);
                 if runnable {
-                    self.resume(tasks, &record.id, extensions).await?;
+                    self.resume(tasks, &record.id, (extensions, transport))
+                        .await?;
                 }
                 Ok(())
             }
@@ -534,7 +540,7 @@ impl Shared {
         self: &Arc<Self>,
         tasks: &Arc<Tasks>,
         id: &str,
-        extensions: http::Extensions,
+        by: (http::Extensions, Transport),
     ) -> Result<(), RpcError> {
         let claim = tasks.claim();
         let Some(record) = tasks.store.claim(id, &claim).await.map_err(store_error)? else {
@@ -542,7 +548,7 @@ impl Shared {
             return Ok(());
         };
         let deadline = record.created_at.saturating_add(record.ttl_ms);
-        let started = self.start_again(&record, extensions);
+        let started = self.start_again(&record, by);
         let (def, rev, running) = match started {
             Ok(s) => s,
             Err(e) => {
@@ -574,10 +580,10 @@ impl Shared {
     fn start_again(
         self: &Arc<Self>,
         record: &TaskRecord,
-        extensions: http::Extensions,
+        (extensions, transport): (http::Extensions, Transport),
     ) -> Result<(&'static ToolDef, Revision, Invoked<CallToolResult>), RpcError> {
         let req = &record.request;
-        let entry = self.registry.tool(&req.name).ok_or_else(|| {
+        let entry = self.catalog.registry.tool(&req.name).ok_or_else(|| {
             RpcError::internal(format!(
                 "Internal error: the task's tool `{}` is not served any more",
                 req.name
@@ -619,8 +625,9 @@ impl Shared {
         };
         let mut parts = RequestParts::new(rev, meta);
         parts.extensions = extensions;
+        parts.transport = transport;
         parts.call.become_task(&record.id);
-        let running = self.invoker().start(Call {
+        let running = self.invoker.start(Call {
             parts,
             function: Tool {
                 def,

@@ -45,7 +45,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let extensions = engine.caller_from_env().await?;
-    let (conn, outbound) = engine.open(Peer::new("pipe").extensions(extensions));
+    let (conn, outbound) = engine.open(Peer::new("pipe").stdio().extensions(extensions));
     let writer = tokio::spawn(write_lines(writer, outbound));
     let mut reader = BufReader::new(reader);
     let mut line = Vec::new();

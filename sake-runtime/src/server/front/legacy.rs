@@ -4,7 +4,6 @@
 //! server-to-client requests through the transport's stream.
 
 use std::sync::Arc;
-use std::task::Poll;
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
@@ -13,16 +12,16 @@ use serde_json::value::RawValue;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument as _;
 
 use super::carrier::Opened;
 use super::port::{
     Answering, Connection, Frame, Frames, Hints, Reply, Run, Running, SessionStream, StreamOwner,
 };
 use super::routing;
+pub(crate) use super::session_run::SessionRun;
+use super::session_run::Watch;
 use super::telemetry::Call;
 use super::{Inbound, OnLag, Outcome};
-use crate::handler::BoxFuture;
 use crate::handler::context::RequestParts;
 use crate::handler::input::{InputChannel, LegacyPeer};
 use crate::protocol::Era;
@@ -36,7 +35,6 @@ use crate::quota::Slot;
 use crate::server::Shared;
 use crate::server::dispatch::{Dispatched, raw_str};
 use crate::server::hub::SubscribeRefused;
-use crate::server::inflight::InflightGuard;
 use crate::server::session::{Refused, Session};
 
 /// What one request of a session gave.
@@ -45,7 +43,7 @@ pub(crate) enum Started {
     /// it (`logging/setLevel`).
     Done(Outcome, Option<Box<Session>>),
     /// Running: resolves to the outcome, or to nothing when the client cancelled it.
-    Running(BoxFuture<Option<Outcome>>),
+    Running(SessionRun),
 }
 
 /// The error for a request in a session that `initialize` would open.
@@ -124,32 +122,38 @@ impl Shared {
                         "Invalid params: missing `uri`",
                     )));
                 };
-                if method == Method::ResourcesUnsubscribe {
-                    self.hub.unsubscribe(&session.sid, &uri);
-                } else {
-                    // Only to what the server serves, and the caller may read: a
-                    // subscription to anything else is memory held for nothing, or a
-                    // way around the resource's scopes.
-                    if let Err(e) = self.followable_uri(&inbound.extensions, &uri) {
-                        return done(Err(render::error(rev, e)));
-                    }
-                    let held = match self.hold(
-                        &inbound.extensions,
-                        uri.len() + super::HELD_OVERHEAD,
-                        "this subscription",
-                    ) {
-                        Ok(held) => held,
-                        Err(e) => return done(Err(e)),
-                    };
-                    if let Err(SubscribeRefused::TooManyForSession(n)) =
-                        self.hub.subscribe(session, &uri, held)
-                    {
-                        return done(Err(RpcError::internal(format!(
-                            "This session holds {n} resource subscriptions, the most it may; unsubscribe from one first"
-                        ))));
-                    }
+                // Through the layers, when some apply to subscriptions: the subscription is
+                // made once they let it through.
+                if let Some(layered) = self.invoker.stacks().and_then(|stacks| {
+                    let mut parts = RequestParts::new(
+                        rev,
+                        RequestMeta {
+                            client_capabilities: session.capabilities.clone(),
+                            client_info: ClientInfo::shared(session.client_info()),
+                            ..RequestMeta::default()
+                        },
+                    );
+                    parts.extensions = inbound.extensions.clone();
+                    parts.transport = inbound.kind;
+                    crate::server::operations::admit(self, stacks, &parts, method, &params)
+                }) {
+                    let shared = self.clone();
+                    let session = session.clone();
+                    let uri = uri.into_owned();
+                    let extensions = inbound.extensions;
+                    let run = layered.around(
+                        self,
+                        Box::pin(async move {
+                            shared.subscription(&session, method, &uri, &extensions)
+                        }),
+                    );
+                    return Started::Running(SessionRun {
+                        fut: run,
+                        telemetry: Some(Box::new(telemetry)),
+                        watch: Watch::Unregistered(None),
+                    });
                 }
-                done(empty())
+                done(self.subscription(session, method, &uri, &inbound.extensions))
             }
             _ => {
                 let (progress_token, raw_meta) = match parse_legacy_meta(params.meta) {
@@ -164,20 +168,26 @@ impl Shared {
                     None if inbound.quiet => None,
                     None => Some(CancellationToken::new()),
                 };
+                // The latest `logging/setLevel` this process saw wins over the one in an id a
+                // client kept from earlier; without a sink no log message can be sent, and the
+                // level is not looked up.
+                let log_level = match &inbound.sink {
+                    Some(_) => self.hub.log_level(&session.sid).or(session.log_level),
+                    None => session.log_level,
+                };
                 let mut parts = RequestParts::new(
                     rev,
                     RequestMeta {
                         client_capabilities: session.capabilities.clone(),
                         client_info: ClientInfo::shared(session.client_info()),
-                        // The latest `logging/setLevel` this process saw wins over the one in
-                        // an id a client kept from earlier.
-                        log_level: self.hub.log_level(&session.sid).or(session.log_level),
+                        log_level,
                         progress_token,
                         raw: raw_meta,
                     },
                 );
                 parts.sink = inbound.sink;
                 parts.extensions = inbound.extensions;
+                parts.transport = inbound.kind;
                 if !inbound.no_questions && !inbound.quiet {
                     parts.input = InputChannel::Legacy(LegacyPeer {
                         sid: scope.to_owned(),
@@ -188,62 +198,74 @@ impl Shared {
                 parts.cancel = cancel.clone();
                 match self.dispatch(parts, method, &params) {
                     Dispatched::Ready(out) => done(out),
-                    Dispatched::Pending(mut fut) => {
+                    Dispatched::Pending(fut) => {
                         // Only what runs can be cancelled: lists and the like never register.
                         // Where the transport polls the run at once, neither does a function
                         // that ends on that first poll (most do: nothing can reach it between
-                        // that poll and its answer).
-                        let inflight = self.inflight.clone();
-                        let key = inflight.key(scope, &id);
-                        let (cancel, mut guard, key) = if inbound.polled_at_once {
-                            (cancel, None, Some(key))
-                        } else {
+                        // that poll and its answer): it registers if it runs on, under the key
+                        // made now, or, in a named session, one made then
+                        // (`SessionRun::named`).
+                        let watch = if !inbound.polled_at_once {
                             let token = cancel.unwrap_or_default();
-                            let guard: InflightGuard = inflight.register(key, token.clone());
-                            (Some(token), Some(guard), None)
-                        };
-                        let running = async move {
-                            if cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
-                                telemetry.cancelled();
-                                return None;
-                            }
-                            let first =
-                                std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
-                            if let Poll::Ready(out) = first {
-                                telemetry.finish(&out);
-                                return Some(out);
-                            }
-                            let cancel = cancel.unwrap_or_default();
-                            if let Some(key) = key {
-                                guard = Some(inflight.register(key, cancel.clone()));
-                            }
-                            let _guard = guard;
-                            // Cancellation first: a function that stops when cancelled
-                            // finishes at the same moment, and its result must not be
-                            // sent.
-                            tokio::select! {
-                                biased;
-                                // Cancelled by the client: no response is sent for it.
-                                () = cancel.cancelled() => {
-                                    telemetry.cancelled();
-                                    None
-                                }
-                                out = fut => {
-                                    telemetry.finish(&out);
-                                    Some(out)
-                                }
-                            }
-                        };
-                        // A span nobody wants is not entered on every poll.
-                        if span.is_disabled() {
-                            Started::Running(Box::pin(running))
+                            let key = self.inflight.key(scope, &id);
+                            let guard = self.inflight.register(key, token.clone());
+                            Watch::Registered(token, guard)
+                        } else if std::ptr::eq(scope, session.sid.as_str()) {
+                            // Named by the session itself: the caller hands it over
+                            // (`SessionRun::named`), and the key is made only if needed.
+                            Watch::Unregistered(cancel)
                         } else {
-                            Started::Running(Box::pin(running.instrument(span.clone())))
-                        }
+                            let key = self.inflight.key(scope, &id);
+                            Watch::Late(cancel, self.inflight.clone(), key)
+                        };
+                        // Nothing to record at its end: no span wants it, and no metric is
+                        // kept.
+                        #[cfg(not(feature = "otel"))]
+                        let telemetry = (!span.is_disabled()).then(|| Box::new(telemetry));
+                        #[cfg(feature = "otel")]
+                        let telemetry = Some(Box::new(telemetry));
+                        Started::Running(SessionRun {
+                            fut,
+                            telemetry,
+                            watch,
+                        })
                     }
                 }
             }
         }
+    }
+
+    /// `resources/subscribe` or `resources/unsubscribe` of `uri` in a session.
+    fn subscription(
+        &self,
+        session: &Session,
+        method: Method,
+        uri: &str,
+        extensions: &http::Extensions,
+    ) -> Outcome {
+        if method == Method::ResourcesUnsubscribe {
+            self.hub.unsubscribe(&session.sid, uri);
+        } else {
+            // Only to what the server serves, and the caller may read: a
+            // subscription to anything else is memory held for nothing, or a
+            // way around the resource's scopes.
+            if let Err(e) = self.catalog.followable_uri(extensions, uri) {
+                return Err(render::error(session.revision, e));
+            }
+            let held = self.admission.hold(
+                self.caller_key(extensions),
+                uri.len() + super::HELD_OVERHEAD,
+                "this subscription",
+            )?;
+            if let Err(SubscribeRefused::TooManyForSession(n)) =
+                self.hub.subscribe(session, uri, held)
+            {
+                return Err(RpcError::internal(format!(
+                    "This session holds {n} resource subscriptions, the most it may; unsubscribe from one first"
+                )));
+            }
+        }
+        Ok(empty_result(self, session.revision))
     }
 
     /// A client's notification within a session.
@@ -305,7 +327,7 @@ impl Shared {
         sid: Option<String>,
         transport: &'static str,
     ) -> Result<(Vec<u8>, Session), RpcError> {
-        self.check_memory("a new session")?;
+        self.admission.check_memory("a new session")?;
         // The revision the session will speak (the error of a malformed request is `initialize`'s own).
         let rev = params
             .protocol_version
@@ -410,11 +432,11 @@ impl Connection {
         params: &Params<'_>,
         extensions: http::Extensions,
     ) -> Reply {
-        let principal = self.shared.principal_of(&extensions);
+        let principal = self.shared.callers.principal_of(&extensions);
         let transport = self.transport.unwrap_or("memory");
         // A held connection's session is its own, named by its scope.
         let scope = self.carrier.scope();
-        let owner = scope.map_or_else(|| self.shared.owner_of(&extensions), str::to_owned);
+        let owner = scope.map_or_else(|| self.shared.callers.owner_of(&extensions), str::to_owned);
         match self.shared.initialize(
             &id,
             params,
@@ -460,7 +482,11 @@ impl Connection {
         let verified = self.shared.sessions.verify(token).and_then(|s| {
             // A session opened by one caller is nobody else's: not another caller's, and not
             // an anonymous caller's either (nor the reverse).
-            if self.shared.same_caller(s.principal.as_deref(), extensions) {
+            if self
+                .shared
+                .callers
+                .same_caller(s.principal.as_deref(), extensions)
+            {
                 Ok(s)
             } else {
                 Err(Refused::Foreign)
@@ -559,9 +585,13 @@ impl Connection {
                 method,
                 params: raw,
             } => {
-                let span = tracing::Span::current();
-                span.record("method", &*method);
-                span.record("revision", session.revision.as_str());
+                // The transport's span is at `info`: unless something wants that level, it is
+                // disabled, and not looked up.
+                if tracing::level_enabled!(tracing::Level::INFO) {
+                    let span = tracing::Span::current();
+                    span.record("method", &*method);
+                    span.record("revision", session.revision.as_str());
+                }
                 let params = params.map_or_else(|| Params::parse(raw), Ok);
                 // A call of a function that does not take the `Context` sends nothing before
                 // its answer: no response stream, no questions.
@@ -589,13 +619,13 @@ impl Connection {
                     Started::Done(out, None) => {
                         Reply::in_session(id, out).with_session_id(refreshed)
                     }
-                    Started::Running(fut) => {
+                    Started::Running(mut fut) => {
+                        fut.named(&self.shared.inflight, &session, &id);
                         let run = Run {
                             id: Some(id),
                             settle: RpcError::in_session,
-                            running: Running::Cancellable(fut),
+                            running: Running::Session(fut),
                             slot,
-                            _inflight: None,
                         };
                         let mut reply =
                             Reply::of(Answering::Later(run, messages)).with_session_id(refreshed);
@@ -663,9 +693,8 @@ impl Connection {
                 Run {
                     id: Some(id),
                     settle: RpcError::in_session,
-                    running: Running::Cancellable(fut),
+                    running: Running::Session(fut),
                     slot: Some(slot),
-                    _inflight: None,
                 },
                 None,
             )),
@@ -726,7 +755,6 @@ impl Connection {
                     settle: RpcError::in_session,
                     running: Running::Batch(all),
                     slot: None,
-                    _inflight: None,
                 },
                 messages,
             )),
@@ -756,13 +784,16 @@ impl Connection {
             .with_status(400));
         }
         // A resumed stream and the standalone stream alike count against `max_streams`.
-        let slot = self.shared.stream_slot(self.caller)?;
+        let slot = self.shared.admission.stream_slot(self.caller)?;
         Ok(Some(SessionStream {
             shared: self.shared.clone(),
             // After a restart: the lists that changed since the process before (`server/dev.rs`).
             restarted: self.shared.restart_notices(&session),
             // Ends when the session's caller is signed out.
-            revoked: session.principal.clone().map(|p| self.shared.live.watch(p)),
+            revoked: session
+                .principal
+                .clone()
+                .map(|p| self.shared.callers.watch(p)),
             sid: session.sid.clone(),
             slot,
         }))

@@ -16,6 +16,7 @@ pub(crate) mod legacy;
 pub(crate) mod modern;
 pub(crate) mod port;
 pub(crate) mod routing;
+pub(crate) mod session_run;
 pub(crate) mod telemetry;
 
 use std::sync::Arc;
@@ -27,17 +28,16 @@ use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use self::port::{Answer, Answering, Frame, Reply, busy, too_many};
+use self::port::{Answer, Answering, Frame, Reply};
 use super::Shared;
 use super::session::Session;
-use crate::error::Error;
 use crate::handler::BoxFuture;
 use crate::handler::context::Sink;
 use crate::handler::events::Event;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
 use crate::protocol::methods::Method;
 use crate::protocol::{Era, Revision};
-use crate::quota::{Flight, Key, Over, Refused, Slot};
+use crate::quota::Key;
 
 /// A request's rendered result, or its error.
 pub(crate) type Outcome = Result<Bytes, RpcError>;
@@ -78,6 +78,8 @@ pub(crate) struct Inbound {
     /// What carries the request, as the `network.transport` of its span: `tcp` (HTTP) or
     /// `pipe` (stdio).
     pub transport: Option<&'static str>,
+    /// What carries the request, as its transport said (what the layers read).
+    pub kind: crate::handler::context::Transport,
 }
 
 impl Shared {
@@ -109,155 +111,12 @@ impl Shared {
             }
         }
     }
-
-    /// Slots for `n` requests (a batch takes one per message) among `max_concurrent_requests`,
-    /// `max_requests_per_session` of `session` and `max_requests_per_client` of `caller`
-    /// ([`caller_key`](Shared::caller_key)), held until the requests' work ends. A full global
-    /// budget is 503; a session or caller over its share is 429, so one client cannot take
-    /// the slots of all.
-    ///
-    /// The slot holds the `bytes` of the message too, among the caller's
-    /// `max_request_bytes_per_client` and everyone's `max_request_bytes`
-    /// ([`flight`](Shared::flight)).
-    pub(crate) fn request_slots(
-        &self,
-        n: usize,
-        bytes: usize,
-        session: Option<&str>,
-        caller: Key,
-    ) -> Result<Slot, RpcError> {
-        let n = n.max(1);
-        let batch = if n > 1 {
-            format!("; the batch counts {n}")
-        } else {
-            String::new()
-        };
-        let limit = self.config.limits.max_requests_per_session;
-        let session = session
-            .map(|sid| {
-                let key = self.quota_keys.of(("s", sid));
-                self.requests_by.take(key, n, limit).map_err(|held| {
-                    too_many(&format!(
-                        "this session has {held} requests running and may have {limit} (Limits::max_requests_per_session){batch}"
-                    ))
-                })
-            })
-            .transpose()?;
-        let limit = self.config.limits.max_requests_per_client;
-        let byte_limit = self.config.limits.max_request_bytes_per_client;
-        let client = self
-            .requests_by
-            .take_with_bytes(caller, (n, limit), (bytes, byte_limit))
-            .map_err(|refused| match refused {
-                Refused::Units(held) => too_many(&format!(
-                    "this client has {held} requests running and may have {limit} (Limits::max_requests_per_client){batch}"
-                )),
-                Refused::Bytes(held) => self.flight_refused(Over::Own(held), bytes),
-            })?;
-        let drawn = self
-            .request_bytes
-            .draw(bytes)
-            .ok_or_else(|| self.flight_refused(Over::All, bytes))?;
-        let running = self.requests.draw(n).ok_or_else(|| {
-            busy(&format!(
-                "{} concurrent requests",
-                self.config.limits.max_concurrent_requests
-            ))
-        })?;
-        Ok(Slot::new(running, [Some(client), session], Some(drawn)))
-    }
-
-    /// `bytes` of a request in flight for `caller`: -32000 with 429 past the caller's
-    /// `max_request_bytes_per_client`, 503 past everyone's `max_request_bytes`.
-    pub(crate) fn flight(&self, caller: Key, bytes: usize) -> Result<Flight, RpcError> {
-        let limit = self.config.limits.max_request_bytes_per_client;
-        Flight::take(&self.requests_by, &self.request_bytes, caller, bytes, limit)
-            .map_err(|over| self.flight_refused(over, bytes))
-    }
-
-    /// Grows `flight` to `total` bytes (a body still arriving), under the same limits.
-    pub(crate) fn grow_flight(&self, flight: &mut Flight, total: usize) -> Result<(), RpcError> {
-        let limit = self.config.limits.max_request_bytes_per_client;
-        flight
-            .grow_to(total, limit)
-            .map_err(|over| self.flight_refused(over, total))
-    }
-
-    fn flight_refused(&self, over: Over, bytes: usize) -> RpcError {
-        match over {
-            Over::Own(held) => too_many(&format!(
-                "this request needs {bytes} bytes, and this client has {held} bytes of requests in flight and may have {} (Limits::max_request_bytes_per_client)",
-                self.config.limits.max_request_bytes_per_client
-            )),
-            Over::All => busy(&format!(
-                "{} bytes of requests in flight",
-                self.request_bytes.limit()
-            )),
-        }
-    }
-
-    /// A slot among `max_streams` and the `max_streams_per_client` of `caller`, held by a
-    /// long-lived stream until it ends.
-    pub(crate) fn stream_slot(&self, caller: Key) -> Result<Slot, RpcError> {
-        let limit = self.config.limits.max_streams_per_client;
-        let share = self.streams_by.take(caller, 1, limit).map_err(|held| {
-            too_many(&format!(
-                "this client has {held} streams open and may have {limit} (Limits::max_streams_per_client)"
-            ))
-        })?;
-        let open = self
-            .streams_open
-            .draw(1)
-            .ok_or_else(|| busy(&format!("{} open streams", self.config.limits.max_streams)))?;
-        Ok(Slot::new(open, [Some(share), None], None))
-    }
 }
 
 pub(crate) use crate::quota::Held;
 
 /// The bookkeeping a held URI costs besides its bytes (its box, its set entry).
 pub(crate) const HELD_OVERHEAD: usize = 64;
-
-impl Shared {
-    /// `bytes` of state for the request's client (`what` names it in the refusal): -32000
-    /// with 429 past the client's share, 503 past everyone's.
-    pub(crate) fn hold(
-        &self,
-        extensions: &http::Extensions,
-        bytes: usize,
-        what: &str,
-    ) -> Result<Held, RpcError> {
-        self.check_memory(what)?;
-        let limits = &self.config.limits;
-        let limit = limits.max_held_bytes_per_client;
-        let mine = self
-            .held_by
-            .take(self.caller_key(extensions), bytes, limit)
-            .map_err(|held| {
-                RpcError::new(
-                    jsonrpc::code::TRANSPORT_REFUSED,
-                    format!(
-                        "Too Many Requests: {what} needs {bytes} bytes, and this client already has the server keep {held} of its {limit} (Limits::max_held_bytes_per_client); unsubscribe or close a stream first"
-                    ),
-                )
-                .with_status(429)
-            })?;
-        let all = self
-            .held_by
-            .take(
-                self.quota_keys.of("held in all"),
-                bytes,
-                limits.max_held_bytes,
-            )
-            .map_err(|_| {
-                busy(&format!(
-                    "{} bytes of subscriptions and streams",
-                    limits.max_held_bytes
-                ))
-            })?;
-        Ok(Held::new(mine, all))
-    }
-}
 
 /// A 2025-03-26 batch, started: its requests run concurrently; the answer is one array.
 pub(crate) struct Batch {
@@ -300,7 +159,9 @@ impl Shared {
             ))
             .with_status(400));
         }
-        let slot = self.request_slots(items.len(), body.len(), Some(scope), caller)?;
+        let slot = self
+            .admission
+            .request_slots(items.len(), body.len(), Some(scope), caller)?;
         let mut runs: Vec<BoxFuture<Option<Vec<u8>>>> = Vec::new();
         let mut changed = None;
         for raw in items {
@@ -324,6 +185,7 @@ impl Shared {
                         quiet: false,
                         polled_at_once: false,
                         transport: inbound.transport,
+                        kind: inbound.kind,
                     };
                     let current = changed.as_deref().unwrap_or(session);
                     let params = crate::protocol::meta::Params::parse(params);
@@ -510,27 +372,5 @@ impl Reply {
             self.session_id = id;
         }
         self
-    }
-}
-
-impl Shared {
-    /// The caller of a connection that has no request headers (stdio): see
-    /// [`Engine::caller_from_env`](port::Engine::caller_from_env).
-    pub(crate) async fn caller_from_env(&self) -> Result<http::Extensions, Error> {
-        #[allow(unused_mut)]
-        let mut extensions = http::Extensions::new();
-        #[cfg(feature = "auth")]
-        if let Some(auth) = &self.auth
-            && let Some((token, source)) = auth.stdio_token.as_ref().and_then(|t| t.read())
-        {
-            let principal = auth.verifier.verify(&token).await.map_err(|e| {
-                Error::Config(format!(
-                    "the bearer token of {source} was not accepted: {e}"
-                ))
-            })?;
-            tracing::info!(subject = principal.subject(), "caller from {source}");
-            extensions.insert(principal);
-        }
-        Ok(extensions)
     }
 }

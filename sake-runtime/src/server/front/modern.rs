@@ -66,7 +66,7 @@ impl Connection {
         // A subscription counts against `max_streams`, not `max_concurrent_requests`.
         let slot = if method == Method::Listen {
             drop(slot);
-            match self.shared.stream_slot(self.caller) {
+            match self.shared.admission.stream_slot(self.caller) {
                 Ok(s) => s,
                 Err(e) => return Reply::error(Era::Modern, Some(id), e),
             }
@@ -100,9 +100,11 @@ impl Connection {
                     let guard = self.carrier.register(&self.shared, &id, cancel.clone())?;
                     Some((cancel, guard))
                 });
-                let (running, inflight) = match registered {
+                let running = match registered {
                     Some((cancel, guard)) => {
                         let fut: BoxFuture<Option<Outcome>> = Box::pin(async move {
+                            // Registered until it ends.
+                            let _guard = guard;
                             // Cancellation first: a function that stops when cancelled
                             // finishes at the same moment, and its result must not be sent.
                             tokio::select! {
@@ -111,16 +113,15 @@ impl Connection {
                                 out = fut => Some(out),
                             }
                         });
-                        (Running::Cancellable(fut), Some(guard))
+                        Running::Cancellable(fut)
                     }
-                    None => (Running::Plain(fut), None),
+                    None => Running::Plain(fut),
                 };
                 let run = Run {
                     id: Some(id),
                     settle: |e| e.settled(Era::Modern),
                     running,
                     slot: Some(slot),
-                    _inflight: inflight,
                 };
                 Reply::of(Answering::Later(run, messages))
             }
@@ -204,6 +205,7 @@ impl Shared {
         let mut parts = RequestParts::new(rev, meta);
         parts.sink = inbound.sink;
         parts.extensions = inbound.extensions;
+        parts.transport = inbound.kind;
         parts.cancel = inbound.cancel;
         match self.dispatch(parts, method, params) {
             Dispatched::Ready(out) => Answer::Ready(out),

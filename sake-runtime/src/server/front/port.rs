@@ -32,7 +32,7 @@ use super::Outcome;
 use super::carrier::Carrier;
 use crate::error::Error;
 use crate::handler::BoxFuture;
-use crate::handler::context::Sink;
+use crate::handler::context::{Sink, Transport};
 use crate::protocol::Era;
 use crate::protocol::headers::RequestHeaders;
 use crate::protocol::jsonrpc::{self, RequestId, RpcError};
@@ -64,21 +64,28 @@ impl Engine {
         self.0.caller_key(extensions)
     }
 
+    /// Works out the caller of a request whose token was checked (its name and digest, once:
+    /// everything after reads them from its `extensions`), and its key as `caller_key`.
+    pub(crate) fn identify(&self, extensions: &mut http::Extensions) -> Key {
+        self.0.callers.identify(extensions);
+        self.0.caller_key(extensions)
+    }
+
     /// `bytes` of a request in flight for `caller` (a body being received), among
     /// `Limits::max_request_bytes_per_client` and `max_request_bytes`.
     pub(crate) fn flight(&self, caller: Key, bytes: usize) -> Result<Flight, RpcError> {
-        self.0.flight(caller, bytes)
+        self.0.admission.flight(caller, bytes)
     }
 
     /// Grows `flight` to `total` bytes, under the same limits.
     pub(crate) fn grow_flight(&self, flight: &mut Flight, total: usize) -> Result<(), RpcError> {
-        self.0.grow_flight(flight, total)
+        self.0.admission.grow_flight(flight, total)
     }
 
     /// Whose share of the connection budget a network peer takes (before anything of its
     /// requests is read: the address, or its network, never a principal).
     pub(crate) fn address_key(&self, ip: std::net::IpAddr) -> Key {
-        self.0.address_key(ip)
+        self.0.admission.address_key(ip)
     }
 
     /// The largest message the server takes (`Server::max_body_bytes`).
@@ -97,7 +104,7 @@ impl Engine {
     /// token that is refused is an error: the server would run as someone else than the
     /// operator meant.
     pub(crate) async fn caller_from_env(&self) -> Result<http::Extensions, Error> {
-        self.0.caller_from_env().await
+        self.0.callers.caller_from_env().await
     }
 
     /// A connection that holds its peer's session and writes to one outbound channel.
@@ -114,6 +121,7 @@ impl Engine {
 #[derive(Debug)]
 pub struct Peer {
     transport: Option<&'static str>,
+    kind: Transport,
     extensions: http::Extensions,
     questions: bool,
 }
@@ -124,6 +132,7 @@ impl Peer {
     pub fn new(transport: &'static str) -> Peer {
         Peer {
             transport: Some(transport),
+            kind: Transport::Stream,
             extensions: http::Extensions::new(),
             questions: true,
         }
@@ -151,10 +160,17 @@ impl Peer {
         self
     }
 
+    /// A peer on stdio (what `McpRequest::transport` of its requests reads).
+    pub(crate) fn stdio(mut self) -> Peer {
+        self.kind = Transport::Stdio;
+        self
+    }
+
     /// A peer that names no transport (the in-memory test client).
     pub(crate) fn in_memory() -> Peer {
         Peer {
             transport: None,
+            kind: Transport::Stream,
             extensions: http::Extensions::new(),
             questions: true,
         }
@@ -264,6 +280,8 @@ pub(super) enum Running {
     Plain(BoxFuture<Outcome>),
     /// A request the client may cancel: its outcome, or nothing once cancelled.
     Cancellable(BoxFuture<Option<Outcome>>),
+    /// A session's request (the client may cancel it).
+    Session(super::session_run::SessionRun),
     /// A batch's framed array, or nothing when it answered nothing.
     Batch(BoxFuture<Option<Vec<u8>>>),
 }
@@ -276,7 +294,6 @@ pub(crate) struct Run {
     pub(super) settle: fn(RpcError) -> RpcError,
     pub(super) running: Running,
     pub(super) slot: Option<Slot>,
-    pub(super) _inflight: Option<InflightGuard>,
 }
 
 impl std::future::Future for Run {
@@ -300,6 +317,10 @@ impl std::future::Future for Run {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(out) => out.map(|out| one(&mut this.id, out)),
             },
+            Running::Session(f) => match std::pin::Pin::new(f).poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(out) => out.map(|out| one(&mut this.id, out)),
+            },
             Running::Batch(f) => match f.as_mut().poll(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(body) => body.map(Answer::Batch),
@@ -308,7 +329,6 @@ impl std::future::Future for Run {
         // The request's work is over: its slots go back at once, whoever still holds the
         // future.
         this.slot = None;
-        this._inflight = None;
         Poll::Ready(answer)
     }
 }
@@ -457,6 +477,8 @@ impl Outbound {
 pub struct Connection {
     pub(super) shared: Arc<Shared>,
     pub(super) transport: Option<&'static str>,
+    /// What carries it, as its transport said (HTTP, stdio, another stream).
+    pub(super) kind: Transport,
     pub(super) extensions: http::Extensions,
     pub(super) caller: Key,
     pub(super) questions: bool,
@@ -478,13 +500,15 @@ impl std::fmt::Debug for Connection {
 const OUTBOUND_BUFFER: usize = 1024;
 
 impl Connection {
-    fn open(shared: Arc<Shared>, peer: Peer) -> (Connection, Outbound) {
+    fn open(shared: Arc<Shared>, mut peer: Peer) -> (Connection, Outbound) {
         let (out, rx) = mpsc::channel(OUTBOUND_BUFFER);
         let closed = CancellationToken::new();
+        shared.callers.identify(&mut peer.extensions);
         let caller = shared.caller_key(&peer.extensions);
         let conn = Connection {
             shared,
             transport: peer.transport,
+            kind: peer.kind,
             extensions: peer.extensions,
             caller,
             questions: peer.questions,
@@ -494,16 +518,19 @@ impl Connection {
     }
 
     /// The connection of one Streamable HTTP request: its session (if any) is named by the
-    /// request's headers. `caller` is `Engine::caller_key` of `extensions`.
+    /// request's headers. `caller` is `Engine::identify` of `extensions`.
     pub(crate) fn for_request(
         engine: &Engine,
         transport: &'static str,
-        extensions: http::Extensions,
+        mut extensions: http::Extensions,
         caller: Key,
     ) -> Connection {
+        // Once per request: a transport that identified the caller already left it there.
+        engine.0.callers.identify(&mut extensions);
         Connection {
             shared: engine.0.clone(),
             transport: Some(transport),
+            kind: Transport::Http,
             extensions,
             caller,
             questions: true,

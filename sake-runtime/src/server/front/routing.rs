@@ -200,7 +200,7 @@ pub(super) fn check_modern<'a>(
         && let Some(entry) = params
             .name
             .and_then(raw_str)
-            .and_then(|n| shared.registry.tool(&n))
+            .and_then(|n| shared.catalog.registry.tool(&n))
         && !entry.headers.is_empty()
     {
         check_param_headers(headers.map, &entry.headers, params.arguments)?;
@@ -208,8 +208,9 @@ pub(super) fn check_modern<'a>(
     // A source's tool (`Server::proxy`): the `x-mcp-header` arguments of its listing.
     if method == Method::ToolsCall
         && let Some(name) = params.name.and_then(raw_str)
-        && shared.registry.tool(&name).is_none()
+        && shared.catalog.registry.tool(&name).is_none()
         && let Some(declared) = shared
+            .catalog
             .source_of(crate::server::source::ListKind::Tools, &name)
             .and_then(|s| s.tool_headers(&name))
         && !declared.is_empty()
@@ -419,7 +420,9 @@ impl Connection {
         session: Option<&str>,
     ) -> Result<Slot, RpcError> {
         let scope = self.carrier.scope().or(session);
-        self.shared.request_slots(n, bytes, scope, self.caller)
+        self.shared
+            .admission
+            .request_slots(n, bytes, scope, self.caller)
     }
 
     /// Where a request's messages go before its answer, and the channel a per-request
@@ -451,6 +454,7 @@ impl Connection {
             quiet: false,
             polled_at_once: false,
             transport: self.transport,
+            kind: self.kind,
         }
     }
 }

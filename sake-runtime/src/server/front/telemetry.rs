@@ -93,8 +93,8 @@ impl Shared {
             _ => None,
         };
         let registered = name.as_deref().filter(|n| match call.known {
-            Some(Method::ToolsCall) => self.registry.tool(n).is_some(),
-            Some(Method::PromptsGet) => self.registry.prompt(n).is_some(),
+            Some(Method::ToolsCall) => self.catalog.registry.tool(n).is_some(),
+            Some(Method::PromptsGet) => self.catalog.registry.prompt(n).is_some(),
             _ => false,
         });
         let operation = tool_call.then_some("execute_tool");

@@ -282,7 +282,7 @@ async fn admit(ep: &Endpoint, request: Request) -> Result<(Connection, HeaderMap
     #[cfg(feature = "auth")]
     auth::authenticate(ep, &parts.method, &parts.headers, &mut parts.extensions).await?;
     drop(admitting);
-    let caller = ep.engine.caller_key(&parts.extensions);
+    let caller = ep.engine.identify(&mut parts.extensions);
     Ok((ep.connection(parts.extensions, caller), parts.headers))
 }
 
@@ -538,7 +538,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     // token checks), never a request slot: a client that sends half a body holds its own
     // share of the reading budget, for seconds.
     #[cfg_attr(not(feature = "auth"), allow(unused_mut))]
-    let mut caller = ep.engine.caller_key(&parts.extensions);
+    let mut caller = ep.engine.identify(&mut parts.extensions);
     let reading = match ep.reading_slot(caller) {
         Ok(slot) => slot,
         Err(e) => return sse::error(None, &e),
@@ -552,7 +552,7 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
         {
             return resp;
         }
-        caller = ep.engine.caller_key(&parts.extensions);
+        caller = ep.engine.identify(&mut parts.extensions);
     }
     // The body's bytes count for the caller while it arrives; once read, the request's
     // slot counts them until its work ends.
