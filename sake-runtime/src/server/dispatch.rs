@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use super::Shared;
 use super::catalog::{self, Pages, decode_cursor};
 use super::invoker::{Call, Function, Prompt, Resource, Round, Step, Tool, View};
-use super::source::{ListKind, Remote, Source};
+use super::source::{ListKind, Remote};
 use crate::handler::context::{Context, RequestParts};
 use crate::handler::input::{Mrtr, RoundKey, merge_capabilities};
 use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport};
@@ -475,7 +475,7 @@ impl Shared {
                 finish_prompt,
             );
         }
-                let def = self
+        let def = self
             .catalog
             .denoted::<catalog::Prompt>(&parts.extensions, &name)?;
         let arguments = object_or_absent(params.arguments, "arguments")?;
@@ -668,6 +668,7 @@ impl Shared {
             Ref::Resource { uri }
                 if self.catalog.registry.static_resource(uri).is_none()
                     && !self
+                        .catalog
                         .registry
                         .templates
                         .iter()
@@ -940,7 +941,10 @@ impl Shared {
         let local = match kind {
             ListKind::Tools => self.catalog.registry.tools_visible(rev, &shown, audience),
             ListKind::Prompts => self.catalog.registry.prompts_visible(rev, &shown),
-            ListKind::Resources => self.catalog.registry.resources_visible(rev, &shown, audience),
+            ListKind::Resources => self
+                .catalog
+                .registry
+                .resources_visible(rev, &shown, audience),
             ListKind::Templates => self.catalog.registry.templates_visible(rev, &shown),
         };
         let shared = self.clone();
@@ -948,7 +952,11 @@ impl Shared {
             let mut items = local;
             // Every source at once: a slow one delays the list by its own time only.
             let all = futures_util::future::join_all(
-                shared.catalog.sources.iter().map(|source| source.list(kind)),
+                shared
+                    .catalog
+                    .sources
+                    .iter()
+                    .map(|source| source.list(kind)),
             )
             .await;
             for (source, listed) in shared.catalog.sources.iter().zip(all) {
@@ -990,7 +998,7 @@ impl Shared {
             let pages = catalog::paginate(
                 rev,
                 &shared.env,
-                &shared.config,
+                shared.config.page_size,
                 Cache::Cacheable,
                 pages_kind,
                 key,
