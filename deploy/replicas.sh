@@ -34,7 +34,7 @@ scripts/debian.sh nginx nginx redis-server redis-server redis-cli redis-tools
 NGINX=$(command -v nginx)
 
 echo "==> building the fixture and the load client"
-cargo build --quiet --features redis --example everything
+cargo build --quiet --features redis,client --example everything
 cargo build --quiet --manifest-path tools/Cargo.toml
 FIXTURE=$ROOT/target/debug/examples/everything
 LOAD=$ROOT/tools/target/debug/mcp-load

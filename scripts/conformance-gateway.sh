@@ -22,9 +22,9 @@ declare -A KNOWN_GAPS=(
 )
 
 cargo build --quiet --features redis,client --example everything --example gateway
-UP_PORT=${CONFORMANCE_GATEWAY_UPSTREAM_PORT:-3951}
+UP_PORT=${CONFORMANCE_GATEWAY_UPSTREAM_PORT:-3961}
 # The gateways take this port and the two after it.
-GW_PORT=${CONFORMANCE_GATEWAY_PORT:-3952}
+GW_PORT=${CONFORMANCE_GATEWAY_PORT:-3962}
 OUT=$(mktemp -d)
 PORT=$UP_PORT ./target/debug/examples/everything >"$OUT/everything.log" 2>&1 &
 UPSTREAM_PID=$!

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 : "${SAKE_NODE:?run through scripts/test.sh, which installs the pinned suite}"
 : "${SAKE_CONFORMANCE:?run through scripts/test.sh}"
 
-cargo build --quiet --features redis --example everything
+cargo build --quiet --features redis,client --example everything
 PORT=${CONFORMANCE_PORT:-3931}
 OUT=$(mktemp -d)
 LOG="$OUT/server.log"

@@ -81,27 +81,52 @@ cargo test -p sake-runtime --features otel,client --test otel
 cargo test -p sake-runtime --features client --test proxy
 lap "feature suites (auth, client, auth-proxy, redis, otel)"
 
-# --- the official conformance suite against the fixture --------------------------------------
-if [ -x scripts/conformance.sh ]; then
-  echo "==> conformance"
-  scripts/conformance.sh
-  lap conformance
-fi
-if [ -x scripts/conformance-client.sh ]; then
-  echo "==> conformance (client)"
-  scripts/conformance-client.sh
-  lap "conformance (client)"
-fi
+# --- the official conformance suite (against the fixture, against sake's client, through the
+# gateway) and three replicas behind nginx sharing one Redis (deploy/): four independent runs on
+# ports of their own, mostly waiting on the suite's timeouts, so they run side by side. Their
+# binaries are built once, here, with the features all of them use (every script's own `cargo
+# build` is then a no-op); each run writes its log, printed whole when it ends, with its time.
+echo "==> building the fixture, the gateway, the conformance client and the load client"
+cargo build --quiet --features redis,client --example everything --example gateway
+cargo build --quiet --workspace --example conformance_client
+cargo build --quiet --manifest-path tools/Cargo.toml
+lap "suites' build"
+SIDE_LOGS=$(mktemp -d)
+side_pids=()
+side_names=()
+side() { # name, command...: runs the command in the background into $SIDE_LOGS/name.log
+  local name=$1
+  shift
+  (
+    t0=$SECONDS
+    if "$@" >"$SIDE_LOGS/$name.log" 2>&1; then rc=0; else rc=$?; fi
+    echo "==> ($name took $((SECONDS - t0)) s, exit status $rc)" >>"$SIDE_LOGS/$name.log"
+    exit "$rc"
+  ) &
+  side_pids+=("$!")
+  side_names+=("$name")
+}
+# The suite against examples/everything.rs, on every revision (port 3931).
+side conformance scripts/conformance.sh
+# The client suite against examples/conformance_client.rs (the suite's own servers).
+side "conformance (client)" scripts/conformance-client.sh
 # The same suite through examples/gateway.rs in front of the fixture, on both sides of the era
-# bridge: each scenario's counts must be the direct run's (but for the gaps the script lists).
-if [ -x scripts/conformance-gateway.sh ]; then
-  echo "==> conformance through the gateway"
-  scripts/conformance-gateway.sh
-  lap "conformance (gateway)"
+# bridge: each scenario's counts must be the direct run's, but for the gaps the script lists
+# (ports 3961-3964).
+side "conformance (gateway)" scripts/conformance-gateway.sh
+# The suite through nginx, events, ended sessions and tasks across replicas, a replica killed
+# under load (ports 3950-3954).
+side replicas deploy/replicas.sh
+side_failed=()
+for k in "${!side_pids[@]}"; do
+  if wait "${side_pids[$k]}"; then :; else side_failed+=("${side_names[$k]}"); fi
+  echo "==> ${side_names[$k]}"
+  cat "$SIDE_LOGS/${side_names[$k]}.log"
+done
+rm -rf "$SIDE_LOGS"
+lap "conformance (direct, client, gateway) and replicas, side by side"
+if [ "${#side_failed[@]}" -gt 0 ]; then
+  echo "==> FAILED: ${side_failed[*]}" >&2
+  exit 1
 fi
-# --- three replicas behind nginx sharing one Redis (deploy/): the suite through nginx, events,
-# ended sessions and tasks across replicas, a replica killed under load.
-echo "==> replicas behind nginx, sharing Redis"
-deploy/replicas.sh
-lap replicas
 echo "==> all tests passed"
