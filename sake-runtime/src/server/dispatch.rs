@@ -668,6 +668,7 @@ impl Shared {
             Ref::Resource { uri }
                 if self.catalog.registry.static_resource(uri).is_none()
                     && !self
+                        .catalog
                         .registry
                         .templates
                         .iter()
@@ -990,7 +991,7 @@ impl Shared {
             let pages = catalog::paginate(
                 rev,
                 &shared.env,
-                &shared.config,
+                shared.config.page_size,
                 Cache::Cacheable,
                 pages_kind,
                 key,
