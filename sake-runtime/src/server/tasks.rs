@@ -1064,3 +1064,113 @@ impl Run {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handler::BoxFuture;
+    use crate::handler::context::Context;
+    use crate::handler::events::Notifier;
+    use crate::server::source::{ListKind, Listed};
+    use crate::tasks::MemoryTaskStore;
+
+    fn tasks() -> Tasks {
+        Tasks::new(
+            Arc::new(MemoryTaskStore::new()),
+            Duration::from_secs(300),
+            Duration::from_secs(1),
+            Duration::from_secs(30),
+            None,
+        )
+    }
+
+    /// A source that is never asked anything: holding a link calls nothing.
+    #[derive(Debug)]
+    struct Unreached;
+
+    impl Source for Unreached {
+        fn label(&self) -> &'static str {
+            "up"
+        }
+        fn list(&self, _: ListKind) -> BoxFuture<Result<Listed, RpcError>> {
+            unreachable!("a link lists nothing")
+        }
+        fn owns(&self, _: ListKind, _: &str) -> bool {
+            false
+        }
+        fn forward(
+            &self,
+            _: &'static str,
+            _: Map<String, Value>,
+            _: Context,
+        ) -> BoxFuture<Result<Value, RpcError>> {
+            unreachable!("a link forwards nothing")
+        }
+        fn follow(&self, _: &str) {}
+        fn attach(&self, _: Notifier) {}
+    }
+
+    fn source() -> Arc<dyn Source> {
+        Arc::new(Unreached)
+    }
+
+    fn caller(name: &str) -> (Option<String>, String) {
+        (Some(name.to_owned()), name.to_owned())
+    }
+
+    #[test]
+    fn a_relayed_task_is_its_callers_only_under_a_fresh_id() {
+        let tasks = tasks();
+        let id = tasks
+            .relay_new(source(), "upstream-7", caller("alice"), Some(60_000))
+            .unwrap();
+        assert_eq!(id.len(), 32);
+        assert_ne!(id, "upstream-7");
+        let alice = |p: Option<&str>| p == Some("alice");
+        let (s, upstream) = tasks.relayed(&id, &alice).unwrap().unwrap();
+        assert_eq!((s.label(), upstream.as_str()), ("up", "upstream-7"));
+        // Another caller's id answers as an unknown one.
+        let bob = |p: Option<&str>| p == Some("bob");
+        let e = tasks.relayed(&id, &bob).unwrap().unwrap_err();
+        assert_eq!((e.code, e.message), (-32602, not_found(&id).message));
+        // An id it does not relay is the store's to answer.
+        assert!(tasks.relayed("0123", &alice).is_none());
+        // Two upstreams' equal ids are two tasks.
+        let other = tasks
+            .relay_new(source(), "upstream-7", caller("alice"), None)
+            .unwrap();
+        assert_ne!(other, id);
+    }
+
+    #[test]
+    fn the_links_a_caller_makes_are_bounded() {
+        let tasks = tasks();
+        for n in 0..MAX_RELAYED_PER_CALLER {
+            tasks
+                .relay_new(source(), &format!("t{n}"), caller("alice"), None)
+                .unwrap();
+        }
+        let e = tasks
+            .relay_new(source(), "one-more", caller("alice"), None)
+            .unwrap_err();
+        assert_eq!(e.code, -32000);
+        assert_eq!(e.status(), 429);
+        assert_eq!(
+            e.message,
+            "Too many tasks: this caller has 1000 tasks of upstream servers already; wait for some to end"
+        );
+        // Another caller is not held back by alice's.
+        tasks
+            .relay_new(source(), "t0", caller("bob"), None)
+            .unwrap();
+        // A hostile upstream's id is refused, not kept.
+        let e = tasks
+            .relay_new(source(), &"x".repeat(257), caller("bob"), None)
+            .unwrap_err();
+        assert_eq!(e.code, -32603);
+        assert_eq!(
+            e.message,
+            "Internal error: the upstream server `up` answered with a task id of 257 bytes (1 to 256 are taken)"
+        );
+    }
+}
