@@ -369,6 +369,7 @@ impl RelayFor {
         task: Value,
     ) -> Result<Bytes, RpcError> {
         let label = self.source.label();
+        shared.admission.check_memory("a relayed task")?;
         let mut task: Task = serde_json::from_value(task).map_err(|e| {
             RpcError::internal(format!(
                 "Internal error: the upstream server `{label}` answered with a malformed task: {e}"
