@@ -314,3 +314,50 @@ async fn without_tasks_on_either_side_a_task_tool_answers_as_a_call() {
         .unwrap();
     assert_eq!(text(&out), Some("4"));
 }
+
+/// Two upstreams' tasks through one gateway: each id reaches its own upstream's task.
+#[tokio::test]
+async fn the_tasks_of_two_upstreams_each_reach_their_own() {
+    let (one, two) = (upstream().await, upstream().await);
+    let gw = serve(
+        empty()
+            .proxy("one", Upstream::url(&one))
+            .proxy("two", Upstream::url(&two)),
+    )
+    .await;
+    let client = caller(&gw, None).await;
+    let mut ids = Vec::new();
+    for (tool, a) in [("one_slow_add", 1), ("two_slow_add", 10)] {
+        let created = client
+            .request(
+                "tools/call",
+                json!({"name": tool, "arguments": {"a": a, "b": a}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(created["resultType"], "task", "{created}");
+        ids.push(created["taskId"].as_str().unwrap().to_owned());
+    }
+    assert_ne!(ids[0], ids[1]);
+    for (id, sum) in ids.iter().zip(["2", "20"]) {
+        let done = task_until(&client, id, "completed").await;
+        assert_eq!(
+            done["result"]["content"],
+            json!([{"type": "text", "text": sum}]),
+            "{done}"
+        );
+    }
+    // A cancellation reaches the upstream that runs the task, and only its task.
+    let endless = client
+        .request("tools/call", json!({"name": "two_endless_task"}))
+        .await
+        .unwrap();
+    let id = endless["taskId"].as_str().unwrap();
+    client
+        .request("tasks/cancel", json!({"taskId": id}))
+        .await
+        .unwrap();
+    task_until(&client, id, "cancelled").await;
+    let done = task_until(&client, &ids[1], "completed").await;
+    assert_eq!(done["status"], "completed");
+}
