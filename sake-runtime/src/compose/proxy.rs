@@ -664,6 +664,14 @@ impl Source for Proxy {
         })
     }
 
+    fn task(
+        &self,
+        method: &'static str,
+        params: Map<String, Value>,
+    ) -> BoxFuture<Result<Value, RpcError>> {
+        self.task_request(method, params)
+    }
+
     fn tool_headers(&self, name: &str) -> Option<Vec<crate::protocol::headers::HeaderParam>> {
         let mut cache = self.0.cache.lock().ok()?;
         let (_, listed) = cache.slot(ListKind::Tools).as_ref()?;
@@ -783,11 +791,17 @@ impl Source for Proxy {
                 // Per request (2026-07-28): the upstream learns what the caller can answer,
                 // as if the caller asked it directly. A handshake upstream saw the gateway's
                 // capabilities once, at `initialize`: every kind of question.
+                let mut caps = askable(ctx.client_capabilities());
+                // A caller that takes tasks lets the upstream run the call as one: the gateway
+                // relays it (server/tasks.rs, "Relayed tasks").
+                if method == "tools/call"
+                    && client.revision().features().tasks
+                    && crate::protocol::tasks::declared(ctx.client_capabilities())
+                {
+                    declare_tasks(&mut caps);
+                }
                 let mut meta = Map::new();
-                meta.insert(
-                    CLIENT_CAPABILITIES.into(),
-                    askable(ctx.client_capabilities()),
-                );
+                meta.insert(CLIENT_CAPABILITIES.into(), caps);
                 params.insert("_meta".into(), Value::Object(meta));
             }
             // The caller's progress and log messages: the upstream's, relayed under a token
@@ -846,6 +860,42 @@ impl Source for Proxy {
             }
             match outcome {
                 Ok(mut v) => {
+                    // A task keeps its kind (`RemoteTool`); a result is rendered again.
+                    if let Value::Object(o) = &mut v
+                        && o.get("resultType").and_then(Value::as_str) != Some("task")
+                    {
+                        o.remove("resultType");
+                    }
+                    Ok(v)
+                }
+                Err(e) => Err(canonical(this.failed(e).await, client.revision(), method)),
+            }
+        })
+    }
+}
+
+impl Proxy {
+    /// `tasks/get`, `tasks/update` or `tasks/cancel` of one of the upstream's tasks, declaring
+    /// the tasks extension (the upstream refuses a request that does not).
+    fn task_request(
+        &self,
+        method: &'static str,
+        mut params: Map<String, Value>,
+    ) -> BoxFuture<Result<Value, RpcError>> {
+        let this = Arc::clone(&self.0);
+        Box::pin(async move {
+            let client = this.client().await?;
+            if !client.revision().features().tasks {
+                return Err(RpcError::method_not_found(method));
+            }
+            params.remove("_meta");
+            let mut caps = Value::Object(Map::new());
+            declare_tasks(&mut caps);
+            let mut meta = Map::new();
+            meta.insert(CLIENT_CAPABILITIES.into(), caps);
+            params.insert("_meta".into(), Value::Object(meta));
+            match client.request(method, Value::Object(params)).await {
+                Ok(mut v) => {
                     if let Value::Object(o) = &mut v {
                         o.remove("resultType");
                     }
@@ -854,6 +904,18 @@ impl Source for Proxy {
                 Err(e) => Err(canonical(this.failed(e).await, client.revision(), method)),
             }
         })
+    }
+}
+
+/// Declares the tasks extension in a `ClientCapabilities` object.
+fn declare_tasks(caps: &mut Value) {
+    if let Value::Object(c) = caps {
+        let ext = c
+            .entry("extensions")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(e) = ext {
+            e.insert(crate::protocol::tasks::EXTENSION.into(), json!({}));
+        }
     }
 }
 

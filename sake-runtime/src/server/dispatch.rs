@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use super::Shared;
 use super::catalog::{self, Pages, decode_cursor};
 use super::invoker::{Call, Function, Prompt, Resource, Round, Step, Tool, View};
-use super::source::{ListKind, Remote};
+use super::source::{ListKind, Remote, RemoteTool};
 use crate::handler::context::{Context, RequestParts};
 use crate::handler::input::{Mrtr, RoundKey, merge_capabilities};
 use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport};
@@ -41,9 +41,6 @@ fn refusal(round: Option<&Mrtr>) -> Option<RpcError> {
         .and_then(Mrtr::refused)
         .map(RpcError::missing_capability)
 }
-
-/// Renders what a user function returned, in its round if it had one.
-type Finish<T> = fn(&Shared, Revision, T, Option<&Mrtr>) -> Result<Bytes, RpcError>;
 
 /// The answer of the dispatcher.
 pub(crate) enum Dispatched {
@@ -266,7 +263,10 @@ impl Shared {
         function: F,
         (key, arguments): (RoundKey, Option<&RawValue>),
         params: &Params<'_>,
-        finish: Finish<F::Output>,
+        // Renders what the function returned, in its round if it had one.
+        finish: impl FnOnce(&Shared, Revision, F::Output, Option<&Mrtr>) -> Result<Bytes, RpcError>
+        + Send
+        + 'static,
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
         let mut running = self.invoker.start(Call {
@@ -354,9 +354,11 @@ impl Shared {
                     arguments: None,
                     principal: None,
                 };
+                // A task the upstream makes of the call is relayed (server/tasks.rs).
+                let relay = self.relay_for(&parts, &source);
                 return self.run(
                     parts,
-                    Remote::<CallToolResult> {
+                    Remote::<RemoteTool> {
                         source,
                         method: "tools/call",
                         name: name.into_owned(),
@@ -365,7 +367,13 @@ impl Shared {
                     },
                     (key, params.arguments),
                     params,
-                    finish_tool,
+                    move |shared: &Shared, rev, out, round: Option<&Mrtr>| match (out, relay) {
+                        (RemoteTool::Result(r), _) => finish_tool(shared, rev, r, round),
+                        (RemoteTool::Task(task), Some(relay)) => relay.created(shared, rev, task),
+                        (RemoteTool::Task(_), None) => Err(RpcError::internal(
+                            "Internal error: the upstream server answered with a task, which this call did not offer",
+                        )),
+                    },
                 );
             }
             return Err(RpcError::invalid_params(format!("Unknown tool: {name}"))

@@ -254,12 +254,14 @@ impl Shared {
             config.limits.max_records_per_client,
             config.limits.max_subscriptions_per_session,
         );
-        // The tasks extension, when a tool may run as a task; advertised only by discovery
-        // (the handshake revisions have no such extension).
-        let tasks = if registry
-            .tools
-            .iter()
-            .any(|t| t.def.task_support != crate::handler::TaskSupport::Forbidden)
+        // The tasks extension, when a tool may run as a task, or a source's may (the tasks of
+        // upstreams are relayed: server/tasks.rs); advertised only by discovery (the
+        // handshake revisions have no such extension).
+        let tasks = if sourced
+            || registry
+                .tools
+                .iter()
+                .any(|t| t.def.task_support != crate::handler::TaskSupport::Forbidden)
         {
             let store =
                 task_store.unwrap_or_else(|| Arc::new(crate::tasks::MemoryTaskStore::new()));

@@ -14,10 +14,12 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use bytes::Bytes;
+
 use super::invoker::{Detached, Function, Output};
 use crate::handler::BoxFuture;
 use crate::handler::context::Context;
-use crate::middleware::Kind;
+use crate::middleware::{Kind, McpResponse, Reply};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::types::{
     CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
@@ -61,6 +63,17 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
         params: Map<String, Value>,
         ctx: Context,
     ) -> BoxFuture<Result<Value, RpcError>>;
+    /// A request about one of its tasks (`tasks/get`, `tasks/update`, `tasks/cancel`: the
+    /// tasks extension), relayed for a client that this server gave the task under an id of
+    /// its own: `params` as the client sent them, `taskId` made the source's. The result
+    /// object, or the error, as the source answered.
+    fn task(
+        &self,
+        method: &'static str,
+        _params: Map<String, Value>,
+    ) -> BoxFuture<Result<Value, RpcError>> {
+        Box::pin(async move { Err(RpcError::method_not_found(method)) })
+    }
     /// The `x-mcp-header` arguments of one of its tools, as it listed it (`None` when it has
     /// not listed it yet): their `Mcp-Param-*` headers are checked as for the program's own.
     fn tool_headers(&self, _name: &str) -> Option<Vec<crate::protocol::headers::HeaderParam>> {
@@ -104,16 +117,49 @@ fn decode<T: DeserializeOwned>(v: Value, method: &str) -> Result<T, RpcError> {
     })
 }
 
-impl RemoteOutput for CallToolResult {
+/// What a remote tool's call comes to: its result, or a task the upstream runs it as (the
+/// tasks extension: a call from a client that declared it), which this server relays under
+/// an id of its own (server/tasks.rs, "Relayed tasks").
+#[derive(Debug)]
+pub(crate) enum RemoteTool {
+    Result(CallToolResult),
+    /// The upstream's `CreateTaskResult`, as it sent it.
+    Task(Value),
+}
+
+impl Output for RemoteTool {
+    fn into_response(self) -> McpResponse {
+        match self {
+            RemoteTool::Result(r) => r.into_response(),
+            // The layers see a task as a rendered result: theirs to pass or refuse, not to
+            // edit.
+            RemoteTool::Task(v) => McpResponse::reply(Reply::Rendered(Bytes::from(
+                serde_json::to_vec(&v).unwrap_or_default(),
+            ))),
+        }
+    }
+    fn from_reply(reply: Reply) -> Option<Self> {
+        match reply {
+            Reply::Rendered(b) => serde_json::from_slice(&b).ok().map(RemoteTool::Task),
+            other => CallToolResult::from_reply(other).map(RemoteTool::Result),
+        }
+    }
+}
+
+impl RemoteOutput for RemoteTool {
     const KIND: Kind = Kind::Tool;
     fn from_forwarded(r: Result<Value, RpcError>, ctx: &Context) -> Self {
-        match r.and_then(|v| decode(v, "tools/call")) {
-            Ok(result) => result,
-            Err(e) => {
-                ctx.fail_with(e);
-                CallToolResult::default()
+        let r = r.and_then(|v| {
+            if v.get("resultType").and_then(Value::as_str) == Some("task") {
+                Ok(RemoteTool::Task(v))
+            } else {
+                decode(v, "tools/call").map(RemoteTool::Result)
             }
-        }
+        });
+        r.unwrap_or_else(|e| {
+            ctx.fail_with(e);
+            RemoteTool::Result(CallToolResult::default())
+        })
     }
 }
 
