@@ -119,3 +119,95 @@ fn receive(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::server::{Config, Shared};
+
+    /// A relay that keeps the inbox the server starts it with, so that the test can deliver
+    /// what another replica would (the Redis bus is exercised end to end by
+    /// `tests/tests/redis_replicas.rs`; here the point is who holds whom).
+    #[derive(Debug, Default)]
+    struct KeptInbox(Mutex<Option<Inbox>>);
+
+    impl EventBus for KeptInbox {
+        fn publish(&self, _message: &BusMessage) {}
+        fn start(&self, inbox: Inbox) {
+            *self.0.lock().unwrap() = Some(inbox);
+        }
+    }
+
+    fn server(relay: Arc<KeptInbox>) -> Arc<Shared> {
+        let config = Config {
+            session_key: Some(vec![7; 32]),
+            ..Config::default()
+        };
+        let shared = Shared::new(
+            crate::registry::Registry::from_defs([], [], []).unwrap(),
+            config,
+            Default::default(),
+            None,
+            #[cfg(feature = "auth")]
+            None,
+            None,
+            Some(relay),
+        )
+        .unwrap();
+        let shared = Arc::new(shared);
+        shared
+            .events
+            .start(&shared.lifecycle, shared.tasks.as_ref());
+        shared
+    }
+
+    #[tokio::test]
+    async fn another_replicas_messages_reach_the_bus_and_the_lifecycle() {
+        let relay = Arc::new(KeptInbox::default());
+        let shared = server(relay.clone());
+        let inbox = relay
+            .0
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("the relay was started");
+        let mut events = shared.events.subscribe();
+        inbox.deliver(BusMessage::Event(Event::ToolsChanged));
+        assert_eq!(events.try_recv().unwrap(), Event::ToolsChanged);
+        let watch = shared.callers.watch("digest".into());
+        inbox.deliver(BusMessage::SignedOut {
+            principal: "digest".into(),
+            at: 1,
+            until: 2,
+        });
+        tokio::time::timeout(Duration::from_secs(5), watch.revoked())
+            .await
+            .expect("a caller signed out on another replica is revoked here");
+    }
+
+    #[tokio::test]
+    async fn the_relay_does_not_keep_a_dropped_server_alive() {
+        let relay = Arc::new(KeptInbox::default());
+        let shared = server(relay.clone());
+        let inbox = relay
+            .0
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("the relay was started");
+        let gone = Arc::downgrade(&shared);
+        let lifecycle = Arc::downgrade(&shared.lifecycle);
+        drop(shared);
+        assert!(gone.upgrade().is_none() && lifecycle.upgrade().is_none());
+        // What arrives after is dropped, without a panic.
+        inbox.deliver(BusMessage::Event(Event::ToolsChanged));
+        inbox.deliver(BusMessage::SessionEnded {
+            session: "s".into(),
+            owner: "o".into(),
+            until: 1,
+        });
+    }
+}
