@@ -626,7 +626,9 @@ impl Server {
             self.task_store,
             self.event_bus,
         )?);
-        shared.start_bus();
+        shared
+            .events
+            .start(&shared.lifecycle, shared.tasks.as_ref());
         if let Some(cors) = &http.cors {
             cors.check().map_err(Error::Config)?;
         }
@@ -743,7 +745,7 @@ impl Service {
 
     /// Publishes list changes and resource updates to connected clients.
     pub fn notifier(&self) -> Notifier {
-        self.shared.notifier.clone()
+        self.shared.events.notifier().clone()
     }
 
     /// Signs a caller out: every handshake session it opened until now is refused from now
@@ -753,7 +755,7 @@ impl Service {
     /// its issuer and subject joined by a line feed (`"{issuer}\n{subject}"`, the issuer
     /// empty when the token names none). Sessions it opens afterwards are served.
     pub fn end_sessions_of(&self, name: &str) {
-        self.shared.sign_out(name);
+        self.shared.lifecycle.sign_out(name);
     }
 
     /// An axum `Router` serving the endpoint at the configured path.

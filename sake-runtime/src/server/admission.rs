@@ -15,6 +15,7 @@ use crate::limits::Limits;
 use crate::protocol::jsonrpc::{self, RpcError};
 use crate::quota::{self, Flight, Held, Key, Over, PeerAddr, Refused, Slot};
 
+use super::callers::Callers;
 use super::front::port::{busy, too_many};
 use super::memory;
 
@@ -38,11 +39,14 @@ pub(crate) struct Admission {
     keys: quota::Keys,
     /// Long-lived streams: bounded by `max_streams`.
     streams_open: Arc<quota::Pool>,
+    /// Who a request comes from: a signed-in caller's share is its principal's.
+    callers: Arc<Callers>,
 }
 
 impl Admission {
-    pub(crate) fn new(limits: &Limits) -> Admission {
+    pub(crate) fn new(limits: &Limits, callers: Arc<Callers>) -> Admission {
         Admission {
+            callers,
             requests: Arc::new(quota::Pool::new(limits.max_concurrent_requests)),
             requests_by: Arc::default(),
             streams_by: Arc::default(),
@@ -60,11 +64,11 @@ impl Admission {
     }
 
     /// Whose share of the request, stream and body budgets a request takes: its caller's
-    /// `principal` digest when there is one, else the network address (kept in memory only,
-    /// never in a token).
-    pub(crate) fn caller_key(&self, principal: Option<&str>, extensions: &http::Extensions) -> Key {
-        if let Some(p) = principal {
-            return self.keys.of(("p", p));
+    /// principal digest ([`Callers::principal_of`]) when there is one, else the network
+    /// address (kept in memory only, never in a token).
+    pub(crate) fn caller_key(&self, extensions: &http::Extensions) -> Key {
+        if let Some(p) = self.callers.principal_of(extensions) {
+            return self.keys.of(("p", p.as_str()));
         }
         match extensions.get::<PeerAddr>() {
             Some(PeerAddr { key: Some(key), .. }) => *key,

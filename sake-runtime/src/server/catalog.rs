@@ -74,8 +74,10 @@ pub(crate) struct Catalog {
     /// The definitions.
     pub registry: Registry,
     /// How results are rendered (the server's info and cache hints).
-    env: ResultEnv,
-    page_size: Option<usize>,
+    pub(super) env: ResultEnv,
+    pub(super) page_size: Option<usize>,
+    /// How long a dynamic skill's source may take to answer (`Limits::request_timeout`).
+    pub(super) request_timeout: std::time::Duration,
     /// Everything, as every caller sees it unless `Authorization::hide_unauthorized` is on.
     lists: Lists,
     /// The `server/discover` result, by revision.
@@ -192,17 +194,17 @@ impl Catalog {
     pub(crate) fn new(
         registry: Registry,
         env: ResultEnv,
-        page_size: Option<usize>,
+        config: &super::Config,
         discover: [Bytes; Revision::COUNT],
         callers: Arc<Callers>,
-        sources: super::source::Sources,
         #[cfg(feature = "auth")] auth: Option<Arc<crate::auth::Authorization>>,
     ) -> Catalog {
         Catalog {
             scope_sets: registry.scope_sets(),
             registry,
             env,
-            page_size,
+            page_size: config.page_size,
+            request_timeout: config.limits.request_timeout,
             lists: Lists::default(),
             discover,
             callers,
@@ -210,7 +212,7 @@ impl Catalog {
             auth,
             #[cfg(feature = "auth")]
             views: Default::default(),
-            sources,
+            sources: config.sources.clone(),
         }
     }
 

@@ -229,9 +229,11 @@ impl Shared {
                 .task_method(parts, method, params)
                 .unwrap_or_else(|e| Dispatched::err(rev, e)),
             Method::SkillsGet => self
+                .catalog
                 .get_skill(&parts, params)
                 .unwrap_or_else(|e| Dispatched::err(rev, e)),
             Method::DirectoryRead => self
+                .catalog
                 .read_directory(&parts, params)
                 .unwrap_or_else(|e| Dispatched::err(rev, e)),
             Method::Initialize
@@ -537,7 +539,7 @@ impl Shared {
             .catalog
             .denoted::<catalog::Resource>(&parts.extensions, &uri)?
         {
-            Named::SkillFile(file) => return self.read_skill_file(&parts, &uri, file),
+            Named::SkillFile(file) => return self.catalog.read_skill_file(&parts, &uri, file),
             Named::View(view) => return self.read_view(parts, params, view),
             Named::Resource(def, vars) => (def, vars),
         };

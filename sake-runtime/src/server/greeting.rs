@@ -35,7 +35,7 @@ pub(crate) fn quiet(config: &Config) -> bool {
 pub(crate) fn greet(shared: &Shared, at: At<'_>) -> bool {
     if let At::Http { local, .. } = at
         && !local.ip().is_loopback()
-        && !shared.session_key_configured()
+        && !shared.events.key_configured()
     {
         tracing::warn!(
             %local,

@@ -1,7 +1,25 @@
 //! The engine: everything built at start-up and shared by every request, whatever the
-//! transport — four services (admission, callers, the catalog, the invoker), the signing key
-//! and sessions, the event bus, the records of handshake sessions — and the front that serves
-//! requests with it.
+//! transport, and the front that serves requests with it.
+//!
+//! [`Shared`] holds six services, each a type of its own in a file of its own, built in
+//! [`Shared::new`] with what it needs and never reaching back into `Shared`:
+//!
+//! - [`admission`] — what a request may take before it runs and what a client may make the
+//!   server hold, and whose share it takes (`Admission::caller_key`);
+//! - [`callers`] — who a request comes from, what they may do, whether they were signed out;
+//! - [`catalog`] — the definitions, their lists per revision and audience, the one lookup of
+//!   what a URI or name denotes, and (in [`skills`]) the reads of skills;
+//! - [`invoker`] — the one caller of user functions;
+//! - [`events`] — the events functions publish, fanned out here and relayed to the other
+//!   replicas, and what the other replicas tell this one;
+//! - [`lifecycle`] — handshake sessions ended and callers signed out (here and on every
+//!   replica), what an ended session held dropped, the notices after a restart.
+//!
+//! Beside them `Shared` keeps the settings and the stores several parts share (the sessions,
+//! the hub's records, pending questions, requests in flight, the tasks extension, shutdown).
+//! Its methods are `new` and the dispatcher's ([`dispatch`], with [`tasks`] for the tasks
+//! methods): the one place that uses several services to run a method. The doors
+//! ([`front`]) are methods of the port's `Connection`, which holds the engine.
 //!
 //! The public builder ([`Server`](crate::Server)) and the built [`Service`](crate::Service)
 //! live above the transports, in `service.rs`.
@@ -11,11 +29,13 @@ pub(crate) mod callers;
 pub(crate) mod catalog;
 pub(crate) mod dev;
 pub(crate) mod dispatch;
+pub(crate) mod events;
 pub(crate) mod front;
 pub(crate) mod greeting;
 pub(crate) mod hub;
 pub(crate) mod inflight;
 pub(crate) mod invoker;
+pub(crate) mod lifecycle;
 pub(crate) mod memory;
 pub(crate) mod operations;
 pub(crate) mod revocation;
@@ -32,14 +52,14 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::error::Error;
-use crate::handler::events::{Bus, BusMessage, EventBus, Inbox, Notifier};
+use crate::handler::events::EventBus;
 use crate::handler::input::Pending;
 use crate::protocol::Revision;
 use crate::protocol::render::{self, Cache, CacheHints, CacheScope, ResultEnv};
 use crate::protocol::types::{
     Implementation, ListChangedCapability, ResourcesCapability, ServerCapabilities,
 };
-use crate::quota::{self, PeerAddr};
+use crate::quota::PeerAddr;
 use crate::registry::Registry;
 use crate::signing::Signer;
 use hub::Hub;
@@ -127,9 +147,9 @@ impl Default for Config {
     }
 }
 
-/// Everything built at start-up, shared by every request: a thin holder of the engine's four
-/// services and of what belongs to the engine itself (its settings, the sessions and their
-/// records, the event bus, the tasks extension, shutdown).
+/// Everything built at start-up, shared by every request: a thin holder of the engine's six
+/// services and of what the parts share (its settings, the sessions and their records,
+/// pending questions, requests in flight, the tasks extension, shutdown).
 pub(crate) struct Shared {
     /// What a request may take of the server before it runs, and what a client may make it
     /// hold.
@@ -141,27 +161,23 @@ pub(crate) struct Shared {
     pub catalog: catalog::Catalog,
     /// The one caller of user functions.
     pub invoker: invoker::Invoker,
+    /// The events functions publish, fanned out to listening streams and relayed to the
+    /// other replicas; what the other replicas tell this one.
+    pub events: events::Events,
+    /// The life of handshake sessions beyond one request: ended, signed out, forgotten,
+    /// told of a restart.
+    pub lifecycle: Arc<lifecycle::Lifecycle>,
     pub config: Config,
     pub env: ResultEnv,
     pub capabilities: ServerCapabilities,
-    pub sessions: Sessions,
+    pub sessions: Arc<Sessions>,
     pub pending: Arc<Pending>,
     pub hub: Arc<Hub>,
-    /// The events published through [`Notifier`]s, fanned out to listening streams.
-    pub bus: Arc<Bus>,
-    /// The bus to the other replicas (`Server::event_bus`), when it is shared.
-    pub relay: Option<Arc<dyn EventBus>>,
-    /// The key the replicas authenticate bus messages and task records with.
-    replica_key: crate::signing::ReplicaKey,
-    pub notifier: Notifier,
     pub inflight: Arc<crate::server::inflight::Inflight>,
     /// Fired when the server shuts down: long-lived streams end with their final messages.
     pub shutdown: tokio_util::sync::CancellationToken,
     /// The tasks extension, when a tool may run as a task.
     pub tasks: Option<Arc<tasks::Tasks>>,
-    /// What the process before this one listed (`SAKE_PREVIOUS_LISTS`): the changes its
-    /// clients are told of.
-    restart: Option<dev::Restart>,
 }
 
 impl Shared {
@@ -241,14 +257,13 @@ impl Shared {
             auth.clone(),
             config.limits.ipv6_client_prefix,
         ));
-        let sessions = Sessions::new(
+        let sessions = Arc::new(Sessions::new(
             signer,
             config.session_lifetime,
             config.session_refresh_after,
             config.limits.max_tracked_sessions,
             config.limits.max_records_per_client,
-        );
-        let bus = Bus::new(config.limits.event_buffer);
+        ));
         let hub = Hub::new(
             config.limits.max_tracked_sessions,
             config.limits.max_records_per_client,
@@ -314,12 +329,9 @@ impl Shared {
                 Bytes::from(render::result_value(rev, &env, Cache::Cacheable, result));
         }
         let restart = dev::Restart::from_env(&registry, config.limits.max_tracked_sessions);
-        let notifier = Notifier {
-            bus: bus.clone(),
-            relay: relay.clone(),
-        };
+        let events = events::Events::new(config.limits.event_buffer, relay, replica_key);
         for source in &config.sources {
-            source.attach(notifier.clone());
+            source.attach(events.notifier().clone());
         }
         let invoker = invoker::Invoker::new(
             invoker::Stacks::compose(
@@ -329,36 +341,44 @@ impl Shared {
             )?,
             sessions.signer().clone(),
             callers.clone(),
-            notifier.clone(),
+            events.notifier().clone(),
             Arc::new(states),
             config.limits.ipv6_client_prefix,
         );
         let catalog = catalog::Catalog::new(
             registry,
             env.clone(),
-            config.page_size,
+            &config,
             discover,
             callers.clone(),
-            config.sources.clone(),
             #[cfg(feature = "auth")]
             auth,
         );
-        Ok(Shared {
+        let pending = Arc::new(Pending::new(
+            config.limits.max_pending_inputs,
+            config.limits.max_pending_inputs_per_session,
+        ));
+        let inflight: Arc<inflight::Inflight> = Arc::default();
+        let lifecycle = Arc::new(lifecycle::Lifecycle {
+            sessions: sessions.clone(),
+            hub: hub.clone(),
+            pending: pending.clone(),
+            inflight: inflight.clone(),
+            callers: callers.clone(),
+            relay: events.relay().cloned(),
             restart,
+            session_lifetime: config.session_lifetime,
+        });
+        Ok(Shared {
             invoker,
-            pending: Arc::new(Pending::new(
-                config.limits.max_pending_inputs,
-                config.limits.max_pending_inputs_per_session,
-            )),
-            notifier,
-            bus,
-            relay,
-            replica_key,
+            pending,
+            events,
+            lifecycle,
             hub,
             sessions,
-            inflight: Arc::default(),
+            inflight,
             shutdown: tokio_util::sync::CancellationToken::new(),
-            admission: admission::Admission::new(&config.limits),
+            admission: admission::Admission::new(&config.limits, callers.clone()),
             callers,
             tasks,
             catalog,
@@ -366,130 +386,6 @@ impl Shared {
             env,
             capabilities,
         })
-    }
-
-    /// Whether the session key was configured (`Server::session_key`, `SAKE_SESSION_KEY`)
-    /// rather than made at random for this process.
-    pub(crate) fn session_key_configured(&self) -> bool {
-        self.replica_key.is_configured()
-    }
-
-    /// Starts the event bus: the other replicas' messages are acted on here from now on.
-    pub(crate) fn start_bus(self: &Arc<Self>) {
-        let Some(relay) = &self.relay else {
-            return;
-        };
-        let shared = Arc::downgrade(self);
-        relay.start(Inbox::new(
-            Arc::new(move |message| {
-                if let Some(shared) = shared.upgrade() {
-                    shared.receive(message);
-                }
-            }),
-            self.replica_key.clone(),
-        ));
-    }
-
-    /// A message of another replica.
-    fn receive(&self, message: BusMessage) {
-        match message {
-            BusMessage::Event(event) => self.bus.publish(event),
-            BusMessage::TaskChanged(id) => {
-                if let Some(tasks) = &self.tasks {
-                    tasks.changed_elsewhere(id);
-                }
-            }
-            BusMessage::SessionEnded {
-                session,
-                owner,
-                until,
-            } => {
-                self.sessions.ended_until(&session, &owner, until);
-                self.forget_session(&session);
-            }
-            BusMessage::SignedOut {
-                principal,
-                at,
-                until,
-            } => {
-                self.sessions.signed_out_until(&principal, at, until);
-                self.callers.revoke(&principal);
-            }
-        }
-    }
-
-    /// The notifications a session's standalone stream opens with after a restart: the lists
-    /// that changed since the process before this one, for a session that process opened,
-    /// once (`SAKE_PREVIOUS_LISTS`, see `dev`).
-    pub(crate) fn restart_notices(&self, session: &session::Session) -> Vec<Bytes> {
-        self.restart
-            .as_ref()
-            .map(|r| r.for_session(session, self.config.session_lifetime))
-            .unwrap_or_default()
-    }
-
-    /// The same for a `subscriptions/listen` stream, tagged with its id, for the changes its
-    /// filter `wants`.
-    pub(crate) fn restart_listen_notices(
-        &self,
-        id: &crate::protocol::jsonrpc::RequestId,
-        wants: impl Fn(&crate::handler::events::Event) -> bool,
-    ) -> Vec<Bytes> {
-        self.restart
-            .as_ref()
-            .map(|r| r.for_listen(id, wants))
-            .unwrap_or_default()
-    }
-
-    /// Ends a handshake session (DELETE): here, and on every replica through the event bus.
-    pub(crate) fn end_session(&self, session: &session::Session) {
-        let until = self.sessions.end(session);
-        self.forget_session(&session.sid);
-        if let Some(relay) = &self.relay {
-            relay.publish(&BusMessage::SessionEnded {
-                session: session.sid.clone(),
-                owner: session.owner.clone(),
-                until,
-            });
-        }
-    }
-
-    /// Drops what this process holds for an ended session: its records, its GET stream, its
-    /// pending questions, its requests in flight.
-    fn forget_session(&self, sid: &str) {
-        self.hub.end_session(sid);
-        self.pending.end_session(sid);
-        self.inflight.cancel_scope(sid);
-    }
-
-    /// Ends every handshake session the caller named `name` opened until now, here and on
-    /// every replica.
-    pub(crate) fn sign_out(&self, name: &str) {
-        let at = session::now_secs();
-        // Under every key: a session opened before a key rotation carries the digest made
-        // under the key of its day, and must end too.
-        for principal in self
-            .sessions
-            .signer()
-            .digests(crate::signing::Domain::Principal, name)
-        {
-            let until = self.sessions.sign_out(&principal, at);
-            self.callers.revoke(&principal);
-            if let Some(relay) = &self.relay {
-                relay.publish(&BusMessage::SignedOut {
-                    principal,
-                    at,
-                    until,
-                });
-            }
-        }
-    }
-
-    /// Whose share of the request, stream and body budgets a request takes: its caller's
-    /// ([`Callers::principal_of`](callers::Callers::principal_of)), else its network address.
-    pub(crate) fn caller_key(&self, extensions: &http::Extensions) -> quota::Key {
-        self.admission
-            .caller_key(self.callers.principal_of(extensions).as_deref(), extensions)
     }
 }
 

@@ -1,14 +1,16 @@
 //! The skills extension in the engine: `skills/get`, `resources/directory/read`, and
 //! `resources/read` of skill files (`skills/list` is a list like the others, in `dispatch`).
-//! Embedded files are answered from memory; a dynamic skill's from its source.
-
-use std::sync::Arc;
+//! Embedded files are answered from memory; a dynamic skill's from its source, within
+//! `Limits::request_timeout`.
+//!
+//! These are the catalog's reads of skills: what a URI denotes and whether the caller may see
+//! it is [`Catalog::denoted`]'s, the paging is the lists'.
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::catalog::{self, Catalog};
 use super::dispatch::Dispatched;
-use super::{Shared, catalog};
 use crate::handler::ResourceError;
 use crate::handler::context::RequestParts;
 use crate::protocol::jsonrpc::{RpcError, clip, raw_string};
@@ -41,7 +43,7 @@ fn contents(uri: &str, mime_type: Option<&str>, bytes: &[u8]) -> ResourceContent
     }
 }
 
-impl Shared {
+impl Catalog {
     /// `skills/get`: the entry of a skill the server serves, by the URI of its `SKILL.md`;
     /// -32602 for any other URI.
     pub(crate) fn get_skill(
@@ -51,9 +53,7 @@ impl Shared {
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
         let uri = uri_of(params)?;
-        let skill = self
-            .catalog
-            .denoted::<catalog::Skill>(&parts.extensions, &uri)?;
+        let skill = self.denoted::<catalog::Skill>(&parts.extensions, &uri)?;
         Ok(Dispatched::Ready(Ok(Bytes::from(render::result(
             rev,
             &self.env,
@@ -66,15 +66,13 @@ impl Shared {
     /// `resources/directory/read`: the direct children of a directory of the skill namespace,
     /// paged like the lists; -32602 for a URI that is not a directory.
     pub(crate) fn read_directory(
-        self: &Arc<Self>,
+        &self,
         parts: &RequestParts,
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
         let uri = uri_of(params)?;
-        let at = self
-            .catalog
-            .denoted::<catalog::Directory>(&parts.extensions, &uri)?;
+        let at = self.denoted::<catalog::Directory>(&parts.extensions, &uri)?;
         let cursor = match params.cursor {
             None => None,
             Some(raw) if raw.get() == "null" => None,
@@ -89,17 +87,19 @@ impl Shared {
                     .into_owned(),
             ),
         };
-        let page = move |shared: &Shared, children: Vec<Value>| {
-            let pages = super::catalog::paginate(
+        let env = self.env.clone();
+        let page_size = self.page_size;
+        let page = move |children: Vec<Value>| {
+            let pages = catalog::paginate(
                 rev,
-                &shared.env,
-                shared.config.page_size,
+                &env,
+                page_size,
                 Cache::None,
                 "directory",
                 "resources",
                 children,
             );
-            super::catalog::decode_cursor("directory", cursor.as_deref(), pages.0.len())
+            catalog::decode_cursor("directory", cursor.as_deref(), pages.0.len())
                 .map(|i| pages.0[i].clone())
         };
         match at {
@@ -109,14 +109,12 @@ impl Shared {
                     .values()
                     .map(|r| render::resource(r, rev))
                     .collect();
-                Ok(Dispatched::Ready(page(self, children)))
+                Ok(Dispatched::Ready(page(children)))
             }
             DirAt::Dynamic(skill, dir) => {
                 let source = skill.source.clone();
                 let root = skill.root.clone();
-                let shared = self.clone();
-                let limit = self.config.limits.request_timeout;
-                let cursor_page = page;
+                let limit = self.request_timeout;
                 Ok(Dispatched::Pending(Box::pin(async move {
                     let Some(source) = source else {
                         return Err(RpcError::internal("the skill has no source"));
@@ -134,13 +132,13 @@ impl Shared {
                         .iter()
                         .map(|r| render::resource(r, rev))
                         .collect();
-                    cursor_page(&shared, children)
+                    page(children)
                 })))
             }
         }
     }
 
-    /// `resources/read` of a skill file the caller may read ([`Catalog::denoted`](super::catalog::Catalog::denoted)): from
+    /// `resources/read` of a skill file the caller may read ([`Catalog::denoted`]): from
     /// memory, or from a dynamic skill's source.
     pub(crate) fn read_skill_file(
         &self,
@@ -171,7 +169,7 @@ impl Shared {
                     return Err(RpcError::resource_not_found(uri));
                 };
                 let uri = uri.to_owned();
-                let limit = self.config.limits.request_timeout;
+                let limit = self.request_timeout;
                 Ok(Dispatched::Pending(Box::pin(async move {
                     // Only a file the skill lists now (a source never sees another path).
                     let read = tokio::time::timeout(limit, async {

@@ -261,10 +261,11 @@ pub(crate) fn listen(
             .map(|id| id.len() + super::front::HELD_OVERHEAD)
             .sum::<usize>()
     });
-    let held =
-        shared
-            .admission
-            .hold(shared.caller_key(extensions), bytes, "this stream's filter")?;
+    let held = shared.admission.hold(
+        shared.admission.caller_key(extensions),
+        bytes,
+        "this stream's filter",
+    )?;
     let tasks = match (&shared.tasks, &filter.task_ids) {
         (Some(tasks), Some(ids)) => {
             let mut poll = tokio::time::interval(tasks.poll_interval);
@@ -280,7 +281,7 @@ pub(crate) fn listen(
         }
         _ => None,
     };
-    let events = shared.bus.subscribe();
+    let events = shared.events.subscribe();
     let mut tick = tokio::time::interval(shared.config.keep_alive);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let state = State {
@@ -486,6 +487,7 @@ async fn next(mut state: State) -> Option<(Frame, State)> {
         state.outbox.extend(
             state
                 .shared
+                .lifecycle
                 .restart_listen_notices(&state.id, |e| filter.wants(e)),
         );
         // The first tick of an interval is immediate; consume it so keep-alives start later.

@@ -15,15 +15,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::carrier::Opened;
 use super::port::{
-    Answering, Connection, Frame, Frames, Hints, Reply, Run, Running, SessionStream, StreamOwner,
+    Answering, Connection, Frame, Frames, Hints, Reply, Run, SessionStream, StreamOwner,
 };
 use super::routing;
 pub(crate) use super::session_run::SessionRun;
 use super::session_run::Watch;
-use super::telemetry::Call;
-use super::{Inbound, OnLag, Outcome};
+use super::telemetry::{Call, Telemetry};
+use super::{Inbound, OnLag, Outcome, Running};
 use crate::handler::context::RequestParts;
-use crate::handler::input::{InputChannel, LegacyPeer};
+use crate::handler::input::{InputChannel, LegacyPeer, Pending};
 use crate::protocol::Era;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError, clip, code};
 use crate::protocol::meta::{ClientInfo, Params, RequestMeta, parse_legacy_meta};
@@ -35,6 +35,7 @@ use crate::quota::Slot;
 use crate::server::Shared;
 use crate::server::dispatch::{Dispatched, raw_str};
 use crate::server::hub::SubscribeRefused;
+use crate::server::inflight::Inflight;
 use crate::server::session::{Refused, Session};
 
 /// What one request of a session gave.
@@ -53,11 +54,12 @@ fn initialize_in_session() -> RpcError {
     )
 }
 
-impl Shared {
+/// A request of a session, started.
+impl Connection {
     /// Starts one request of a session. `scope` names the session (or the stdio connection
     /// that is one) for cancellation and for answers to the questions its functions ask.
-    pub(crate) fn session_request(
-        self: &Arc<Self>,
+    pub(super) fn session_request(
+        &self,
         session: &Session,
         scope: &str,
         id: RequestId,
@@ -65,17 +67,22 @@ impl Shared {
         params: Result<Params<'_>, RpcError>,
         inbound: Inbound,
     ) -> Started {
+        let shared = &self.shared;
         let rev = session.revision;
-        let telemetry = self.telemetry(Call {
-            method: method_name,
-            known: Method::parse_in(method_name, Era::Legacy),
-            id: &id,
-            rev,
-            session: Some(&session.sid),
-            params: params.as_ref().ok(),
-            raw_meta: None,
-            transport: inbound.transport,
-        });
+        let telemetry = Telemetry::open(
+            Call {
+                method: method_name,
+                known: Method::parse_in(method_name, Era::Legacy),
+                id: &id,
+                rev,
+                session: Some(&session.sid),
+                params: params.as_ref().ok(),
+                raw_meta: None,
+                transport: inbound.transport,
+            },
+            &shared.catalog.registry,
+            &shared.config,
+        );
         let span = telemetry.span().clone();
         let _entered = span.enter();
         let done = |out: Outcome| {
@@ -86,11 +93,11 @@ impl Shared {
             Ok(p) => p,
             Err(e) => return done(Err(e)),
         };
-        let method = match self.resolve(Era::Legacy, method_name) {
+        let method = match super::resolve(shared, Era::Legacy, method_name) {
             Ok(m) => m,
             Err(e) => return done(Err(e)),
         };
-        let empty = || Ok(empty_result(self, rev));
+        let empty = || Ok(empty_result(shared, rev));
         match method {
             Method::Initialize => done(Err(initialize_in_session())),
             Method::Ping => done(empty()),
@@ -107,7 +114,7 @@ impl Shared {
                         // The re-minted id carries the level to every replica; clients that
                         // keep the id of `initialize` (the TypeScript SDK, rmcp) find it in
                         // this process, until the session ends.
-                        self.hub.set_log_level(session, level);
+                        shared.hub.set_log_level(session, level);
                         let mut s = session.clone();
                         s.log_level = Some(level);
                         let out = empty();
@@ -124,7 +131,7 @@ impl Shared {
                 };
                 // Through the layers, when some apply to subscriptions: the subscription is
                 // made once they let it through.
-                if let Some(layered) = self.invoker.stacks().and_then(|stacks| {
+                if let Some(layered) = shared.invoker.stacks().and_then(|stacks| {
                     let mut parts = RequestParts::new(
                         rev,
                         RequestMeta {
@@ -135,16 +142,16 @@ impl Shared {
                     );
                     parts.extensions = inbound.extensions.clone();
                     parts.transport = inbound.kind;
-                    crate::server::operations::admit(self, stacks, &parts, method, &params)
+                    crate::server::operations::admit(shared, stacks, &parts, method, &params)
                 }) {
-                    let shared = self.clone();
+                    let owned = shared.clone();
                     let session = session.clone();
                     let uri = uri.into_owned();
                     let extensions = inbound.extensions;
                     let run = layered.around(
-                        self,
+                        shared,
                         Box::pin(async move {
-                            shared.subscription(&session, method, &uri, &extensions)
+                            subscription(&owned, &session, method, &uri, &extensions)
                         }),
                     );
                     return Started::Running(SessionRun {
@@ -153,7 +160,13 @@ impl Shared {
                         watch: Watch::Unregistered(None),
                     });
                 }
-                done(self.subscription(session, method, &uri, &inbound.extensions))
+                done(subscription(
+                    shared,
+                    session,
+                    method,
+                    &uri,
+                    &inbound.extensions,
+                ))
             }
             _ => {
                 let (progress_token, raw_meta) = match parse_legacy_meta(params.meta) {
@@ -172,7 +185,7 @@ impl Shared {
                 // client kept from earlier; without a sink no log message can be sent, and the
                 // level is not looked up.
                 let log_level = match &inbound.sink {
-                    Some(_) => self.hub.log_level(&session.sid).or(session.log_level),
+                    Some(_) => shared.hub.log_level(&session.sid).or(session.log_level),
                     None => session.log_level,
                 };
                 let mut parts = RequestParts::new(
@@ -191,12 +204,12 @@ impl Shared {
                 if !inbound.no_questions && !inbound.quiet {
                     parts.input = InputChannel::Legacy(LegacyPeer {
                         sid: scope.to_owned(),
-                        pending: self.pending.clone(),
-                        timeout: self.config.limits.input_timeout,
+                        pending: shared.pending.clone(),
+                        timeout: shared.config.limits.input_timeout,
                     });
                 }
                 parts.cancel = cancel.clone();
-                match self.dispatch(parts, method, &params) {
+                match shared.dispatch(parts, method, &params) {
                     Dispatched::Ready(out) => done(out),
                     Dispatched::Pending(fut) => {
                         // Only what runs can be cancelled: lists and the like never register.
@@ -207,16 +220,16 @@ impl Shared {
                         // (`SessionRun::named`).
                         let watch = if !inbound.polled_at_once {
                             let token = cancel.unwrap_or_default();
-                            let key = self.inflight.key(scope, &id);
-                            let guard = self.inflight.register(key, token.clone());
+                            let key = shared.inflight.key(scope, &id);
+                            let guard = shared.inflight.register(key, token.clone());
                             Watch::Registered(token, guard)
                         } else if std::ptr::eq(scope, session.sid.as_str()) {
                             // Named by the session itself: the caller hands it over
                             // (`SessionRun::named`), and the key is made only if needed.
                             Watch::Unregistered(cancel)
                         } else {
-                            let key = self.inflight.key(scope, &id);
-                            Watch::Late(cancel, self.inflight.clone(), key)
+                            let key = shared.inflight.key(scope, &id);
+                            Watch::Late(cancel, shared.inflight.clone(), key)
                         };
                         // Nothing to record at its end: no span wants it, and no metric is
                         // kept.
@@ -234,106 +247,108 @@ impl Shared {
             }
         }
     }
+}
 
-    /// `resources/subscribe` or `resources/unsubscribe` of `uri` in a session.
-    fn subscription(
-        &self,
-        session: &Session,
-        method: Method,
-        uri: &str,
-        extensions: &http::Extensions,
-    ) -> Outcome {
-        if method == Method::ResourcesUnsubscribe {
-            self.hub.unsubscribe(&session.sid, uri);
-        } else {
-            // Only to what the server serves, and the caller may read: a
-            // subscription to anything else is memory held for nothing, or a
-            // way around the resource's scopes.
-            if let Err(e) = self.catalog.followable_uri(extensions, uri) {
-                return Err(render::error(session.revision, e));
-            }
-            let held = self.admission.hold(
-                self.caller_key(extensions),
-                uri.len() + super::HELD_OVERHEAD,
-                "this subscription",
-            )?;
-            if let Err(SubscribeRefused::TooManyForSession(n)) =
-                self.hub.subscribe(session, uri, held)
-            {
-                return Err(RpcError::internal(format!(
-                    "This session holds {n} resource subscriptions, the most it may; unsubscribe from one first"
-                )));
-            }
+/// `resources/subscribe` or `resources/unsubscribe` of `uri` in a session.
+fn subscription(
+    shared: &Shared,
+    session: &Session,
+    method: Method,
+    uri: &str,
+    extensions: &http::Extensions,
+) -> Outcome {
+    if method == Method::ResourcesUnsubscribe {
+        shared.hub.unsubscribe(&session.sid, uri);
+    } else {
+        // Only to what the server serves, and the caller may read: a
+        // subscription to anything else is memory held for nothing, or a
+        // way around the resource's scopes.
+        if let Err(e) = shared.catalog.followable_uri(extensions, uri) {
+            return Err(render::error(session.revision, e));
         }
-        Ok(empty_result(self, session.revision))
-    }
-
-    /// A client's notification within a session.
-    pub(crate) fn session_notification(
-        &self,
-        scope: &str,
-        method: &str,
-        params: Option<&RawValue>,
-    ) {
-        if method == "notifications/cancelled"
-            && let Ok(p) = Params::parse(params)
-            && let Some(raw) = p.request_id
-            && let Ok(id) = serde_json::from_str::<RequestId>(raw.get())
+        let held = shared.admission.hold(
+            shared.admission.caller_key(extensions),
+            uri.len() + super::HELD_OVERHEAD,
+            "this subscription",
+        )?;
+        if let Err(SubscribeRefused::TooManyForSession(n)) =
+            shared.hub.subscribe(session, uri, held)
         {
-            let cancelled = self.inflight.cancel(scope, &id);
-            tracing::debug!(request = %jsonrpc::Logged(&id), cancelled, "client cancelled a request");
-        }
-        // `notifications/initialized`, `roots/list_changed`, progress: nothing to do.
-    }
-
-    /// A client's answer to a server-to-client request.
-    pub(crate) fn session_answer(
-        &self,
-        scope: &str,
-        id: &RequestId,
-        outcome: Result<&RawValue, &RawValue>,
-    ) {
-        let outcome = match outcome {
-            Ok(result) => {
-                Ok(serde_json::from_str::<serde_json::Value>(result.get()).unwrap_or_default())
-            }
-            Err(error) => {
-                let e: serde_json::Value = serde_json::from_str(error.get()).unwrap_or_default();
-                Err((
-                    e.get("code")
-                        .and_then(serde_json::Value::as_i64)
-                        .unwrap_or(i64::from(jsonrpc::code::INTERNAL_ERROR)),
-                    e.get("message")
-                        .and_then(serde_json::Value::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                ))
-            }
-        };
-        if !self.pending.resolve(scope, id, outcome) {
-            tracing::debug!(request = %jsonrpc::Logged(id), "a response for no waiting request was ignored");
+            return Err(RpcError::internal(format!(
+                "This session holds {n} resource subscriptions, the most it may; unsubscribe from one first"
+            )));
         }
     }
+    Ok(empty_result(shared, session.revision))
+}
 
-    /// `initialize`: negotiates a handshake revision and opens a session, in the request's
-    /// span. Returns the result object and the session. `sid` is the id the session takes
-    /// (stdio: the connection's); a new one is drawn without it.
-    pub(crate) fn initialize(
-        &self,
-        id: &RequestId,
-        params: &Params<'_>,
-        principal: Option<String>,
-        owner: String,
-        sid: Option<String>,
-        transport: &'static str,
-    ) -> Result<(Vec<u8>, Session), RpcError> {
-        self.admission.check_memory("a new session")?;
-        // The revision the session will speak (the error of a malformed request is `initialize`'s own).
-        let rev = params
-            .protocol_version
-            .and_then(raw_str)
-            .map_or(Revision::LATEST_LEGACY, |v| Revision::negotiate(&v));
-        let telemetry = self.telemetry(Call {
+/// A client's notification within a session.
+pub(super) fn session_notification(
+    inflight: &Inflight,
+    scope: &str,
+    method: &str,
+    params: Option<&RawValue>,
+) {
+    if method == "notifications/cancelled"
+        && let Ok(p) = Params::parse(params)
+        && let Some(raw) = p.request_id
+        && let Ok(id) = serde_json::from_str::<RequestId>(raw.get())
+    {
+        let cancelled = inflight.cancel(scope, &id);
+        tracing::debug!(request = %jsonrpc::Logged(&id), cancelled, "client cancelled a request");
+    }
+    // `notifications/initialized`, `roots/list_changed`, progress: nothing to do.
+}
+
+/// A client's answer to a server-to-client request.
+pub(super) fn session_answer(
+    pending: &Pending,
+    scope: &str,
+    id: &RequestId,
+    outcome: Result<&RawValue, &RawValue>,
+) {
+    let outcome = match outcome {
+        Ok(result) => {
+            Ok(serde_json::from_str::<serde_json::Value>(result.get()).unwrap_or_default())
+        }
+        Err(error) => {
+            let e: serde_json::Value = serde_json::from_str(error.get()).unwrap_or_default();
+            Err((
+                e.get("code")
+                    .and_then(serde_json::Value::as_i64)
+                    .unwrap_or(i64::from(jsonrpc::code::INTERNAL_ERROR)),
+                e.get("message")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+            ))
+        }
+    };
+    if !pending.resolve(scope, id, outcome) {
+        tracing::debug!(request = %jsonrpc::Logged(id), "a response for no waiting request was ignored");
+    }
+}
+
+/// `initialize`: negotiates a handshake revision and opens a session, in the request's
+/// span. Returns the result object and the session. `sid` is the id the session takes
+/// (stdio: the connection's); a new one is drawn without it.
+fn handshake(
+    shared: &Shared,
+    id: &RequestId,
+    params: &Params<'_>,
+    principal: Option<String>,
+    owner: String,
+    sid: Option<String>,
+    transport: &'static str,
+) -> Result<(Vec<u8>, Session), RpcError> {
+    shared.admission.check_memory("a new session")?;
+    // The revision the session will speak (the error of a malformed request is `initialize`'s own).
+    let rev = params
+        .protocol_version
+        .and_then(raw_str)
+        .map_or(Revision::LATEST_LEGACY, |v| Revision::negotiate(&v));
+    let telemetry = Telemetry::open(
+        Call {
             method: "initialize",
             known: Some(Method::Initialize),
             id,
@@ -342,83 +357,86 @@ impl Shared {
             params: Some(params),
             raw_meta: None,
             transport: Some(transport),
-        });
-        let _entered = telemetry.span().enter();
-        let opened = self.open_session(params, principal, owner, sid);
-        match &opened {
-            Ok((_, session)) => {
-                telemetry.session_opened(&session.sid);
-                telemetry.acknowledged();
-            }
-            Err(e) => telemetry.finish(&Err(e.clone())),
+        },
+        &shared.catalog.registry,
+        &shared.config,
+    );
+    let _entered = telemetry.span().enter();
+    let opened = open_session(shared, params, principal, owner, sid);
+    match &opened {
+        Ok((_, session)) => {
+            telemetry.session_opened(&session.sid);
+            telemetry.acknowledged();
         }
-        opened
+        Err(e) => telemetry.finish(&Err(e.clone())),
     }
+    opened
+}
 
-    fn open_session(
-        &self,
-        params: &Params<'_>,
-        principal: Option<String>,
-        owner: String,
-        sid: Option<String>,
-    ) -> Result<(Vec<u8>, Session), RpcError> {
-        let requested = params.protocol_version.and_then(raw_str).ok_or_else(|| {
-            RpcError::invalid_params(
-                "Invalid params: `initialize` needs `protocolVersion` (a string such as \"2025-11-25\")",
-            )
-        })?;
-        let revision = Revision::negotiate(&requested);
-        // serde would read a struct from an array, by position: only objects are.
-        let capabilities = match params.capabilities {
-            None => Default::default(),
-            Some(raw) if !raw.get().starts_with('{') => {
-                return Err(RpcError::invalid_params(format!(
-                    "Invalid params: `capabilities` must be a ClientCapabilities object, not {}",
-                    clip(raw.get())
-                )));
-            }
-            Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
-                RpcError::invalid_params(format!(
-                    "Invalid params: `capabilities` is not a ClientCapabilities object: {e}"
-                ))
-            })?,
-        };
-        // Optional (some clients omit it), but never silently dropped when malformed.
-        let client: Option<Implementation> = match params.client_info {
-            None => None,
-            Some(raw) => Some(
-                serde_json::from_str(raw.get())
-                    .ok()
-                    .filter(|_| raw.get().starts_with('{'))
-                    .ok_or_else(|| {
-                        RpcError::invalid_params(format!(
-                            "Invalid params: `clientInfo` must be an object with `name` and `version`, not {}",
-                            clip(raw.get())
-                        ))
-                    })?,
-            ),
-        };
-        let mut session = Session::new(revision, capabilities, client.as_ref())
-            .ok_or_else(|| RpcError::internal("no randomness available for a session id"))?;
-        session.principal = principal;
-        session.owner = owner;
-        if let Some(sid) = sid {
-            session.sid = sid;
+/// The session `initialize` opens, and its result.
+fn open_session(
+    shared: &Shared,
+    params: &Params<'_>,
+    principal: Option<String>,
+    owner: String,
+    sid: Option<String>,
+) -> Result<(Vec<u8>, Session), RpcError> {
+    let requested = params.protocol_version.and_then(raw_str).ok_or_else(|| {
+        RpcError::invalid_params(
+            "Invalid params: `initialize` needs `protocolVersion` (a string such as \"2025-11-25\")",
+        )
+    })?;
+    let revision = Revision::negotiate(&requested);
+    // serde would read a struct from an array, by position: only objects are.
+    let capabilities = match params.capabilities {
+        None => Default::default(),
+        Some(raw) if !raw.get().starts_with('{') => {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: `capabilities` must be a ClientCapabilities object, not {}",
+                clip(raw.get())
+            )));
         }
-        let mut result = json!({
-            "protocolVersion": revision.as_str(),
-            "capabilities": self.capabilities,
-            "serverInfo": render::implementation(&self.config.info, revision),
-        });
-        if let Some(i) = &self.config.instructions {
-            result["instructions"] = serde_json::Value::String(i.clone());
-        }
-        tracing::debug!(revision = %revision, requested = %jsonrpc::Logged(&requested), "handshake session opened");
-        Ok((
-            render::result(revision, &self.env, Shape::Plain, Cache::None, &result),
-            session,
-        ))
+        Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
+            RpcError::invalid_params(format!(
+                "Invalid params: `capabilities` is not a ClientCapabilities object: {e}"
+            ))
+        })?,
+    };
+    // Optional (some clients omit it), but never silently dropped when malformed.
+    let client: Option<Implementation> = match params.client_info {
+        None => None,
+        Some(raw) => Some(
+            serde_json::from_str(raw.get())
+                .ok()
+                .filter(|_| raw.get().starts_with('{'))
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "Invalid params: `clientInfo` must be an object with `name` and `version`, not {}",
+                        clip(raw.get())
+                    ))
+                })?,
+        ),
+    };
+    let mut session = Session::new(revision, capabilities, client.as_ref())
+        .ok_or_else(|| RpcError::internal("no randomness available for a session id"))?;
+    session.principal = principal;
+    session.owner = owner;
+    if let Some(sid) = sid {
+        session.sid = sid;
     }
+    let mut result = json!({
+        "protocolVersion": revision.as_str(),
+        "capabilities": shared.capabilities,
+        "serverInfo": render::implementation(&shared.config.info, revision),
+    });
+    if let Some(i) = &shared.config.instructions {
+        result["instructions"] = serde_json::Value::String(i.clone());
+    }
+    tracing::debug!(revision = %revision, requested = %jsonrpc::Logged(&requested), "handshake session opened");
+    Ok((
+        render::result(revision, &shared.env, Shape::Plain, Cache::None, &result),
+        session,
+    ))
 }
 
 /// The session door: `initialize`, and the messages of a handshake session — held by the
@@ -437,7 +455,8 @@ impl Connection {
         // A held connection's session is its own, named by its scope.
         let scope = self.carrier.scope();
         let owner = scope.map_or_else(|| self.shared.callers.owner_of(&extensions), str::to_owned);
-        match self.shared.initialize(
+        match handshake(
+            &self.shared,
             &id,
             params,
             principal,
@@ -453,7 +472,7 @@ impl Connection {
                         // List changes and subscribed resource updates, on the outbound
                         // channel.
                         if first && let Some(scope) = scope {
-                            let events = self.shared.session_events(scope, OnLag::Skip);
+                            let events = super::session_events(&self.shared, scope, OnLag::Skip);
                             self.carrier
                                 .forward(events.filter_map(|f| std::future::ready(f.message())));
                         }
@@ -572,12 +591,11 @@ impl Connection {
             .then(|| self.shared.sessions.mint(&session));
         match message {
             Incoming::Notification { method, params } => {
-                self.shared
-                    .session_notification(&session.sid, &method, params);
+                session_notification(&self.shared.inflight, &session.sid, &method, params);
                 Reply::of(Answering::Accepted).with_session_id(refreshed)
             }
             Incoming::Response { id, outcome } => {
-                self.shared.session_answer(&session.sid, &id, outcome);
+                session_answer(&self.shared.pending, &session.sid, &id, outcome);
                 Reply::of(Answering::Accepted).with_session_id(refreshed)
             }
             Incoming::Request {
@@ -603,7 +621,7 @@ impl Connection {
                 inbound.quiet = !sends;
                 // `session::respond` polls the run before anything else of this connection.
                 inbound.polled_at_once = true;
-                let started = self.shared.session_request(
+                let started = self.session_request(
                     &session,
                     &session.sid,
                     id.clone(),
@@ -649,11 +667,11 @@ impl Connection {
     ) -> Reply {
         let (id, method, raw) = match message {
             Incoming::Notification { method, params } => {
-                self.shared.session_notification(scope, &method, params);
+                session_notification(&self.shared.inflight, scope, &method, params);
                 return Reply::of(Answering::Accepted);
             }
             Incoming::Response { id, outcome } => {
-                self.shared.session_answer(scope, &id, outcome);
+                session_answer(&self.shared.pending, scope, &id, outcome);
                 return Reply::of(Answering::Accepted);
             }
             Incoming::Request { id, method, params } => (id, method, params),
@@ -679,10 +697,7 @@ impl Connection {
         let (sink, _) = self.sink(hints, true);
         let inbound = self.inbound(sink, extensions);
         let params = params.map_or_else(|| Params::parse(raw), Ok);
-        match self
-            .shared
-            .session_request(&session, scope, id.clone(), &method, params, inbound)
-        {
+        match self.session_request(&session, scope, id.clone(), &method, params, inbound) {
             Started::Done(out, changed) => {
                 if let Some(changed) = changed {
                     self.carrier.keep(&self.shared, *changed);
@@ -736,10 +751,7 @@ impl Connection {
             other => other,
         };
         let inbound = self.inbound(sink, extensions);
-        let batch = match self
-            .shared
-            .batch(&session, body, &scope, self.caller, inbound)
-        {
+        let batch = match self.start_batch(&session, body, &scope, inbound) {
             Ok(b) => b,
             Err(e) => return Reply::error(Era::Legacy, None, e),
         };
@@ -788,7 +800,7 @@ impl Connection {
         Ok(Some(SessionStream {
             shared: self.shared.clone(),
             // After a restart: the lists that changed since the process before (`server/dev.rs`).
-            restarted: self.shared.restart_notices(&session),
+            restarted: self.shared.lifecycle.restart_notices(&session),
             // Ends when the session's caller is signed out.
             revoked: session
                 .principal
@@ -805,7 +817,7 @@ impl Connection {
         let Some(session) = self.named_session(hints, &self.extensions)? else {
             return Ok(false);
         };
-        self.shared.end_session(&session);
+        self.shared.lifecycle.end_session(&session);
         tracing::debug!("handshake session ended by DELETE");
         Ok(true)
     }
@@ -816,7 +828,7 @@ impl SessionStream {
     /// resources it subscribed to. It begins with a keep-alive and ends when a newer stream of
     /// the session replaces it, the session ends, or the server shuts down.
     pub(crate) fn events(self) -> Frames {
-        let frames = self.shared.session_events(&self.sid, OnLag::End);
+        let frames = super::session_events(&self.shared, &self.sid, OnLag::End);
         use futures_util::StreamExt as _;
         let restarted = futures_util::stream::iter(self.restarted.into_iter().map(Frame::Message));
         let revoked = self.revoked;

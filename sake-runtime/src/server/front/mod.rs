@@ -37,7 +37,6 @@ use crate::handler::events::Event;
 use crate::protocol::jsonrpc::{self, Incoming, RequestId, RpcError};
 use crate::protocol::methods::Method;
 use crate::protocol::{Era, Revision};
-use crate::quota::Key;
 
 /// A request's rendered result, or its error.
 pub(crate) type Outcome = Result<Bytes, RpcError>;
@@ -47,6 +46,56 @@ pub(crate) fn response(id: &RequestId, out: &Outcome) -> Vec<u8> {
     match out {
         Ok(result) => jsonrpc::result_bytes(id, result),
         Err(e) => jsonrpc::error_bytes(Some(id), e),
+    }
+}
+
+/// What a [`Run`](port::Run) polls: a request's future as its door started it.
+pub(crate) enum Running {
+    /// A stateless request's outcome.
+    Plain(BoxFuture<Outcome>),
+    /// A request the client may cancel: its outcome, or nothing once cancelled.
+    Cancellable(BoxFuture<Option<Outcome>>),
+    /// A session's request (the client may cancel it).
+    Session(session_run::SessionRun),
+    /// A batch's framed array, or nothing when it answered nothing.
+    Batch(BoxFuture<Option<Vec<u8>>>),
+}
+
+/// A run ends with its answer, and gives its slots back the moment it does.
+impl std::future::Future for port::Run {
+    type Output = Option<Answer>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Answer>> {
+        use std::task::Poll;
+        let this = &mut *self;
+        let settle = this.settle;
+        let one =
+            |id: &mut Option<RequestId>, out: Outcome| Answer::One(id.take(), out.map_err(settle));
+        let answer = match &mut this.running {
+            Running::Plain(f) => match f.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(out) => Some(one(&mut this.id, out)),
+            },
+            Running::Cancellable(f) => match f.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(out) => out.map(|out| one(&mut this.id, out)),
+            },
+            Running::Session(f) => match std::pin::Pin::new(f).poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(out) => out.map(|out| one(&mut this.id, out)),
+            },
+            Running::Batch(f) => match f.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(body) => body.map(Answer::Batch),
+            },
+        };
+        // The request's work is over: its slots go back at once, whoever still holds the
+        // future.
+        this.slot = None;
+        Poll::Ready(answer)
     }
 }
 
@@ -82,33 +131,31 @@ pub(crate) struct Inbound {
     pub kind: crate::handler::context::Transport,
 }
 
-impl Shared {
-    /// The method `name` names in `era`, when the server offers it (advertised capabilities ⇔
-    /// handlers); -32601 otherwise.
-    pub(crate) fn resolve(&self, era: Era, name: &str) -> Result<Method, RpcError> {
-        Method::parse_in(name, era)
-            .filter(|m| self.offers(m.needs()))
-            .ok_or_else(|| RpcError::method_not_found(name))
-    }
+/// The method `name` names in `era`, when the server offers it (advertised capabilities ⇔
+/// handlers, [`Shared::offers`]); -32601 otherwise.
+pub(crate) fn resolve(shared: &Shared, era: Era, name: &str) -> Result<Method, RpcError> {
+    Method::parse_in(name, era)
+        .filter(|m| shared.offers(m.needs()))
+        .ok_or_else(|| RpcError::method_not_found(name))
+}
 
-    /// The revision a stateless request names, when the server serves it statelessly;
-    /// -32022 listing the supported versions otherwise. A handshake revision's name gets a
-    /// hint: those are served after `initialize`.
-    pub(crate) fn stateless_revision(&self, version: &str) -> Result<Revision, RpcError> {
-        match Revision::parse(version).filter(|r| r.features().era == Era::Modern) {
-            Some(rev) => Ok(rev),
-            None => {
-                let hint = if Revision::is_legacy_version_string(version) {
-                    "; handshake revisions are served after an `initialize` request, requests without a session need 2026-07-28"
-                } else {
-                    ""
-                };
-                Err(RpcError::unsupported_version(
-                    version,
-                    &Revision::ALL.map(Revision::as_str),
-                    hint,
-                ))
-            }
+/// The revision a stateless request names, when the server serves it statelessly;
+/// -32022 listing the supported versions otherwise. A handshake revision's name gets a
+/// hint: those are served after `initialize`.
+pub(crate) fn stateless_revision(version: &str) -> Result<Revision, RpcError> {
+    match Revision::parse(version).filter(|r| r.features().era == Era::Modern) {
+        Some(rev) => Ok(rev),
+        None => {
+            let hint = if Revision::is_legacy_version_string(version) {
+                "; handshake revisions are served after an `initialize` request, requests without a session need 2026-07-28"
+            } else {
+                ""
+            };
+            Err(RpcError::unsupported_version(
+                version,
+                &Revision::ALL.map(Revision::as_str),
+                hint,
+            ))
         }
     }
 }
@@ -128,18 +175,20 @@ pub(crate) struct Batch {
     pub changed: Option<Box<Session>>,
 }
 
-impl Shared {
+/// The batches of a session's connection.
+impl port::Connection {
     /// Starts a batch of a handshake session: refused unless the session's revision takes
     /// batches and the batch holds 1 to `max_batch_size` messages. Each message takes a
-    /// request slot of the session (`scope`) and of `caller`; the answer holds them.
-    pub(crate) fn batch(
-        self: &Arc<Self>,
+    /// request slot of the session (`scope`) and of the connection's caller; the answer holds
+    /// them.
+    pub(crate) fn start_batch(
+        &self,
         session: &Session,
         body: &[u8],
         scope: &str,
-        caller: Key,
         inbound: Inbound,
     ) -> Result<Batch, RpcError> {
+        let limits = &self.shared.config.limits;
         let rev = session.revision;
         if !rev.features().batches {
             return Err(RpcError::invalid_request(format!(
@@ -151,17 +200,20 @@ impl Shared {
         if items.is_empty() {
             return Err(RpcError::invalid_request("an empty batch").with_status(400));
         }
-        if items.len() > self.config.limits.max_batch {
+        if items.len() > limits.max_batch {
             return Err(RpcError::invalid_request(format!(
                 "a batch of {} messages exceeds this server's limit of {}; split it",
                 items.len(),
-                self.config.limits.max_batch
+                limits.max_batch
             ))
             .with_status(400));
         }
-        let slot = self
-            .admission
-            .request_slots(items.len(), body.len(), Some(scope), caller)?;
+        let slot = self.shared.admission.request_slots(
+            items.len(),
+            body.len(),
+            Some(scope),
+            self.caller,
+        )?;
         let mut runs: Vec<BoxFuture<Option<Vec<u8>>>> = Vec::new();
         let mut changed = None;
         for raw in items {
@@ -171,10 +223,10 @@ impl Shared {
                     runs.push(Box::pin(std::future::ready(Some(body))));
                 }
                 Ok(Incoming::Notification { method, params }) => {
-                    self.session_notification(scope, &method, params);
+                    legacy::session_notification(&self.shared.inflight, scope, &method, params);
                 }
                 Ok(Incoming::Response { id, outcome }) => {
-                    self.session_answer(scope, &id, outcome);
+                    legacy::session_answer(&self.shared.pending, scope, &id, outcome);
                 }
                 Ok(Incoming::Request { id, method, params }) => {
                     let inbound = Inbound {
@@ -264,7 +316,9 @@ pub(crate) enum OnLag {
 
 /// Releases the session's standalone stream when the stream ends.
 struct StreamClaim {
-    shared: Arc<Shared>,
+    hub: Arc<super::hub::Hub>,
+    /// Fires when the server shuts down.
+    shutdown: CancellationToken,
     sid: String,
     generation: u64,
     /// Fires when a newer stream of the session replaces this one, or the session ends.
@@ -273,67 +327,64 @@ struct StreamClaim {
 
 impl Drop for StreamClaim {
     fn drop(&mut self) {
-        self.shared
-            .hub
-            .release_get_stream(&self.sid, self.generation);
+        self.hub.release_get_stream(&self.sid, self.generation);
     }
 }
 
-impl Shared {
-    /// A handshake session's standalone stream of notifications: list changes, and updates of
-    /// the resources it subscribed to. It begins with a keep-alive (so that HTTP sends its
-    /// headers at once) and ends when a newer stream of the session replaces it, the session
-    /// ends, or the server shuts down.
-    pub(crate) fn session_events(
-        self: &Arc<Self>,
-        sid: &str,
-        on_lag: OnLag,
-    ) -> impl Stream<Item = Frame> + Send + 'static {
-        let (generation, ended) = self.hub.claim_get_stream(sid);
-        let events = self.bus.subscribe();
-        let mut tick = tokio::time::interval(self.config.keep_alive);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let claim = StreamClaim {
-            shared: self.clone(),
-            sid: sid.to_owned(),
-            generation,
-            ended,
-        };
-        futures_util::stream::unfold(
-            (events, tick, claim, true),
-            move |(mut events, mut tick, claim, first)| async move {
-                if first {
-                    // The first tick of an interval is immediate.
-                    tick.tick().await;
-                    return Some((Frame::KeepAlive, (events, tick, claim, false)));
+/// A handshake session's standalone stream of notifications: list changes, and updates of
+/// the resources it subscribed to. It begins with a keep-alive (so that HTTP sends its
+/// headers at once) and ends when a newer stream of the session replaces it, the session
+/// ends, or the server shuts down.
+pub(crate) fn session_events(
+    shared: &Shared,
+    sid: &str,
+    on_lag: OnLag,
+) -> impl Stream<Item = Frame> + Send + 'static {
+    let (generation, ended) = shared.hub.claim_get_stream(sid);
+    let events = shared.events.subscribe();
+    let mut tick = tokio::time::interval(shared.config.keep_alive);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let claim = StreamClaim {
+        hub: shared.hub.clone(),
+        shutdown: shared.shutdown.clone(),
+        sid: sid.to_owned(),
+        generation,
+        ended,
+    };
+    futures_util::stream::unfold(
+        (events, tick, claim, true),
+        move |(mut events, mut tick, claim, first)| async move {
+            if first {
+                // The first tick of an interval is immediate.
+                tick.tick().await;
+                return Some((Frame::KeepAlive, (events, tick, claim, false)));
+            }
+            loop {
+                tokio::select! {
+                    biased;
+                    // Replaced by a newer stream, or the session ended.
+                    () = claim.ended.cancelled() => return None,
+                    // A graceful shutdown waits for open responses: end this one.
+                    () = claim.shutdown.cancelled() => return None,
+                    ev = events.recv() => match ev {
+                        Ok(Event::ResourceUpdated(uri))
+                            if !claim.hub.is_subscribed(&claim.sid, &uri) => continue,
+                        Ok(ev) => {
+                            let msg = event_notification(&ev, None);
+                            return Some((Frame::Message(msg), (events, tick, claim, false)));
+                        }
+                        Err(broadcast::error::RecvError::Lagged(n)) if on_lag == OnLag::Skip => {
+                            tracing::warn!(missed = n, "a client too slow for notifications missed some");
+                            continue;
+                        }
+                        // Too slow to keep up: end the stream; the client reconnects.
+                        Err(_) => return None,
+                    },
+                    _ = tick.tick() => return Some((Frame::KeepAlive, (events, tick, claim, false))),
                 }
-                loop {
-                    tokio::select! {
-                        biased;
-                        // Replaced by a newer stream, or the session ended.
-                        () = claim.ended.cancelled() => return None,
-                        // A graceful shutdown waits for open responses: end this one.
-                        () = claim.shared.shutdown.cancelled() => return None,
-                        ev = events.recv() => match ev {
-                            Ok(Event::ResourceUpdated(uri))
-                                if !claim.shared.hub.is_subscribed(&claim.sid, &uri) => continue,
-                            Ok(ev) => {
-                                let msg = event_notification(&ev, None);
-                                return Some((Frame::Message(msg), (events, tick, claim, false)));
-                            }
-                            Err(broadcast::error::RecvError::Lagged(n)) if on_lag == OnLag::Skip => {
-                                tracing::warn!(missed = n, "a client too slow for notifications missed some");
-                                continue;
-                            }
-                            // Too slow to keep up: end the stream; the client reconnects.
-                            Err(_) => return None,
-                        },
-                        _ = tick.tick() => return Some((Frame::KeepAlive, (events, tick, claim, false))),
-                    }
-                }
-            },
-        )
-    }
+            }
+        },
+    )
 }
 
 /// The replies the doors make.

@@ -1,16 +1,14 @@
 //! The stateless revision (2026-07-28) in the front: a request whose `_meta` was read and
 //! whose version is served statelessly, whatever the transport.
 
-use std::sync::Arc;
-
 use futures_util::Stream;
 
 use tracing::Instrument as _;
 
-use super::port::{Answering, Connection, Frame, Frames, Hints, Reply, Run, Running};
+use super::port::{Answering, Connection, Frame, Frames, Hints, Reply, Run};
 use super::routing;
-use super::telemetry::Call;
-use super::{Inbound, Outcome};
+use super::telemetry::{Call, Telemetry};
+use super::{Inbound, Outcome, Running};
 use crate::handler::BoxFuture;
 use crate::handler::context::RequestParts;
 use crate::protocol::Era;
@@ -18,7 +16,6 @@ use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::meta::{ModernRequest, Params, RequestMeta};
 use crate::protocol::methods::Method;
 use crate::protocol::version::Revision;
-use crate::server::Shared;
 use crate::server::dispatch::Dispatched;
 
 /// What a stateless request answered.
@@ -79,10 +76,7 @@ impl Connection {
         // On a held connection, `notifications/cancelled` cancels by id.
         let cancel = self.carrier.cancellable();
         inbound.cancel = cancel.clone();
-        match self
-            .shared
-            .serve_stateless(rev, &id, method, &params, meta, inbound)
-        {
+        match self.serve_stateless(rev, &id, method, &params, meta, inbound) {
             Answer::Ready(out) => Reply::now(Era::Modern, Some(id), out),
             Answer::Listen(frames) => {
                 let cancelled = cancel.and_then(|cancel| {
@@ -129,12 +123,13 @@ impl Connection {
     }
 }
 
-impl Shared {
+/// A stateless request served, in its span.
+impl Connection {
     /// Serves one stateless request of `rev`, its method resolved (see
-    /// [`resolve`](Shared::resolve)) and its `_meta` read, in its span (see
+    /// [`resolve`](super::resolve)) and its `_meta` read, in its span (see
     /// [`telemetry`](super::telemetry)).
-    pub(crate) fn serve_stateless(
-        self: &Arc<Self>,
+    fn serve_stateless(
+        &self,
         rev: Revision,
         id: &RequestId,
         method: Method,
@@ -142,16 +137,20 @@ impl Shared {
         meta: RequestMeta,
         inbound: Inbound,
     ) -> Answer {
-        let telemetry = self.telemetry(Call {
-            method: method.as_str(),
-            known: Some(method),
-            id,
-            rev,
-            session: None,
-            params: Some(params),
-            raw_meta: Some(&meta.raw),
-            transport: inbound.transport,
-        });
+        let telemetry = Telemetry::open(
+            Call {
+                method: method.as_str(),
+                known: Some(method),
+                id,
+                rev,
+                session: None,
+                params: Some(params),
+                raw_meta: Some(&meta.raw),
+                transport: inbound.transport,
+            },
+            &self.shared.catalog.registry,
+            &self.shared.config,
+        );
         // A span nobody wants, and no metric to record: serve as is, without wrapping the
         // request's future in another box.
         #[cfg(not(feature = "otel"))]
@@ -182,7 +181,7 @@ impl Shared {
     }
 
     fn stateless_in_span(
-        self: &Arc<Self>,
+        &self,
         rev: Revision,
         id: &RequestId,
         method: Method,
@@ -192,7 +191,7 @@ impl Shared {
     ) -> Answer {
         if method == Method::Listen {
             return match super::super::subscriptions::listen(
-                self,
+                &self.shared,
                 id.clone(),
                 params,
                 &meta,
@@ -207,7 +206,7 @@ impl Shared {
         parts.extensions = inbound.extensions;
         parts.transport = inbound.kind;
         parts.cancel = inbound.cancel;
-        match self.dispatch(parts, method, params) {
+        match self.shared.dispatch(parts, method, params) {
             Dispatched::Ready(out) => Answer::Ready(out),
             Dispatched::Pending(fut) => Answer::Running(fut),
         }

@@ -31,7 +31,6 @@ use tokio_util::sync::CancellationToken;
 use super::Outcome;
 use super::carrier::Carrier;
 use crate::error::Error;
-use crate::handler::BoxFuture;
 use crate::handler::context::{Sink, Transport};
 use crate::protocol::Era;
 use crate::protocol::headers::RequestHeaders;
@@ -61,14 +60,14 @@ impl Engine {
 
     /// Whose share of the request, stream and body budgets a request takes.
     pub(crate) fn caller_key(&self, extensions: &http::Extensions) -> Key {
-        self.0.caller_key(extensions)
+        self.0.admission.caller_key(extensions)
     }
 
     /// Works out the caller of a request whose token was checked (its name and digest, once:
     /// everything after reads them from its `extensions`), and its key as `caller_key`.
     pub(crate) fn identify(&self, extensions: &mut http::Extensions) -> Key {
         self.0.callers.identify(extensions);
-        self.0.caller_key(extensions)
+        self.0.admission.caller_key(extensions)
     }
 
     /// `bytes` of a request in flight for `caller` (a body being received), among
@@ -275,62 +274,13 @@ impl StreamOwner {
     }
 }
 
-pub(super) enum Running {
-    /// A stateless request's outcome.
-    Plain(BoxFuture<Outcome>),
-    /// A request the client may cancel: its outcome, or nothing once cancelled.
-    Cancellable(BoxFuture<Option<Outcome>>),
-    /// A session's request (the client may cancel it).
-    Session(super::session_run::SessionRun),
-    /// A batch's framed array, or nothing when it answered nothing.
-    Batch(BoxFuture<Option<Vec<u8>>>),
-}
-
-/// A request (or batch) running: a future of its [`Answer`], `None` when nothing is to be
 /// sent (the client cancelled it). It holds the request's slots until it ends.
 pub(crate) struct Run {
     pub(super) id: Option<RequestId>,
     /// What the request's error is sent with: its era's status, or a session's 200.
     pub(super) settle: fn(RpcError) -> RpcError,
-    pub(super) running: Running,
+    pub(super) running: super::Running,
     pub(super) slot: Option<Slot>,
-}
-
-impl std::future::Future for Run {
-    type Output = Option<Answer>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Answer>> {
-        use std::task::Poll;
-        let this = &mut *self;
-        let settle = this.settle;
-        let one =
-            |id: &mut Option<RequestId>, out: Outcome| Answer::One(id.take(), out.map_err(settle));
-        let answer = match &mut this.running {
-            Running::Plain(f) => match f.as_mut().poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(out) => Some(one(&mut this.id, out)),
-            },
-            Running::Cancellable(f) => match f.as_mut().poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(out) => out.map(|out| one(&mut this.id, out)),
-            },
-            Running::Session(f) => match std::pin::Pin::new(f).poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(out) => out.map(|out| one(&mut this.id, out)),
-            },
-            Running::Batch(f) => match f.as_mut().poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(body) => body.map(Answer::Batch),
-            },
-        };
-        // The request's work is over: its slots go back at once, whoever still holds the
-        // future.
-        this.slot = None;
-        Poll::Ready(answer)
-    }
 }
 
 /// The frames of a long-lived stream, holding its stream slot until it ends.
@@ -504,7 +454,7 @@ impl Connection {
         let (out, rx) = mpsc::channel(OUTBOUND_BUFFER);
         let closed = CancellationToken::new();
         shared.callers.identify(&mut peer.extensions);
-        let caller = shared.caller_key(&peer.extensions);
+        let caller = shared.admission.caller_key(&peer.extensions);
         let conn = Connection {
             shared,
             transport: peer.transport,

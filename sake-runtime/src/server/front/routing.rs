@@ -126,8 +126,8 @@ pub(super) fn check_modern<'a>(
     meta: ModernMeta<'a>,
 ) -> Result<(Revision, Method, ModernMeta<'a>), RpcError> {
     let Some(headers) = headers else {
-        let rev = shared.stateless_revision(&meta.protocol_version)?;
-        let method = shared.resolve(Era::Modern, method_name)?;
+        let rev = super::stateless_revision(&meta.protocol_version)?;
+        let method = super::resolve(shared, Era::Modern, method_name)?;
         return Ok((rev, method, meta));
     };
     // 6–8. The version header: present, served, equal to `_meta`.
@@ -142,7 +142,7 @@ pub(super) fn check_modern<'a>(
     if header_version != meta.protocol_version && Revision::parse(header_version).is_some() {
         return Err(version_mismatch(header_version, &meta.protocol_version));
     }
-    let rev = shared.stateless_revision(header_version)?;
+    let rev = super::stateless_revision(header_version)?;
     if meta.protocol_version != header_version {
         return Err(version_mismatch(header_version, &meta.protocol_version));
     }

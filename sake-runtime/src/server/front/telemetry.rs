@@ -20,7 +20,8 @@ use crate::protocol::jsonrpc::{RequestId, logged, raw_string};
 use crate::protocol::meta::{Params, RawMeta};
 use crate::protocol::methods::Method;
 use crate::protocol::version::Revision;
-use crate::server::Shared;
+use crate::registry::Registry;
+use crate::server::Config;
 
 /// What the front knows about a request when it starts serving it.
 pub(crate) struct Call<'a> {
@@ -56,9 +57,12 @@ struct Metric {
     attributes: Vec<opentelemetry::KeyValue>,
 }
 
-impl Shared {
-    /// Opens the span of a request (not entered).
-    pub(crate) fn telemetry(&self, call: Call<'_>) -> Telemetry {
+impl Telemetry {
+    /// Opens the span of a request (not entered): its target named only when `registry` has
+    /// it, its client's trace context as `config` says (feature `otel`).
+    pub(crate) fn open(call: Call<'_>, registry: &Registry, config: &Config) -> Telemetry {
+        #[cfg(not(feature = "otel"))]
+        let _ = config;
         let span = tracing::info_span!(
             "mcp.request",
             otel.name = Empty,
@@ -93,8 +97,8 @@ impl Shared {
             _ => None,
         };
         let registered = name.as_deref().filter(|n| match call.known {
-            Some(Method::ToolsCall) => self.catalog.registry.tool(n).is_some(),
-            Some(Method::PromptsGet) => self.catalog.registry.prompt(n).is_some(),
+            Some(Method::ToolsCall) => registry.tool(n).is_some(),
+            Some(Method::PromptsGet) => registry.prompt(n).is_some(),
             _ => false,
         });
         let operation = tool_call.then_some("execute_tool");
@@ -138,7 +142,7 @@ impl Shared {
                     .raw_meta
                     .and_then(RawMeta::get)
                     .or_else(|| call.params.and_then(|p| p.meta));
-                crate::otel::client_context(&span, meta, self.config.client_trace_context);
+                crate::otel::client_context(&span, meta, config.client_trace_context);
             }
         }
         #[cfg(feature = "otel")]
