@@ -3145,6 +3145,9 @@ async fn code_for_balanced(
 
 // --- a gateway calling its upstream as the signed-in user (issue 41d) ---------------------------
 
+/// What an upstream saw: each MCP request's `Authorization` header, and the status answered.
+type Seen = Arc<std::sync::Mutex<Vec<(Option<String>, u16)>>>;
+
 /// A gateway (`Server::proxy` with `Upstream::as_signed_in_user`) behind the authorization
 /// proxy calls its upstream — an MCP server that takes only the provider's tokens for itself —
 /// with the token the proxy holds for the signed-in user at the provider (issued for the
@@ -3165,7 +3168,7 @@ async fn a_gateway_calls_its_upstream_with_the_signed_in_users_upstream_token() 
         .authorization(Authorization::jwt(&up, &idp.issuer).unwrap())
         .build()
         .unwrap();
-    let seen: Arc<std::sync::Mutex<Vec<(Option<String>, u16)>>> = Arc::default();
+    let seen: Seen = Arc::default();
     let log = seen.clone();
     let app = up_service.router().layer(axum::middleware::from_fn(
         move |req: axum::extract::Request, next: axum::middleware::Next| {
