@@ -370,5 +370,129 @@ async fn refused_credentials_cost_only_their_upstreams_tools() {
         .into_iter()
         .map(|t| t.name)
         .collect();
-    assert_eq!(names, ["good_whoami"], "{names:?}");
+    assert_eq!(names, ["good_ping", "good_whoami"], "{names:?}");
+}
+
+/// Answers.
+#[tool]
+fn ping() -> String {
+    "pong".to_owned()
+}
+
+/// A hostile authorization server on 127.0.0.1 (what oidc-provider cannot be made to do): its
+/// metadata is in order, and its token endpoint answers `body` bytes of JSON (`Some`), or
+/// never answers (`None`). Its issuer.
+async fn hostile_authorization_server(body: Option<usize>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", listener.local_addr().unwrap());
+    let metadata = json!({
+        "issuer": issuer,
+        "token_endpoint": format!("{issuer}/token"),
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["client_credentials"],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+    })
+    .to_string();
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/oauth-authorization-server",
+            axum::routing::get(move || {
+                let metadata = metadata.clone();
+                async move { ([(http::header::CONTENT_TYPE, "application/json")], metadata) }
+            }),
+        )
+        .route(
+            "/token",
+            axum::routing::post(move || async move {
+                match body {
+                    Some(n) => {
+                        let padding = "x".repeat(n);
+                        (
+                            [(http::header::CONTENT_TYPE, "application/json")],
+                            format!(
+                                r#"{{"access_token":"t","token_type":"Bearer","pad":"{padding}"}}"#
+                            ),
+                        )
+                    }
+                    None => std::future::pending().await,
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    issuer
+}
+
+/// A token endpoint that answers too much or never is cut off (1 MiB; the OAuth client's
+/// timeout, here 1 s): that upstream's calls answer -32603 saying so, while another
+/// upstream's calls go on meanwhile.
+#[tokio::test]
+async fn a_hostile_token_endpoint_costs_only_its_upstreams_tools() {
+    let big = hostile_authorization_server(Some(5 << 20)).await;
+    let slow = hostile_authorization_server(None).await;
+    let (up_big, _) = protected(Server::from_registry(), &big).await;
+    let (up_slow, _) = protected(Server::from_registry(), &slow).await;
+    // Another upstream, with a well-behaved authorization server.
+    let server = AuthorizationServer::start(&[]);
+    let (open, _) = protected(Server::from_registry(), &server.issuer).await;
+    let oauth = || {
+        OAuth::client_credentials(RegisteredClient::with_secret("gateway", "gateway-secret"))
+            .timeout(Duration::from_secs(1))
+            .build()
+            .unwrap()
+    };
+    let gw = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let service = empty()
+            .proxy("big", Upstream::url(&up_big).auth(oauth()))
+            .proxy("slow", Upstream::url(&up_slow).auth(oauth()))
+            .proxy(
+                "open",
+                Upstream::url(&open).auth(credentials(
+                    "sake-post",
+                    "sake-post-secret",
+                    TokenEndpointAuth::ClientSecretPost,
+                )),
+            )
+            .quiet(true)
+            .build()
+            .unwrap();
+        tokio::spawn(service.serve(listener, std::future::pending()));
+        url
+    };
+    let client = Client::connect(&gw).await.unwrap();
+    let waiting = {
+        let client = client.clone();
+        tokio::spawn(async move { call(&client, "slow_ping").await })
+    };
+    assert_eq!(call(&client, "open_ping").await.unwrap(), "pong");
+    let unavailable = |e: ClientError, prefix: &str| match e {
+        ClientError::Rpc { error, .. } => {
+            assert_eq!(error.code, -32603);
+            assert!(
+                error
+                    .message
+                    .starts_with(&format!("The upstream server `{prefix}` is unavailable: ")),
+                "{}",
+                error.message
+            );
+            error.message
+        }
+        other => panic!("{other:?}"),
+    };
+    let message = unavailable(call(&client, "big_ping").await.unwrap_err(), "big");
+    assert!(
+        message.contains(&format!(
+            "the answer of {big}/token is longer than 1048576 bytes"
+        )),
+        "{message}"
+    );
+    let message = unavailable(waiting.await.unwrap().unwrap_err(), "slow");
+    assert!(
+        message.contains(&format!(
+            "{slow}/token is unreachable: no complete answer within 1s"
+        )),
+        "{message}"
+    );
+    assert_eq!(call(&client, "open_ping").await.unwrap(), "pong");
 }
