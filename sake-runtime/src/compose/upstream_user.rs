@@ -3,7 +3,8 @@
 //! for the caller at its upstream provider ([`Principal::upstream`]), refreshed by the proxy
 //! when due — never with the token the caller presented to this server. Each user gets a
 //! connection of their own (an upstream binds a session, and its answers, to the token's
-//! user), kept for [`IDLE`] and at most [`MAX_USERS`] of them per upstream.
+//! user), closed once unused for [`IDLE`] (at the next call through the upstream), at most
+//! [`MAX_USERS`] of them per upstream.
 //!
 //! A leaf: the proxy (`proxy.rs`) keeps a [`Users`] per upstream and asks it.
 //!
@@ -73,13 +74,14 @@ pub(crate) struct Users {
 
 impl Users {
     /// The connection of `key`, if one is held for the same sign-in (`session`); a connection
-    /// of an earlier sign-in is closed.
+    /// of an earlier sign-in is closed, and so are the idle ones.
     pub(crate) fn get(
         &mut self,
         key: &UserKey,
         session: &UpstreamSession,
         now: Instant,
     ) -> Option<Client> {
+        self.sweep(now);
         let held = self.held.get_mut(key)?;
         if held.session != *session {
             self.held.remove(key);
@@ -98,8 +100,7 @@ impl Users {
         client: Client,
         now: Instant,
     ) {
-        self.held
-            .retain(|_, h| now.saturating_duration_since(h.used) < IDLE);
+        self.sweep(now);
         if self.held.len() >= MAX_USERS
             && let Some(oldest) = self
                 .held
@@ -117,6 +118,12 @@ impl Users {
                 used: now,
             },
         );
+    }
+
+    /// Closes the connections unused for [`IDLE`].
+    fn sweep(&mut self, now: Instant) {
+        self.held
+            .retain(|_, h| now.saturating_duration_since(h.used) < IDLE);
     }
 
     /// Closes the connection of `key` (it failed: the next call makes another).
