@@ -3212,6 +3212,7 @@ async fn a_gateway_calls_its_upstream_with_the_signed_in_users_upstream_token() 
     tokio::spawn(gateway.serve(listener, std::future::pending()));
     let mcp = format!("{base}/mcp");
 
+    let mut signed_in = Vec::new();
     for user in ["dave", "erin"] {
         let (step, _) = agent(user);
         let oauth = OAuth::authorization_code(step).build().unwrap();
@@ -3246,7 +3247,55 @@ async fn a_gateway_calls_its_upstream_with_the_signed_in_users_upstream_token() 
             assert_eq!(claims["aud"], json!(up), "{claims}");
             assert_eq!(claims["sub"], json!(user), "{claims}");
         }
+        signed_in.push((oauth, client));
     }
+
+    // Dave's sign-in ends at the proxy (a rotated refresh token used again revokes it): his
+    // calls through the gateway answer that the upstream is unavailable to him, saying why;
+    // Erin's go on.
+    let (dave_oauth, dave) = &signed_in[0];
+    let held = dave_oauth.tokens(&mcp).await.unwrap().unwrap();
+    let first = held.refresh_token.unwrap().expose().to_owned();
+    let client_id = oidc::claims(held.access_token.expose())["client_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    dave_oauth.refresh(&mcp).await.unwrap();
+    let (status, e) = token_request(
+        &mut UserAgent::new(),
+        &base,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &first),
+            ("client_id", &client_id),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
+    match dave.call_tool("up_whoami", json!({})).await.unwrap_err() {
+        sake::client::ClientError::Rpc { error, .. } => {
+            assert_eq!(error.code, -32603);
+            assert!(
+                error
+                    .message
+                    .starts_with("The upstream server `up` is unavailable: "),
+                "{}",
+                error.message
+            );
+            assert!(
+                error
+                    .message
+                    .contains("the signed-in user's upstream token cannot be had"),
+                "{}",
+                error.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let (_, erin) = &signed_in[1];
+    let who: Value = erin.call("up_whoami", json!({})).await.unwrap();
+    assert_eq!(who, json!({"subject": "erin"}));
 
     // Without the proxy's sign-in (a gateway whose callers have none): refused, saying why.
     let bare = sake::Server::with_registry(sake::Registry::from_defs([], [], []).unwrap())
