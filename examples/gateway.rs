@@ -15,6 +15,10 @@
 //!   of the era bridge can be tried against one dual-era server;
 //! - `UPSTREAM_AUTHORIZATION` (optional): the `Authorization` header sent to the upstreams —
 //!   the gateway's own credential, never a client's token;
+//! - `UPSTREAM_CLIENT_ID`, `UPSTREAM_CLIENT_SECRET` (optional, together): the gateway signs in
+//!   to the upstreams with the OAuth client credentials grant as this client (found through
+//!   each upstream's protected resource metadata; `UPSTREAM_SCOPES`, space-separated, are the
+//!   scopes asked for), its token renewed before it expires — again never a client's token;
 //! - `PORT` (3000), `HOST` (127.0.0.1).
 
 use sake::compose::Upstream;
@@ -43,6 +47,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => None,
     };
     let authorization = std::env::var("UPSTREAM_AUTHORIZATION").ok();
+    // One OAuth client for all the upstreams (it keeps a token per upstream).
+    let oauth = match (
+        std::env::var("UPSTREAM_CLIENT_ID"),
+        std::env::var("UPSTREAM_CLIENT_SECRET"),
+    ) {
+        (Ok(id), Ok(secret)) => {
+            use sake::client::auth::{OAuth, RegisteredClient};
+            let scopes = std::env::var("UPSTREAM_SCOPES").unwrap_or_default();
+            let mut builder = OAuth::client_credentials(RegisteredClient::with_secret(id, secret));
+            if !scopes.trim().is_empty() {
+                builder = builder.scopes(scopes.split_whitespace());
+            }
+            Some(builder.build()?)
+        }
+        _ => None,
+    };
     let configure = |mut upstream: Upstream| -> Result<Upstream, Box<dyn std::error::Error>> {
         if let Some(rev) = revision {
             upstream = upstream.revision(rev);
@@ -51,6 +71,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut value = axum::http::HeaderValue::from_str(value)?;
             value.set_sensitive(true);
             upstream = upstream.header(axum::http::header::AUTHORIZATION, value);
+        }
+        if let Some(oauth) = &oauth {
+            upstream = upstream.auth(oauth.clone());
         }
         Ok(upstream)
     };

@@ -78,7 +78,9 @@ cargo test -p sake-runtime --features client,auth-proxy,redis --test auth_proxy
 cargo test -p sake-runtime --features auth --doc
 cargo test -p sake-runtime --features auth-proxy,redis --doc -- auth::proxy redis::
 cargo test -p sake-runtime --features otel,client --test otel
-cargo test -p sake-runtime --features client --test proxy --test proxy_tasks
+# The gateway (compose::Upstream): remote servers, their tasks, a stdio upstream's restart,
+# credentials against oidc-provider (features `client` and `auth`, the build of the line above).
+cargo test -p sake-runtime --features client,auth --test proxy --test proxy_tasks --test proxy_restart --test proxy_credentials
 lap "feature suites (auth, client, auth-proxy, redis, otel)"
 
 # --- the official conformance suite (against the fixture, against sake's client, through the

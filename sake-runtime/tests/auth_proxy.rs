@@ -3142,3 +3142,179 @@ async fn code_for_balanced(
         .await;
     oidc::query(&back)["code"].clone()
 }
+
+// --- a gateway calling its upstream as the signed-in user (issue 41d) ---------------------------
+
+/// What an upstream saw: each MCP request's `Authorization` header, and the status answered.
+type Seen = Arc<std::sync::Mutex<Vec<(Option<String>, u16)>>>;
+
+/// A gateway (`Server::proxy` with `Upstream::as_signed_in_user`) behind the authorization
+/// proxy calls its upstream — an MCP server that takes only the provider's tokens for itself —
+/// with the token the proxy holds for the signed-in user at the provider (issued for the
+/// upstream: `Upstream::resource`), never with the token the client presented to the gateway;
+/// each user as themselves. A caller without such a sign-in is refused with an error that says
+/// so.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gateway_calls_its_upstream_with_the_signed_in_users_upstream_token() {
+    use sake_runtime::auth::Authorization;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let idp = upstream(&[port], &[]);
+    // The upstream MCP server: the provider's tokens for itself only; what each request carried.
+    let up_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up = format!("http://{}/mcp", up_listener.local_addr().unwrap());
+    let up_service = sake::Server::from_registry()
+        .quiet(true)
+        .authorization(Authorization::jwt(&up, &idp.issuer).unwrap())
+        .build()
+        .unwrap();
+    let seen: Seen = Arc::default();
+    let log = seen.clone();
+    let app = up_service.router().layer(axum::middleware::from_fn(
+        move |req: axum::extract::Request, next: axum::middleware::Next| {
+            let log = log.clone();
+            async move {
+                let mcp = req.uri().path() == "/mcp";
+                let auth = req
+                    .headers()
+                    .get(AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let response = next.run(req).await;
+                if mcp {
+                    log.lock().unwrap().push((auth, response.status().as_u16()));
+                }
+                response
+            }
+        },
+    ));
+    tokio::spawn(async move { axum::serve(up_listener, app).await.unwrap() });
+
+    // The gateway, behind the proxy; the provider's tokens are asked for the upstream.
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let proxy = AuthProxy::builder(
+        &base,
+        "/mcp",
+        Upstream::oidc(&idp.issuer, UPSTREAM_ID, UPSTREAM_SECRET)
+            .scopes(["openid", "mcp:tools"])
+            .resource(&up),
+    )
+    .scopes_supported(["mcp:tools"])
+    .default_scopes(["mcp:tools"])
+    .build()
+    .unwrap();
+    let gateway = sake::Server::with_registry(sake::Registry::from_defs([], [], []).unwrap())
+        .proxy("up", sake::compose::Upstream::url(&up).as_signed_in_user())
+        .quiet(true)
+        .authorization(proxy.authorization().challenge_scopes(["mcp:tools"]))
+        .build()
+        .unwrap();
+    tokio::spawn(gateway.serve(listener, std::future::pending()));
+    let mcp = format!("{base}/mcp");
+
+    let mut signed_in = Vec::new();
+    for user in ["dave", "erin"] {
+        let (step, _) = agent(user);
+        let oauth = OAuth::authorization_code(step).build().unwrap();
+        let client = client_builder()
+            .auth(oauth.clone())
+            .connect(&mcp)
+            .await
+            .unwrap();
+        let before = seen.lock().unwrap().len();
+        let who: Value = client.call("up_whoami", json!({})).await.unwrap();
+        assert_eq!(who, json!({"subject": user}));
+        let who: Value = client.call("up_whoami", json!({})).await.unwrap();
+        assert_eq!(who, json!({"subject": user}));
+        // The upstream saw the user's upstream token, for itself, from the provider; never
+        // the gateway's token the client holds.
+        let gateway_token = oauth.tokens(&mcp).await.unwrap().unwrap();
+        let gateway_token = gateway_token.access_token.expose().to_owned();
+        let requests = seen.lock().unwrap()[before..].to_vec();
+        assert!(!requests.is_empty());
+        for (auth, status) in &requests {
+            let token = auth
+                .as_deref()
+                .and_then(|a| a.strip_prefix("Bearer "))
+                .unwrap_or_else(|| panic!("a request without the user's token: {requests:?}"));
+            assert_ne!(
+                token, gateway_token,
+                "the client's token reached the upstream"
+            );
+            assert!(*status < 300, "{status}: {requests:?}");
+            let claims = oidc::claims(token);
+            assert_eq!(claims["iss"], json!(idp.issuer), "{claims}");
+            assert_eq!(claims["aud"], json!(up), "{claims}");
+            assert_eq!(claims["sub"], json!(user), "{claims}");
+        }
+        signed_in.push((oauth, client));
+    }
+
+    // Dave's sign-in ends at the proxy (a rotated refresh token used again revokes it): his
+    // calls through the gateway answer that the upstream is unavailable to him, saying why;
+    // Erin's go on.
+    let (dave_oauth, dave) = &signed_in[0];
+    let held = dave_oauth.tokens(&mcp).await.unwrap().unwrap();
+    let first = held.refresh_token.unwrap().expose().to_owned();
+    let client_id = oidc::claims(held.access_token.expose())["client_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    dave_oauth.refresh(&mcp).await.unwrap();
+    let (status, e) = token_request(
+        &mut UserAgent::new(),
+        &base,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &first),
+            ("client_id", &client_id),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{e}");
+    match dave.call_tool("up_whoami", json!({})).await.unwrap_err() {
+        sake::client::ClientError::Rpc { error, .. } => {
+            assert_eq!(error.code, -32603);
+            assert!(
+                error
+                    .message
+                    .starts_with("The upstream server `up` is unavailable: "),
+                "{}",
+                error.message
+            );
+            assert!(
+                error
+                    .message
+                    .contains("the signed-in user's upstream token cannot be had"),
+                "{}",
+                error.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let (_, erin) = &signed_in[1];
+    let who: Value = erin.call("up_whoami", json!({})).await.unwrap();
+    assert_eq!(who, json!({"subject": "erin"}));
+
+    // Without the proxy's sign-in (a gateway whose callers have none): refused, saying why.
+    let bare = sake::Server::with_registry(sake::Registry::from_defs([], [], []).unwrap())
+        .proxy("up", sake::compose::Upstream::url(&up).as_signed_in_user())
+        .quiet(true)
+        .build()
+        .unwrap();
+    let bare_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bare_url = format!("http://{}/mcp", bare_listener.local_addr().unwrap());
+    tokio::spawn(bare.serve(bare_listener, std::future::pending()));
+    let client = client_builder().connect(&bare_url).await.unwrap();
+    match client.call_tool("up_whoami", json!({})).await.unwrap_err() {
+        sake::client::ClientError::Rpc { error, .. } => {
+            assert_eq!(error.code, -32603);
+            assert_eq!(
+                error.message,
+                "The upstream server `up` is called as the signed-in user, and this request has no sign-in of the authorization proxy"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}

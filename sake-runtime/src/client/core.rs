@@ -562,6 +562,11 @@ impl Core {
         self.end_subscribers(&why);
     }
 
+    /// Whether the connection ended.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.lock().map_or(true, |c| c.is_some())
+    }
+
     /// What a request that lost its answer is told: why the connection ended.
     pub(crate) fn closed_error(&self) -> ClientError {
         self.closed

@@ -183,6 +183,18 @@ impl Client {
         self.state().instructions
     }
 
+    /// Whether the connection ended: a stdio server's process exited (its stdout closed),
+    /// or the connection was closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.inner.core.is_closed()
+    }
+
+    /// Resolves when the connection ends (at once if it has); holds nothing of the client.
+    pub(crate) fn closed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut ended = self.inner.core.subscribe(|_| false);
+        async move { while ended.rx.recv().await.is_some() {} }
+    }
+
     /// The legacy session id (HTTP, handshake revisions), if the server minted one.
     pub fn session_id(&self) -> Option<String> {
         match &self.inner.transport {

@@ -23,6 +23,10 @@ pub use transform::{ToolFilter, ToolTransform};
 
 #[cfg(feature = "client")]
 pub(crate) mod proxy;
+#[cfg(feature = "client")]
+mod upstream_restart;
+#[cfg(all(feature = "client", feature = "auth-proxy"))]
+mod upstream_user;
 
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]

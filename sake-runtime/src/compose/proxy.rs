@@ -6,12 +6,14 @@
 //! the era bridge (docs/composition.md).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use ::http::{HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
+use super::upstream_restart::Backoff;
+use crate::client::auth::Auth;
 use crate::client::{
     Answerer, CallOptions, Client, ClientBuilder, ClientError, Notification, ServerRequest,
     Subscription,
@@ -46,17 +48,35 @@ enum Target {
     Command(Vec<String>),
 }
 
+/// How the gateway authorizes its requests to an upstream: an [`Auth`] of its own.
+#[derive(Clone)]
+struct Credentials(Arc<dyn Auth>);
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Credentials(…)")
+    }
+}
+
 /// A remote MCP server to serve (`Server::proxy`): a Streamable HTTP URL or a stdio command,
 /// with the revision spoken to it, its credentials and its bounds.
 ///
-/// The upstream gets its own credentials ([`header`](Self::header)), never the token of the
-/// client that calls through this server: the spec forbids token passthrough (the upstream
-/// would accept a token issued for another resource). See docs/composition.md, "Credentials".
+/// The upstream gets its own credentials ([`header`](Self::header), or an OAuth client of the
+/// gateway's own with [`auth`](Self::auth)), never the token of the client that calls through
+/// this server: the spec forbids token passthrough (the upstream would accept a token issued
+/// for another resource). See docs/composition.md, "Credentials".
+///
+/// A command's process that exits is started again with backoff (100 ms, doubling up to
+/// 30 s; see docs/composition.md, "Failure behaviour").
 #[derive(Clone, Debug)]
 pub struct Upstream {
     target: Target,
     revision: Option<Revision>,
     headers: Vec<(HeaderName, HeaderValue)>,
+    auth: Option<Credentials>,
+    /// Calls go as the signed-in user (`as_signed_in_user`).
+    #[cfg(feature = "auth-proxy")]
+    as_user: bool,
     timeout: Duration,
     list_ttl: Duration,
     max_body_bytes: usize,
@@ -68,6 +88,9 @@ impl Upstream {
             target,
             revision: None,
             headers: Vec::new(),
+            auth: None,
+            #[cfg(feature = "auth-proxy")]
+            as_user: false,
             timeout: DEFAULT_TIMEOUT,
             list_ttl: DEFAULT_LIST_TTL,
             max_body_bytes: DEFAULT_MAX_BODY,
@@ -106,6 +129,53 @@ impl Upstream {
     /// a client's.
     pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.headers.push((name, value));
+        self
+    }
+
+    /// How the gateway authorizes its requests to it (HTTP): with credentials of its own,
+    /// typically the OAuth client credentials grant. The [`OAuth`](crate::client::auth::OAuth)
+    /// client finds the upstream's authorization server (its protected resource metadata),
+    /// gets a token for the upstream (RFC 8707 `resource`) with the gateway's client id and
+    /// secret (`client_secret_basic` or `_post`) or signed JWT (`private_key_jwt`), keeps it
+    /// until shortly before it expires, gets a new one then, and gets a new one once when the
+    /// upstream answers `401`. The token endpoint's answers are bounded in bytes and time
+    /// ([`OAuthBuilder::timeout`](crate::client::auth::OAuthBuilder::timeout)); when no token
+    /// can be had, this upstream's tools answer an error that says why, and the others are
+    /// not affected.
+    ///
+    /// ```no_run
+    /// use sake_runtime::client::auth::{OAuth, RegisteredClient};
+    /// use sake_runtime::compose::Upstream;
+    ///
+    /// # fn demo() -> Result<(), sake_runtime::client::auth::OAuthError> {
+    /// let id = std::env::var("WEATHER_CLIENT_ID").unwrap_or_default();
+    /// let secret = std::env::var("WEATHER_CLIENT_SECRET").unwrap_or_default();
+    /// let oauth = OAuth::client_credentials(RegisteredClient::with_secret(id, secret))
+    ///     .scopes(["weather:read"])
+    ///     .build()?;
+    /// let upstream = Upstream::url("https://weather.example.com/mcp").auth(oauth);
+    /// # let _ = upstream; Ok(()) }
+    /// ```
+    ///
+    /// Never the token of the client calling through this server: the spec forbids token
+    /// passthrough. A stdio command takes its credentials from its environment instead.
+    pub fn auth(mut self, auth: impl Auth + 'static) -> Self {
+        self.auth = Some(Credentials(Arc::new(auth)));
+        self
+    }
+
+    /// Calls its tools, prompts and resources as the signed-in user (feature `auth-proxy`):
+    /// with the token the authorization proxy holds for the caller at its upstream provider
+    /// ([`Principal::upstream`](crate::auth::Principal::upstream); configure the proxy's
+    /// provider to issue it for this upstream, e.g. with
+    /// [`auth::proxy::Upstream::resource`](crate::auth::proxy::Upstream::resource)), never
+    /// the token the caller presented to this server. A caller without such a sign-in is
+    /// answered an error. Each user gets a connection of their own. Lists are still fetched
+    /// with the gateway's own credentials ([`header`](Self::header), [`auth`](Self::auth)).
+    #[cfg(feature = "auth-proxy")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "auth-proxy")))]
+    pub fn as_signed_in_user(mut self) -> Self {
+        self.as_user = true;
         self
     }
 
@@ -160,6 +230,9 @@ impl Upstream {
         for (name, value) in &self.headers {
             b = b.header(name.clone(), value.clone());
         }
+        if let Some(Credentials(auth)) = &self.auth {
+            b = b.auth(Arc::clone(auth));
+        }
         b
     }
 
@@ -172,6 +245,11 @@ impl Upstream {
         if let Some(rev) = pin {
             builder = builder.revision(rev);
         }
+        self.open(builder).await
+    }
+
+    /// Connects with `builder`.
+    async fn open(&self, builder: ClientBuilder) -> Result<Client, ClientError> {
         match &self.target {
             Target::Url(url) => builder.connect(url).await,
             Target::Command(line) => {
@@ -180,6 +258,11 @@ impl Upstream {
                 builder.spawn(command).await
             }
         }
+    }
+
+    /// Whether it is a child process (started again with backoff when it exits).
+    fn is_command(&self) -> bool {
+        matches!(self.target, Target::Command(_))
     }
 
     fn describe(&self) -> String {
@@ -224,6 +307,13 @@ pub(crate) struct Proxy(Arc<ProxyInner>);
 
 /// What a [`Proxy`] holds.
 pub(crate) struct ProxyInner {
+    /// Itself, for the tasks that restart a command upstream (they end with it).
+    me: Weak<ProxyInner>,
+    /// When a command upstream that exited may be started again.
+    restarts: Mutex<Backoff>,
+    /// The signed-in users' connections (`Upstream::as_signed_in_user`).
+    #[cfg(feature = "auth-proxy")]
+    users: tokio::sync::Mutex<super::upstream_user::Users>,
     prefix: Option<&'static str>,
     label: &'static str,
     upstream: Upstream,
@@ -264,7 +354,11 @@ impl Proxy {
     pub(crate) fn new(prefix: &str, upstream: Upstream) -> Proxy {
         let prefix: Option<&'static str> =
             (!prefix.is_empty()).then(|| &*Box::leak(prefix.to_owned().into_boxed_str()));
-        Proxy(Arc::new(ProxyInner {
+        Proxy(Arc::new_cyclic(|me| ProxyInner {
+            me: me.clone(),
+            restarts: Mutex::default(),
+            #[cfg(feature = "auth-proxy")]
+            users: tokio::sync::Mutex::default(),
             prefix,
             label: prefix.unwrap_or("upstream"),
             upstream,
@@ -294,17 +388,59 @@ impl ProxyInner {
         }
     }
 
-    /// The connection, made if there is none; one request at a time makes it.
+    /// The connection, made if there is none; one request at a time makes it. A command
+    /// whose process exited is started again only when its backoff allows: until then this
+    /// answers at once that it is unavailable.
     async fn client(&self) -> Result<Client, RpcError> {
+        let command = self.upstream.is_command();
+        {
+            let slot = self.connection.lock().await;
+            if let Some(c) = slot.as_ref()
+                && !(command && c.client.is_closed())
+            {
+                return Ok(c.client.clone());
+            }
+        }
+        if command {
+            // Its process exited before its watcher said so.
+            self.forget_connection(true).await;
+        }
         let mut slot = self.connection.lock().await;
         if let Some(c) = slot.as_ref() {
             return Ok(c.client.clone());
         }
-        let client = self
-            .upstream
-            .connect(None, None)
-            .await
-            .map_err(|e| self.unavailable(&e))?;
+        let start = if command {
+            let Ok(mut restarts) = self.restarts.lock() else {
+                return Err(RpcError::internal("the upstream's restart state is lost"));
+            };
+            if let Err((wait, why)) = restarts.may_start(tokio::time::Instant::now()) {
+                return Err(RpcError::internal(format!(
+                    "The upstream server `{}` is unavailable: {why}; it is started again in {} ms",
+                    self.label,
+                    wait.as_millis().max(1)
+                )));
+            }
+            restarts.starting()
+        } else {
+            0
+        };
+        if start > 1 {
+            tracing::info!(
+                upstream = %self.upstream.describe(),
+                prefix = self.label,
+                start,
+                "starting the upstream process again"
+            );
+        }
+        let client = match self.upstream.connect(None, None).await {
+            Ok(c) => c,
+            Err(e) => {
+                if command {
+                    self.went_down(format!("it could not be started: {e}"));
+                }
+                return Err(self.unavailable(&e));
+            }
+        };
         tracing::info!(
             upstream = %self.upstream.describe(),
             revision = %client.revision(),
@@ -316,11 +452,52 @@ impl ProxyInner {
             Arc::clone(&self.cache),
             Arc::clone(&self.notifier),
         ));
+        if command {
+            if let Ok(mut restarts) = self.restarts.lock() {
+                restarts.started(tokio::time::Instant::now());
+            }
+            // Its exit is noticed when it happens, not on the next request: the process is
+            // started again on the backoff's schedule even when nobody calls.
+            let closed = client.closed();
+            let me = self.me.clone();
+            tokio::spawn(async move {
+                closed.await;
+                if let Some(this) = me.upgrade()
+                    && this.forget_connection(true).await
+                {
+                    tracing::debug!(prefix = this.label, "the upstream's connection ended");
+                }
+            });
+        }
         *slot = Some(Connected {
             client: client.clone(),
             _watch: watch,
         });
         Ok(client)
+    }
+
+    /// A command upstream went down (its process exited, or could not be started): logged,
+    /// and started again when its backoff allows, by a timer (which ends with the proxy).
+    fn went_down(&self, why: String) {
+        let Ok(mut restarts) = self.restarts.lock() else {
+            return;
+        };
+        let wait = restarts.went_down(tokio::time::Instant::now(), why.clone());
+        drop(restarts);
+        tracing::warn!(
+            upstream = %self.upstream.describe(),
+            prefix = self.label,
+            "the upstream process is down ({why}); starting it again in {} ms",
+            wait.as_millis()
+        );
+        let me = self.me.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            if let Some(this) = me.upgrade() {
+                // A failure schedules the next start itself.
+                let _ = this.client().await;
+            }
+        });
     }
 
     /// The client for a caller that can answer `askable`: the connection, when the upstream
@@ -344,18 +521,117 @@ impl ProxyInner {
         Ok(client)
     }
 
-    /// Forgets a connection that failed: the next request connects again.
+    /// The client a call goes through, and whose it is when it is a user's: the signed-in
+    /// user's own (`as_signed_in_user`), else the gateway's for a caller that can answer
+    /// what `ctx`'s can.
+    async fn client_of(&self, ctx: &Context) -> Result<(Client, Option<UserKey>), RpcError> {
+        let askable = Askable::of(ctx.client_capabilities());
+        #[cfg(feature = "auth-proxy")]
+        if self.upstream.as_user {
+            return self.user_client(ctx, askable).await;
+        }
+        Ok((self.client_for(askable).await?, None))
+    }
+
+    /// The signed-in user's connection, made with the token the authorization proxy holds
+    /// for them upstream.
+    #[cfg(feature = "auth-proxy")]
+    async fn user_client(
+        &self,
+        ctx: &Context,
+        askable: Askable,
+    ) -> Result<(Client, Option<UserKey>), RpcError> {
+        use super::upstream_user::UserToken;
+        let Some((principal, session)) = ctx
+            .principal()
+            .and_then(|p| Some((p, p.upstream()?.clone())))
+        else {
+            return Err(RpcError::internal(format!(
+                "The upstream server `{}` is called as the signed-in user, and this request has no sign-in of the authorization proxy",
+                self.label
+            )));
+        };
+        let key: UserKey = (
+            principal.issuer().unwrap_or_default().to_owned(),
+            principal.subject().to_owned(),
+            askable.0,
+        );
+        let held = self
+            .users
+            .lock()
+            .await
+            .get(&key, &session, tokio::time::Instant::now());
+        if let Some(client) = held {
+            return Ok((client, Some(key)));
+        }
+        // Made without holding the others' connections up.
+        let builder = self
+            .upstream
+            .builder(Some(askable))
+            .auth(UserToken(session.clone()));
+        let client = self
+            .upstream
+            .open(builder)
+            .await
+            .map_err(|e| self.unavailable(&e))?;
+        self.users.lock().await.insert(
+            key.clone(),
+            session,
+            client.clone(),
+            tokio::time::Instant::now(),
+        );
+        Ok((client, Some(key)))
+    }
+
+    /// The error of a user's request: the upstream's own, or ours (the user's connection is
+    /// then made again on their next request; the gateway's is not touched).
+    async fn user_failed(&self, user: &UserKey, e: ClientError) -> RpcError {
+        match e {
+            ClientError::Rpc { error, .. } | ClientError::Handler { error, .. } => *error,
+            e => {
+                #[cfg(feature = "auth-proxy")]
+                self.users.lock().await.forget(user);
+                #[cfg(not(feature = "auth-proxy"))]
+                let _ = user;
+                self.unavailable(&e)
+            }
+        }
+    }
+
+    /// Forgets a connection that failed: the next request connects again (a command's
+    /// process when its backoff allows).
     async fn drop_connection(&self) {
+        self.forget_connection(false).await;
+    }
+
+    /// Forgets the connection (`closed_only`: only if it ended), with what hangs on it;
+    /// whether there was one. A command upstream is then down until its restart.
+    async fn forget_connection(&self, closed_only: bool) -> bool {
+        let gone = {
+            let mut slot = self.connection.lock().await;
+            slot.take_if(|c| !closed_only || c.client.is_closed())
+        };
+        let Some(gone) = gone else {
+            return false;
+        };
+        gone._watch.abort();
+        let exited = gone.client.is_closed();
+        drop(gone);
         self.sessions.lock().await.clear();
         if let Ok(mut f) = self.followed.lock() {
             f.clear();
         }
-        if let Some(c) = self.connection.lock().await.take() {
-            c._watch.abort();
-        }
         if let Ok(mut cache) = self.cache.lock() {
             *cache = Cached::default();
         }
+        if self.upstream.is_command() {
+            self.went_down(if exited {
+                "its process exited".to_owned()
+            } else {
+                "its connection failed".to_owned()
+            });
+        }
+        true
     }
 
     /// The error a client gets when the upstream cannot be reached or did not answer.
@@ -543,6 +819,10 @@ const MAX_FOLLOWED: usize = 1024;
 
 /// How many of an upstream's notifications about one call wait to be relayed, at most.
 const RELAYED: usize = 256;
+
+/// Whose connection a call went through, when a signed-in user's: issuer, subject, and what
+/// the caller can answer.
+type UserKey = (String, String, u8);
 
 /// A progress token no other call of this process uses.
 fn next_token() -> u64 {
@@ -784,9 +1064,7 @@ impl Source for Proxy {
             _ => {}
         }
         Box::pin(async move {
-            let client = this
-                .client_for(Askable::of(ctx.client_capabilities()))
-                .await?;
+            let (client, user) = this.client_of(&ctx).await?;
             if client.revision().features().request_meta {
                 // Per request (2026-07-28): the upstream learns what the caller can answer,
                 // as if the caller asked it directly. A handshake upstream saw the gateway's
@@ -868,7 +1146,13 @@ impl Source for Proxy {
                     }
                     Ok(v)
                 }
-                Err(e) => Err(canonical(this.failed(e).await, client.revision(), method)),
+                Err(e) => {
+                    let error = match user {
+                        Some(user) => this.user_failed(&user, e).await,
+                        None => this.failed(e).await,
+                    };
+                    Err(canonical(error, client.revision(), method))
+                }
             }
         })
     }

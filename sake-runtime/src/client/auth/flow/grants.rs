@@ -120,6 +120,55 @@ impl OAuth {
         self.save(server, slot, fresh).await
     }
 
+    /// Whether tokens are renewed by running the grant again (the client acts on its own
+    /// behalf: client credentials, JWT bearer), with no user and no refresh token.
+    pub(super) fn renews_by_grant(&self) -> bool {
+        matches!(
+            self.inner.grant,
+            GrantKind::ClientCredentials | GrantKind::JwtBearer(_)
+        )
+    }
+
+    /// Obtains new tokens like `tokens` (same authorization server, resource and scopes) by
+    /// running the grant again, before they expire.
+    pub(super) async fn renew_by_grant(
+        &self,
+        server: &str,
+        slot: &Slot,
+        tokens: &Tokens,
+    ) -> Result<(), OAuthError> {
+        let known = self
+            .inner
+            .metadata
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&tokens.issuer).cloned());
+        let meta = match known {
+            Some(m) => m,
+            None => self.server_metadata(&tokens.issuer, false).await?,
+        };
+        checked(&meta.token_endpoint, self.inner.insecure)?;
+        let dpop = tokens.token_type == "DPoP";
+        let (resource, scopes) = (&tokens.resource, &tokens.requested_scopes);
+        let fresh = match &self.inner.grant {
+            GrantKind::ClientCredentials => {
+                self.client_credentials_grant(&meta, resource, scopes, dpop)
+                    .await?
+            }
+            GrantKind::JwtBearer(source) => {
+                self.jwt_bearer_grant(source.as_ref(), &meta, resource, scopes, dpop)
+                    .await?
+            }
+            GrantKind::Code(_) => {
+                return Err(OAuthError::config(
+                    "tokens of a signed-in user are renewed with their refresh token",
+                ));
+            }
+        };
+        tracing::info!(server, issuer = %meta.issuer, "renewed the access token before it expired");
+        self.save(server, slot, fresh).await
+    }
+
     /// Fetches the metadata of `issuer`, and remembers it.
     pub(super) async fn server_metadata(
         &self,

@@ -60,6 +60,28 @@ enum Renewal {
 struct Slot {
     current: RwLock<Option<Tokens>>,
     flow: tokio::sync::Mutex<FlowState>,
+    /// How long the access token last obtained lives, in seconds (0: unknown, as for tokens
+    /// from the store): a token is renewed at half its life when that is under
+    /// [`REFRESH_MARGIN`].
+    lifetime: std::sync::atomic::AtomicU64,
+}
+
+impl Slot {
+    fn new() -> Arc<Slot> {
+        Arc::new(Slot {
+            current: RwLock::new(None),
+            flow: tokio::sync::Mutex::new(FlowState::default()),
+            lifetime: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    /// How long before its expiry the access token is renewed.
+    fn margin(&self) -> Duration {
+        match self.lifetime.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => REFRESH_MARGIN,
+            life => REFRESH_MARGIN.min(Duration::from_secs(life / 2)),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -242,22 +264,14 @@ impl OAuth {
 
     fn slot(&self, server: &str) -> Arc<Slot> {
         let Ok(mut slots) = self.inner.slots.lock() else {
-            return Arc::new(Slot {
-                current: RwLock::new(None),
-                flow: tokio::sync::Mutex::new(FlowState::default()),
-            });
+            return Slot::new();
         };
         if !slots.contains_key(server) && slots.len() >= MAX_SERVERS {
             slots.retain(|_, s| Arc::strong_count(s) > 1);
         }
         slots
             .entry(server.to_owned())
-            .or_insert_with(|| {
-                Arc::new(Slot {
-                    current: RwLock::new(None),
-                    flow: tokio::sync::Mutex::new(FlowState::default()),
-                })
-            })
+            .or_insert_with(Slot::new)
             .clone()
     }
 
@@ -294,6 +308,11 @@ impl OAuth {
             .save_tokens(server, &tokens)
             .await
             .map_err(|e| OAuthError::Store { reason: e.0 })?;
+        let life = tokens
+            .expires_at
+            .map_or(0, |at| at.saturating_sub(super::token::now()));
+        slot.lifetime
+            .store(life, std::sync::atomic::Ordering::Relaxed);
         set_current(slot, Some(tokens));
         Ok(())
     }
@@ -560,6 +579,22 @@ impl Auth for OAuth {
             let Some(tokens) = current(&slot) else {
                 return Ok(HeaderMap::new());
             };
+            if tokens.refresh_token.is_none()
+                && self.renews_by_grant()
+                && tokens.expires_within(slot.margin())
+            {
+                let mut st = slot.flow.lock().await;
+                // Another request may have renewed them meanwhile.
+                if let Some(t) = current(&slot)
+                    .filter(|t| t.refresh_token.is_none() && t.expires_within(slot.margin()))
+                {
+                    match self.renew_by_grant(server, &slot, &t).await {
+                        Ok(()) => st.last = Some(Renewal::Authorized),
+                        // Sent as it is: the refusal, if any, authorizes anew.
+                        Err(e) => tracing::warn!(server, "renewing an expiring token failed: {e}"),
+                    }
+                }
+            }
             if tokens.refresh_token.is_some() && tokens.expires_within(REFRESH_MARGIN) {
                 let mut st = slot.flow.lock().await;
                 // Another request may have refreshed them meanwhile.
