@@ -425,10 +425,11 @@ impl Connection {
         session: Option<&Session>,
     ) -> Result<Slot, RpcError> {
         let admission = &self.shared.admission;
-        let scope = match self.carrier.scope() {
-            Some(scope) => Some(admission.session_key(scope)),
-            None => session.map(|s| s.quota_key(|sid| admission.session_key(sid))),
-        };
+        // Made once per held connection, or per session.
+        let scope = self
+            .carrier
+            .scope_key(|scope| admission.session_key(scope))
+            .or_else(|| session.map(|s| s.quota_key(|sid| admission.session_key(sid))));
         admission.request_slots_of(n, bytes, scope, self.caller)
     }
 
