@@ -17,9 +17,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub(crate) struct Key(NonZeroU64);
 
 /// Hashes a [`Key`] as itself: it already is a hash under the process's random key, so
-/// hashing it again would only cost time.
+/// hashing it again would only cost time. (The same for any `u64` that already is one, such
+/// as the keys of `server/session.rs`'s cache of verified tokens.)
 #[derive(Default)]
-struct KeyHasher(u64);
+pub(crate) struct KeyHasher(u64);
 
 impl Hasher for KeyHasher {
     fn finish(&self) -> u64 {

@@ -104,6 +104,26 @@ impl Admission {
         session: Option<&str>,
         caller: Key,
     ) -> Result<Slot, RpcError> {
+        let session = session.map(|sid| self.session_key(sid));
+        self.request_slots_of(n, bytes, session, caller)
+    }
+
+    /// The quota key of a session (or of a held connection, which is one), named by its id:
+    /// made once per session ([`Session::quota_key`](super::session::Session::quota_key)) rather
+    /// than for every request.
+    pub(crate) fn session_key(&self, sid: &str) -> Key {
+        self.keys.of(("s", sid))
+    }
+
+    /// [`request_slots`](Admission::request_slots) of a session whose quota key is made
+    /// ([`session_key`](Admission::session_key)).
+    pub(crate) fn request_slots_of(
+        &self,
+        n: usize,
+        bytes: usize,
+        session: Option<Key>,
+        caller: Key,
+    ) -> Result<Slot, RpcError> {
         let n = n.max(1);
         let batch = if n > 1 {
             format!("; the batch counts {n}")
@@ -112,7 +132,7 @@ impl Admission {
         };
         let session_limit = self.limits.max_requests_per_session;
         // The session's share and the client's, under one lock.
-        let session = session.map(|sid| (self.keys.of(("s", sid)), session_limit));
+        let session = session.map(|key| (key, session_limit));
         let limit = self.limits.max_requests_per_client;
         let byte_limit = self.limits.max_request_bytes_per_client;
         let client = self

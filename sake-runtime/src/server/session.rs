@@ -3,7 +3,9 @@
 //! and name, the log level, and when it was issued. Any replica holding the key serves it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::hash::{BuildHasher, BuildHasherDefault, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -11,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::Revision;
 use crate::protocol::types::{ClientCapabilities, Implementation, LoggingLevel};
+use crate::quota::{Key, KeyHasher};
 use crate::records::Records;
 use crate::signing::{Domain, Signer};
 
@@ -55,6 +58,10 @@ pub(crate) struct Session {
     /// shares it with every request that carries it.
     #[serde(skip)]
     info: SharedInfo,
+    /// The session's quota key, made once ([`Session::quota_key`]): a remembered session
+    /// shares it with every request that carries it.
+    #[serde(skip)]
+    quota: SharedKey,
 }
 
 /// A session's client as an `Implementation`, made once. It is derived from `client`, so it
@@ -64,6 +71,17 @@ struct SharedInfo(std::sync::OnceLock<Option<Arc<Implementation>>>);
 
 impl PartialEq for SharedInfo {
     fn eq(&self, _: &SharedInfo) -> bool {
+        true
+    }
+}
+
+/// A session's quota key, made once. It is derived from `sid`, so it never makes two sessions
+/// differ.
+#[derive(Clone, Debug, Default)]
+struct SharedKey(OnceLock<Key>);
+
+impl PartialEq for SharedKey {
+    fn eq(&self, _: &SharedKey) -> bool {
         true
     }
 }
@@ -103,6 +121,7 @@ impl Session {
             expires: 0,
             owner: String::new(),
             info: SharedInfo::default(),
+            quota: SharedKey::default(),
         })
     }
 
@@ -126,6 +145,13 @@ impl Session {
                     .map(|(n, v)| Arc::new(Implementation::new(n.clone(), v.clone())))
             })
             .clone()
+    }
+
+    /// The key its requests' share of the request slots is counted under: made by `make` from
+    /// the session's id the first time (the server's `Admission::session_key`), then the same
+    /// for every request that carries this session.
+    pub fn quota_key(&self, make: impl FnOnce(&str) -> Key) -> Key {
+        *self.quota.0.get_or_init(|| make(&self.sid))
     }
 }
 
@@ -173,29 +199,31 @@ pub(crate) struct Sessions {
     signed_out_all: std::sync::atomic::AtomicU64,
     /// Tokens whose signature was checked, and what they say. A client sends the same id on
     /// every request of its session, and checking the signature and decoding the payload is
-    /// most of what serving a session costs sake. Bounded by [`VERIFIED_CACHE`] entries (when
-    /// full, one is forgotten for each new one); expiry and ending are checked on every request all the same.
-    /// Keyed by the token's tail ([`cache_key`]: its MAC, so fewer bytes are hashed), a hit
-    /// counts only if the whole token is the one remembered.
-    verified: Mutex<HashMap<Box<str>, Remembered>>,
+    /// most of what serving a session costs sake. Bounded by [`VERIFIED_CACHE`] entries of at
+    /// most [`MAX_CACHED_TOKEN`] bytes (when full, one is forgotten for each new one); expiry
+    /// is checked on every request all the same, and ends and sign-outs whenever one was
+    /// recorded since the token last passed them (`refusals`). Keyed by a fold of the token's
+    /// tail (its MAC: [`Sessions::cache_key`]), a hit counts only if the whole token is the one
+    /// remembered.
+    verified: Mutex<HashMap<u64, Remembered, BuildHasherDefault<KeyHasher>>>,
+    /// The random key of `cache_key`'s fold: nobody outside this process can tell which
+    /// tokens' keys would meet.
+    cache_seed: u64,
+    /// How many times something was recorded that can refuse a session whose signature and
+    /// expiry hold: an end, a cut-off, a sign-out (made here or reported by another replica).
+    /// Those records only ever stop refusing (they expire), so a remembered token that passed
+    /// them when this count was what it is now passes them still, and is not checked again.
+    refusals: AtomicU64,
 }
 
 /// A token whose signature was checked, and its session.
 #[derive(Debug)]
 struct Remembered {
-    token: Box<str>,
+    token: Box<[u8]>,
     session: Arc<Session>,
-}
-
-/// How many bytes of a token's end key the cache of verified tokens.
-const CACHE_KEY_BYTES: usize = 32;
-
-/// The cache key of a token: its last [`CACHE_KEY_BYTES`] bytes (its MAC's, random to
-/// whoever lacks the key), or all of it.
-fn cache_key(token: &str) -> &str {
-    token
-        .get(token.len().saturating_sub(CACHE_KEY_BYTES)..)
-        .unwrap_or(token)
+    /// `refusals` as it was before the token last passed the records of ended and signed-out
+    /// sessions (`None`: it did not).
+    passed: Option<u64>,
 }
 
 /// How many verified tokens [`Sessions`] remembers.
@@ -220,8 +248,23 @@ impl Sessions {
             cut_off_all: std::sync::atomic::AtomicU64::new(0),
             signed_out: Mutex::new(Records::new(max_ended, max_ended_per_owner)),
             signed_out_all: std::sync::atomic::AtomicU64::new(0),
-            verified: Mutex::new(HashMap::new()),
+            verified: Mutex::new(HashMap::default()),
+            cache_seed: RandomState::new().hash_one(0x5e55_u64),
+            refusals: AtomicU64::new(0),
         }
+    }
+
+    /// The key of a token in the cache of verified tokens: its last 16 bytes (the MAC's, random
+    /// to whoever lacks the signing key), folded under `cache_seed`.
+    fn cache_key(&self, token: &[u8]) -> u64 {
+        let tail = &token[token.len().saturating_sub(16)..];
+        let mut bytes = [0u8; 16];
+        bytes[16 - tail.len()..].copy_from_slice(tail);
+        let (a, b) = bytes.split_at(8);
+        let word = |w: &[u8]| u64::from_le_bytes(w.try_into().unwrap_or_default());
+        let x = (word(a) ^ self.cache_seed).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ (word(b) ^ self.cache_seed.rotate_left(32)).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+        x ^ (x >> 32)
     }
 
     pub fn signer(&self) -> &Signer {
@@ -240,57 +283,90 @@ impl Sessions {
         self.signer.sign(Domain::Session, &payload)
     }
 
-    /// Checks a token: signed by this key, not expired, not ended.
-    /// The session is shared with the cache of verified tokens: a remembered token costs a
-    /// reference count, not a copy of the session's strings.
-    pub fn verify(&self, token: &str) -> Result<Arc<Session>, Refused> {
+    /// Checks a token (the bytes of an `Mcp-Session-Id`): signed by this key, not expired,
+    /// not ended. The session is shared with the cache of verified tokens: a remembered token
+    /// costs a reference count, not a copy of the session's strings, and is checked against
+    /// the records of ended sessions only when one was recorded since it last passed them.
+    pub fn verify(&self, token: impl AsRef<[u8]>) -> Result<Arc<Session>, Refused> {
+        let token = token.as_ref();
+        // Read before the records are: an end recorded after this is seen next time.
+        let generation = self.refusals.load(Ordering::SeqCst);
+        let key = self.cache_key(token);
         let cached = self.verified.lock().ok().and_then(|cache| {
             cache
-                .get(cache_key(token))
+                .get(&key)
                 .filter(|r| *r.token == *token)
-                .map(|r| r.session.clone())
+                .map(|r| (r.session.clone(), r.passed))
         });
-        let session = match cached {
-            Some(session) => session,
+        let hit = cached.is_some();
+        let (session, passed) = match cached {
+            Some(c) => c,
             None => {
+                // A byte that is no visible ASCII fails the signature check.
+                let text = std::str::from_utf8(token).map_err(|_| Refused::Invalid)?;
                 let payload = self
                     .signer
-                    .verify(Domain::Session, token)
+                    .verify(Domain::Session, text)
                     .ok_or(Refused::Invalid)?;
                 let session: Arc<Session> =
                     Arc::new(serde_json::from_slice(&payload).map_err(|_| Refused::Invalid)?);
-                if token.len() <= MAX_CACHED_TOKEN
-                    && let Ok(mut cache) = self.verified.lock()
-                {
-                    // Full: forget one (the map's order is random), so that a server with
-                    // more live sessions than the cache holds still hits it mostly.
-                    if cache.len() >= VERIFIED_CACHE
-                        && let Some(old) = cache.keys().next().cloned()
-                    {
-                        cache.remove(&old);
-                    }
-                    cache.insert(
-                        cache_key(token).into(),
-                        Remembered {
-                            token: token.into(),
-                            session: session.clone(),
-                        },
-                    );
-                }
-                session
+                (session, None)
             }
         };
-        let now = now_secs();
-        if session.expires == 0 || now >= session.expires {
-            return Err(Refused::Expired);
+        let checked = if session.expires == 0 || now_secs() >= session.expires {
+            Err(Refused::Expired)
+        } else if passed == Some(generation) {
+            Ok(())
+        } else {
+            self.check_records(&session)
+        };
+        let passes = checked.is_ok().then_some(generation);
+        if !hit || (passes.is_some() && passes != passed) {
+            self.remember(key, token, &session, passes);
         }
+        checked.map(|()| session)
+    }
+
+    /// Keeps a token whose signature was checked, with whether it passed the records.
+    fn remember(&self, key: u64, token: &[u8], session: &Arc<Session>, passed: Option<u64>) {
+        if token.len() > MAX_CACHED_TOKEN {
+            return;
+        }
+        let Ok(mut cache) = self.verified.lock() else {
+            return;
+        };
+        if let Some(r) = cache.get_mut(&key).filter(|r| *r.token == *token) {
+            r.passed = passed;
+            return;
+        }
+        // Full: forget one (the map's order is random), so that a server with more live
+        // sessions than the cache holds still hits it mostly.
+        if cache.len() >= VERIFIED_CACHE
+            && !cache.contains_key(&key)
+            && let Some(&old) = cache.keys().next()
+        {
+            cache.remove(&old);
+        }
+        cache.insert(
+            key,
+            Remembered {
+                token: token.into(),
+                session: session.clone(),
+                passed,
+            },
+        );
+    }
+
+    /// The records a session whose signature and expiry hold may still be refused by: ended,
+    /// cut off with its owner's ended sessions, its caller signed out.
+    fn check_records(&self, session: &Session) -> Result<(), Refused> {
         let instant = Instant::now();
         let ended = self.ended.lock().map_err(|_| Refused::Invalid)?;
         if ended.contains(&session.sid, instant) {
             return Err(Refused::Ended);
         }
         drop(ended);
-        let opened = self.opened_at(&session);
+        let opened = self.opened_at(session);
         if opened <= self.cut_off_all.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Refused::Ended);
         }
@@ -312,12 +388,12 @@ impl Sessions {
             }
             let out = self.signed_out.lock().map_err(|_| Refused::Invalid)?;
             if let Some(&at) = out.get(p, instant)
-                && self.opened_at(&session) <= at
+                && opened <= at
             {
                 return Err(Refused::Ended);
             }
         }
-        Ok(session)
+        Ok(())
     }
 
     /// When a session opened (Unix seconds): its end, fixed then, less the lifetime.
@@ -361,6 +437,8 @@ impl Sessions {
             let opened = e.value.saturating_sub(self.lifetime.as_secs());
             self.cut_off(&e.owner, opened, now);
         }
+        // Recorded: remembered tokens are checked against the records again.
+        self.refusals.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Refuses every session of `owner` opened at or before `opened` (Unix seconds).
@@ -418,6 +496,8 @@ impl Sessions {
             self.signed_out_all
                 .fetch_max(e.value, std::sync::atomic::Ordering::Relaxed);
         }
+        // Recorded: remembered tokens are checked against the records again.
+        self.refusals.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -466,9 +546,9 @@ mod tests {
         assert_eq!(s.verify(&old), Err(Refused::Ended));
         // Every signed-in session opened until then is refused; later ones and anonymous
         // ones are not.
-        assert_eq!(s.verify(&opened(Some("q"), 150)), Err(Refused::Ended));
-        assert!(s.verify(&opened(Some("q"), 50)).is_ok());
-        assert!(s.verify(&opened(None, 150)).is_ok());
+        assert_eq!(s.verify(opened(Some("q"), 150)), Err(Refused::Ended));
+        assert!(s.verify(opened(Some("q"), 50)).is_ok());
+        assert!(s.verify(opened(None, 150)).is_ok());
     }
 
     #[test]
@@ -535,8 +615,8 @@ mod tests {
             s.verified
                 .lock()
                 .unwrap()
-                .get(cache_key(&token))
-                .is_some_and(|r| *r.token == *token)
+                .get(&s.cache_key(token.as_bytes()))
+                .is_some_and(|r| *r.token == *token.as_bytes() && r.passed == Some(0))
         );
         assert_eq!(s.verify("s1.x.y"), Err(Refused::Invalid));
         // Another payload under the remembered token's MAC: the cache's key (the token's
@@ -548,7 +628,10 @@ mod tests {
             "A"
         };
         let forged = format!("{}{other}{}", &token[..at], &token[at + 1..]);
-        assert_eq!(cache_key(&forged), cache_key(&token));
+        assert_eq!(
+            s.cache_key(forged.as_bytes()),
+            s.cache_key(token.as_bytes())
+        );
         assert_eq!(s.verify(&forged), Err(Refused::Invalid));
         assert_eq!(s.verified.lock().unwrap().len(), 1);
         s.end(&session);
@@ -561,12 +644,14 @@ mod tests {
         let token = short
             .signer()
             .sign(Domain::Session, &serde_json::to_vec(&old).unwrap());
-        // Remembered while it was valid (as if verified 100 s ago), refused now.
+        // Remembered while it was valid (as if verified 100 s ago, and past the records since),
+        // refused now.
         short.verified.lock().unwrap().insert(
-            cache_key(&token).into(),
+            short.cache_key(token.as_bytes()),
             Remembered {
-                token: token.as_str().into(),
+                token: token.as_bytes().into(),
                 session: Arc::new(old),
+                passed: Some(0),
             },
         );
         assert_eq!(short.verify(&token), Err(Refused::Expired));
@@ -574,9 +659,90 @@ mod tests {
         for _ in 0..(VERIFIED_CACHE + 10) {
             let other =
                 Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
-            s.verify(&s.mint(&other)).unwrap();
+            s.verify(s.mint(&other)).unwrap();
         }
         assert!(s.verified.lock().unwrap().len() <= VERIFIED_CACHE);
+    }
+
+    /// A remembered token that passed the records of ended sessions is not checked against them
+    /// again until something is recorded; then it is, whatever was recorded: its own end, one
+    /// reported by another replica, its caller's sign-out, or a cut-off of every session opened
+    /// until then.
+    #[test]
+    fn a_remembered_token_is_checked_again_after_any_end_or_sign_out() {
+        let s = sessions(3600);
+        let open = |owner: &str, principal: Option<&str>| {
+            let mut session =
+                Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+            session.owner = owner.into();
+            session.principal = principal.map(str::to_owned);
+            let token = s.mint(&session);
+            let verified = s.verify(&token).unwrap();
+            (Session::clone(&verified), token)
+        };
+        let passed = |token: &str| {
+            s.verified
+                .lock()
+                .unwrap()
+                .get(&s.cache_key(token.as_bytes()))
+                .and_then(|r| r.passed)
+        };
+        let (a, token_a) = open("a", None);
+        let (_, token_b) = open("b", Some("pb"));
+        let (_, token_c) = open("c", None);
+        assert_eq!(passed(&token_a), Some(0));
+        // Another session's end: checked again, still passes, remembered as of now.
+        let (other, _) = open("x", None);
+        s.end(&other);
+        assert!(s.verify(&token_a).is_ok());
+        assert_eq!(passed(&token_a), Some(1));
+        // Its own end, reported by another replica.
+        s.ended_until(&a.sid, &a.owner, a.expires);
+        assert_eq!(s.verify(&token_a), Err(Refused::Ended));
+        assert_eq!(passed(&token_a), Some(1), "a refused token never passes");
+        assert_eq!(s.verify(&token_a), Err(Refused::Ended));
+        // Its caller signed out.
+        assert!(s.verify(&token_b).is_ok());
+        s.sign_out("pb", now_secs());
+        assert_eq!(s.verify(&token_b), Err(Refused::Ended));
+        // Every session opened until now cut off: owners ending more sessions than the tables
+        // (4, 4 per owner) hold push the cut-offs out too.
+        assert!(s.verify(&token_c).is_ok());
+        for owner in 0..12 {
+            for _ in 0..5 {
+                let mut ended =
+                    Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None)
+                        .unwrap();
+                ended.owner = format!("attacker{owner}");
+                s.end(&ended);
+            }
+        }
+        assert!(s.cut_off_all.load(Ordering::Relaxed) > 0);
+        assert_eq!(s.verify(&token_c), Err(Refused::Ended));
+    }
+
+    /// A forged token never reaches the cache, whatever its key; a remembered one is found only
+    /// by its exact bytes.
+    #[test]
+    fn only_a_remembered_tokens_exact_bytes_find_it() {
+        let s = sessions(3600);
+        let session =
+            Session::new(Revision::V2025_11_25, ClientCapabilities::default(), None).unwrap();
+        let token = s.mint(&session);
+        s.verify(&token).unwrap();
+        // The same bytes with a space after them, or a byte that is not UTF-8 before them.
+        let mut spaced = token.clone().into_bytes();
+        spaced.push(b' ');
+        assert_eq!(s.verify(&spaced), Err(Refused::Invalid));
+        let mut invalid = vec![0xff];
+        invalid.extend_from_slice(token.as_bytes());
+        assert_eq!(s.verify(&invalid), Err(Refused::Invalid));
+        // Its MAC under another payload: the same key in the cache, refused.
+        let (body, mac) = token.rsplit_once('.').unwrap();
+        let forged = format!("{body}x.{mac}");
+        assert_eq!(s.verify(&forged), Err(Refused::Invalid));
+        assert_eq!(s.verified.lock().unwrap().len(), 1);
+        assert!(s.verify(&token).is_ok());
     }
 
     /// Re-minting a session's id (a changed log level, a refresh) never extends it: a client
@@ -595,7 +761,7 @@ mod tests {
         session = first.clone();
         session.issued_at = now_secs() + 3600;
         session.log_level = Some(LoggingLevel::Error);
-        let again = s.verify(&s.mint(&session)).unwrap();
+        let again = s.verify(s.mint(&session)).unwrap();
         assert_eq!(again.expires, first.expires);
         // Past its end: refused, whatever its issue time says.
         let mut late = first;

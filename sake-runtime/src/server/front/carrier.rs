@@ -8,7 +8,7 @@
 //! counted in, which session it already holds, and hand it a session that changed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use futures_util::Stream;
@@ -18,6 +18,7 @@ use tokio_util::task::TaskTracker;
 use crate::handler::context::Sink;
 use crate::protocol::headers::RequestHeaders;
 use crate::protocol::jsonrpc::RequestId;
+use crate::quota::Key;
 use crate::server::Shared;
 use crate::server::inflight::InflightGuard;
 use crate::server::session::Session;
@@ -43,6 +44,8 @@ pub(crate) struct Held {
     /// Names the connection's in-flight requests, pending questions and subscriptions, and
     /// is the id of its session: one `Service` serves many connections, so it is unique.
     scope: String,
+    /// The scope's quota key (`Admission::session_key`), made for its first request.
+    scope_key: OnceLock<Key>,
     session: Mutex<Option<Arc<Session>>>,
     out: Sink,
     /// Fired when the connection closes: everything it runs stops.
@@ -67,6 +70,7 @@ impl Carrier {
                 transport.unwrap_or("memory"),
                 NEXT.fetch_add(1, Ordering::Relaxed)
             ),
+            scope_key: OnceLock::new(),
             session: Mutex::new(None),
             out,
             all: CancellationToken::new(),
@@ -92,6 +96,13 @@ impl Carrier {
     /// (its session's id); `None` for one HTTP request (its session names them).
     pub(crate) fn scope(&self) -> Option<&str> {
         self.as_held().map(|h| h.scope.as_str())
+    }
+
+    /// The quota key of a held connection's scope, made by `make` for its first request and
+    /// the same for every other; `None` for one HTTP request.
+    pub(crate) fn scope_key(&self, make: impl FnOnce(&str) -> Key) -> Option<Key> {
+        self.as_held()
+            .map(|h| *h.scope_key.get_or_init(|| make(&h.scope)))
     }
 
     /// The handshake session a held connection holds (one HTTP request holds none: its

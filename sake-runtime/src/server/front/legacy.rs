@@ -495,9 +495,10 @@ impl Connection {
         let Some(raw) = hints.headers.and_then(|h| h.session_id.first) else {
             return Ok(None);
         };
-        // As text without `to_str`'s walk over a long token: the cache compares it whole and
-        // the signature check reads it, so a byte that is no visible ASCII fails there.
-        let token = std::str::from_utf8(raw.as_bytes().trim_ascii()).unwrap_or("");
+        // Its bytes, without `to_str`'s walk over a long token: the cache compares them whole,
+        // and the signature check (of a token not remembered) refuses a byte that is no
+        // visible ASCII.
+        let token = raw.as_bytes().trim_ascii();
         let verified = self.shared.sessions.verify(token).and_then(|s| {
             // A session opened by one caller is nobody else's: not another caller's, and not
             // an anonymous caller's either (nor the reverse).
@@ -573,7 +574,7 @@ impl Connection {
         // A request of the session holds a slot while it runs; its notifications and
         // responses are handled at once.
         let slot = match &message {
-            Incoming::Request { id, .. } => match self.slots(1, bytes, Some(&session.sid)) {
+            Incoming::Request { id, .. } => match self.slots(1, bytes, Some(&session)) {
                 Ok(s) => Some(s),
                 Err(e) => return Reply::error(Era::Legacy, Some(id.clone()), e),
             },

@@ -28,6 +28,7 @@ use crate::protocol::version::Revision;
 use crate::quota::Slot;
 use crate::server::Shared;
 use crate::server::dispatch::raw_str;
+use crate::server::session::Session;
 
 /// Where a request goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,21 +98,25 @@ pub(crate) fn check_session_version(
     rev: Revision,
     headers: &RequestHeaders<'_>,
 ) -> Result<(), RpcError> {
-    let value = headers
-        .protocol_version
-        .first
-        .map(|v| v.to_str().unwrap_or("").trim_ascii());
-    match value {
-        None if rev.features().version_header_required => Err(RpcError::invalid_request(format!(
-            "Bad Request: missing MCP-Protocol-Version header; this session speaks {rev}"
-        ))
-        .with_status(400)),
-        Some(v) if v != rev.as_str() => Err(RpcError::invalid_request(format!(
-            "Bad Request: MCP-Protocol-Version {v:?} is not this session's revision {rev}"
-        ))
-        .with_status(400)),
-        _ => Ok(()),
+    // Its bytes, compared whole: the text (`to_str`'s walk) only for the refusal.
+    let Some(value) = headers.protocol_version.first else {
+        return if rev.features().version_header_required {
+            Err(RpcError::invalid_request(format!(
+                "Bad Request: missing MCP-Protocol-Version header; this session speaks {rev}"
+            ))
+            .with_status(400))
+        } else {
+            Ok(())
+        };
+    };
+    if value.as_bytes().trim_ascii() == rev.as_str().as_bytes() {
+        return Ok(());
     }
+    let v = value.to_str().unwrap_or("").trim_ascii();
+    Err(RpcError::invalid_request(format!(
+        "Bad Request: MCP-Protocol-Version {v:?} is not this session's revision {rev}"
+    ))
+    .with_status(400))
 }
 
 /// Every check a 2026-07-28 request passes after its `_meta`: the version, and that the server
@@ -417,12 +422,15 @@ impl Connection {
         &self,
         n: usize,
         bytes: usize,
-        session: Option<&str>,
+        session: Option<&Session>,
     ) -> Result<Slot, RpcError> {
-        let scope = self.carrier.scope().or(session);
-        self.shared
-            .admission
-            .request_slots(n, bytes, scope, self.caller)
+        let admission = &self.shared.admission;
+        // Made once per held connection, or per session.
+        let scope = self
+            .carrier
+            .scope_key(|scope| admission.session_key(scope))
+            .or_else(|| session.map(|s| s.quota_key(|sid| admission.session_key(sid))));
+        admission.request_slots_of(n, bytes, scope, self.caller)
     }
 
     /// Where a request's messages go before its answer, and the channel a per-request
