@@ -79,6 +79,7 @@ cargo test -p sake-runtime --features auth --doc
 cargo test -p sake-runtime --features auth-proxy,redis --doc -- auth::proxy redis::
 cargo test -p sake-runtime --features otel,client --test otel
 cargo test -p sake-runtime --features client --test proxy
+cargo test -p sake-runtime --features client --test proxy_compose --test proxy_search
 lap "feature suites (auth, client, auth-proxy, redis, otel)"
 
 # --- the official conformance suite against the fixture --------------------------------------

@@ -6,7 +6,6 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -17,7 +16,7 @@ use serde_json::value::RawValue;
 use super::Shared;
 use super::catalog::{self, Pages, decode_cursor};
 use super::invoker::{Call, Function, Prompt, Resource, Round, Step, Tool, View};
-use super::source::{ListKind, Remote, Source};
+use super::source::{ListKind, Remote};
 use crate::handler::context::{Context, RequestParts};
 use crate::handler::input::{Mrtr, RoundKey, merge_capabilities};
 use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport};
@@ -345,9 +344,15 @@ impl Shared {
             if let Some(source) = self.catalog.source_of(ListKind::Tools, &name) {
                 let mut forwarded = serde_json::Map::new();
                 forwarded.insert("name".into(), json!(name));
-                if let Some(args) = object_or_absent(params.arguments, "arguments")? {
-                    forwarded.insert("arguments".into(), raw_value(args)?);
-                }
+                // A transform's fixed and default arguments, put in before the layers see
+                // them, as for the program's own tools.
+                let arguments = object_or_absent(params.arguments, "arguments")?;
+                let edited = source.edit(&name).map(|e| e.apply(arguments)).transpose()?;
+                let round_arguments = edited.as_deref().or(arguments);
+                let arguments = match edited.clone() {
+                    Some(edited) => Some(edited),
+                    None => arguments.map(ToOwned::to_owned),
+                };
                 let key = RoundKey {
                     method: "tools/call",
                     name: Cow::Owned(name.clone().into_owned()),
@@ -356,14 +361,14 @@ impl Shared {
                 };
                 return self.run(
                     parts,
-                    Remote::<CallToolResult> {
+                    Remote::<CallToolResult>::new(
                         source,
-                        method: "tools/call",
-                        name: name.into_owned(),
-                        params: forwarded,
-                        _out: PhantomData,
-                    },
-                    (key, params.arguments),
+                        "tools/call",
+                        name.into_owned(),
+                        forwarded,
+                        arguments,
+                    ),
+                    (key, round_arguments),
                     params,
                     finish_tool,
                 );
@@ -452,9 +457,7 @@ impl Shared {
         {
             let mut forwarded = serde_json::Map::new();
             forwarded.insert("name".into(), json!(name));
-            if let Some(args) = object_or_absent(params.arguments, "arguments")? {
-                forwarded.insert("arguments".into(), raw_value(args)?);
-            }
+            let arguments = object_or_absent(params.arguments, "arguments")?;
             let key = RoundKey {
                 method: "prompts/get",
                 name: Cow::Owned(name.clone().into_owned()),
@@ -463,19 +466,19 @@ impl Shared {
             };
             return self.run(
                 parts,
-                Remote::<Result<GetPromptResult, RpcError>> {
+                Remote::<Result<GetPromptResult, RpcError>>::new(
                     source,
-                    method: "prompts/get",
-                    name: name.into_owned(),
-                    params: forwarded,
-                    _out: PhantomData,
-                },
-                (key, params.arguments),
+                    "prompts/get",
+                    name.into_owned(),
+                    forwarded,
+                    arguments.map(ToOwned::to_owned),
+                ),
+                (key, arguments),
                 params,
                 finish_prompt,
             );
         }
-                let def = self
+        let def = self
             .catalog
             .denoted::<catalog::Prompt>(&parts.extensions, &name)?;
         let arguments = object_or_absent(params.arguments, "arguments")?;
@@ -513,13 +516,13 @@ impl Shared {
             };
             return self.run(
                 parts,
-                Remote::<Result<ReadResourceResult, RpcError>> {
+                Remote::<Result<ReadResourceResult, RpcError>>::new(
                     source,
-                    method: "resources/read",
-                    name: uri,
-                    params: forwarded,
-                    _out: PhantomData,
-                },
+                    "resources/read",
+                    uri,
+                    forwarded,
+                    None,
+                ),
                 (key, None),
                 params,
                 finish_resource,
@@ -668,6 +671,7 @@ impl Shared {
             Ref::Resource { uri }
                 if self.catalog.registry.static_resource(uri).is_none()
                     && !self
+                        .catalog
                         .registry
                         .templates
                         .iter()
@@ -937,10 +941,16 @@ impl Shared {
             Err(e) => return Dispatched::err(rev, e),
         };
         let shown = |scopes: &[&str]| view.is_none_or(|v| self.catalog.shown(v, scopes));
+        // Whether the caller renders views (the audience says so only when the registry has
+        // views of its own).
+        let apps = apps::declared(&parts.meta.client_capabilities);
         let local = match kind {
             ListKind::Tools => self.catalog.registry.tools_visible(rev, &shown, audience),
             ListKind::Prompts => self.catalog.registry.prompts_visible(rev, &shown),
-            ListKind::Resources => self.catalog.registry.resources_visible(rev, &shown, audience),
+            ListKind::Resources => self
+                .catalog
+                .registry
+                .resources_visible(rev, &shown, audience),
             ListKind::Templates => self.catalog.registry.templates_visible(rev, &shown),
         };
         let shared = self.clone();
@@ -948,10 +958,19 @@ impl Shared {
             let mut items = local;
             // Every source at once: a slow one delays the list by its own time only.
             let all = futures_util::future::join_all(
-                shared.catalog.sources.iter().map(|source| source.list(kind)),
+                shared
+                    .catalog
+                    .sources
+                    .iter()
+                    .map(|source| source.list(kind)),
             )
             .await;
-            for (source, listed) in shared.catalog.sources.iter().zip(all) {
+            let sources = &shared.catalog.sources;
+            for (i, (source, listed)) in sources.iter().zip(all).enumerate() {
+                // Served by this source: a name or URI two of them have is the first's (as a
+                // request for it goes to the first), and in tool search only the pinned tools
+                // are listed (the search finds the others).
+                let ours = |key: &str| sources.iter().position(|s| s.owns(kind, key)) == Some(i);
                 let listed = match listed {
                     Ok(listed) => listed,
                     Err(e) => {
@@ -974,23 +993,38 @@ impl Shared {
                                     || t.input_schema.get("type").and_then(|t| t.as_str())
                                         == Some("object")
                             })
-                            .map(|t| render::tool(t, rev)),
+                            .filter(|t| source.listed(&t.name) && ours(&t.name))
+                            .filter_map(|t| remote_tool(t, apps, rev)),
                     ),
-                    ListKind::Prompts => {
-                        items.extend(listed.prompts.iter().map(|p| render::prompt(p, rev)));
-                    }
-                    ListKind::Resources => {
-                        items.extend(listed.resources.iter().map(|r| render::resource(r, rev)));
-                    }
+                    ListKind::Prompts => items.extend(
+                        listed
+                            .prompts
+                            .iter()
+                            .filter(|p| ours(&p.name))
+                            .map(|p| render::prompt(p, rev)),
+                    ),
+                    ListKind::Resources => items.extend(
+                        listed
+                            .resources
+                            .iter()
+                            .filter(|r| ours(&r.uri))
+                            // A view is listed to the clients that render views.
+                            .filter(|r| apps || r.mime_type.as_deref() != Some(apps::MIME_TYPE))
+                            .map(|r| render::resource(r, rev)),
+                    ),
                     ListKind::Templates => {
                         items.extend(listed.templates.iter().map(|t| render::template(t, rev)));
                     }
                 }
             }
+            // What the caller sees of the sources depends on it (MCP Apps) and on when it
+            // asks: a cache keeps it for this caller only.
+            let mut env = shared.env.clone();
+            env.cache.scope = crate::protocol::render::CacheScope::Private;
             let pages = catalog::paginate(
                 rev,
-                &shared.env,
-                &shared.config,
+                &env,
+                shared.config.page_size,
                 Cache::Cacheable,
                 pages_kind,
                 key,
@@ -1001,6 +1035,32 @@ impl Shared {
             Ok(pages.0[i].clone())
         }))
     }
+}
+
+/// A source's tool as `tools/list` shows it to a client (`apps`: one that renders views):
+/// with its `_meta.ui` only for such a client, and not at all to another when only views may
+/// call it — as the program's own tools are shown.
+fn remote_tool(
+    tool: &crate::protocol::types::Tool,
+    apps: bool,
+    rev: Revision,
+) -> Option<serde_json::Value> {
+    let ui = apps::ToolUi::of(tool);
+    if apps || ui.is_none() {
+        return Some(render::tool(tool, rev));
+    }
+    if ui.is_some_and(|ui| !ui.visible_to_model()) {
+        return None;
+    }
+    let mut tool = tool.clone();
+    if let Some(meta) = tool.meta.as_mut() {
+        meta.remove("ui");
+        meta.remove(apps::RESOURCE_URI_META_KEY);
+        if meta.is_empty() {
+            tool.meta = None;
+        }
+    }
+    Some(render::tool(&tool, rev))
 }
 
 /// A view's `resources/read` result: one text content with the view MIME type and its
