@@ -748,7 +748,7 @@ async fn an_endless_event_stream_on_a_call_is_cut_at_its_budget_or_timeout() {
     assert_eq!(e.code, -32603);
     assert_eq!(
         e.message,
-        "The upstream server `event` is unavailable: an event of the server's event stream is larger than 65536 bytes, the client's limit; raise it with ClientBuilder::max_event_bytes"
+        "The upstream server `event` is unavailable: an event of its event stream is larger than 65536 bytes, its limit here; raise it with Upstream::max_body_bytes"
     );
     let endless = {
         let client = client.clone();
@@ -919,5 +919,17 @@ async fn a_server_of_another_sdk_over_http_is_served_to_clients_of_both_eras() {
             ),
             "{down}: {contents}"
         );
+        // A completion of the prefixed template reaches the upstream's own.
+        let completed = client
+            .request(
+                "completion/complete",
+                json!({
+                    "ref": {"type": "ref/resource", "uri": "demo://ev/resource/dynamic/text/{resourceId}"},
+                    "argument": {"name": "resourceId", "value": "3"},
+                }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(completed["completion"]["values"], json!(["3"]), "{down}");
     }
 }

@@ -584,8 +584,18 @@ impl ProxyInner {
     /// The error a client gets when the upstream cannot be reached or did not answer.
     fn unavailable(&self, e: &ClientError) -> RpcError {
         tracing::warn!(upstream = %self.upstream.describe(), prefix = self.label, "upstream unavailable: {e}");
+        // Over its byte budget: the budget is this server's to raise, not a client's.
+        let why = match e {
+            ClientError::BodyTooLarge { what, limit } => format!(
+                "{what} is larger than {limit} bytes, its limit here; raise it with Upstream::max_body_bytes"
+            ),
+            ClientError::EventTooLarge { limit } => format!(
+                "an event of its event stream is larger than {limit} bytes, its limit here; raise it with Upstream::max_body_bytes"
+            ),
+            e => e.to_string(),
+        };
         RpcError::internal(format!(
-            "The upstream server `{}` is unavailable: {e}",
+            "The upstream server `{}` is unavailable: {why}",
             self.label
         ))
     }
