@@ -584,6 +584,34 @@ async fn a_remote_name_the_program_serves_itself_is_the_programs() {
             assert_eq!(uris, unique, "{rev} {prefix}");
         }
     }
+    // An upstream without a prefix owns every name but those under another's prefix,
+    // whatever the order.
+    let both = empty()
+        .proxy("", Upstream::url(&up))
+        .proxy("up", Upstream::url(&up))
+        .layer(recording(seen.clone()))
+        .build()
+        .unwrap();
+    let client = client_of(&both, Revision::V2026_07_28, false);
+    let own = direct(Revision::V2026_07_28, false)
+        .list_tools()
+        .await
+        .unwrap();
+    let mut expected = names(&own, "tools", "name");
+    expected.extend(expected.clone().into_iter().map(|n| format!("up_{n}")));
+    expected.sort();
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(names(&tools, "tools", "name"), expected);
+    for name in ["add", "up_add"] {
+        client
+            .call_tool(name, json!({"a": 1, "b": 2}))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        std::mem::take(&mut *seen.lock().unwrap()),
+        ["upstream", "up"]
+    );
     let e = empty()
         .proxy("up", Upstream::url(&up))
         .proxy("up", Upstream::url(&up))

@@ -943,6 +943,10 @@ impl Source for Proxy {
         self.0.upstream.reshape.transform(own)?.edit()
     }
 
+    fn catches_all(&self) -> bool {
+        self.0.prefix.is_none()
+    }
+
     fn listed(&self, name: &str) -> bool {
         match self.0.placed.get().and_then(|p| p.pinned.as_ref()) {
             Some(pinned) => pinned.iter().any(|p| p == name),

@@ -967,10 +967,10 @@ impl Shared {
             .await;
             let sources = &shared.catalog.sources;
             for (i, (source, listed)) in sources.iter().zip(all).enumerate() {
-                // Served by this source: a name or URI two of them have is the first's (as a
-                // request for it goes to the first), and in tool search only the pinned tools
-                // are listed (the search finds the others).
-                let ours = |key: &str| sources.iter().position(|s| s.owns(kind, key)) == Some(i);
+                // Served by this source: a name or URI two of them have is listed as the
+                // source a request for it goes to (`Catalog::source_index`), and in tool search
+                // only the pinned tools are listed (the search finds the others).
+                let ours = |key: &str| shared.catalog.source_index(kind, key) == Some(i);
                 let listed = match listed {
                     Ok(listed) => listed,
                     Err(e) => {

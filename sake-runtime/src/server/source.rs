@@ -87,6 +87,11 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
     fn tool(&self, _name: &str) -> Option<Tool> {
         None
     }
+    /// Whether it serves every name and URI (no prefix): a source with a prefix is asked
+    /// first.
+    fn catches_all(&self) -> bool {
+        false
+    }
     /// Whether `tools/list` shows its tool `name`: not when tool search is on (the search
     /// finds it), unless it is pinned.
     fn listed(&self, _name: &str) -> bool {
