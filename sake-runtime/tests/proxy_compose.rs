@@ -70,6 +70,14 @@ fn welcome(name: String) -> String {
     format!("Welcome, {name}.")
 }
 
+/// Quotes the manual.
+#[prompt]
+fn cite() -> PromptMessage {
+    PromptMessage::user(Content::resource(ResourceContents::Text(
+        TextResourceContents::new("docs://readme", "Read me."),
+    )))
+}
+
 /// The manual.
 #[resource(uri = "docs://readme", mime_type = "text/plain")]
 fn readme() -> String {
@@ -238,6 +246,12 @@ async fn remote_resources_templates_and_views_are_served_under_the_prefix() {
                 {"type": "resource_link", "uri": "docs://up/readme", "name": "readme"},
                 {"type": "resource", "resource": {"uri": "docs://up/readme", "text": "Read me."}},
             ]),
+            "{rev}"
+        );
+        let cited = client.get_prompt("up_cite", json!({})).await.unwrap();
+        assert_eq!(
+            cited["messages"],
+            json!([{"role": "user", "content": {"type": "resource", "resource": {"uri": "docs://up/readme", "text": "Read me."}}}]),
             "{rev}"
         );
         // The upstream's own URIs are not this server's.
@@ -574,7 +588,7 @@ async fn a_remote_name_the_program_serves_itself_is_the_programs() {
             let prompts = client.request("prompts/list", json!({})).await.unwrap();
             assert_eq!(
                 names(&prompts, "prompts", "name"),
-                [format!("{prefix}welcome")],
+                [format!("{prefix}cite"), format!("{prefix}welcome")],
                 "{rev}"
             );
             let resources = client.request("resources/list", json!({})).await.unwrap();
