@@ -934,6 +934,16 @@ impl Source for Proxy {
         listed.tools.iter().find(|t| t.name == name).cloned()
     }
 
+    fn tool_traits(&self, name: &str) -> Option<(bool, Vec<String>)> {
+        let mut cache = self.0.cache.lock().ok()?;
+        let (_, listed) = cache.slot(ListKind::Tools).as_ref()?;
+        let t = listed.tools.iter().find(|t| t.name == name)?;
+        Some((
+            t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true),
+            crate::server::source::write_only(&t.input_schema),
+        ))
+    }
+
     fn place(&self, placement: Placement) {
         let _ = self.0.placed.set(placement);
     }

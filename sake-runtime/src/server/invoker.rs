@@ -779,7 +779,7 @@ impl Stacks {
         for (kind, name, tool) in functions {
             if let Some(mut stack) = layers.compose(kind, name) {
                 if let Some(def) = tool {
-                    stack.sensitive = write_only((def.input_schema)()).into();
+                    stack.sensitive = write_only(&(def.input_schema)()).into();
                 }
                 by.insert((kind, name), stack);
             }
@@ -804,7 +804,7 @@ impl Stacks {
 }
 
 /// The top-level properties an input schema marks `writeOnly` (secrets: never audited).
-pub(super) fn write_only(schema: Value) -> Vec<String> {
+pub(crate) fn write_only(schema: &Value) -> Vec<String> {
     schema
         .get("properties")
         .and_then(Value::as_object)

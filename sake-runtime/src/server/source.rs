@@ -14,6 +14,8 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+/// The `writeOnly` arguments of an input schema (the secrets the audit leaves out).
+pub(crate) use super::invoker::write_only;
 use super::invoker::{Detached, Function, Output};
 use crate::handler::BoxFuture;
 use crate::handler::context::Context;
@@ -87,6 +89,11 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
     fn tool(&self, _name: &str) -> Option<Tool> {
         None
     }
+    /// What the layers are told of its tool `name`, from its listing when it has been
+    /// fetched: whether it says it only reads, and its `writeOnly` arguments.
+    fn tool_traits(&self, _name: &str) -> Option<(bool, Vec<String>)> {
+        None
+    }
     /// Whether it serves every name and URI (no prefix): a source with a prefix is asked
     /// first.
     fn catches_all(&self) -> bool {
@@ -145,11 +152,8 @@ impl<T> Remote<T> {
         arguments: Option<Box<RawValue>>,
     ) -> Self {
         let (read_only, sensitive) = match method {
-            "tools/call" => match source.tool(&name) {
-                Some(t) => (
-                    t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true),
-                    super::invoker::write_only(t.input_schema),
-                ),
+            "tools/call" => match source.tool_traits(&name) {
+                Some(traits) => traits,
                 // Its listing not fetched yet: which arguments are secrets is not known, so
                 // the layers record none of them.
                 None => (false, argument_names(arguments.as_deref())),
