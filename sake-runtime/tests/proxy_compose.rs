@@ -283,6 +283,22 @@ async fn remote_skills_are_served_under_the_prefix() {
         }
     }
     assert_eq!(listed["skills"], expected);
+    // Two upstreams' skills, each under its prefix, in one list.
+    let two = empty()
+        .proxy("up", Upstream::url(&up))
+        .proxy("other", Upstream::url(&up))
+        .build()
+        .unwrap();
+    let merged = client_of(&two, Revision::V2026_07_28, false)
+        .request("skills/list", json!({}))
+        .await
+        .unwrap();
+    let mut both = expected.as_array().unwrap().clone();
+    both.extend(expected.as_array().unwrap().iter().map(|s| {
+        let text = s.to_string().replace("skill://up/", "skill://other/");
+        serde_json::from_str::<Value>(&text).unwrap()
+    }));
+    assert_eq!(merged["skills"], Value::Array(both));
     let read = client
         .read_resource("skill://up/solo/SKILL.md")
         .await

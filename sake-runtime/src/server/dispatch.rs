@@ -860,8 +860,9 @@ fn raw_value(raw: &RawValue) -> Result<serde_json::Value, RpcError> {
 
 impl Shared {
     /// The skills extension's requests on a server whose skills are its sources' (a gateway):
-    /// `skills/list` of its first source, `skills/get` and `resources/directory/read` of the
-    /// source that serves the URI, forwarded as they are.
+    /// `skills/list` of its source (of every one, when it has several: `merged_skills`),
+    /// `skills/get` and `resources/directory/read` of the source that serves the URI,
+    /// forwarded as they are.
     fn forward_skills(
         self: &Arc<Self>,
         parts: &RequestParts,
@@ -869,6 +870,14 @@ impl Shared {
         params: &Params<'_>,
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
+        if method == Method::SkillsList && self.catalog.sources.len() > 1 {
+            let cursor = params
+                .cursor
+                .map(|c| required(Some(c), "cursor"))
+                .transpose()?
+                .map(Cow::into_owned);
+            return Ok(self.merged_skills(rev, cursor));
+        }
         let mut forwarded = serde_json::Map::new();
         for (field, raw) in [("uri", params.uri), ("cursor", params.cursor)] {
             if let Some(raw) = raw {
@@ -912,6 +921,49 @@ impl Shared {
                 &result,
             )))
         })))
+    }
+
+    /// `skills/list` of a server with several sources: every source's skills (each followed
+    /// through its pages, at most [`MAX_SKILL_PAGES`] of them; a source that cannot list is
+    /// left out, logged), under their prefixes, paged as a list of the server's own.
+    fn merged_skills(self: &Arc<Self>, rev: Revision, cursor: Option<String>) -> Dispatched {
+        let shared = self.clone();
+        Dispatched::Pending(Box::pin(async move {
+            let limit = shared.config.limits.request_timeout;
+            let all = futures_util::future::join_all(
+                shared
+                    .catalog
+                    .sources
+                    .iter()
+                    .map(|source| all_skills(source.clone(), limit)),
+            )
+            .await;
+            let mut items = Vec::new();
+            for (source, got) in shared.catalog.sources.iter().zip(all) {
+                match got {
+                    Ok(skills) => items.extend(skills),
+                    Err(e) => tracing::debug!(
+                        source = source.label(),
+                        "no skills from this upstream: {}",
+                        e.message
+                    ),
+                }
+            }
+            let mut env = shared.env.clone();
+            env.cache.scope = crate::protocol::render::CacheScope::Private;
+            let pages = catalog::paginate(
+                rev,
+                &env,
+                shared.config.page_size,
+                Cache::Cacheable,
+                "skills",
+                "skills",
+                items,
+            );
+            let i = decode_cursor("skills", cursor.as_deref(), pages.0.len())
+                .map_err(|e| render::error(rev, e))?;
+            Ok(pages.0[i].clone())
+        }))
     }
 
     /// A list of a server with sources: the registry's items the caller sees, then each
@@ -1061,6 +1113,41 @@ fn remote_tool(
         }
     }
     Some(render::tool(&tool, rev))
+}
+
+/// The most pages of one source's `skills/list` a gateway with several sources follows.
+const MAX_SKILL_PAGES: usize = 100;
+
+/// Every skill entry of one source, its pages followed (bounded by [`MAX_SKILL_PAGES`] and, per
+/// page, by `limit`).
+async fn all_skills(
+    source: Arc<dyn super::source::Source>,
+    limit: std::time::Duration,
+) -> Result<Vec<serde_json::Value>, RpcError> {
+    let mut skills = Vec::new();
+    let mut cursor: Option<serde_json::Value> = None;
+    for _ in 0..MAX_SKILL_PAGES {
+        let mut params = serde_json::Map::new();
+        if let Some(c) = cursor.take() {
+            params.insert("cursor".into(), c);
+        }
+        let page = tokio::time::timeout(
+            limit,
+            source.forward("skills/list", params, Context::detached()),
+        )
+        .await
+        .map_err(|_| super::invoker::timed_out("skills/list", limit))??;
+        if let Some(serde_json::Value::Array(entries)) = page.get("skills") {
+            skills.extend(entries.iter().cloned());
+        }
+        match page.get("nextCursor") {
+            Some(next @ serde_json::Value::String(_)) => cursor = Some(next.clone()),
+            _ => return Ok(skills),
+        }
+    }
+    Err(RpcError::internal(format!(
+        "its skills/list has more than {MAX_SKILL_PAGES} pages"
+    )))
 }
 
 /// A view's `resources/read` result: one text content with the view MIME type and its
