@@ -500,6 +500,8 @@ async fn a_slow_or_oversized_upstream_costs_only_its_own_tools() {
 enum Hostile {
     /// Its `tools/list` is 100 MB, streamed.
     HugeList,
+    /// Its `tools/call` answers 100 MB of JSON, streamed.
+    HugeResult,
     /// Its `tools/call` answers with an event stream whose one event never ends.
     EndlessEvent,
     /// Its `tools/call` answers with an event stream of log messages that never ends.
@@ -596,7 +598,7 @@ async fn hostile_exchange(
                 "content": [{"type": "text", "text": "called"}],
             }}))
         }
-        Some("tools/list") => "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n".to_owned(),
+        Some("tools/list") | Some("tools/call") if matches!(how, Hostile::HugeList | Hostile::HugeResult) => "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n".to_owned(),
         Some("tools/call") => "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n".to_owned(),
         Some(_) => json(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}})),
     };
@@ -605,6 +607,11 @@ async fn hostile_exchange(
     }
     // The misbehaviour, in chunks, until the gateway hangs up (or 100 MB for the list).
     let (first, each, last): (String, String, String) = match how {
+        Hostile::HugeResult => (
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#),
+            "x".repeat(64 * 1024),
+            r#""}]}}"#.to_owned(),
+        ),
         Hostile::HugeList => (
             format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":["#),
             r#"{"name":"t","description":"A tool of a list too long to hold.","inputSchema":{"type":"object"}},"#.repeat(512),
@@ -631,7 +638,7 @@ async fn hostile_exchange(
         }
         total += chunk.len() as u64;
         written.store(total, Ordering::Relaxed);
-        if how == Hostile::HugeList && total >= HUGE {
+        if matches!(how, Hostile::HugeList | Hostile::HugeResult) && total >= HUGE {
             let _ = socket.write_all(chunked(&last).as_bytes()).await;
             let _ = socket.write_all(b"0\r\n\r\n").await;
             return;
@@ -719,13 +726,14 @@ async fn a_hundred_megabyte_list_is_cut_at_the_byte_budget() {
 }
 
 /// An event stream that never ends answers a call: one endless event is cut at the byte
-/// budget, endless small events at the upstream's timeout; the caller gets the error that
-/// says which, and the other upstream's calls go on meanwhile.
+/// budget (as is a 100 MB result), endless small events at the upstream's timeout; the caller
+/// gets the error that says which, and the other upstream's calls go on meanwhile.
 #[tokio::test]
 async fn an_endless_event_stream_on_a_call_is_cut_at_its_budget_or_timeout() {
     let up = upstream().await;
     let (event, _) = hostile(Hostile::EndlessEvent).await;
     let (stream, streamed) = hostile(Hostile::EndlessStream).await;
+    let (big, _) = hostile(Hostile::HugeResult).await;
     let gw = serve(
         empty()
             .proxy(
@@ -740,6 +748,12 @@ async fn an_endless_event_stream_on_a_call_is_cut_at_its_budget_or_timeout() {
                     .revision(Revision::V2026_07_28)
                     .timeout(Duration::from_secs(2)),
             )
+            .proxy(
+                "big",
+                Upstream::url(&big)
+                    .revision(Revision::V2026_07_28)
+                    .max_body_bytes(64 << 10),
+            )
             .proxy("fine", Upstream::url(&up)),
     )
     .await;
@@ -749,6 +763,15 @@ async fn an_endless_event_stream_on_a_call_is_cut_at_its_budget_or_timeout() {
     assert_eq!(
         e.message,
         "The upstream server `event` is unavailable: an event of its event stream is larger than 65536 bytes, its limit here; raise it with Upstream::max_body_bytes"
+    );
+    // A result over the budget (a 100 MB body): cut there too.
+    let e = rpc_error(client.call_tool("big_t", json!({})).await.unwrap_err());
+    assert_eq!(e.code, -32603);
+    assert_eq!(
+        e.message,
+        format!(
+            "The upstream server `big` is unavailable: the response body from {big} is larger than 65536 bytes, its limit here; raise it with Upstream::max_body_bytes"
+        )
     );
     let endless = {
         let client = client.clone();
