@@ -214,17 +214,34 @@ impl Upstream {
     }
 }
 
-/// A list fetched from the upstream, and when.
+/// A list fetched from the upstream, and when (`None`: stale, fetched again before it is
+/// listed; until then its tools' listings still serve the checks of their calls — their
+/// `x-mcp-header` arguments, what the layers are told — which a list change must not turn
+/// off).
 #[derive(Default)]
 struct Cached {
-    tools: Option<(Instant, Listed)>,
-    prompts: Option<(Instant, Listed)>,
-    resources: Option<(Instant, Listed)>,
-    templates: Option<(Instant, Listed)>,
+    tools: Option<(Option<Instant>, Listed)>,
+    prompts: Option<(Option<Instant>, Listed)>,
+    resources: Option<(Option<Instant>, Listed)>,
+    templates: Option<(Option<Instant>, Listed)>,
 }
 
 impl Cached {
-    fn slot(&mut self, kind: ListKind) -> &mut Option<(Instant, Listed)> {
+    /// Marks every list stale.
+    fn stale(&mut self) {
+        for kind in [
+            ListKind::Tools,
+            ListKind::Prompts,
+            ListKind::Resources,
+            ListKind::Templates,
+        ] {
+            if let Some((at, _)) = self.slot(kind) {
+                *at = None;
+            }
+        }
+    }
+
+    fn slot(&mut self, kind: ListKind) -> &mut Option<(Option<Instant>, Listed)> {
         match kind {
             ListKind::Tools => &mut self.tools,
             ListKind::Prompts => &mut self.prompts,
@@ -577,7 +594,7 @@ impl ProxyInner {
             c._watch.abort();
         }
         if let Ok(mut cache) = self.cache.lock() {
-            *cache = Cached::default();
+            cache.stale();
         }
     }
 
@@ -672,7 +689,7 @@ impl ProxyInner {
         }
         let listed = self.fetch(kind).await?;
         if let Ok(mut cache) = self.cache.lock() {
-            *cache.slot(kind) = Some((Instant::now(), listed.clone()));
+            *cache.slot(kind) = Some((Some(Instant::now()), listed.clone()));
         }
         Ok(listed)
     }
@@ -680,7 +697,9 @@ impl ProxyInner {
     fn cached(&self, kind: ListKind) -> Option<Listed> {
         let mut cache = self.cache.lock().ok()?;
         match cache.slot(kind) {
-            Some((at, listed)) if at.elapsed() < self.upstream.list_ttl => Some(listed.clone()),
+            Some((Some(at), listed)) if at.elapsed() < self.upstream.list_ttl => {
+                Some(listed.clone())
+            }
             _ => None,
         }
     }
@@ -893,7 +912,9 @@ async fn watch(
         };
         if let Ok(mut cache) = cache.lock() {
             for kind in kinds {
-                *cache.slot(*kind) = None;
+                if let Some((at, _)) = cache.slot(*kind) {
+                    *at = None;
+                }
             }
         }
         if let Some(notifier) = notifier.get() {
