@@ -80,7 +80,8 @@ cargo test -p sake-runtime --features auth-proxy,redis --doc -- auth::proxy redi
 cargo test -p sake-runtime --features otel,client --test otel
 # The gateway (compose::Upstream): remote servers, their tasks, a stdio upstream's restart,
 # credentials against oidc-provider (features `client` and `auth`, the build of the line above).
-cargo test -p sake-runtime --features client,auth --test proxy --test proxy_tasks --test proxy_restart --test proxy_credentials
+cargo test -p sake-runtime --features client,auth --test proxy --test proxy_tasks --test proxy_restart --test proxy_credentials \
+  --test proxy_compose --test proxy_search
 lap "feature suites (auth, client, auth-proxy, redis, otel)"
 
 # --- the official conformance suite (against the fixture, against sake's client, through the

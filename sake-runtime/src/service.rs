@@ -101,8 +101,8 @@ impl Server {
     }
 
     /// Serves a remote MCP server under `prefix`: its tools and prompts as
-    /// `{prefix}_{name}`, its resources and templates under their own URIs (`""`: its names
-    /// as they are, a transparent gateway). Its lists are fetched when a client first asks,
+    /// `{prefix}_{name}`, its resources, templates, views and skills at `scheme://prefix/…`
+    /// as a mounted module's (`""`: its names and URIs as they are, a transparent gateway). Its lists are fetched when a client first asks,
     /// cached, and fetched again when it says they changed (the clients here are told);
     /// calls are forwarded with results and errors as it sent them, through the invoker (a
     /// call is cancelled with its request, and bounded by `request_timeout` and the
@@ -110,10 +110,13 @@ impl Server {
     /// is asked of the client that made the call, in that client's era: see
     /// docs/composition.md, "Remote servers" and "The era bridge".
     ///
-    /// The program's own definitions come first: a name both have is the program's.
+    /// The program's own definitions come first: a name both have is the program's (the
+    /// upstream's is left out, with a log line when its list is fetched: a remote list
+    /// cannot be checked at start-up). Two upstreams under one prefix stop start-up.
     #[cfg(feature = "client")]
     #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
     pub fn proxy(mut self, prefix: &str, upstream: crate::compose::Upstream) -> Self {
+        self.compose.proxied(prefix);
         self.config
             .sources
             .push(std::sync::Arc::new(crate::compose::proxy::Proxy::new(
@@ -598,6 +601,7 @@ impl Server {
         #[cfg(feature = "compat")]
         compat::at_startup(&mut registry, &self.schema_compat)
             .map_err(Error::IncompatibleSchemas)?;
+        self.compose.place(&registry, &self.config.sources)?;
         self.compose.finish(
             &registry,
             &mut self.states,

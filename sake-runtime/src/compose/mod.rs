@@ -66,6 +66,24 @@ pub(crate) fn prefixed_uri(prefix: &str, uri: &str) -> String {
     }
 }
 
+/// The URI `uri` stands for under `prefix`, if it is one of [`prefixed_uri`]'s: what the
+/// server under the prefix calls it (`docs://math/readme` is `docs://readme`).
+#[cfg_attr(not(feature = "client"), allow(dead_code))] // `Server::proxy`'s
+pub(crate) fn unprefixed_uri(prefix: &str, uri: &str) -> Option<String> {
+    let under = |rest: &str| -> Option<String> {
+        rest.strip_prefix(prefix)?
+            .strip_prefix('/')
+            .map(str::to_owned)
+    };
+    if let Some((scheme, rest)) = uri.split_once("://") {
+        Some(format!("{scheme}://{}", under(rest)?))
+    } else if let Some((scheme, rest)) = uri.split_once(':') {
+        Some(format!("{scheme}:{}", under(rest)?))
+    } else {
+        under(uri)
+    }
+}
+
 /// What a server composes, kept by the builder and applied when it is built.
 #[derive(Default)]
 pub(crate) struct Composition {
@@ -75,6 +93,9 @@ pub(crate) struct Composition {
     search: Option<ToolSearch>,
     /// Tools served from elsewhere than the registry, for the search to find too.
     search_also: Vec<search::Elsewhere>,
+    /// The prefixes of the remote servers (`Server::proxy`; `""`: none): a pin of a tool
+    /// under one of them cannot be checked at start-up.
+    proxied: Vec<String>,
 }
 
 impl std::fmt::Debug for Composition {
@@ -84,6 +105,7 @@ impl std::fmt::Debug for Composition {
             .field("root", &self.root)
             .field("search", &self.search)
             .field("search_also", &self.search_also.len())
+            .field("proxied", &self.proxied)
             .finish()
     }
 }
@@ -99,19 +121,66 @@ impl Composition {
         self.root.transforms.insert(tool, transform);
     }
 
-    /// Whether tool search is on: a list of tools served from elsewhere than the registry
-    /// (a proxied server's) then shows none of them, and gives them to
-    /// [`search_also`](Self::search_also) instead.
-    #[allow(dead_code)] // the remote half (`Server::proxy`) asks it
-    pub(crate) fn searching(&self) -> bool {
-        self.search.is_some()
-    }
-
     /// Lets the search find the tools `tools` lists too (a proxied server's, under their
     /// prefix), fetched at each search.
-    #[allow(dead_code)] // the remote half (`Server::proxy`) gives its lists here
-    pub(crate) fn search_also(&mut self, tools: search::Elsewhere) {
+    fn search_also(&mut self, tools: search::Elsewhere) {
         self.search_also.push(tools);
+    }
+
+    /// A remote server is served under `prefix` (`Server::proxy`).
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) fn proxied(&mut self, prefix: &str) {
+        self.proxied.push(prefix.to_owned());
+    }
+
+    /// Places the remote servers (`Server::proxy`) beside the composed registry, once it is
+    /// final: each learns the names the program serves itself (its own win; a remote one of
+    /// such a name is left out, logged) and, with tool search on, which of its tools are
+    /// pinned (the others are found by the search, which lists them too). Two served under
+    /// one prefix stop start-up: every name of the second would be the first's.
+    pub(crate) fn place(
+        &mut self,
+        registry: &Registry,
+        sources: &crate::server::source::Sources,
+    ) -> Result<(), Error> {
+        for (i, source) in sources.iter().enumerate() {
+            if sources[..i].iter().any(|s| s.label() == source.label()) {
+                return Err(Error::Config(format!(
+                    "Server::proxy: two upstreams are served under the prefix `{}` (`upstream`: no prefix); give each its own prefix",
+                    source.label()
+                )));
+            }
+        }
+        let placement = crate::server::source::Placement {
+            tools: registry
+                .tools
+                .iter()
+                .map(|t| t.def.name.to_owned())
+                .collect(),
+            prompts: registry.prompts.iter().map(|p| p.name.to_owned()).collect(),
+            resources: registry
+                .resources
+                .iter()
+                .map(|r| r.uri.to_owned())
+                .chain(registry.templates.iter().map(|t| t.def.uri.to_owned()))
+                .chain(registry.views.iter().map(|v| v.def.uri.to_owned()))
+                .chain(
+                    registry
+                        .skills
+                        .resources_visible(&|_: &[&str]| true)
+                        .into_iter()
+                        .map(|r| r.uri),
+                )
+                .collect(),
+            pinned: self.search.as_ref().map(|s| s.pinned.clone()),
+        };
+        for source in sources {
+            source.place(placement.clone());
+            if self.search.is_some() {
+                self.search_also(search::of_source(source.clone()));
+            }
+        }
+        Ok(())
     }
 
     /// Turns tool search on.
@@ -336,7 +405,7 @@ impl Composition {
                 .map_err(|reason| invalid("tool", name, &entry.def.location, reason))?;
         }
         if let Some(search) = &self.search {
-            search.apply(&mut built)?;
+            search.apply(&mut built, &self.proxied)?;
         }
         Ok(built)
     }
@@ -464,5 +533,26 @@ mod tests {
         );
         assert_eq!(prefixed_uri("math", "ui://chart"), "ui://math/chart");
         assert_eq!(prefixed_uri("math", "urn:isbn:1"), "urn:math/isbn:1");
+    }
+
+    #[test]
+    fn a_prefixed_uri_is_unprefixed_back() {
+        for uri in [
+            "docs://readme",
+            "weather://{city}/now",
+            "urn:isbn:1",
+            "plain/path",
+            "a:b://c",
+            "skill://x/SKILL.md",
+        ] {
+            assert_eq!(
+                unprefixed_uri("math", &prefixed_uri("math", uri)).as_deref(),
+                Some(uri),
+                "{uri}"
+            );
+        }
+        assert_eq!(unprefixed_uri("math", "docs://readme"), None);
+        assert_eq!(unprefixed_uri("math", "docs://mathematics/x"), None);
+        assert_eq!(unprefixed_uri("math", "urn:isbn:1"), None);
     }
 }

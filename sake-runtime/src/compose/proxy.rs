@@ -25,13 +25,12 @@ use crate::handler::input::InputError;
 use crate::protocol::Revision;
 use crate::protocol::jsonrpc::{RpcError, code};
 use crate::protocol::meta::{CLIENT_CAPABILITIES, INPUT_KEY, LOG_LEVEL};
-use crate::protocol::types::{ListRootsResult, LoggingLevel, ResourceTemplate};
-use crate::server::source::{ListKind, Listed, Source};
-use crate::uri_template::UriTemplate;
+use crate::protocol::types::{ListRootsResult, LoggingLevel, Tool};
+use crate::registry::{ArgumentEdit, is_valid_tool_name};
+use crate::server::source::{ListKind, Listed, Placement, Source};
 
-/// The separator between a prefix and a name (`weather_forecast`): a character the tool-name
-/// rules allow.
-pub(crate) const SEPARATOR: char = '_';
+use super::transform::Reshape;
+use super::{SEPARATOR, ToolFilter, ToolTransform, prefixed_name, prefixed_uri, unprefixed_uri};
 
 /// How long an upstream may take to answer one request, by default.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -80,6 +79,8 @@ pub struct Upstream {
     timeout: Duration,
     list_ttl: Duration,
     max_body_bytes: usize,
+    /// Its tools' transforms and filter.
+    reshape: Reshape,
 }
 
 impl Upstream {
@@ -94,6 +95,7 @@ impl Upstream {
             timeout: DEFAULT_TIMEOUT,
             list_ttl: DEFAULT_LIST_TTL,
             max_body_bytes: DEFAULT_MAX_BODY,
+            reshape: Reshape::default(),
         }
     }
 
@@ -193,10 +195,29 @@ impl Upstream {
         self
     }
 
-    /// The most bytes it may send for one answer or one list, its pages together (16 MiB by
-    /// default).
+    /// The most bytes it may send for one answer, one event of a stream, or one list, its
+    /// pages together (16 MiB by default).
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Serves its tool `tool` (the name the upstream gives it) reshaped, as
+    /// [`Module::transform`](super::Module::transform) does a mounted one's: renamed (under
+    /// the prefix: `rename("plus")` under `math` is `math_plus`), re-titled, re-described,
+    /// hidden, with arguments fixed (removed from the schema, put into every call before it
+    /// is forwarded) or defaulted. Its list is remote, so a transform of a tool it does not
+    /// list, or of an argument that tool does not take, cannot stop start-up: the first is
+    /// logged when the list is fetched, the second leaves the tool out (logged).
+    pub fn transform(mut self, tool: impl Into<String>, transform: ToolTransform) -> Self {
+        self.reshape.transforms.insert(tool.into(), transform);
+        self
+    }
+
+    /// Serves only the tools `filter` keeps (it reads each tool as the upstream lists it,
+    /// under the upstream's own name); a call of another gets `Unknown tool`.
+    pub fn filter(mut self, filter: ToolFilter) -> Self {
+        self.reshape.filter = Some(filter);
         self
     }
 
@@ -212,7 +233,10 @@ impl Upstream {
             .tasks(false)
             .timeout(self.timeout)
             .probe_timeout(self.timeout.min(Duration::from_secs(10)))
-            .max_body_bytes(self.max_body_bytes);
+            .max_body_bytes(self.max_body_bytes)
+            .max_event_bytes(self.max_body_bytes)
+            // Its views pass through: this server shows them to the clients that render them.
+            .apps(true);
         if can(Askable::FORM | Askable::URL) {
             b = b
                 .on_elicitation(move |_| async move { Err(outside()) })
@@ -273,17 +297,34 @@ impl Upstream {
     }
 }
 
-/// A list fetched from the upstream, and when.
+/// A list fetched from the upstream, and when (`None`: stale, fetched again before it is
+/// listed; until then its tools' listings still serve the checks of their calls — their
+/// `x-mcp-header` arguments, what the layers are told — which a list change must not turn
+/// off).
 #[derive(Default)]
 struct Cached {
-    tools: Option<(Instant, Listed)>,
-    prompts: Option<(Instant, Listed)>,
-    resources: Option<(Instant, Listed)>,
-    templates: Option<(Instant, Listed)>,
+    tools: Option<(Option<Instant>, Listed)>,
+    prompts: Option<(Option<Instant>, Listed)>,
+    resources: Option<(Option<Instant>, Listed)>,
+    templates: Option<(Option<Instant>, Listed)>,
 }
 
 impl Cached {
-    fn slot(&mut self, kind: ListKind) -> &mut Option<(Instant, Listed)> {
+    /// Marks every list stale.
+    fn stale(&mut self) {
+        for kind in [
+            ListKind::Tools,
+            ListKind::Prompts,
+            ListKind::Resources,
+            ListKind::Templates,
+        ] {
+            if let Some((at, _)) = self.slot(kind) {
+                *at = None;
+            }
+        }
+    }
+
+    fn slot(&mut self, kind: ListKind) -> &mut Option<(Option<Instant>, Listed)> {
         match kind {
             ListKind::Tools => &mut self.tools,
             ListKind::Prompts => &mut self.prompts,
@@ -327,6 +368,11 @@ pub(crate) struct ProxyInner {
     /// The URIs clients follow, followed at the upstream (at most [`MAX_FOLLOWED`]; until the
     /// connection is made again).
     followed: Mutex<std::collections::HashSet<String>>,
+    /// What the server around it serves itself (given when the server is built).
+    placed: OnceLock<Placement>,
+    /// The upstream's names of its renamed tools, by the names they are served under (before
+    /// the prefix).
+    renamed: std::collections::HashMap<String, String>,
 }
 
 impl std::fmt::Debug for ProxyInner {
@@ -354,6 +400,12 @@ impl Proxy {
     pub(crate) fn new(prefix: &str, upstream: Upstream) -> Proxy {
         let prefix: Option<&'static str> =
             (!prefix.is_empty()).then(|| &*Box::leak(prefix.to_owned().into_boxed_str()));
+        let renamed = upstream
+            .reshape
+            .transforms
+            .iter()
+            .filter_map(|(own, t)| Some((t.name.clone()?, own.clone())))
+            .collect();
         Proxy(Arc::new_cyclic(|me| ProxyInner {
             me: me.clone(),
             restarts: Mutex::default(),
@@ -367,6 +419,8 @@ impl Proxy {
             notifier: Arc::default(),
             followed: Mutex::default(),
             sessions: tokio::sync::Mutex::default(),
+            placed: OnceLock::new(),
+            renamed,
         }))
     }
 }
@@ -375,7 +429,7 @@ impl ProxyInner {
     /// A name as this server shows it.
     fn outer(&self, name: &str) -> String {
         match self.prefix {
-            Some(p) => format!("{p}{SEPARATOR}{name}"),
+            Some(p) => prefixed_name(p, name),
             None => name.to_owned(),
         }
     }
@@ -386,6 +440,191 @@ impl ProxyInner {
             Some(p) => name.strip_prefix(p)?.strip_prefix(SEPARATOR),
             None => Some(name),
         }
+    }
+
+    /// The upstream's name of the tool served as `name`, if this source serves a tool of
+    /// that name: under its prefix, and neither hidden nor renamed away.
+    fn upstream_tool<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        let own = self.inner(name)?;
+        let own = match self.renamed.get(own) {
+            Some(original) => original.as_str(),
+            None if self
+                .upstream
+                .reshape
+                .transform(own)
+                .is_some_and(|t| t.name.is_some()) =>
+            {
+                return None;
+            }
+            None => own,
+        };
+        (!self
+            .upstream
+            .reshape
+            .transform(own)
+            .is_some_and(|t| t.hidden))
+        .then_some(own)
+    }
+
+    /// A URI as this server shows it (`docs://prefix/readme`).
+    fn outer_uri(&self, uri: &str) -> String {
+        match self.prefix {
+            Some(p) => prefixed_uri(p, uri),
+            None => uri.to_owned(),
+        }
+    }
+
+    /// A URI as the upstream knows it, if it is under this prefix.
+    fn inner_uri(&self, uri: &str) -> Option<String> {
+        match self.prefix {
+            Some(p) => unprefixed_uri(p, uri),
+            None => Some(uri.to_owned()),
+        }
+    }
+
+    /// The URIs of an upstream's result as this server shows them: a resource's contents,
+    /// skills and directories, the resource links and embedded resources of a tool's result
+    /// or a prompt's messages.
+    fn outer_result(&self, method: &str, result: &mut Value) {
+        if self.prefix.is_none() {
+            return;
+        }
+        match method {
+            "tools/call" => {
+                if let Some(Value::Array(content)) = result.get_mut("content") {
+                    content.iter_mut().for_each(|c| self.outer_content(c));
+                }
+            }
+            "prompts/get" => {
+                if let Some(Value::Array(messages)) = result.get_mut("messages") {
+                    for m in messages {
+                        if let Some(c) = m.get_mut("content") {
+                            self.outer_content(c);
+                        }
+                    }
+                }
+            }
+            _ => self.outer_uris(result),
+        }
+    }
+
+    /// A content block's URI as this server shows it (a resource link, an embedded
+    /// resource).
+    fn outer_content(&self, content: &mut Value) {
+        let slot = match content.get("type").and_then(Value::as_str) {
+            Some("resource_link") => content.get_mut("uri"),
+            Some("resource") => content.get_mut("resource").and_then(|r| r.get_mut("uri")),
+            _ => None,
+        };
+        if let Some(Value::String(uri)) = slot {
+            *uri = self.outer_uri(uri);
+        }
+    }
+
+    /// Every `uri` of a result (but in `_meta` and a skill's frontmatter) as this server shows
+    /// it.
+    fn outer_uris(&self, v: &mut Value) {
+        match v {
+            Value::Object(o) => {
+                for (k, v) in o.iter_mut() {
+                    match (k.as_str(), v) {
+                        ("_meta" | "frontmatter", _) => {}
+                        ("uri", Value::String(uri)) => *uri = self.outer_uri(uri),
+                        (_, v) => self.outer_uris(v),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|v| self.outer_uris(v)),
+            _ => {}
+        }
+    }
+
+    /// Its tools as this server serves them: filtered, transformed, under the prefix, their
+    /// views' URIs too; one of a name the program's own tool has is left out (the program's
+    /// is served), logged, as is a transform of a tool it does not list.
+    fn served_tools(&self, tools: Vec<Tool>) -> Vec<Tool> {
+        let reshape = &self.upstream.reshape;
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        for unknown in reshape.unknown(&names) {
+            tracing::warn!(
+                prefix = self.label,
+                "Upstream::transform names the tool `{unknown}`, which the upstream does not list: the transform does nothing"
+            );
+        }
+        let taken = self.placed.get().map(|p| &p.tools);
+        tools
+            .into_iter()
+            .filter(|t| reshape.keeps(t))
+            .filter_map(|mut t| {
+                let transform = reshape.transform(&t.name);
+                if let Some(transform) = transform {
+                    if let Some(why) = transform.refusal(&t.input_schema) {
+                        tracing::warn!(
+                            prefix = self.label,
+                            "the upstream's tool `{}` is left out: {why}",
+                            t.name
+                        );
+                        return None;
+                    }
+                    transform.apply_listing(&mut t);
+                }
+                let served = self.outer(transform.and_then(|t| t.name.as_deref()).unwrap_or(&t.name));
+                if served != t.name && !is_valid_tool_name(&served) {
+                    tracing::warn!(
+                        prefix = self.label,
+                        "the upstream's tool `{}` is left out: it would be served as `{served}`, which is not a tool name of at most 64 characters (rename it with Upstream::transform)",
+                        t.name
+                    );
+                    return None;
+                }
+                if taken.is_some_and(|taken| taken.contains(&served)) {
+                    tracing::warn!(
+                        prefix = self.label,
+                        "the upstream's tool `{}` is left out: it would be served as `{served}`, the name of this server's own tool, which is served instead (rename it with Upstream::transform)",
+                        t.name
+                    );
+                    return None;
+                }
+                t.name = served;
+                self.outer_view(&mut t);
+                Some(t)
+            })
+            .collect()
+    }
+
+    /// A tool's view (`_meta.ui.resourceUri`, and the deprecated `_meta["ui/resourceUri"]`)
+    /// under the prefix, as its `ui://` resource is.
+    fn outer_view(&self, tool: &mut Tool) {
+        let Some(meta) = tool.meta.as_mut() else {
+            return;
+        };
+        let nested = meta.get_mut("ui").and_then(|ui| ui.get_mut("resourceUri"));
+        if let Some(Value::String(uri)) = nested {
+            *uri = self.outer_uri(uri);
+        }
+        if let Some(Value::String(uri)) = meta.get_mut(crate::protocol::apps::RESOURCE_URI_META_KEY)
+        {
+            *uri = self.outer_uri(uri);
+        }
+    }
+
+    /// Whether the program serves `key` of `kind` itself (its own is served; logged).
+    fn taken(&self, kind: ListKind, key: &str) -> bool {
+        let Some(placed) = self.placed.get() else {
+            return false;
+        };
+        let (taken, what) = match kind {
+            ListKind::Prompts => (placed.prompts.contains(key), "prompt"),
+            ListKind::Resources => (placed.resources.contains(key), "resource"),
+            _ => (false, ""),
+        };
+        if taken {
+            tracing::warn!(
+                prefix = self.label,
+                "the upstream's {what} `{key}` is left out: this server serves its own under that name"
+            );
+        }
+        taken
     }
 
     /// The connection, made if there is none; one request at a time makes it. A command
@@ -451,6 +690,7 @@ impl ProxyInner {
             client.clone(),
             Arc::clone(&self.cache),
             Arc::clone(&self.notifier),
+            self.prefix,
         ));
         if command {
             if let Ok(mut restarts) = self.restarts.lock() {
@@ -622,7 +862,7 @@ impl ProxyInner {
             f.clear();
         }
         if let Ok(mut cache) = self.cache.lock() {
-            *cache = Cached::default();
+            cache.stale();
         }
         if self.upstream.is_command() {
             self.went_down(if exited {
@@ -637,8 +877,18 @@ impl ProxyInner {
     /// The error a client gets when the upstream cannot be reached or did not answer.
     fn unavailable(&self, e: &ClientError) -> RpcError {
         tracing::warn!(upstream = %self.upstream.describe(), prefix = self.label, "upstream unavailable: {e}");
+        // Over its byte budget: the budget is this server's to raise, not a client's.
+        let why = match e {
+            ClientError::BodyTooLarge { what, limit } => format!(
+                "{what} is larger than {limit} bytes, its limit here; raise it with Upstream::max_body_bytes"
+            ),
+            ClientError::EventTooLarge { limit } => format!(
+                "an event of its event stream is larger than {limit} bytes, its limit here; raise it with Upstream::max_body_bytes"
+            ),
+            e => e.to_string(),
+        };
         RpcError::internal(format!(
-            "The upstream server `{}` is unavailable: {e}",
+            "The upstream server `{}` is unavailable: {why}",
             self.label
         ))
     }
@@ -651,6 +901,7 @@ impl ProxyInner {
             ClientError::Handler { error, .. } => *error,
             e @ (ClientError::Timeout { .. }
             | ClientError::BodyTooLarge { .. }
+            | ClientError::EventTooLarge { .. }
             | ClientError::TooManyRounds { .. }
             | ClientError::TooManyInputRequests { .. }
             | ClientError::Decode { .. }) => self.unavailable(&e),
@@ -666,15 +917,10 @@ impl ProxyInner {
         let client = self.client().await?;
         let mut listed = Listed::default();
         let got = match kind {
-            ListKind::Tools => client.list_tools().await.map(|tools| {
-                listed.tools = tools
-                    .into_iter()
-                    .map(|mut t| {
-                        t.name = self.outer(&t.name);
-                        t
-                    })
-                    .collect();
-            }),
+            ListKind::Tools => client
+                .list_tools()
+                .await
+                .map(|tools| listed.tools = self.served_tools(tools)),
             ListKind::Prompts => client.list_prompts().await.map(|prompts| {
                 listed.prompts = prompts
                     .into_iter()
@@ -682,13 +928,29 @@ impl ProxyInner {
                         p.name = self.outer(&p.name);
                         p
                     })
+                    .filter(|p| !self.taken(ListKind::Prompts, &p.name))
                     .collect();
             }),
-            ListKind::Resources => client.list_resources().await.map(|r| listed.resources = r),
-            ListKind::Templates => client
-                .list_resource_templates()
-                .await
-                .map(|t| listed.templates = t),
+            ListKind::Resources => client.list_resources().await.map(|resources| {
+                listed.resources = resources
+                    .into_iter()
+                    .map(|mut r| {
+                        r.uri = self.outer_uri(&r.uri);
+                        r
+                    })
+                    .filter(|r| !self.taken(ListKind::Resources, &r.uri))
+                    .collect();
+            }),
+            ListKind::Templates => client.list_resource_templates().await.map(|templates| {
+                listed.templates = templates
+                    .into_iter()
+                    .map(|mut t| {
+                        t.uri_template = self.outer_uri(&t.uri_template);
+                        t
+                    })
+                    .filter(|t| !self.taken(ListKind::Resources, &t.uri_template))
+                    .collect();
+            }),
         };
         match got {
             Ok(()) => Ok(listed),
@@ -696,10 +958,24 @@ impl ProxyInner {
         }
     }
 
+    /// Its items of one list, from the cache or fetched (and cached).
+    async fn list(&self, kind: ListKind) -> Result<Listed, RpcError> {
+        if let Some(listed) = self.cached(kind) {
+            return Ok(listed);
+        }
+        let listed = self.fetch(kind).await?;
+        if let Ok(mut cache) = self.cache.lock() {
+            *cache.slot(kind) = Some((Some(Instant::now()), listed.clone()));
+        }
+        Ok(listed)
+    }
+
     fn cached(&self, kind: ListKind) -> Option<Listed> {
         let mut cache = self.cache.lock().ok()?;
         match cache.slot(kind) {
-            Some((at, listed)) if at.elapsed() < self.upstream.list_ttl => Some(listed.clone()),
+            Some((Some(at), listed)) if at.elapsed() < self.upstream.list_ttl => {
+                Some(listed.clone())
+            }
             _ => None,
         }
     }
@@ -882,7 +1158,12 @@ fn refused(method: &str, e: &InputError) -> RpcError {
 
 /// Follows the upstream's list changes: the cached list is dropped and the clients of this
 /// server are told.
-async fn watch(client: Client, cache: Arc<Mutex<Cached>>, notifier: Arc<OnceLock<Notifier>>) {
+async fn watch(
+    client: Client,
+    cache: Arc<Mutex<Cached>>,
+    notifier: Arc<OnceLock<Notifier>>,
+    prefix: Option<&'static str>,
+) {
     let mut stream = match client
         .subscribe(Subscription::everything(Vec::<String>::new()))
         .await
@@ -900,7 +1181,10 @@ async fn watch(client: Client, cache: Arc<Mutex<Cached>>, notifier: Arc<OnceLock
             "notifications/resources/list_changed" => &[ListKind::Resources, ListKind::Templates],
             "notifications/resources/updated" => {
                 if let (Some(uri), Some(notifier)) = (n.uri(), notifier.get()) {
-                    notifier.notify_resource_updated(uri);
+                    match prefix {
+                        Some(p) => notifier.notify_resource_updated(prefixed_uri(p, uri)),
+                        None => notifier.notify_resource_updated(uri),
+                    }
                 }
                 continue;
             }
@@ -908,7 +1192,9 @@ async fn watch(client: Client, cache: Arc<Mutex<Cached>>, notifier: Arc<OnceLock
         };
         if let Ok(mut cache) = cache.lock() {
             for kind in kinds {
-                *cache.slot(*kind) = None;
+                if let Some((at, _)) = cache.slot(*kind) {
+                    *at = None;
+                }
             }
         }
         if let Some(notifier) = notifier.get() {
@@ -935,13 +1221,7 @@ impl Source for Proxy {
             return Box::pin(async move { Ok(listed) });
         }
         let this = Arc::clone(&self.0);
-        Box::pin(async move {
-            let listed = this.fetch(kind).await?;
-            if let Ok(mut cache) = this.cache.lock() {
-                *cache.slot(kind) = Some((Instant::now(), listed.clone()));
-            }
-            Ok(listed)
-        })
+        Box::pin(async move { this.list(kind).await })
     }
 
     fn task(
@@ -953,13 +1233,51 @@ impl Source for Proxy {
     }
 
     fn tool_headers(&self, name: &str) -> Option<Vec<crate::protocol::headers::HeaderParam>> {
-        let mut cache = self.0.cache.lock().ok()?;
-        let (_, listed) = cache.slot(ListKind::Tools).as_ref()?;
-        let tool = listed.tools.iter().find(|t| t.name == name)?;
+        let tool = self.tool(name)?;
         crate::protocol::headers::header_params(&tool.input_schema).ok()
     }
 
+    fn tool(&self, name: &str) -> Option<Tool> {
+        let mut cache = self.0.cache.lock().ok()?;
+        let (_, listed) = cache.slot(ListKind::Tools).as_ref()?;
+        listed.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    fn tool_traits(&self, name: &str) -> Option<(bool, Vec<String>)> {
+        let mut cache = self.0.cache.lock().ok()?;
+        let (_, listed) = cache.slot(ListKind::Tools).as_ref()?;
+        let t = listed.tools.iter().find(|t| t.name == name)?;
+        Some((
+            t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true),
+            crate::server::source::write_only(&t.input_schema),
+        ))
+    }
+
+    fn place(&self, placement: Placement) {
+        let _ = self.0.placed.set(placement);
+    }
+
+    fn edit(&self, name: &str) -> Option<ArgumentEdit> {
+        let own = self.0.upstream_tool(name)?;
+        self.0.upstream.reshape.transform(own)?.edit()
+    }
+
+    fn catches_all(&self) -> bool {
+        self.0.prefix.is_none()
+    }
+
+    fn listed(&self, name: &str) -> bool {
+        match self.0.placed.get().and_then(|p| p.pinned.as_ref()) {
+            Some(pinned) => pinned.iter().any(|p| p == name),
+            None => true,
+        }
+    }
+
     fn follow(&self, uri: &str) {
+        // The upstream's own URI; its updates are told under this server's.
+        let Some(inner) = self.0.inner_uri(uri) else {
+            return;
+        };
         {
             let Ok(mut followed) = self.0.followed.lock() else {
                 return;
@@ -980,11 +1298,14 @@ impl Source for Proxy {
         let uri = uri.to_owned();
         tokio::spawn(async move {
             let Ok(client) = this.client().await else {
+                if let Ok(mut f) = this.followed.lock() {
+                    f.remove(&uri);
+                }
                 return;
             };
             let mut stream = match client
                 .subscribe(Subscription {
-                    resource_subscriptions: vec![uri.clone()],
+                    resource_subscriptions: vec![inner],
                     ..Subscription::default()
                 })
                 .await
@@ -1002,7 +1323,7 @@ impl Source for Proxy {
                 if n.method == "notifications/resources/updated"
                     && let (Some(u), Some(notifier)) = (n.uri(), this.notifier.get())
                 {
-                    notifier.notify_resource_updated(u);
+                    notifier.notify_resource_updated(this.outer_uri(u));
                 }
             }
             if let Ok(mut f) = this.followed.lock() {
@@ -1014,24 +1335,14 @@ impl Source for Proxy {
     fn owns(&self, kind: ListKind, key: &str) -> bool {
         let this = &self.0;
         match kind {
-            ListKind::Tools | ListKind::Prompts => this.inner(key).is_some(),
-            ListKind::Resources | ListKind::Templates => {
-                if this.prefix.is_none() {
-                    return true;
-                }
-                let Ok(mut cache) = this.cache.lock() else {
-                    return false;
-                };
-                let resources = cache
-                    .slot(ListKind::Resources)
-                    .as_ref()
-                    .is_some_and(|(_, l)| l.resources.iter().any(|r| r.uri == key));
-                resources
-                    || cache
-                        .slot(ListKind::Templates)
-                        .as_ref()
-                        .is_some_and(|(_, l)| l.templates.iter().any(|t| matches(t, key)))
-            }
+            ListKind::Tools => this.upstream_tool(key).is_some(),
+            ListKind::Prompts => this.inner(key).is_some(),
+            // Under the prefix (`scheme://prefix/…`): whether the upstream has it is its to
+            // say.
+            ListKind::Resources | ListKind::Templates => match this.prefix {
+                None => true,
+                Some(p) => unprefixed_uri(p, key).is_some(),
+            },
         }
     }
 
@@ -1042,9 +1353,23 @@ impl Source for Proxy {
         ctx: Context,
     ) -> BoxFuture<Result<Value, RpcError>> {
         let this = Arc::clone(&self.0);
-        // The upstream's own names.
+        // The upstream's own names and URIs.
+        let mut filtered: Option<String> = None;
         match method {
-            "tools/call" | "prompts/get" => {
+            "tools/call" => {
+                if let Some(Value::String(name)) = params.get("name") {
+                    let Some(own) = this.upstream_tool(name) else {
+                        let e = unknown_tool(name);
+                        return Box::pin(async move { Err(e) });
+                    };
+                    let own = own.to_owned();
+                    if this.upstream.reshape.filter.is_some() {
+                        filtered = Some(name.clone());
+                    }
+                    params.insert("name".into(), json!(own));
+                }
+            }
+            "prompts/get" => {
                 if let Some(Value::String(name)) = params.get("name")
                     && let Some(inner) = this.inner(name)
                 {
@@ -1053,17 +1378,41 @@ impl Source for Proxy {
                 }
             }
             "completion/complete" => {
-                if let Some(Value::Object(r)) = params.get_mut("ref")
-                    && let Some(Value::String(name)) = r.get("name")
-                    && let Some(inner) = this.inner(name)
+                if let Some(Value::Object(r)) = params.get_mut("ref") {
+                    if let Some(Value::String(name)) = r.get("name")
+                        && let Some(inner) = this.inner(name)
+                    {
+                        let inner = inner.to_owned();
+                        r.insert("name".into(), json!(inner));
+                    }
+                    if let Some(Value::String(uri)) = r.get("uri")
+                        && let Some(inner) = this.inner_uri(uri)
+                    {
+                        r.insert("uri".into(), json!(inner));
+                    }
+                }
+            }
+            "resources/read" | "skills/get" | "resources/directory/read" => {
+                if let Some(Value::String(uri)) = params.get("uri")
+                    && let Some(inner) = this.inner_uri(uri)
                 {
-                    let inner = inner.to_owned();
-                    r.insert("name".into(), json!(inner));
+                    params.insert("uri".into(), json!(inner));
                 }
             }
             _ => {}
         }
         Box::pin(async move {
+            // A filter reads the tool's listing: one it leaves out is not served.
+            if let Some(name) = filtered
+                && !this
+                    .list(ListKind::Tools)
+                    .await?
+                    .tools
+                    .iter()
+                    .any(|t| t.name == name)
+            {
+                return Err(unknown_tool(&name));
+            }
             let (client, user) = this.client_of(&ctx).await?;
             if client.revision().features().request_meta {
                 // Per request (2026-07-28): the upstream learns what the caller can answer,
@@ -1072,7 +1421,14 @@ impl Source for Proxy {
                 let mut caps = askable(ctx.client_capabilities());
                 // A caller that takes tasks lets the upstream run the call as one: the gateway
                 // relays it (server/tasks.rs, "Relayed tasks").
+                // (Not as the signed-in user: a task's later requests carry no caller to
+                // choose the user's connection by.)
+                #[cfg(feature = "auth-proxy")]
+                let as_user = this.upstream.as_user;
+                #[cfg(not(feature = "auth-proxy"))]
+                let as_user = false;
                 if method == "tools/call"
+                    && !as_user
                     && client.revision().features().tasks
                     && crate::protocol::tasks::declared(ctx.client_capabilities())
                 {
@@ -1144,6 +1500,7 @@ impl Source for Proxy {
                     {
                         o.remove("resultType");
                     }
+                    this.outer_result(method, &mut v);
                     Ok(v)
                 }
                 Err(e) => {
@@ -1255,7 +1612,7 @@ impl Askable {
 }
 
 /// What of a caller's capabilities an upstream may use through the gateway: what it can ask
-/// (elicitation, sampling, roots).
+/// (elicitation, sampling, roots), and MCP Apps (a view's call of an app-only tool).
 fn askable(caps: &crate::protocol::types::ClientCapabilities) -> Value {
     let mut out = Map::new();
     if let Ok(Value::Object(all)) = serde_json::to_value(caps) {
@@ -1264,11 +1621,20 @@ fn askable(caps: &crate::protocol::types::ClientCapabilities) -> Value {
                 out.insert(key.into(), v.clone());
             }
         }
+        if let Some(apps) = all
+            .get("extensions")
+            .and_then(|e| e.get(crate::protocol::apps::EXTENSION))
+        {
+            out.insert(
+                "extensions".into(),
+                json!({ crate::protocol::apps::EXTENSION: apps }),
+            );
+        }
     }
     Value::Object(out)
 }
 
-/// Whether a URI is an instance of a template.
-fn matches(t: &ResourceTemplate, uri: &str) -> bool {
-    UriTemplate::parse(&t.uri_template).is_ok_and(|tpl| tpl.matches(uri).is_some())
+/// The error of a call of a tool this server does not serve, as for its own.
+fn unknown_tool(name: &str) -> RpcError {
+    RpcError::invalid_params(format!("Unknown tool: {name}")).with_data(json!({ "name": name }))
 }

@@ -100,10 +100,24 @@ impl ToolSearch {
     }
 
     /// Leaves every tool but the search tool and the pinned ones out of `tools/list`; a pin
-    /// that names no tool stops start-up.
-    pub(crate) fn apply(&self, registry: &mut Registry) -> Result<(), crate::Error> {
+    /// that names no tool stops start-up, but one under the prefix of a remote server
+    /// (`proxied`; `""`: one without a prefix), whose list is not known before it is
+    /// fetched.
+    pub(crate) fn apply(
+        &self,
+        registry: &mut Registry,
+        proxied: &[String],
+    ) -> Result<(), crate::Error> {
+        let remote = |pin: &str| {
+            proxied.iter().any(|p| {
+                p.is_empty()
+                    || pin
+                        .strip_prefix(p.as_str())
+                        .is_some_and(|rest| rest.starts_with(super::SEPARATOR))
+            })
+        };
         for pin in &self.pinned {
-            if registry.tool(pin).is_none() {
+            if registry.tool(pin).is_none() && !remote(pin) {
                 let mut served: Vec<&str> = registry.tools.iter().map(|t| t.def.name).collect();
                 served.retain(|n| *n != self.name);
                 served.truncate(20);
@@ -236,20 +250,59 @@ pub(crate) struct SearchIndex {
 pub(crate) type Elsewhere =
     std::sync::Arc<dyn Fn() -> crate::handler::BoxFuture<Vec<Tool>> + Send + Sync>;
 
+/// The tools of a source (a remote server): its list, from its cache or fetched; none when
+/// it cannot list (logged).
+pub(crate) fn of_source(source: std::sync::Arc<dyn crate::server::source::Source>) -> Elsewhere {
+    std::sync::Arc::new(move || {
+        let source = source.clone();
+        Box::pin(async move {
+            match source.list(crate::server::source::ListKind::Tools).await {
+                Ok(listed) => listed.tools,
+                Err(e) => {
+                    tracing::warn!(
+                        source = source.label(),
+                        "left out of the search: its upstream did not list: {}",
+                        e.message
+                    );
+                    Vec::new()
+                }
+            }
+        })
+    })
+}
+
 impl SearchIndex {
     /// The tools of every source elsewhere, indexed for this search: open to every caller
     /// and listed by every revision (their own server decides who may call them).
     async fn fetch_elsewhere(&self) -> Vec<Indexed> {
-        let mut found = Vec::new();
-        for source in &self.elsewhere {
-            found.extend(
-                source()
-                    .await
-                    .into_iter()
-                    .map(|tool| Indexed::new(tool, None)),
-            );
-        }
-        found
+        // Every source at once: a slow one delays the search by its own time only.
+        let lists = futures_util::future::join_all(self.elsewhere.iter().map(|s| s())).await;
+        lists
+            .into_iter()
+            .flatten()
+            .map(|mut tool| {
+                // A handshake revision lists only tools whose input schema is an object, as
+                // `tools/list` decides.
+                let object =
+                    tool.input_schema.get("type").and_then(Value::as_str) == Some("object");
+                // Its view, shown to the clients that render views only, as the registry's.
+                let ui = ToolUi::of(&tool);
+                if ui.is_some()
+                    && let Some(meta) = tool.meta.as_mut()
+                {
+                    meta.remove("ui");
+                    meta.remove(apps::RESOURCE_URI_META_KEY);
+                    if meta.is_empty() {
+                        tool.meta = None;
+                    }
+                }
+                Indexed {
+                    left_out: Revision::ALL
+                        .map(|rev| rev.features().object_only_schemas && !object),
+                    ..Indexed::new(tool, ui)
+                }
+            })
+            .collect()
     }
 
     /// The definitions of the best `limit` tools for `query`, rendered for `rev`; `apps`:

@@ -222,7 +222,19 @@ impl Catalog {
         kind: super::source::ListKind,
         key: &str,
     ) -> Option<Arc<dyn super::source::Source>> {
-        self.sources.iter().find(|s| s.owns(kind, key)).cloned()
+        self.source_index(kind, key)
+            .map(|i| self.sources[i].clone())
+    }
+
+    /// Which source serves `key` of `kind` (its place in `sources`): the first that owns it
+    /// under its prefix, else the first without a prefix (which owns every name).
+    pub(crate) fn source_index(&self, kind: super::source::ListKind, key: &str) -> Option<usize> {
+        let owner = |catch_all: bool| {
+            self.sources
+                .iter()
+                .position(|s| s.catches_all() == catch_all && s.owns(kind, key))
+        };
+        owner(false).or_else(|| owner(true))
     }
 
     /// What `key` denotes as a `K`, if the caller (its request's `extensions`) may see it:

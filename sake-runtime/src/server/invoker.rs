@@ -80,6 +80,11 @@ pub(crate) trait Function {
     fn read_only(&self) -> bool {
         false
     }
+    /// Its arguments the layers never show, when they are its own rather than its stack's
+    /// (a remote tool's, from its listing).
+    fn sensitive(&self) -> Option<Arc<[String]>> {
+        None
+    }
     /// It, to be called later with the arguments the layers hand on (user code runs only
     /// when the result is called).
     fn detach(self) -> Detached<Self::Output>;
@@ -623,6 +628,7 @@ fn layered<F: Function>(
     let principal = invoker.callers.caller_name(extensions);
     let client_addr = extensions.get::<PeerAddr>().map(|p| p.ip);
     let read_only = function.read_only();
+    let sensitive = function.sensitive();
     let detached = function.detach();
     let call = ctx.call_state().clone();
     let inner_name = name.clone();
@@ -661,7 +667,7 @@ fn layered<F: Function>(
         req.auth = invoker.callers.auth();
     }
     req.read_only = read_only;
-    req.sensitive = stack.sensitive.clone();
+    req.sensitive = sensitive.unwrap_or_else(|| stack.sensitive.clone());
     Box::pin(async move {
         match stack.call(req).await {
             Ok(response) => F::Output::from_response(response),
@@ -773,7 +779,7 @@ impl Stacks {
         for (kind, name, tool) in functions {
             if let Some(mut stack) = layers.compose(kind, name) {
                 if let Some(def) = tool {
-                    stack.sensitive = write_only((def.input_schema)()).into();
+                    stack.sensitive = write_only(&(def.input_schema)()).into();
                 }
                 by.insert((kind, name), stack);
             }
@@ -798,7 +804,7 @@ impl Stacks {
 }
 
 /// The top-level properties an input schema marks `writeOnly` (secrets: never audited).
-fn write_only(schema: Value) -> Vec<String> {
+pub(crate) fn write_only(schema: &Value) -> Vec<String> {
     schema
         .get("properties")
         .and_then(Value::as_object)

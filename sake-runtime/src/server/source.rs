@@ -16,6 +16,8 @@ use serde_json::{Map, Value};
 
 use bytes::Bytes;
 
+/// The `writeOnly` arguments of an input schema (the secrets the audit leaves out).
+pub(crate) use super::invoker::write_only;
 use super::invoker::{Detached, Function, Output};
 use crate::handler::BoxFuture;
 use crate::handler::context::Context;
@@ -86,6 +88,50 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
     /// Where it tells the clients that its lists changed or a resource was updated: given
     /// once, when the server is built.
     fn attach(&self, notifier: crate::handler::events::Notifier);
+    /// What the server around it serves itself, and whether tool search is on: given once,
+    /// when the server is built (a source's tool or prompt of a name the program serves
+    /// itself is left out of its lists, and logged).
+    fn place(&self, _placement: Placement) {}
+    /// What a call of its tool `name` (as listed here) does to the arguments before they
+    /// are forwarded: a transform's fixed and default arguments (the layers see them edited,
+    /// as for the program's own tools).
+    fn edit(&self, _name: &str) -> Option<crate::registry::ArgumentEdit> {
+        None
+    }
+    /// Its tool `name` as listed here, when its list has been fetched.
+    fn tool(&self, _name: &str) -> Option<Tool> {
+        None
+    }
+    /// What the layers are told of its tool `name`, from its listing when it has been
+    /// fetched: whether it says it only reads, and its `writeOnly` arguments.
+    fn tool_traits(&self, _name: &str) -> Option<(bool, Vec<String>)> {
+        None
+    }
+    /// Whether it serves every name and URI (no prefix): a source with a prefix is asked
+    /// first.
+    fn catches_all(&self) -> bool {
+        false
+    }
+    /// Whether `tools/list` shows its tool `name`: not when tool search is on (the search
+    /// finds it), unless it is pinned.
+    fn listed(&self, _name: &str) -> bool {
+        true
+    }
+}
+
+/// What a source is told of the server around it when the server is built.
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(not(feature = "client"), allow(dead_code))] // read by `compose::proxy`
+pub(crate) struct Placement {
+    /// The names of the program's own tools (the search tool's too).
+    pub tools: std::collections::HashSet<String>,
+    /// The names of the program's own prompts.
+    pub prompts: std::collections::HashSet<String>,
+    /// The URIs of the program's own resources, templates, views and skill files.
+    pub resources: std::collections::HashSet<String>,
+    /// Tool search is on: the tools `tools/list` shows beside the search tool (the pinned
+    /// ones).
+    pub pinned: Option<Vec<String>>,
 }
 
 /// The sources of a server (`Server::proxy`), in the order given.
@@ -97,8 +143,69 @@ pub(crate) struct Remote<T> {
     pub method: &'static str,
     /// The tool's or prompt's name, or the resource's URI, as the client sent it.
     pub name: String,
+    /// The params forwarded, but the arguments.
     pub params: Map<String, Value>,
+    /// The arguments (a tool's after its transform): what the layers see, and what they
+    /// hand on is forwarded.
+    pub arguments: Option<Box<RawValue>>,
+    /// The tool says it only reads (`readOnlyHint`), as listed.
+    pub read_only: bool,
+    /// Its arguments the layers never show (`writeOnly` in its input schema, as listed).
+    pub sensitive: Option<Arc<[String]>>,
     pub _out: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> Remote<T> {
+    /// A call of `source`'s function `name`.
+    pub(crate) fn new(
+        source: Arc<dyn Source>,
+        method: &'static str,
+        name: String,
+        params: Map<String, Value>,
+        arguments: Option<Box<RawValue>>,
+    ) -> Self {
+        let (read_only, sensitive) = match method {
+            "tools/call" => match source.tool_traits(&name) {
+                Some(traits) => traits,
+                // Its listing not fetched yet: which arguments are secrets is not known, so
+                // the layers record none of them.
+                None => (false, argument_names(arguments.as_deref())),
+            },
+            _ => (false, Vec::new()),
+        };
+        Remote {
+            read_only,
+            sensitive: (!sensitive.is_empty()).then(|| Arc::from(sensitive)),
+            source,
+            method,
+            name,
+            params,
+            arguments,
+            _out: std::marker::PhantomData,
+        }
+    }
+}
+
+/// The names of the arguments of a call.
+fn argument_names(arguments: Option<&RawValue>) -> Vec<String> {
+    arguments
+        .and_then(|a| serde_json::from_str::<Map<String, Value>>(a.get()).ok())
+        .map(|m| m.into_iter().map(|(k, _)| k).collect())
+        .unwrap_or_default()
+}
+
+/// The params of a forwarded call: `params` with `arguments` (the layers' as they handed
+/// them on), parsed.
+fn with_arguments(
+    mut params: Map<String, Value>,
+    arguments: Option<&RawValue>,
+) -> Result<Map<String, Value>, RpcError> {
+    if let Some(raw) = arguments {
+        let value: Value = serde_json::from_str(raw.get())
+            .map_err(|e| RpcError::invalid_params(format!("Invalid params: `arguments`: {e}")))?;
+        params.insert("arguments".into(), value);
+    }
+    Ok(params)
 }
 
 /// What a forwarded call's result becomes: a typed result, or the upstream's error (a tool's
@@ -190,10 +297,14 @@ impl<T: RemoteOutput> Function for Remote<T> {
             source,
             method,
             params,
+            arguments,
             ..
         } = self;
         Box::pin(async move {
-            let r = source.forward(method, params, ctx.clone()).await;
+            let r = match with_arguments(params, arguments.as_deref()) {
+                Ok(params) => source.forward(method, params, ctx.clone()).await,
+                Err(e) => Err(e),
+            };
             T::from_forwarded(r, &ctx)
         })
     }
@@ -204,9 +315,31 @@ impl<T: RemoteOutput> Function for Remote<T> {
         self.source.label()
     }
     fn arguments(&self) -> Option<&RawValue> {
-        None
+        self.arguments.as_deref()
+    }
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+    fn sensitive(&self) -> Option<Arc<[String]>> {
+        self.sensitive.clone()
     }
     fn detach(self) -> Detached<T> {
-        Box::new(move |_, ctx| self.call(ctx))
+        // What the layers hand on is forwarded (a layer may change the arguments).
+        Box::new(move |arguments, ctx| {
+            let Remote {
+                source,
+                method,
+                params,
+                ..
+            } = self;
+            let params = with_arguments(params, arguments);
+            Box::pin(async move {
+                let r = match params {
+                    Ok(params) => source.forward(method, params, ctx.clone()).await,
+                    Err(e) => Err(e),
+                };
+                T::from_forwarded(r, &ctx)
+            })
+        })
     }
 }
