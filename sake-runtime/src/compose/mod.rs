@@ -8,8 +8,10 @@
 //! built from the result as for any definition — serving them costs nothing per request.
 //!
 //! Files: `module.rs` (modules and mounting), `transform.rs` (tool transforms, shared with the
-//! remote tools), `search.rs` (tool search); the remote half lives in `proxy*.rs`,
-//! `upstream*.rs` and `bridge*.rs`.
+//! remote tools), `search.rs` (tool search); the remote half lives in `proxy/` (the
+//! [`Upstream`] builder, names and URIs under the prefix, the era bridge of a call),
+//! `upstream_restart.rs` (a command's restart backoff) and `upstream_user.rs` (connections as
+//! the signed-in user).
 //!
 //! [`Server::mount`]: crate::Server::mount
 

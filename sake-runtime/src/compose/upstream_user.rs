@@ -6,7 +6,7 @@
 //! user), closed once unused for [`IDLE`] (at the next call through the upstream), at most
 //! [`MAX_USERS`] of them per upstream.
 //!
-//! A leaf: the proxy (`proxy.rs`) keeps a [`Users`] per upstream and asks it.
+//! A leaf: the proxy (`proxy/`) keeps a [`Users`] per upstream and asks it.
 //!
 //! [`Principal::upstream`]: crate::auth::Principal::upstream
 
