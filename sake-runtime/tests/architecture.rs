@@ -1128,7 +1128,7 @@ fn an_upward_import_through_a_root_re_export_is_caught() {
 
 #[test]
 fn an_era_branch_outside_the_front_is_caught() {
-    let found = mutated("server/dispatch.rs", |t| {
+    let found = mutated("server/dispatch/mod.rs", |t| {
         format!(
             "{t}\n#[allow(dead_code)]\nfn branch(r: crate::protocol::Revision) -> bool {{ r.era() == crate::protocol::Era::Modern }}\n"
         )
@@ -1136,7 +1136,7 @@ fn an_era_branch_outside_the_front_is_caught() {
     assert!(
         found
             .iter()
-            .any(|p| p.contains("server/dispatch.rs") && p.contains("branches on an era")),
+            .any(|p| p.contains("server/dispatch/mod.rs") && p.contains("branches on an era")),
         "{found:?}"
     );
 }
@@ -1191,14 +1191,14 @@ fn an_engine_item_re_exported_by_the_real_port_is_caught() {
 
 #[test]
 fn a_revision_compared_outside_the_table_is_caught() {
-    let found = mutated("server/dispatch.rs", |t| {
+    let found = mutated("server/dispatch/mod.rs", |t| {
         format!(
             "{t}\n#[allow(dead_code)]\nfn old(v: &str) -> bool {{ v == \"2025-06-18\" }}\n#[allow(dead_code)]\nfn named(r: crate::protocol::Revision) -> bool {{ r == crate::protocol::Revision::V2025_06_18 }}\n"
         )
     });
     let here: Vec<_> = found
         .iter()
-        .filter(|p| p.contains("server/dispatch.rs"))
+        .filter(|p| p.contains("server/dispatch/mod.rs"))
         .collect();
     assert_eq!(here.len(), 2, "{found:?}");
 }

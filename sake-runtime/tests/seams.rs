@@ -387,13 +387,13 @@ fn the_invoker_is_seen_calling_each_kind_of_user_function() {
     }
 }
 
-/// The sources with `code` added to dispatch.rs.
+/// The sources with `code` added to dispatch/mod.rs.
 fn with_dispatch_code(code: &str) -> Vec<Source> {
     let mut sources = sources();
     let dispatch = sources
         .iter_mut()
-        .find(|s| s.path == Path::new("server/dispatch.rs"))
-        .expect("dispatch.rs exists");
+        .find(|s| s.path == Path::new("server/dispatch/mod.rs"))
+        .expect("dispatch/mod.rs exists");
     dispatch.text.push_str(code);
     sources
 }
@@ -427,7 +427,7 @@ fn the_checker_catches_each_way_of_calling_a_user_function_elsewhere() {
         assert!(
             problems
                 .iter()
-                .any(|p| p.starts_with("server/dispatch.rs:")),
+                .any(|p| p.starts_with("server/dispatch/mod.rs:")),
             "a call of {what} outside the invoker was not caught"
         );
     }

@@ -281,10 +281,9 @@ impl SearchIndex {
             .into_iter()
             .flatten()
             .map(|mut tool| {
-                // A handshake revision lists only tools whose input schema is an object, as
-                // `tools/list` decides.
-                let object =
-                    tool.input_schema.get("type").and_then(Value::as_str) == Some("object");
+                // What each revision leaves out, as `tools/list` decides.
+                let left_out = Revision::ALL
+                    .map(|rev| crate::registry::remote_left_out_of(&tool, rev).is_some());
                 // Its view, shown to the clients that render views only, as the registry's.
                 let ui = ToolUi::of(&tool);
                 if ui.is_some()
@@ -297,8 +296,7 @@ impl SearchIndex {
                     }
                 }
                 Indexed {
-                    left_out: Revision::ALL
-                        .map(|rev| rev.features().object_only_schemas && !object),
+                    left_out,
                     ..Indexed::new(tool, ui)
                 }
             })

@@ -10,7 +10,6 @@ use crate::protocol::Revision;
 use crate::protocol::apps::{self, ToolUi, ViewMeta, Visibility};
 use crate::protocol::headers::header_params;
 use crate::protocol::types::{Resource, Tool, ToolAnnotations};
-use crate::schema;
 use crate::uri_template::UriTemplate;
 
 impl Registry {
@@ -326,19 +325,8 @@ pub(crate) fn tool_listing(def: &'static ToolDef) -> Tool {
 fn tool_entry(def: &'static ToolDef) -> ToolEntry {
     let input_schema = (def.input_schema)();
     let output_schema = (def.output_schema)();
-    let legacy_unavailable = if !schema::is_object_schema(&input_schema) {
-        Some("its input schema is not a JSON object".to_owned())
-    } else if output_schema
-        .as_ref()
-        .is_some_and(|s| !schema::is_object_schema(s))
-    {
-        Some(
-            "its output schema is not a JSON object (return a struct, or a String for text only)"
-                .to_owned(),
-        )
-    } else {
-        None
-    };
+    let legacy_unavailable =
+        super::not_object_schemas(&input_schema, output_schema.as_ref()).map(str::to_owned);
     let annotations = ToolAnnotations {
         title: def.hints.title.map(str::to_owned),
         read_only_hint: def.hints.read_only,

@@ -91,6 +91,35 @@ impl ArgumentEdit {
     }
 }
 
+/// Why a handshake revision cannot show a tool of these schemas, if it cannot: it allows only
+/// JSON objects as input and structured output. The one rule, for the program's tools (at
+/// start-up) and for a source's (`Server::proxy`, when its list is fetched).
+pub(crate) fn not_object_schemas(
+    input: &serde_json::Value,
+    output: Option<&serde_json::Value>,
+) -> Option<&'static str> {
+    if !crate::schema::is_object_schema(input) {
+        Some("its input schema is not a JSON object")
+    } else if output.is_some_and(|s| !crate::schema::is_object_schema(s)) {
+        Some("its output schema is not a JSON object (return a struct, or a String for text only)")
+    } else {
+        None
+    }
+}
+
+/// Why `rev` lists a source's tool to no one, if it does not: as [`ToolEntry::left_out_of`]
+/// decides for the program's own (a source's listing says nothing of tasks: the upstream
+/// refuses a task-only tool's call itself).
+pub(crate) fn remote_left_out_of(
+    tool: &crate::protocol::types::Tool,
+    rev: Revision,
+) -> Option<&'static str> {
+    if rev.features().object_only_schemas {
+        return not_object_schemas(&tool.input_schema, tool.output_schema.as_ref());
+    }
+    None
+}
+
 impl ToolEntry {
     /// Why `rev` lists this tool to no one, if it does not: a schema a handshake revision
     /// cannot show, or a tool that runs only as a task where there are no tasks. What the lists

@@ -13,11 +13,13 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
+mod remote;
+
 use super::Shared;
 use super::catalog::{self, Pages, decode_cursor};
 use super::invoker::{Call, Function, Prompt, Resource, Round, Step, Tool, View};
-use super::source::{ListKind, Remote, RemoteTool};
-use crate::handler::context::{Context, RequestParts};
+use super::source::ListKind;
+use crate::handler::context::RequestParts;
 use crate::handler::input::{Mrtr, RoundKey, merge_capabilities};
 use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport};
 use crate::protocol::Revision;
@@ -344,44 +346,7 @@ impl Shared {
         let name = required(params.name, "name")?;
         let Some(entry) = self.catalog.registry.tool(&name) else {
             if let Some(source) = self.catalog.source_of(ListKind::Tools, &name) {
-                let mut forwarded = serde_json::Map::new();
-                forwarded.insert("name".into(), json!(name));
-                // A transform's fixed and default arguments, put in before the layers see
-                // them, as for the program's own tools.
-                let arguments = object_or_absent(params.arguments, "arguments")?;
-                let edited = source.edit(&name).map(|e| e.apply(arguments)).transpose()?;
-                let round_arguments = edited.as_deref().or(arguments);
-                let arguments = match edited.clone() {
-                    Some(edited) => Some(edited),
-                    None => arguments.map(ToOwned::to_owned),
-                };
-                let key = RoundKey {
-                    method: "tools/call",
-                    name: Cow::Owned(name.clone().into_owned()),
-                    arguments: None,
-                    principal: None,
-                };
-                // A task the upstream makes of the call is relayed (server/tasks.rs).
-                let relay = self.relay_for(&parts, &source);
-                return self.run(
-                    parts,
-                    Remote::<RemoteTool>::new(
-                        source,
-                        "tools/call",
-                        name.into_owned(),
-                        forwarded,
-                        arguments,
-                    ),
-                    (key, round_arguments),
-                    params,
-                    move |shared: &Shared, rev, out, round: Option<&Mrtr>| match (out, relay) {
-                        (RemoteTool::Result(r), _) => finish_tool(shared, rev, r, round),
-                        (RemoteTool::Task(task), Some(relay)) => relay.created(shared, rev, task),
-                        (RemoteTool::Task(_), None) => Err(RpcError::internal(
-                            "Internal error: the upstream server answered with a task, which this call did not offer",
-                        )),
-                    },
-                );
+                return self.call_remote_tool(parts, params, source, name.into_owned());
             }
             return Err(RpcError::invalid_params(format!("Unknown tool: {name}"))
                 .with_data(json!({ "name": name })));
@@ -465,28 +430,7 @@ impl Shared {
         if self.catalog.registry.prompt(&name).is_none()
             && let Some(source) = self.catalog.source_of(ListKind::Prompts, &name)
         {
-            let mut forwarded = serde_json::Map::new();
-            forwarded.insert("name".into(), json!(name));
-            let arguments = object_or_absent(params.arguments, "arguments")?;
-            let key = RoundKey {
-                method: "prompts/get",
-                name: Cow::Owned(name.clone().into_owned()),
-                arguments: None,
-                principal: None,
-            };
-            return self.run(
-                parts,
-                Remote::<Result<GetPromptResult, RpcError>>::new(
-                    source,
-                    "prompts/get",
-                    name.into_owned(),
-                    forwarded,
-                    arguments.map(ToOwned::to_owned),
-                ),
-                (key, arguments),
-                params,
-                finish_prompt,
-            );
+            return self.get_remote_prompt(parts, params, source, name.into_owned());
         }
         let def = self
             .catalog
@@ -516,27 +460,7 @@ impl Shared {
         if self.catalog.registry.named(&uri).is_none()
             && let Some(source) = self.catalog.source_of(ListKind::Resources, &uri)
         {
-            let mut forwarded = serde_json::Map::new();
-            forwarded.insert("uri".into(), json!(uri));
-            let key = RoundKey {
-                method: "resources/read",
-                name: Cow::Owned(uri.clone()),
-                arguments: None,
-                principal: None,
-            };
-            return self.run(
-                parts,
-                Remote::<Result<ReadResourceResult, RpcError>>::new(
-                    source,
-                    "resources/read",
-                    uri,
-                    forwarded,
-                    None,
-                ),
-                (key, None),
-                params,
-                finish_resource,
-            );
+            return self.read_remote_resource(parts, params, source, uri);
         }
         let (def, vars) = match self
             .catalog
@@ -692,32 +616,7 @@ impl Shared {
             _ => None,
         };
         if let Some(source) = remote {
-            let mut forwarded = serde_json::Map::new();
-            for (field, raw) in [
-                ("ref", params.reference),
-                ("argument", params.argument),
-                ("context", params.context),
-            ] {
-                if let Some(raw) = raw {
-                    forwarded.insert(field.into(), raw_value(raw)?);
-                }
-            }
-            let shared = self.clone();
-            let limit = self.config.limits.request_timeout;
-            return Ok(Dispatched::Pending(Box::pin(async move {
-                let forwarded =
-                    source.forward("completion/complete", forwarded, Context::detached());
-                let result = tokio::time::timeout(limit, forwarded)
-                    .await
-                    .map_err(|_| super::invoker::timed_out("completion/complete", limit))??;
-                Ok(Bytes::from(render::result(
-                    rev,
-                    &shared.env,
-                    Shape::Plain,
-                    Cache::None,
-                    &result,
-                )))
-            })));
+            return self.complete_remote(rev, params, source);
         }
         let completer: Option<CompleteFn> = match &reference {
             Ref::Prompt { name } => {
@@ -860,304 +759,6 @@ fn finish_resource(
         ))),
         Err(e) => Err(refusal(round).unwrap_or(e)),
     }
-}
-
-/// A raw JSON value of a request, parsed to be forwarded.
-fn raw_value(raw: &RawValue) -> Result<serde_json::Value, RpcError> {
-    serde_json::from_str(raw.get())
-        .map_err(|e| RpcError::invalid_params(format!("Invalid params: {e}")))
-}
-
-impl Shared {
-    /// The skills extension's requests on a server whose skills are its sources' (a gateway):
-    /// `skills/list` of its source (of every one, when it has several: `merged_skills`),
-    /// `skills/get` and `resources/directory/read` of the source that serves the URI,
-    /// forwarded as they are.
-    fn forward_skills(
-        self: &Arc<Self>,
-        parts: &RequestParts,
-        method: Method,
-        params: &Params<'_>,
-    ) -> Result<Dispatched, RpcError> {
-        let rev = parts.revision;
-        if method == Method::SkillsList && self.catalog.sources.len() > 1 {
-            let cursor = params
-                .cursor
-                .map(|c| required(Some(c), "cursor"))
-                .transpose()?
-                .map(Cow::into_owned);
-            return Ok(self.merged_skills(rev, cursor));
-        }
-        let mut forwarded = serde_json::Map::new();
-        for (field, raw) in [("uri", params.uri), ("cursor", params.cursor)] {
-            if let Some(raw) = raw {
-                forwarded.insert(field.into(), raw_value(raw)?);
-            }
-        }
-        let source = match method {
-            Method::SkillsList => self.catalog.sources.first().cloned(),
-            _ => {
-                let uri = required(params.uri, "uri")?;
-                self.catalog.source_of(ListKind::Resources, &uri)
-            }
-        };
-        let Some(source) = source else {
-            let uri = required(params.uri, "uri")?;
-            return Err(
-                RpcError::invalid_params(format!("No skill is served at {uri}"))
-                    .with_data(json!({ "uri": uri })),
-            );
-        };
-        let shared = self.clone();
-        let limit = self.config.limits.request_timeout;
-        let name = method.as_str();
-        Ok(Dispatched::Pending(Box::pin(async move {
-            let forwarded = source.forward(name, forwarded, Context::detached());
-            let mut result = tokio::time::timeout(limit, forwarded)
-                .await
-                .map_err(|_| super::invoker::timed_out(name, limit))
-                .and_then(|r| r)
-                .map_err(|e| render::error(rev, e))?;
-            // Rendered again for this client: the upstream's own envelope goes.
-            if let serde_json::Value::Object(o) = &mut result {
-                o.remove("ttlMs");
-                o.remove("cacheScope");
-            }
-            Ok(Bytes::from(render::result(
-                rev,
-                &shared.env,
-                Shape::Plain,
-                Cache::Cacheable,
-                &result,
-            )))
-        })))
-    }
-
-    /// `skills/list` of a server with several sources: every source's skills (each followed
-    /// through its pages, at most [`MAX_SKILL_PAGES`] of them; a source that cannot list is
-    /// left out, logged), under their prefixes, paged as a list of the server's own.
-    fn merged_skills(self: &Arc<Self>, rev: Revision, cursor: Option<String>) -> Dispatched {
-        let shared = self.clone();
-        Dispatched::Pending(Box::pin(async move {
-            let limit = shared.config.limits.request_timeout;
-            let all = futures_util::future::join_all(
-                shared
-                    .catalog
-                    .sources
-                    .iter()
-                    .map(|source| all_skills(source.clone(), limit)),
-            )
-            .await;
-            let mut items = Vec::new();
-            for (source, got) in shared.catalog.sources.iter().zip(all) {
-                match got {
-                    Ok(skills) => items.extend(skills),
-                    Err(e) => tracing::debug!(
-                        source = source.label(),
-                        "no skills from this upstream: {}",
-                        e.message
-                    ),
-                }
-            }
-            let mut env = shared.env.clone();
-            env.cache.scope = crate::protocol::render::CacheScope::Private;
-            let pages = catalog::paginate(
-                rev,
-                &env,
-                shared.config.page_size,
-                Cache::Cacheable,
-                "skills",
-                "skills",
-                items,
-            );
-            let i = decode_cursor("skills", cursor.as_deref(), pages.0.len())
-                .map_err(|e| render::error(rev, e))?;
-            Ok(pages.0[i].clone())
-        }))
-    }
-
-    /// A list of a server with sources: the registry's items the caller sees, then each
-    /// source's (fetched or cached; a source that cannot list is left out, logged), rendered
-    /// for the request's revision and paged as the registry's alone would be.
-    fn list_with_sources(
-        self: &Arc<Self>,
-        parts: &RequestParts,
-        method: Method,
-        params: &Params<'_>,
-        view: Option<&catalog::Lists>,
-        audience: crate::registry::Audience,
-    ) -> Dispatched {
-        let rev = parts.revision;
-        let (kind, pages_kind, key) = match method {
-            Method::ToolsList => (ListKind::Tools, "tools", "tools"),
-            Method::PromptsList => (ListKind::Prompts, "prompts", "prompts"),
-            Method::ResourcesList => (ListKind::Resources, "resources", "resources"),
-            _ => (ListKind::Templates, "templates", "resourceTemplates"),
-        };
-        let cursor = match params
-            .cursor
-            .map(|c| required(Some(c), "cursor"))
-            .transpose()
-        {
-            Ok(c) => c.map(Cow::into_owned),
-            Err(e) => return Dispatched::err(rev, e),
-        };
-        let shown = |scopes: &[&str]| view.is_none_or(|v| self.catalog.shown(v, scopes));
-        // Whether the caller renders views (the audience says so only when the registry has
-        // views of its own).
-        let apps = apps::declared(&parts.meta.client_capabilities);
-        let local = match kind {
-            ListKind::Tools => self.catalog.registry.tools_visible(rev, &shown, audience),
-            ListKind::Prompts => self.catalog.registry.prompts_visible(rev, &shown),
-            ListKind::Resources => self
-                .catalog
-                .registry
-                .resources_visible(rev, &shown, audience),
-            ListKind::Templates => self.catalog.registry.templates_visible(rev, &shown),
-        };
-        let shared = self.clone();
-        Dispatched::Pending(Box::pin(async move {
-            let mut items = local;
-            // Every source at once: a slow one delays the list by its own time only.
-            let all = futures_util::future::join_all(
-                shared
-                    .catalog
-                    .sources
-                    .iter()
-                    .map(|source| source.list(kind)),
-            )
-            .await;
-            let sources = &shared.catalog.sources;
-            for (i, (source, listed)) in sources.iter().zip(all).enumerate() {
-                // Served by this source: a name or URI two of them have is listed as the
-                // source a request for it goes to (`Catalog::source_index`), and in tool search
-                // only the pinned tools are listed (the search finds the others).
-                let ours = |key: &str| shared.catalog.source_index(kind, key) == Some(i);
-                let listed = match listed {
-                    Ok(listed) => listed,
-                    Err(e) => {
-                        tracing::warn!(
-                            source = source.label(),
-                            "left out of the list: its upstream did not list: {}",
-                            e.message
-                        );
-                        continue;
-                    }
-                };
-                let object_only = rev.features().object_only_schemas;
-                match kind {
-                    ListKind::Tools => items.extend(
-                        listed
-                            .tools
-                            .iter()
-                            .filter(|t| {
-                                !object_only
-                                    || t.input_schema.get("type").and_then(|t| t.as_str())
-                                        == Some("object")
-                            })
-                            .filter(|t| source.listed(&t.name) && ours(&t.name))
-                            .filter_map(|t| remote_tool(t, apps, rev)),
-                    ),
-                    ListKind::Prompts => items.extend(
-                        listed
-                            .prompts
-                            .iter()
-                            .filter(|p| ours(&p.name))
-                            .map(|p| render::prompt(p, rev)),
-                    ),
-                    ListKind::Resources => items.extend(
-                        listed
-                            .resources
-                            .iter()
-                            .filter(|r| ours(&r.uri))
-                            // A view is listed to the clients that render views.
-                            .filter(|r| apps || r.mime_type.as_deref() != Some(apps::MIME_TYPE))
-                            .map(|r| render::resource(r, rev)),
-                    ),
-                    ListKind::Templates => {
-                        items.extend(listed.templates.iter().map(|t| render::template(t, rev)));
-                    }
-                }
-            }
-            // What the caller sees of the sources depends on it (MCP Apps) and on when it
-            // asks: a cache keeps it for this caller only.
-            let mut env = shared.env.clone();
-            env.cache.scope = crate::protocol::render::CacheScope::Private;
-            let pages = catalog::paginate(
-                rev,
-                &env,
-                shared.config.page_size,
-                Cache::Cacheable,
-                pages_kind,
-                key,
-                items,
-            );
-            let i = decode_cursor(pages_kind, cursor.as_deref(), pages.0.len())
-                .map_err(|e| render::error(rev, e))?;
-            Ok(pages.0[i].clone())
-        }))
-    }
-}
-
-/// A source's tool as `tools/list` shows it to a client (`apps`: one that renders views):
-/// with its `_meta.ui` only for such a client, and not at all to another when only views may
-/// call it — as the program's own tools are shown.
-fn remote_tool(
-    tool: &crate::protocol::types::Tool,
-    apps: bool,
-    rev: Revision,
-) -> Option<serde_json::Value> {
-    let ui = apps::ToolUi::of(tool);
-    if apps || ui.is_none() {
-        return Some(render::tool(tool, rev));
-    }
-    if ui.is_some_and(|ui| !ui.visible_to_model()) {
-        return None;
-    }
-    let mut tool = tool.clone();
-    if let Some(meta) = tool.meta.as_mut() {
-        meta.remove("ui");
-        meta.remove(apps::RESOURCE_URI_META_KEY);
-        if meta.is_empty() {
-            tool.meta = None;
-        }
-    }
-    Some(render::tool(&tool, rev))
-}
-
-/// The most pages of one source's `skills/list` a gateway with several sources follows.
-const MAX_SKILL_PAGES: usize = 100;
-
-/// Every skill entry of one source, its pages followed (bounded by [`MAX_SKILL_PAGES`] and, per
-/// page, by `limit`).
-async fn all_skills(
-    source: Arc<dyn super::source::Source>,
-    limit: std::time::Duration,
-) -> Result<Vec<serde_json::Value>, RpcError> {
-    let mut skills = Vec::new();
-    let mut cursor: Option<serde_json::Value> = None;
-    for _ in 0..MAX_SKILL_PAGES {
-        let mut params = serde_json::Map::new();
-        if let Some(c) = cursor.take() {
-            params.insert("cursor".into(), c);
-        }
-        let page = tokio::time::timeout(
-            limit,
-            source.forward("skills/list", params, Context::detached()),
-        )
-        .await
-        .map_err(|_| super::invoker::timed_out("skills/list", limit))??;
-        if let Some(serde_json::Value::Array(entries)) = page.get("skills") {
-            skills.extend(entries.iter().cloned());
-        }
-        match page.get("nextCursor") {
-            Some(next @ serde_json::Value::String(_)) => cursor = Some(next.clone()),
-            _ => return Ok(skills),
-        }
-    }
-    Err(RpcError::internal(format!(
-        "its skills/list has more than {MAX_SKILL_PAGES} pages"
-    )))
 }
 
 /// A view's `resources/read` result: one text content with the view MIME type and its
