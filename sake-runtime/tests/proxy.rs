@@ -9,8 +9,11 @@ use std::time::Duration;
 use sake::client::{Client, ClientError};
 use sake::compose::Upstream;
 use sake::prelude::*;
-use sake::{ElicitationModes, Registry, RpcError, Tool};
+use sake::{ElicitationModes, RpcError, Tool};
 use serde_json::json;
+
+mod gateway;
+use gateway::{empty, serve};
 
 /// Adds two numbers.
 #[tool]
@@ -65,20 +68,8 @@ fn note() -> String {
     "Buy milk.".to_owned()
 }
 
-async fn serve(server: Server) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let service = server.quiet(true).build().unwrap();
-    tokio::spawn(service.serve(listener, std::future::pending()));
-    format!("http://{addr}/mcp")
-}
-
 async fn upstream() -> String {
     serve(Server::from_registry()).await
-}
-
-fn empty() -> Server {
-    Server::with_registry(Registry::from_defs([], [], []).unwrap())
 }
 
 async fn gateway(prefix: &str, upstream: Upstream) -> String {

@@ -8,13 +8,16 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use sake::TextResourceContents;
 use sake::client::{Client, Subscription};
 use sake::compose::{Module, ToolFilter, ToolTransform, Upstream};
 use sake::middleware::{Allow, Audit, AuditRecord, AuditSink, Kind, McpResponse, from_fn};
 use sake::prelude::*;
 use sake::testing::TestClient;
-use sake::{Registry, TextResourceContents};
 use serde_json::{Value, json};
+
+mod gateway;
+use gateway::{empty, serve};
 
 /// The two eras every behaviour is checked on.
 const REVISIONS: [Revision; 2] = [Revision::V2026_07_28, Revision::V2025_11_25];
@@ -107,14 +110,6 @@ fn plot() -> String {
 
 sake::skills!("../../tests/skills");
 
-async fn serve(server: Server) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let service = server.quiet(true).build().unwrap();
-    tokio::spawn(service.serve(listener, std::future::pending()));
-    format!("http://{addr}/mcp")
-}
-
 /// The upstream: this binary's definitions, served over HTTP.
 async fn upstream() -> String {
     serve(Server::from_registry()).await
@@ -130,10 +125,6 @@ fn direct(rev: Revision, apps: bool) -> TestClient {
     } else {
         client
     }
-}
-
-fn empty() -> Server {
-    Server::with_registry(Registry::from_defs([], [], []).unwrap()).quiet(true)
 }
 
 fn client_of(service: &Service, rev: Revision, apps: bool) -> TestClient {

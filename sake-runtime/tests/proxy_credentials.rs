@@ -16,15 +16,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use oidc::AuthorizationServer;
+use sake::Server;
 use sake::client::auth::{
     MemoryStore, OAuth, RegisteredClient, TokenEndpointAuth, TokenStore, Tokens,
 };
 use sake::client::{Client, ClientError};
 use sake::compose::Upstream;
 use sake::prelude::*;
-use sake::{Registry, Server};
 use sake_runtime::auth::{Authorization, Principal};
 use serde_json::json;
+
+mod gateway;
+use gateway::empty;
 
 /// Who called, as the verified token says: its subject and client.
 #[tool]
@@ -77,10 +80,6 @@ async fn protected(server: Server, issuer: &str) -> (String, Seen) {
     ));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (url, seen)
-}
-
-fn empty() -> Server {
-    Server::with_registry(Registry::from_defs([], [], []).unwrap())
 }
 
 /// The gateway's OAuth client for an upstream: the client credentials grant as `id`.

@@ -14,10 +14,11 @@ use std::time::Duration;
 use sake::client::{Client, ClientError};
 use sake::compose::Upstream;
 use sake::prelude::*;
-use sake::{
-    CallToolResult, CreateMessageResult, ElicitResult, ListRootsResult, Registry, RpcError, Server,
-};
+use sake::{CallToolResult, CreateMessageResult, ElicitResult, ListRootsResult, RpcError, Server};
 use serde_json::json;
+
+mod gateway;
+use gateway::{empty, serve};
 
 /// Adds two numbers (the tool of the upstream that stays up).
 #[tool]
@@ -29,18 +30,6 @@ fn need(var: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| {
         panic!("{var} is not set: run through scripts/test.sh, which installs the test peers into .tools/ and exports it")
     })
-}
-
-async fn serve(server: Server) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let service = server.quiet(true).build().unwrap();
-    tokio::spawn(service.serve(listener, std::future::pending()));
-    format!("http://{addr}/mcp")
-}
-
-fn empty() -> Server {
-    Server::with_registry(Registry::from_defs([], [], []).unwrap())
 }
 
 /// A file of this test's own, absent.

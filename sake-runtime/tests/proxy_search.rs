@@ -3,11 +3,13 @@
 //! lists only its search tool and a pinned remote tool; the search finds the upstream's tools
 //! (fetched with its list), ranked and bounded, and what it returns is called by name.
 
-use sake::Registry;
 use sake::compose::{Module, ToolSearch, Upstream};
 use sake::prelude::*;
 use sake::testing::TestClient;
 use serde_json::{Value, json};
+
+mod gateway;
+use gateway::empty;
 
 /// Ten tools in a module named `$m`.
 macro_rules! ten_tools {
@@ -76,10 +78,6 @@ async fn upstream() -> String {
             .serve(listener, std::future::pending()),
     );
     format!("http://{addr}/mcp")
-}
-
-fn empty() -> Server {
-    Server::with_registry(Registry::from_defs([], [], []).unwrap()).quiet(true)
 }
 
 fn names(result: &Value) -> Vec<&str> {

@@ -8,26 +8,17 @@
 
 use std::time::Duration;
 
+use sake::RpcError;
 use sake::client::{Client, ClientError};
 use sake::compose::Upstream;
 use sake::prelude::*;
-use sake::{Registry, RpcError};
 use serde_json::json;
 
-async fn serve(server: Server) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let service = server.quiet(true).build().unwrap();
-    tokio::spawn(service.serve(listener, std::future::pending()));
-    format!("http://{addr}/mcp")
-}
+mod gateway;
+use gateway::{empty, serve};
 
 async fn upstream() -> String {
     serve(Server::from_registry()).await
-}
-
-fn empty() -> Server {
-    Server::with_registry(Registry::from_defs([], [], []).unwrap())
 }
 
 fn text(r: &CallToolResult) -> Option<&str> {
