@@ -74,17 +74,7 @@ impl OAuth {
                 tokens.issuer
             )));
         };
-        let known = self
-            .inner
-            .metadata
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&tokens.issuer).cloned());
-        let meta = match known {
-            Some(m) => m,
-            None => self.server_metadata(&tokens.issuer, true).await?,
-        };
-        checked(&meta.token_endpoint, self.inner.insecure)?;
+        let meta = self.known_metadata(&tokens.issuer, true).await?;
         let client = self.client_for(&meta, None).await?;
         let endpoint = Endpoint {
             fetcher: &self.inner.fetcher,
@@ -137,17 +127,7 @@ impl OAuth {
         slot: &Slot,
         tokens: &Tokens,
     ) -> Result<(), OAuthError> {
-        let known = self
-            .inner
-            .metadata
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&tokens.issuer).cloned());
-        let meta = match known {
-            Some(m) => m,
-            None => self.server_metadata(&tokens.issuer, false).await?,
-        };
-        checked(&meta.token_endpoint, self.inner.insecure)?;
+        let meta = self.known_metadata(&tokens.issuer, false).await?;
         let dpop = tokens.token_type == "DPoP";
         let (resource, scopes) = (&tokens.resource, &tokens.requested_scopes);
         let fresh = match &self.inner.grant {
@@ -170,6 +150,27 @@ impl OAuth {
     }
 
     /// Fetches the metadata of `issuer`, and remembers it.
+    /// The metadata of `issuer`, as found before (discovered again when it is not kept), its
+    /// token endpoint checked: for renewing tokens it issued.
+    async fn known_metadata(
+        &self,
+        issuer: &str,
+        legacy: bool,
+    ) -> Result<ServerMetadata, OAuthError> {
+        let known = self
+            .inner
+            .metadata
+            .lock()
+            .ok()
+            .and_then(|m| m.get(issuer).cloned());
+        let meta = match known {
+            Some(m) => m,
+            None => self.server_metadata(issuer, legacy).await?,
+        };
+        checked(&meta.token_endpoint, self.inner.insecure)?;
+        Ok(meta)
+    }
+
     pub(super) async fn server_metadata(
         &self,
         issuer: &str,
