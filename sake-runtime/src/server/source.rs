@@ -16,8 +16,6 @@ use serde_json::{Map, Value};
 
 use bytes::Bytes;
 
-/// The `writeOnly` arguments of an input schema (the secrets the audit leaves out).
-pub(crate) use super::invoker::write_only;
 use super::invoker::{Detached, Function, Output};
 use crate::handler::BoxFuture;
 use crate::handler::context::Context;
@@ -96,10 +94,6 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
     /// are forwarded: a transform's fixed and default arguments (the layers see them edited,
     /// as for the program's own tools).
     fn edit(&self, _name: &str) -> Option<crate::registry::ArgumentEdit> {
-        None
-    }
-    /// Its tool `name` as listed here, when its list has been fetched.
-    fn tool(&self, _name: &str) -> Option<Tool> {
         None
     }
     /// What the layers are told of its tool `name`, from its listing when it has been

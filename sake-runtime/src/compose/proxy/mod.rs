@@ -615,14 +615,10 @@ impl Source for Proxy {
     }
 
     fn tool_headers(&self, name: &str) -> Option<Vec<crate::protocol::headers::HeaderParam>> {
-        let tool = self.tool(name)?;
-        crate::protocol::headers::header_params(&tool.input_schema).ok()
-    }
-
-    fn tool(&self, name: &str) -> Option<Tool> {
         let mut cache = self.0.cache.lock().ok()?;
         let (_, listed) = cache.slot(ListKind::Tools).as_ref()?;
-        listed.tools.iter().find(|t| t.name == name).cloned()
+        let tool = listed.tools.iter().find(|t| t.name == name)?;
+        crate::protocol::headers::header_params(&tool.input_schema).ok()
     }
 
     fn tool_traits(&self, name: &str) -> Option<(bool, Vec<String>)> {
@@ -631,7 +627,7 @@ impl Source for Proxy {
         let t = listed.tools.iter().find(|t| t.name == name)?;
         Some((
             t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true),
-            crate::server::source::write_only(&t.input_schema),
+            crate::server::invoker::write_only(&t.input_schema),
         ))
     }
 
