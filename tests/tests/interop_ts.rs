@@ -128,6 +128,8 @@ async fn run(revision: &str) {
     same(
         &out["elicitations"],
         json!([{
+            // The question's key (a gateway in front asks a 2026-07-28 client under it).
+            "_meta": {"io.github.sake-rs/inputKey": "name"},
             "message": "What is your name?",
             "requestedSchema": {
                 "type": "object",
