@@ -13,7 +13,7 @@ use sake::{ElicitationModes, RpcError, Tool};
 use serde_json::json;
 
 mod gateway;
-use gateway::{empty, serve};
+use gateway::{empty, serve, tool_names};
 
 /// Adds two numbers.
 #[tool]
@@ -200,13 +200,7 @@ async fn a_prefix_namespaces_tools_and_prompts() {
     let up = upstream().await;
     let gw = gateway("up", Upstream::url(&up)).await;
     let client = Client::connect(&gw).await.unwrap();
-    let mut names: Vec<String> = client
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let mut names = tool_names(&client).await;
     names.sort();
     assert_eq!(
         names,
@@ -259,13 +253,7 @@ async fn an_upstream_that_is_down_costs_only_its_own_tools() {
     .await;
     let client = Client::connect(&gw).await.unwrap();
     // The list has the live upstream's tools; the dead one's are left out (logged).
-    let names: Vec<String> = client
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(&client).await;
     assert!(names.iter().all(|n| n.starts_with("live_")), "{names:?}");
     assert_eq!(names.len(), 5);
     match client.call_tool("dead_add", json!({})).await.unwrap_err() {
@@ -304,13 +292,7 @@ async fn a_server_of_another_sdk_is_served_to_clients_of_both_eras() {
     let gw = gateway("", Upstream::command(node, [script, "stdio".to_owned()])).await;
     for down in [Revision::V2026_07_28, Revision::V2025_06_18] {
         let client = Client::builder().revision(down).connect(&gw).await.unwrap();
-        let names: Vec<String> = client
-            .list_tools()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
+        let names = tool_names(&client).await;
         assert!(
             names.iter().any(|n| n == "echo") && names.iter().any(|n| n == "get-sum"),
             "{down}: {names:?}"
@@ -465,13 +447,7 @@ async fn a_slow_or_oversized_upstream_costs_only_its_own_tools() {
         }
         other => panic!("{other:?}"),
     }
-    let names: Vec<String> = client
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(&client).await;
     assert!(!names.iter().any(|n| n.starts_with("small_")), "{names:?}");
     assert!(names.iter().any(|n| n == "fine_add"), "{names:?}");
     let sum = client
@@ -680,13 +656,7 @@ async fn a_hundred_megabyte_list_is_cut_at_the_byte_budget() {
     .await;
     let client = Client::connect(&gw).await.unwrap();
     let (rss, peak) = (rss_kib("VmRSS:"), rss_kib("VmHWM:"));
-    let names: Vec<String> = client
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(&client).await;
     assert_eq!(
         names,
         [
@@ -881,13 +851,7 @@ async fn a_server_of_another_sdk_over_http_is_served_to_clients_of_both_eras() {
     let gw = gateway("ev", Upstream::url(format!("http://127.0.0.1:{port}/mcp"))).await;
     for down in [Revision::V2026_07_28, Revision::V2025_06_18] {
         let client = Client::builder().revision(down).connect(&gw).await.unwrap();
-        let names: Vec<String> = client
-            .list_tools()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
+        let names = tool_names(&client).await;
         assert!(
             names.iter().any(|n| n == "ev_echo") && names.iter().any(|n| n == "ev_get-sum"),
             "{down}: {names:?}"

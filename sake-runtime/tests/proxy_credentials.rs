@@ -27,7 +27,7 @@ use sake_runtime::auth::{Authorization, Principal};
 use serde_json::json;
 
 mod gateway;
-use gateway::empty;
+use gateway::{empty, tool_names};
 
 /// Who called, as the verified token says: its subject and client.
 #[tool]
@@ -362,13 +362,7 @@ async fn refused_credentials_cost_only_their_upstreams_tools() {
         call(&client, "good_whoami").await.unwrap(),
         "sake-post of sake-post"
     );
-    let names: Vec<String> = client
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(&client).await;
     assert_eq!(names, ["good_ping", "good_whoami"], "{names:?}");
 }
 

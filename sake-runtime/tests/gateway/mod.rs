@@ -18,3 +18,14 @@ pub async fn serve(server: Server) -> String {
 pub fn empty() -> Server {
     Server::with_registry(Registry::from_defs([], [], []).unwrap()).quiet(true)
 }
+
+/// The names `client`'s server lists in `tools/list`, in its order.
+pub async fn tool_names(client: &sake::client::Client) -> Vec<String> {
+    client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
