@@ -278,7 +278,15 @@ impl Revision {
     ///
     /// An `MCP-Protocol-Version` header with such a value never makes a request modern.
     pub fn is_legacy_version_string(s: &str) -> bool {
-        matches!(s, "2024-11-05" | "2025-03-26" | "2025-06-18" | "2025-11-25")
+        Self::is_legacy_version_string_bytes(s.as_bytes())
+    }
+
+    /// [`Revision::is_legacy_version_string`] of bytes (a header's value as it came).
+    pub(crate) fn is_legacy_version_string_bytes(s: &[u8]) -> bool {
+        matches!(
+            s,
+            b"2024-11-05" | b"2025-03-26" | b"2025-06-18" | b"2025-11-25"
+        )
     }
 
     /// The revision's row of the table.

@@ -44,12 +44,18 @@ pub(crate) enum Door {
 /// The era the `MCP-Protocol-Version` header alone suggests: a version that is not a
 /// handshake revision's (served or not) makes a message modern.
 pub(crate) fn header_era(headers: Option<&RequestHeaders<'_>>) -> Era {
-    // `str` holds visible ASCII only: an ASCII trim is the whole trim.
-    match headers
-        .and_then(|h| h.protocol_version.str())
-        .map(str::trim_ascii)
-    {
-        Some(v) if !Revision::is_legacy_version_string(v) => Era::Modern,
+    let Some(value) = headers.and_then(|h| h.protocol_version.first) else {
+        return Era::Legacy;
+    };
+    // A handshake revision's version as it is usually sent, compared as bytes: no walk to
+    // make it text first (every request of a session carries one).
+    if Revision::is_legacy_version_string_bytes(value.as_bytes().trim_ascii()) {
+        return Era::Legacy;
+    }
+    // `to_str` holds visible ASCII only: an ASCII trim is the whole trim. A value that is
+    // not text names no revision, and suggests nothing.
+    match value.to_str().map(str::trim_ascii) {
+        Ok(v) if !Revision::is_legacy_version_string(v) => Era::Modern,
         _ => Era::Legacy,
     }
 }
