@@ -56,6 +56,18 @@ fn host_part(authority: &str) -> Cow<'_, str> {
     }
 }
 
+/// Whether a `Host` value is a loopback name as clients send it (`127.0.0.1:3000`,
+/// `localhost`, `[::1]:3000`: lowercase, no spaces), compared as bytes; every policy serves
+/// those. Anything else goes the whole way ([`host_part`], [`HostPolicy::allows`]), which
+/// also allows every value this does.
+fn loopback_as_sent(value: &[u8]) -> bool {
+    let host = match value.iter().rposition(|&b| b == b':') {
+        Some(colon) if value[colon + 1..].iter().all(u8::is_ascii_digit) => &value[..colon],
+        _ => value,
+    };
+    matches!(host, b"127.0.0.1" | b"localhost" | b"[::1]")
+}
+
 impl HostPolicy {
     fn allows(&self, host: &str) -> bool {
         match self {
@@ -83,6 +95,9 @@ pub(crate) fn check_origin(
         return Ok(());
     }
     for host in headers.all(headers.host, &HOST) {
+        if loopback_as_sent(host.as_bytes()) {
+            continue;
+        }
         let host = host.to_str().map(host_part).unwrap_or_default();
         let host = &*host;
         if !policy.allows(host) {
@@ -199,6 +214,37 @@ mod tests {
         }
     }
 
+    /// The bytes fast path allows only what the whole check allows, under every policy.
+    #[test]
+    fn the_loopback_fast_path_allows_nothing_the_whole_check_refuses() {
+        let names = HostPolicy::Names(vec!["mcp.example.com".to_owned()]);
+        for value in [
+            "127.0.0.1:3000",
+            "localhost",
+            "localhost:",
+            "[::1]:80",
+            "[::1]",
+            "localhost.evil.example:80",
+            "127.0.0.1:80:80",
+            "127.0.0.1.evil.example",
+            "evil.example:127.0.0.1",
+            "localhost:3000x",
+            "[::1]x:80",
+            "LOCALHOST:80",
+            " localhost",
+            "::1",
+        ] {
+            let whole = |p: &HostPolicy| p.allows(&host_part(value));
+            if loopback_as_sent(value.as_bytes()) {
+                assert!(whole(&HostPolicy::Loopback) && whole(&names), "{value:?}");
+            }
+        }
+        assert!(loopback_as_sent(b"127.0.0.1:3000"));
+        assert!(loopback_as_sent(b"[::1]"));
+        assert!(!loopback_as_sent(b"localhost.evil.example:80"));
+        assert!(!loopback_as_sent(b"127.0.0.1:80:80"));
+        assert!(!loopback_as_sent(b"evil.example:127.0.0.1"));
+    }
     #[test]
     fn every_host_and_origin_line_is_checked() {
         let p = HostPolicy::Loopback;
