@@ -221,11 +221,13 @@ async fn read_proxy_body(
         return Err(super::admission::too_large(limit));
     }
     let caller = ep.engine.caller_key(&parts.extensions);
-    let _reading = ep.reading_slot(caller)?;
+    // Taken before the body is read, as for an MCP request with a token to check.
+    let reading = ep.reading_slot(caller)?;
     let mut arriving = super::Arriving {
-        engine: &ep.engine,
+        ep,
         caller,
         flight: None,
+        reading: Some(reading),
     };
     super::read_body(&ep.http, body, declared, limit, &mut arriving).await
 }

@@ -345,14 +345,27 @@ async fn not_allowed() -> Response {
 const FREE_BODY_BYTES: usize = 64 << 10;
 
 /// The bytes of a body being received that count against its client's share of requests in
-/// flight: none until the body passes [`FREE_BODY_BYTES`], then all it has (or declared).
+/// flight: none until the body passes [`FREE_BODY_BYTES`], then all it has (or declared);
+/// and its reading slot ([`Endpoint::reading_slot`]), held until the body is read.
 struct Arriving<'a> {
-    engine: &'a Engine,
+    ep: &'a Endpoint,
     caller: Key,
     flight: Option<Flight>,
+    /// Taken before the token check when there is one; otherwise the first time the body
+    /// is waited for (a body that came whole with its head is read without one: reading
+    /// it holds nothing across a wait).
+    reading: Option<(Drawn, Share)>,
 }
 
 impl Arriving<'_> {
+    /// Before the body is waited for: its reading slot, if it holds none yet.
+    fn waits(&mut self) -> Result<(), RpcError> {
+        if self.reading.is_none() {
+            self.reading = Some(self.ep.reading_slot(self.caller)?);
+        }
+        Ok(())
+    }
+
     /// Counts `total` bytes for the body; -32000 (429/503) past the client's or everyone's
     /// share.
     fn reserve(&mut self, total: usize) -> Result<(), RpcError> {
@@ -360,9 +373,9 @@ impl Arriving<'_> {
             return Ok(());
         }
         match &mut self.flight {
-            Some(flight) => self.engine.grow_flight(flight, total),
+            Some(flight) => self.ep.engine.grow_flight(flight, total),
             None => {
-                self.flight = Some(self.engine.flight(self.caller, total)?);
+                self.flight = Some(self.ep.engine.flight(self.caller, total)?);
                 Ok(())
             }
         }
@@ -380,7 +393,7 @@ async fn read_body(
     limit: usize,
     arriving: &mut Arriving<'_>,
 ) -> Result<Bytes, RpcError> {
-    use futures_util::StreamExt as _;
+    use futures_util::{FutureExt as _, StreamExt as _};
     let start = tokio::time::Instant::now();
     let hard = start + cfg.limits.body_timeout;
     let rate = cfg.limits.min_body_rate.max(1);
@@ -390,37 +403,58 @@ async fn read_body(
         .unwrap_or(limit)
         .min(limit);
     arriving.reserve(capacity)?;
-    let mut buf = bytes::BytesMut::with_capacity(capacity);
+    // A body that comes in one chunk (a small POST, read with its head) is that chunk, not
+    // a copy; the buffer is made for a second one.
+    let mut first: Option<Bytes> = None;
+    let mut buf = bytes::BytesMut::new();
     let mut data = body.into_data_stream();
     loop {
-        // The time by which one more byte must have come.
-        let owed = Duration::from_secs_f64((buf.len() as f64 + 1.0) / rate as f64);
-        let due = (start + RATE_GRACE + owed).min(hard);
-        match tokio::time::timeout_at(due, data.next()).await {
+        // What has come already is taken without a timer; only a wait has a deadline.
+        let next = match data.next().now_or_never() {
+            Some(next) => Ok(next),
+            None => {
+                arriving.waits()?;
+                // The time by which one more byte must have come.
+                let received = buf.len() + first.as_ref().map_or(0, Bytes::len);
+                let owed = Duration::from_secs_f64((received as f64 + 1.0) / rate as f64);
+                let due = (start + RATE_GRACE + owed).min(hard);
+                tokio::time::timeout_at(due, data.next())
+                    .await
+                    .map_err(|_| due == hard)
+            }
+        };
+        let received = buf.len() + first.as_ref().map_or(0, Bytes::len);
+        match next {
             Ok(Some(Ok(chunk))) => {
-                if buf.len() + chunk.len() > limit {
+                if received + chunk.len() > limit {
                     return Err(admission::too_large(limit));
                 }
-                arriving.reserve(buf.len() + chunk.len())?;
-                buf.extend_from_slice(&chunk);
+                arriving.reserve(received + chunk.len())?;
+                if received == 0 {
+                    first = Some(chunk);
+                } else {
+                    if let Some(first) = first.take() {
+                        buf.reserve(capacity.max(received + chunk.len()));
+                        buf.extend_from_slice(&first);
+                    }
+                    buf.extend_from_slice(&chunk);
+                }
             }
-            Ok(None) => return Ok(buf.freeze()),
+            Ok(None) => return Ok(first.unwrap_or_else(|| buf.freeze())),
             Ok(Some(Err(_))) => {
                 return Err(slow_body(format!(
-                    "the body broke off after {} bytes",
-                    buf.len()
+                    "the body broke off after {received} bytes"
                 )));
             }
-            Err(_) if due == hard => {
+            Err(true) => {
                 return Err(slow_body(format!(
                     "the body did not arrive within {} s",
                     cfg.limits.body_timeout.as_secs_f64()
                 )));
             }
-            Err(_) => {
+            Err(false) => {
                 return Err(slow_body(format!(
-                    "the body arrives slower than {rate} bytes per second ({} bytes in {:.1} s)",
-                    buf.len(),
+                    "the body arrives slower than {rate} bytes per second ({received} bytes in {:.1} s)",
                     start.elapsed().as_secs_f64()
                 )));
             }
@@ -536,17 +570,22 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     // network address before anything else costs (abuse control before authentication: a
     // flood of random bearer tokens holds its address's `max_bodies_per_client`, never more
     // token checks), never a request slot: a client that sends half a body holds its own
-    // share of the reading budget, for seconds.
+    // share of the reading budget, for seconds. Without a token to check, the slot is taken
+    // when the body is first waited for: one that came whole with its head holds none.
     #[cfg_attr(not(feature = "auth"), allow(unused_mut))]
     let mut caller = ep.engine.identify(&mut parts.extensions);
-    let reading = match ep.reading_slot(caller) {
-        Ok(slot) => slot,
-        Err(e) => return sse::error(None, &e),
-    };
+    #[cfg_attr(not(feature = "auth"), allow(unused_mut))]
+    let mut reading = None;
     // Who is calling, before the body is read: a request without a usable token costs
     // nothing more. A verified token makes the caller its principal.
     #[cfg(feature = "auth")]
     if ep.auth.is_some() {
+        // The slot is taken before the token is checked: it bounds the checks an address
+        // has running.
+        reading = match ep.reading_slot(caller) {
+            Ok(slot) => Some(slot),
+            Err(e) => return sse::error(None, &e),
+        };
         if let Err(resp) =
             auth::authenticate(&ep, &parts.method, headers.map, &mut parts.extensions).await
         {
@@ -557,11 +596,11 @@ async fn serve_post(ep: Arc<Endpoint>, request: Request) -> Response {
     // The body's bytes count for the caller while it arrives; once read, the request's
     // slot counts them until its work ends.
     let body = {
-        let _reading = reading;
         let mut arriving = Arriving {
-            engine: &ep.engine,
+            ep: &ep,
             caller,
             flight: None,
+            reading,
         };
         match read_body(cfg, body, declared, max_body, &mut arriving).await {
             Ok(b) => b,
