@@ -591,6 +591,10 @@ fn throughput_shaped(
             let server = start(o, spec);
             let mut env = Vec::new();
             let mut sid = None;
+            if workload == "session" && spec.kind == Kind::Axum {
+                // Bare axum has no sessions: the same request bytes, with a stand-in id.
+                env.push(("MCP_SESSION_ID".to_owned(), replay::bare_session_id()));
+            }
             if workload == "session" && spec.kind != Kind::Axum {
                 let s = rt()
                     .block_on(async {
@@ -598,6 +602,13 @@ fn throughput_shaped(
                         http::open_session(&mut c).await
                     })
                     .unwrap_or_else(|e| panic!("{}: cannot open a session: {e}", spec.label));
+                if spec.kind == Kind::Sake && s.len() != replay::SESSION_ID_BYTES {
+                    eprintln!(
+                        "note: sake's session id has {} bytes, bare axum's stand-in {} (replay::SESSION_ID_BYTES)",
+                        s.len(),
+                        replay::SESSION_ID_BYTES
+                    );
+                }
                 env.push(("MCP_SESSION_ID".to_owned(), s.clone()));
                 sid = Some(s);
             }
@@ -1131,11 +1142,8 @@ fn allocs(o: &Opts, rep: &mut Report) {
                 let addr = server.addr;
                 let counts = rt().block_on(async {
                     let req = if spec.kind == Kind::Axum && workload == "session" {
-                        // Bare axum has no sessions: the same request without one.
-                        replay::Request {
-                            body: http::LEGACY_CALL,
-                            headers: vec![("mcp-protocol-version", "2025-11-25".to_owned())],
-                        }
+                        // Bare axum has no sessions: the same bytes, its session id a stand-in.
+                        replay::bare_session_request()
                     } else {
                         replay::request(addr, workload)
                             .await?
@@ -1180,7 +1188,7 @@ fn allocs(o: &Opts, rep: &mut Report) {
         }
     }
     rep.section(&format!(
-        "\n### Allocations per request (counting allocator)\n\nAllocations (`alloc` and `alloc_zeroed`) and reallocations per request, counted in the server over {counted} requests after {warm} of warm-up, sent by `sake-bench` on 1, 32 or 256 keep-alive connections at once (the session call: one session shared). Bare axum answers the session call's request without a session.\n\n{}",
+        "\n### Allocations per request (counting allocator)\n\nAllocations (`alloc` and `alloc_zeroed`) and reallocations per request, counted in the server over {counted} requests after {warm} of warm-up, sent by `sake-bench` on 1, 32 or 256 keep-alive connections at once (the session call: one session shared). Bare axum answers the session call's request without a session (the same bytes, its `Mcp-Session-Id` a stand-in as long as sake's).\n\n{}",
         t.render()
     ));
 }

@@ -35,8 +35,33 @@ pub async fn request(addr: SocketAddr, workload: &str) -> std::io::Result<Option
                 ],
             }
         }
+        // The session call's request for a server that keeps no sessions (bare axum): the
+        // same bytes, with an id as long as the one sake gives the bench's client.
+        "session-bare" => bare_session_request(),
         _ => return Ok(None),
     }))
+}
+
+/// The session call's request for a server that keeps no sessions (bare axum): the bytes a
+/// session server gets, its `Mcp-Session-Id` a stand-in as long as the id sake's session
+/// has (a signed token of [`SESSION_ID_BYTES`]), so that both parse the same head.
+pub fn bare_session_request() -> Request {
+    Request {
+        body: http::LEGACY_CALL,
+        headers: vec![
+            ("mcp-protocol-version", "2025-11-25".to_owned()),
+            ("mcp-session-id", bare_session_id()),
+        ],
+    }
+}
+
+/// How long the id of a session sake opens for the bench's `initialize` is (`s1.` and a
+/// signed token); the throughput workloads print a note when sake's differs.
+pub const SESSION_ID_BYTES: usize = 289;
+
+/// A stand-in session id for bare axum (which ignores it), [`SESSION_ID_BYTES`] long.
+pub fn bare_session_id() -> String {
+    "s".repeat(SESSION_ID_BYTES)
 }
 
 /// Opens `n` keep-alive connections.
