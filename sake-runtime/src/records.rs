@@ -71,6 +71,12 @@ impl<K: Clone + Eq + Hash + Ord, V> Records<K, V> {
         self.entries.len()
     }
 
+    /// When the record that expires first expires (an expired one not yet dropped
+    /// included).
+    pub fn soonest(&self) -> Option<Instant> {
+        self.by_expiry.first().map(|(at, _, _)| *at)
+    }
+
     /// The live record of `key`.
     pub fn get<Q>(&self, key: &Q, now: Instant) -> Option<&V>
     where

@@ -331,6 +331,188 @@ async fn updates_of_a_remote_resource_reach_its_subscribers_under_the_prefix() {
     }
 }
 
+/// The upstream, with its notifier: what it tells its listening streams, and how many listen
+/// (`Notifier::listeners`): the gateway's watch of its lists, and one stream per resource it
+/// follows for its clients.
+async fn observed_upstream() -> (String, Notifier) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = Server::from_registry().quiet(true).build().unwrap();
+    let notifier = service.notifier();
+    tokio::spawn(service.serve(listener, std::future::pending()));
+    (format!("http://{addr}/mcp"), notifier)
+}
+
+/// Waits (five seconds at most) until `want` streams listen to the upstream.
+async fn upstream_listeners(up: &Notifier, want: usize, why: &str) {
+    for _ in 0..100 {
+        if up.listeners() == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(up.listeners(), want, "{why}");
+}
+
+/// Whether an update of the upstream's readme reaches `updates` as the gateway's
+/// `docs://up/readme` (told again until it does, two seconds at most).
+async fn readme_updated(up: &Notifier, updates: &mut sake::client::Notifications) -> bool {
+    for _ in 0..8 {
+        up.notify_resource_updated("docs://readme");
+        if let Ok(Some(n)) = tokio::time::timeout(Duration::from_millis(250), updates.recv()).await
+            && n.method == "notifications/resources/updated"
+        {
+            return n.uri() == Some("docs://up/readme");
+        }
+    }
+    false
+}
+
+/// The gateway follows a remote resource upstream while it has subscribers, on both eras:
+/// until the last one goes (a 2025-11-25 session unsubscribes, a 2026-07-28 listen stream
+/// ends), seen from the upstream's side; a new subscription follows it again and gets its
+/// updates; of two subscribers, the first one's going leaves it followed for the second.
+#[tokio::test]
+async fn a_remote_resource_is_followed_upstream_while_it_has_subscribers() {
+    for rev in REVISIONS {
+        let (up_url, up) = observed_upstream().await;
+        let gw = serve(empty().proxy("up", Upstream::url(&up_url))).await;
+        let first = Client::builder().revision(rev).connect(&gw).await.unwrap();
+        let second = Client::builder().revision(rev).connect(&gw).await.unwrap();
+        let readme = || Subscription {
+            resource_subscriptions: vec!["docs://up/readme".into()],
+            ..Subscription::default()
+        };
+        let _ = first.list_resources().await.unwrap();
+        // The gateway's watch of the upstream's lists.
+        upstream_listeners(&up, 1, "connected").await;
+        let mut updates = first.subscribe(readme()).await.unwrap();
+        upstream_listeners(&up, 2, "followed").await;
+        assert!(readme_updated(&up, &mut updates).await, "{rev}");
+        drop(updates);
+        upstream_listeners(&up, 1, "released with its subscriber").await;
+        // Followed again for a new subscription.
+        let mut updates = first.subscribe(readme()).await.unwrap();
+        upstream_listeners(&up, 2, "followed again").await;
+        assert!(readme_updated(&up, &mut updates).await, "{rev}");
+        // Two subscribers, one follow upstream.
+        let mut theirs = second.subscribe(readme()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(up.listeners(), 2, "{rev}: one follow for two subscribers");
+        drop(updates);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(up.listeners(), 2, "{rev}: kept for the second subscriber");
+        assert!(readme_updated(&up, &mut theirs).await, "{rev}");
+        drop(theirs);
+        upstream_listeners(&up, 1, "released with the second subscriber").await;
+    }
+}
+
+/// A 2025-11-25 session's subscriptions end with it: deleted (HTTP DELETE) or expired, the
+/// gateway no longer follows their resources upstream.
+#[tokio::test]
+async fn a_sessions_end_or_expiry_ends_what_it_followed_upstream() {
+    let rev = Revision::V2025_11_25;
+    let (up_url, up) = observed_upstream().await;
+    let gw = serve(
+        empty()
+            .proxy("up", Upstream::url(&up_url))
+            .session_lifetime(Duration::from_secs(2)),
+    )
+    .await;
+    let readme = Subscription {
+        resource_subscriptions: vec!["docs://up/readme".into()],
+        ..Subscription::default()
+    };
+    // Deleted: its subscription goes with it (not unsubscribed: its stream is kept open).
+    let client = Client::builder().revision(rev).connect(&gw).await.unwrap();
+    let mut updates = client.subscribe(readme.clone()).await.unwrap();
+    upstream_listeners(&up, 2, "followed").await;
+    assert!(readme_updated(&up, &mut updates).await);
+    client.close().await;
+    upstream_listeners(&up, 1, "released with the deleted session").await;
+    // Expired: nothing is asked of the gateway, its subscription goes at the expiry.
+    let client = Client::builder().revision(rev).connect(&gw).await.unwrap();
+    let _updates = client.subscribe(readme.clone()).await.unwrap();
+    upstream_listeners(&up, 2, "followed").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    upstream_listeners(&up, 1, "released with the expired session").await;
+    // A new session follows it again, and hears its updates.
+    let client = Client::builder().revision(rev).connect(&gw).await.unwrap();
+    let mut updates = client.subscribe(readme).await.unwrap();
+    upstream_listeners(&up, 2, "followed again").await;
+    assert!(readme_updated(&up, &mut updates).await);
+    drop(updates);
+}
+
+#[derive(Clone)]
+struct User(String);
+
+/// A gateway of `up` that names its callers by their `x-user` header, as an authorization
+/// layer would by their token.
+async fn named_gateway(up: &str) -> String {
+    let service = empty()
+        .proxy("up", Upstream::url(up))
+        .principal(|ext| ext.get::<User>().map(|u| u.0.clone()))
+        .quiet(true)
+        .build()
+        .unwrap();
+    let app = service.router().layer(axum::middleware::from_fn(
+        |mut req: axum::extract::Request, next: axum::middleware::Next| async move {
+            let user = req
+                .headers()
+                .get("x-user")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            if let Some(u) = user {
+                req.extensions_mut().insert(User(u));
+            }
+            next.run(req).await
+        },
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/mcp")
+}
+
+/// One caller past its share of the upstream's follows (128) cannot keep another caller's
+/// resource from being followed: the other still gets its updates, on both eras.
+#[tokio::test]
+async fn a_caller_past_its_share_leaves_the_others_followed() {
+    for rev in REVISIONS {
+        let (up_url, up) = observed_upstream().await;
+        let gw = named_gateway(&up_url).await;
+        let user = |name: &'static str| {
+            Client::builder().revision(rev).header(
+                axum::http::HeaderName::from_static("x-user"),
+                axum::http::HeaderValue::from_static(name),
+            )
+        };
+        let greedy = user("greedy").connect(&gw).await.unwrap();
+        let other = user("other").connect(&gw).await.unwrap();
+        let cities = Subscription {
+            resource_subscriptions: (0..129).map(|i| format!("weather://up/c{i}/now")).collect(),
+            ..Subscription::default()
+        };
+        let greedy_updates = greedy.subscribe(cities).await.unwrap();
+        // The gateway's watch of the upstream's lists, and the greedy caller's share.
+        upstream_listeners(&up, 1 + 128, "the greedy caller's share").await;
+        let mut updates = other
+            .subscribe(Subscription {
+                resource_subscriptions: vec!["docs://up/readme".into()],
+                ..Subscription::default()
+            })
+            .await
+            .unwrap();
+        upstream_listeners(&up, 1 + 128 + 1, "the other caller's resource").await;
+        assert!(readme_updated(&up, &mut updates).await, "{rev}");
+        drop(greedy_updates);
+        upstream_listeners(&up, 2, "the greedy caller's released").await;
+        assert!(readme_updated(&up, &mut updates).await, "{rev}");
+    }
+}
+
 #[tokio::test]
 async fn an_upstreams_tools_are_renamed_hidden_fixed_defaulted_and_filtered() {
     let up = upstream().await;

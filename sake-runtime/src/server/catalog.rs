@@ -260,11 +260,17 @@ impl Catalog {
     /// longer than [`MAX_URI_BYTES`](super::MAX_URI_BYTES), and it denotes a resource the
     /// caller may read, as `resources/read` checks. A client may make the server remember
     /// only URIs it could read.
+    ///
+    /// A source's resource (`Server::proxy`) is followed at its source for `caller` (its
+    /// `Admission::caller_key`): the `Following` given back is kept with the subscription,
+    /// and dropped with it (the source stops following the URI with its last holder). `None`:
+    /// the program's own resource, or one its source does not follow (past its bounds).
     pub(crate) fn followable_uri(
         &self,
         extensions: &http::Extensions,
         uri: &str,
-    ) -> Result<(), RpcError> {
+        caller: crate::quota::Key,
+    ) -> Result<Option<super::source::Following>, RpcError> {
         if uri.len() > super::MAX_URI_BYTES {
             return Err(RpcError::invalid_params(format!(
                 "Invalid params: the URI has {} bytes; this server serves none longer than {}",
@@ -276,10 +282,9 @@ impl Catalog {
             && let Some(source) = self.source_of(super::source::ListKind::Resources, uri)
         {
             // A source's resource (`Server::proxy`): its upstream is asked to tell of it.
-            source.follow(uri);
-            return Ok(());
+            return Ok(source.follow(uri, caller));
         }
-        self.denoted::<Resource>(extensions, uri).map(drop)
+        self.denoted::<Resource>(extensions, uri).map(|_| None)
     }
 
     /// Every caller's lists of `rev`, as `audience` sees them.

@@ -80,9 +80,14 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
         None
     }
     /// A client follows updates of `uri`, one of this source's resources
-    /// (`resources/subscribe`, a listen filter): the source follows it at its end, and tells
-    /// of its updates through the notifier it was attached to.
-    fn follow(&self, uri: &str);
+    /// (`resources/subscribe`, a listen filter), as `caller` (`Admission::caller_key`: a
+    /// principal, or an anonymous client's network): the source follows it at its end while
+    /// the [`Following`] it gives lives (or another holder's of the same URI), and tells of
+    /// its updates through the notifier it was attached to. The holder keeps it where it
+    /// keeps the subscription, and drops it with the subscription. `None`: not followed (a
+    /// source past its bounds, which it logs); the client's subscription is kept all the
+    /// same.
+    fn follow(&self, uri: &str, caller: crate::quota::Key) -> Option<Following>;
     /// Where it tells the clients that its lists changed or a resource was updated: given
     /// once, when the server is built.
     fn attach(&self, notifier: crate::handler::events::Notifier);
@@ -110,6 +115,31 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug + 'static {
     /// finds it), unless it is pinned.
     fn listed(&self, _name: &str) -> bool {
         true
+    }
+}
+
+/// A holder's part in a source's following of one URI ([`Source::follow`]): the source
+/// follows the URI while any holder's part lives, and stops when the last one is dropped.
+/// Kept where the subscription is kept: beside its bytes in the hub's set of its session
+/// (dropped with an unsubscribe, the session's end, expiry or eviction), in a listen
+/// stream's state (dropped when the stream ends).
+pub(crate) struct Following {
+    _part: Box<dyn Send + Sync>,
+}
+
+impl Following {
+    /// A part whose drop is the source's to act on.
+    #[cfg_attr(not(feature = "client"), allow(dead_code))] // made by `compose::proxy`
+    pub(crate) fn new(part: impl Send + Sync + 'static) -> Following {
+        Following {
+            _part: Box::new(part),
+        }
+    }
+}
+
+impl std::fmt::Debug for Following {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Following")
     }
 }
 

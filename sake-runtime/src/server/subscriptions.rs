@@ -236,12 +236,18 @@ pub(crate) fn listen(
     // Only what the server serves is honoured (the acknowledgement leaves the rest out), and
     // only what the caller may read: a resource it may not read is refused with the same
     // 401 or 403 as `resources/read`, so that it can sign in with more.
+    // A proxied resource is followed upstream while the stream lasts.
+    let caller = shared.admission.caller_key(extensions);
+    let mut following = Vec::new();
     if let Some(uris) = &mut filter.resource_subscriptions {
         let mut kept = Uris::default();
         for uri in std::mem::take(&mut uris.listed) {
-            match shared.catalog.followable_uri(extensions, &uri) {
-                Ok(()) => {
-                    kept.set.insert(uri.clone());
+            match shared.catalog.followable_uri(extensions, &uri, caller) {
+                Ok(part) => {
+                    // One part per URI however often the filter names it.
+                    if kept.set.insert(uri.clone()) {
+                        following.extend(part);
+                    }
                     kept.listed.push(uri);
                 }
                 Err(e) if e.challenge().is_some() => return Err(e),
@@ -261,11 +267,9 @@ pub(crate) fn listen(
             .map(|id| id.len() + super::front::HELD_OVERHEAD)
             .sum::<usize>()
     });
-    let held = shared.admission.hold(
-        shared.admission.caller_key(extensions),
-        bytes,
-        "this stream's filter",
-    )?;
+    let held = shared
+        .admission
+        .hold(caller, bytes, "this stream's filter")?;
     let tasks = match (&shared.tasks, &filter.task_ids) {
         (Some(tasks), Some(ids)) => {
             let mut poll = tokio::time::interval(tasks.poll_interval);
@@ -295,6 +299,7 @@ pub(crate) fn listen(
         tasks,
         outbox: VecDeque::new(),
         _held: held,
+        _following: following,
         revoked,
     };
     Ok(futures_util::stream::unfold(state, next))
@@ -354,6 +359,8 @@ struct State {
     outbox: VecDeque<Bytes>,
     /// The bytes of its filter, in its client's share until the stream ends.
     _held: super::front::Held,
+    /// Its proxied resources, followed upstream until the stream ends.
+    _following: Vec<super::source::Following>,
     /// The caller's hold: the stream ends when the caller is signed out.
     revoked: Option<super::revocation::Watch>,
 }

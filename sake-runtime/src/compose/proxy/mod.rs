@@ -33,8 +33,9 @@ use crate::protocol::Revision;
 use crate::protocol::jsonrpc::{RpcError, code};
 use crate::protocol::meta::{CLIENT_CAPABILITIES, INPUT_KEY, LOG_LEVEL};
 use crate::protocol::types::{ListRootsResult, LoggingLevel, Tool};
+use crate::quota::Key;
 use crate::registry::{ArgumentEdit, is_valid_tool_name};
-use crate::server::source::{ListKind, Listed, Placement, Source};
+use crate::server::source::{Following, ListKind, Listed, Placement, Source};
 
 use super::transform::Reshape;
 use super::{SEPARATOR, ToolFilter, ToolTransform, prefixed_name, prefixed_uri, unprefixed_uri};
@@ -107,9 +108,8 @@ pub(crate) struct ProxyInner {
     /// question, by what they can answer (at most 16): a handshake upstream learns the
     /// client's capabilities once, at `initialize`.
     sessions: tokio::sync::Mutex<std::collections::HashMap<Askable, Client>>,
-    /// The URIs clients follow, followed at the upstream (at most [`MAX_FOLLOWED`]; until the
-    /// connection is made again).
-    followed: Mutex<std::collections::HashSet<String>>,
+    /// The URIs clients follow, each followed at the upstream while a holder's part lives.
+    followed: Arc<Mutex<Followed>>,
     /// What the server around it serves itself (given when the server is built).
     placed: OnceLock<Placement>,
     /// The upstream's names of its renamed tools, by the names they are served under (before
@@ -159,7 +159,7 @@ impl Proxy {
             connection: tokio::sync::Mutex::new(None),
             cache: Arc::default(),
             notifier: Arc::default(),
-            followed: Mutex::default(),
+            followed: Arc::new(Mutex::new(Followed::new(MAX_FOLLOWED_PER_CALLER))),
             sessions: tokio::sync::Mutex::default(),
             placed: OnceLock::new(),
             renamed,
@@ -399,9 +399,8 @@ impl ProxyInner {
         let exited = gone.client.is_closed();
         drop(gone);
         self.sessions.lock().await.clear();
-        if let Ok(mut f) = self.followed.lock() {
-            f.clear();
-        }
+        // The URIs followed stay held: each follow's task ends with its upstream stream (the
+        // next subscription follows the URI again), or with its last holder.
         if let Ok(mut cache) = self.cache.lock() {
             cache.stale();
         }
@@ -413,6 +412,53 @@ impl ProxyInner {
             });
         }
         true
+    }
+
+    /// Follows `uri` (the upstream's `inner`) at the upstream, telling of its updates under
+    /// this server's URI, until the upstream ends the stream or `stop` fires (its last
+    /// holder is gone): the upstream subscription ends with the stream, dropped.
+    async fn follow_upstream(
+        &self,
+        uri: &str,
+        inner: String,
+        stop: &tokio_util::sync::CancellationToken,
+    ) {
+        let Ok(client) = self.client().await else {
+            return;
+        };
+        if stop.is_cancelled() {
+            return;
+        }
+        // Not cut short by `stop`: a subscription made is ended by dropping its stream.
+        let mut stream = match client
+            .subscribe(Subscription {
+                resource_subscriptions: vec![inner],
+                ..Subscription::default()
+            })
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(prefix = self.label, %uri, "the upstream refused to tell of updates: {e}");
+                return;
+            }
+        };
+        loop {
+            tokio::select! {
+                biased;
+                () = stop.cancelled() => return,
+                n = stream.recv() => {
+                    let Some(n) = n else {
+                        return;
+                    };
+                    if n.method == "notifications/resources/updated"
+                        && let (Some(u), Some(notifier)) = (n.uri(), self.notifier.get())
+                    {
+                        notifier.notify_resource_updated(self.outer_uri(u));
+                    }
+                }
+            }
+        }
     }
 
     /// The error a client gets when the upstream cannot be reached or did not answer.
@@ -524,6 +570,166 @@ impl ProxyInner {
 
 /// How many resources of one upstream are followed for clients, at most.
 const MAX_FOLLOWED: usize = 1024;
+
+/// How many resources of one upstream one caller (`Admission::caller_key`: a principal, or an
+/// anonymous client's network) has followed for it, at most: a caller that subscribes to
+/// many leaves the others room under [`MAX_FOLLOWED`]. Past it (or past `MAX_FOLLOWED`), its
+/// subscriptions are kept but not followed upstream (logged); it still hears the updates of a
+/// resource another caller has followed, while that one holds it.
+const MAX_FOLLOWED_PER_CALLER: usize = 128;
+
+/// The URIs of an upstream clients follow: each followed by a task of its own (its upstream
+/// subscription) while any holder's part ([`Part`], given as a [`Following`]) lives, counted
+/// per caller.
+struct Followed {
+    uris: std::collections::HashMap<String, Follow>,
+    /// How many of `uris` each caller holds a part of.
+    callers: std::collections::HashMap<Key, usize>,
+    /// How many one caller may hold a part of ([`MAX_FOLLOWED_PER_CALLER`]).
+    share: usize,
+    /// The generation of the next follow: a part of a follow that ended leaves nothing
+    /// behind it.
+    next: u64,
+}
+
+/// One URI followed upstream.
+struct Follow {
+    generation: u64,
+    /// The parts each caller holds.
+    holders: std::collections::HashMap<Key, usize>,
+    /// Ends the follow's task (its upstream subscription with it).
+    stop: tokio_util::sync::CancellationToken,
+}
+
+/// Why a URI is not followed for a caller.
+#[derive(Debug, PartialEq, Eq)]
+enum NotFollowed {
+    /// The upstream's [`MAX_FOLLOWED`] are followed.
+    Full,
+    /// The caller holds its share.
+    Share,
+}
+
+impl Followed {
+    fn new(share: usize) -> Followed {
+        Followed {
+            uris: std::collections::HashMap::new(),
+            callers: std::collections::HashMap::new(),
+            share,
+            next: 0,
+        }
+    }
+
+    /// One more part of `uri` for `caller`: the follow's generation, and the token of the task
+    /// to start when the part is the first (`None`: it is followed already).
+    fn join(
+        &mut self,
+        uri: &str,
+        caller: Key,
+    ) -> Result<(u64, Option<tokio_util::sync::CancellationToken>), NotFollowed> {
+        let held = self.callers.get(&caller).copied().unwrap_or(0);
+        if let Some(f) = self.uris.get_mut(uri) {
+            if !f.holders.contains_key(&caller) {
+                // A URI new to the caller counts against its share, followed or not.
+                if held >= self.share {
+                    return Err(NotFollowed::Share);
+                }
+                *self.callers.entry(caller).or_default() += 1;
+            }
+            *f.holders.entry(caller).or_default() += 1;
+            return Ok((f.generation, None));
+        }
+        if self.uris.len() >= MAX_FOLLOWED {
+            return Err(NotFollowed::Full);
+        }
+        if held >= self.share {
+            return Err(NotFollowed::Share);
+        }
+        let generation = self.next;
+        self.next += 1;
+        let stop = tokio_util::sync::CancellationToken::new();
+        self.uris.insert(
+            uri.to_owned(),
+            Follow {
+                generation,
+                holders: std::collections::HashMap::from([(caller, 1)]),
+                stop: stop.clone(),
+            },
+        );
+        *self.callers.entry(caller).or_default() += 1;
+        Ok((generation, Some(stop)))
+    }
+
+    /// A part of `uri`'s follow of `generation` for `caller` is dropped: when it was the
+    /// last, the follow ends (its task is stopped, the URI forgotten). Whether it ended.
+    fn leave(&mut self, uri: &str, caller: Key, generation: u64) -> bool {
+        let Some(f) = self.uris.get_mut(uri) else {
+            return false;
+        };
+        if f.generation != generation {
+            return false;
+        }
+        let Some(mine) = f.holders.get_mut(&caller) else {
+            return false;
+        };
+        *mine = mine.saturating_sub(1);
+        if *mine > 0 {
+            return false;
+        }
+        f.holders.remove(&caller);
+        let last = f.holders.is_empty();
+        self.release(caller);
+        if last && let Some(f) = self.uris.remove(uri) {
+            f.stop.cancel();
+        }
+        last
+    }
+
+    /// The task of `uri`'s follow of `generation` ended (the upstream ended its stream, or
+    /// refused it): the URI is forgotten, its parts leave nothing (the next subscription
+    /// follows it again).
+    fn ended(&mut self, uri: &str, generation: u64) {
+        if self
+            .uris
+            .get(uri)
+            .is_some_and(|f| f.generation == generation)
+            && let Some(f) = self.uris.remove(uri)
+        {
+            for caller in f.holders.keys() {
+                self.release(*caller);
+            }
+        }
+    }
+
+    /// `caller` holds a part of one URI fewer.
+    fn release(&mut self, caller: Key) {
+        if let Some(n) = self.callers.get_mut(&caller) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.callers.remove(&caller);
+            }
+        }
+    }
+}
+
+/// A holder's part in following one URI (a [`Following`]): dropped, it leaves the follow,
+/// which ends with its last part.
+struct Part {
+    followed: Arc<Mutex<Followed>>,
+    uri: String,
+    caller: Key,
+    generation: u64,
+}
+
+impl Drop for Part {
+    fn drop(&mut self) {
+        if let Ok(mut f) = self.followed.lock()
+            && f.leave(&self.uri, self.caller, self.generation)
+        {
+            tracing::debug!(uri = %self.uri, "a resource is no longer followed upstream: its last subscriber is gone");
+        }
+    }
+}
 
 /// How many of an upstream's notifications about one call wait to be relayed, at most.
 const RELAYED: usize = 256;
@@ -651,63 +857,49 @@ impl Source for Proxy {
         }
     }
 
-    fn follow(&self, uri: &str) {
+    fn follow(&self, uri: &str, caller: Key) -> Option<Following> {
         // The upstream's own URI; its updates are told under this server's.
-        let Some(inner) = self.0.inner_uri(uri) else {
-            return;
-        };
-        {
+        let inner = self.0.inner_uri(uri)?;
+        let (generation, start) = {
             let Ok(mut followed) = self.0.followed.lock() else {
-                return;
+                return None;
             };
-            if followed.contains(uri) {
-                return;
+            match followed.join(uri, caller) {
+                Ok(joined) => joined,
+                Err(NotFollowed::Full) => {
+                    tracing::warn!(
+                        prefix = self.0.label,
+                        "{MAX_FOLLOWED} resources of this upstream are followed already: updates of {uri} are not"
+                    );
+                    return None;
+                }
+                Err(NotFollowed::Share) => {
+                    tracing::warn!(
+                        prefix = self.0.label,
+                        "this caller has {} resources of this upstream followed already, the most one caller may: updates of {uri} are not followed for it",
+                        followed.share
+                    );
+                    return None;
+                }
             }
-            if followed.len() >= MAX_FOLLOWED {
-                tracing::warn!(
-                    prefix = self.0.label,
-                    "{MAX_FOLLOWED} resources of this upstream are followed already: updates of {uri} are not"
-                );
-                return;
-            }
-            followed.insert(uri.to_owned());
-        }
-        let this = Arc::clone(&self.0);
-        let uri = uri.to_owned();
-        tokio::spawn(async move {
-            let Ok(client) = this.client().await else {
+        };
+        let part = Part {
+            followed: Arc::clone(&self.0.followed),
+            uri: uri.to_owned(),
+            caller,
+            generation,
+        };
+        if let Some(stop) = start {
+            let this = Arc::clone(&self.0);
+            let uri = uri.to_owned();
+            tokio::spawn(async move {
+                this.follow_upstream(&uri, inner, &stop).await;
                 if let Ok(mut f) = this.followed.lock() {
-                    f.remove(&uri);
+                    f.ended(&uri, generation);
                 }
-                return;
-            };
-            let mut stream = match client
-                .subscribe(Subscription {
-                    resource_subscriptions: vec![inner],
-                    ..Subscription::default()
-                })
-                .await
-            {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(prefix = this.label, %uri, "the upstream refused to tell of updates: {e}");
-                    if let Ok(mut f) = this.followed.lock() {
-                        f.remove(&uri);
-                    }
-                    return;
-                }
-            };
-            while let Some(n) = stream.recv().await {
-                if n.method == "notifications/resources/updated"
-                    && let (Some(u), Some(notifier)) = (n.uri(), this.notifier.get())
-                {
-                    notifier.notify_resource_updated(this.outer_uri(u));
-                }
-            }
-            if let Ok(mut f) = this.followed.lock() {
-                f.remove(&uri);
-            }
-        });
+            });
+        }
+        Some(Following::new(part))
     }
 
     fn owns(&self, kind: ListKind, key: &str) -> bool {
@@ -958,4 +1150,237 @@ fn canonical(mut e: RpcError, upstream: Revision, method: &str) -> RpcError {
 /// The error of a call of a tool this server does not serve, as for its own.
 fn unknown_tool(name: &str) -> RpcError {
     RpcError::invalid_params(format!("Unknown tool: {name}")).with_data(json!({ "name": name }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handler::events::{Bus, Event};
+    use crate::handler::{Location, ResourceDef, ResourceFuture, ResourceRequest};
+    use crate::registry::Registry;
+
+    fn keys(names: &[&str]) -> Vec<Key> {
+        let k = crate::quota::Keys::default();
+        names.iter().map(|n| k.of(n)).collect()
+    }
+
+    /// The upstream follow starts with a URI's first part, is kept while any part lives, and
+    /// ends (its task stopped, the URI forgotten) with the last one; a caller's URIs count
+    /// once each against its share, however many parts it holds of them.
+    #[test]
+    fn a_follow_lives_as_long_as_its_parts() {
+        let [a, b] = keys(&["a", "b"])[..] else {
+            unreachable!()
+        };
+        let mut f = Followed::new(MAX_FOLLOWED_PER_CALLER);
+        let (g, stop) = f.join("docs://up/readme", a).unwrap();
+        let stop = stop.expect("the first part starts the follow");
+        assert_eq!(f.join("docs://up/readme", a).unwrap(), (g, None));
+        assert_eq!(f.join("docs://up/readme", b).unwrap(), (g, None));
+        assert_eq!((f.callers[&a], f.callers[&b]), (1, 1));
+        // a's two parts go: b's keeps it followed.
+        assert!(!f.leave("docs://up/readme", a, g));
+        assert!(!f.leave("docs://up/readme", a, g));
+        assert!(!stop.is_cancelled());
+        assert!(!f.callers.contains_key(&a));
+        // A part already gone leaves nothing more.
+        assert!(!f.leave("docs://up/readme", a, g));
+        assert!(f.uris.contains_key("docs://up/readme"));
+        // The last one ends it.
+        assert!(f.leave("docs://up/readme", b, g));
+        assert!(stop.is_cancelled());
+        assert!(f.uris.is_empty() && f.callers.is_empty());
+        // A new subscription follows it again, as a new follow.
+        let (again, start) = f.join("docs://up/readme", b).unwrap();
+        assert!(again != g && start.is_some());
+    }
+
+    /// A follow whose task ended (the upstream ended its stream) is forgotten: its parts
+    /// leave nothing behind, and do not touch the follow that replaces it.
+    #[test]
+    fn a_follow_that_ended_is_followed_anew() {
+        let [a, b] = keys(&["a", "b"])[..] else {
+            unreachable!()
+        };
+        let mut f = Followed::new(1);
+        let (old, _) = f.join("docs://up/readme", a).unwrap();
+        f.ended("docs://up/readme", old);
+        assert!(f.uris.is_empty() && f.callers.is_empty());
+        // Its caller's share is its own again.
+        let (new, start) = f.join("docs://up/readme", a).unwrap();
+        assert!(start.is_some());
+        f.join("docs://up/readme", b).unwrap();
+        // The old part's drop and the old task's end leave the new follow alone.
+        assert!(!f.leave("docs://up/readme", a, old));
+        f.ended("docs://up/readme", old);
+        assert_eq!(f.uris["docs://up/readme"].holders.len(), 2);
+        assert!(!f.leave("docs://up/readme", a, new));
+        assert!(f.leave("docs://up/readme", b, new));
+    }
+
+    /// A caller holds at most its share of the upstream's follows; the others follow theirs
+    /// (a URI the caller shares with them too: past its share it is refused a part of one
+    /// followed already). Past the upstream's total, nobody follows a new one.
+    #[test]
+    fn a_caller_holds_its_share_and_the_upstream_its_total() {
+        let [greedy, other] = keys(&["greedy", "other"])[..] else {
+            unreachable!()
+        };
+        let mut f = Followed::new(MAX_FOLLOWED_PER_CALLER);
+        for i in 0..MAX_FOLLOWED_PER_CALLER {
+            f.join(&format!("weather://up/c{i}/now"), greedy).unwrap();
+        }
+        assert_eq!(
+            f.join("weather://up/more/now", greedy),
+            Err(NotFollowed::Share)
+        );
+        let (g, start) = f.join("docs://up/readme", other).unwrap();
+        assert!(start.is_some());
+        assert_eq!(f.join("docs://up/readme", greedy), Err(NotFollowed::Share));
+        // What it holds already, it may hold again.
+        assert!(f.join("weather://up/c0/now", greedy).unwrap().1.is_none());
+        assert!(f.leave("docs://up/readme", other, g));
+        // The total: no caller follows a URI past it.
+        let callers = keys(&["c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"]);
+        let mut n = f.uris.len();
+        'fill: for c in &callers {
+            for i in 0..MAX_FOLLOWED_PER_CALLER {
+                if n == MAX_FOLLOWED {
+                    break 'fill;
+                }
+                f.join(&format!("weather://up/{i}-{n}/now"), *c).unwrap();
+                n += 1;
+            }
+        }
+        assert_eq!(f.uris.len(), MAX_FOLLOWED);
+        assert_eq!(
+            f.join("docs://up/readme", callers[8]),
+            Err(NotFollowed::Full)
+        );
+    }
+
+    fn read(_: ResourceRequest, _: Context) -> ResourceFuture {
+        Box::pin(async { Ok(crate::protocol::types::ReadResourceResult::default()) })
+    }
+
+    const HERE: Location = Location {
+        file: file!(),
+        line: line!(),
+        module: module_path!(),
+    };
+
+    static README: ResourceDef = ResourceDef {
+        uri: "docs://readme",
+        name: "readme",
+        title: None,
+        description: None,
+        mime_type: None,
+        icons: &[],
+        read,
+        complete: None,
+        scopes: &[],
+        principal: false,
+        states: Vec::new,
+        location: HERE,
+    };
+
+    static WEATHER: ResourceDef = ResourceDef {
+        uri: "weather://{city}/now",
+        name: "weather",
+        ..README
+    };
+
+    /// A sake server of a resource and a template, over HTTP on this machine: its URL, and
+    /// its notifier (which counts the streams that listen to it).
+    async fn upstream() -> (String, Notifier) {
+        let registry = Registry::from_defs([], [], [&README, &WEATHER]).unwrap();
+        let service = crate::Server::with_registry(registry)
+            .quiet(true)
+            .build()
+            .unwrap();
+        let notifier = service.notifier();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(service.serve(listener, std::future::pending()));
+        (format!("http://{addr}/mcp"), notifier)
+    }
+
+    /// Waits (five seconds at most) until `want` streams listen to the upstream.
+    async fn listeners(up: &Notifier, want: usize) {
+        for _ in 0..100 {
+            if up.listeners() == want {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(up.listeners(), want, "streams listening to the upstream");
+    }
+
+    /// Whether an update of the upstream's `docs://readme` reaches the gateway's bus as
+    /// `docs://up/readme` (touched until it does, two seconds at most).
+    async fn updated(up: &Notifier, gateway: &mut tokio::sync::broadcast::Receiver<Event>) -> bool {
+        for _ in 0..8 {
+            up.notify_resource_updated("docs://readme");
+            let wait = tokio::time::timeout(Duration::from_millis(250), async {
+                loop {
+                    match gateway.recv().await {
+                        Ok(Event::ResourceUpdated(uri)) if &*uri == "docs://up/readme" => {
+                            return true;
+                        }
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(_) => return false,
+                    }
+                }
+            });
+            if let Ok(got) = wait.await {
+                return got;
+            }
+        }
+        false
+    }
+
+    /// Seen from the upstream: a caller past its share does not stop another caller's
+    /// resource from being followed (its updates come), and each follow ends upstream with
+    /// its last part.
+    #[tokio::test]
+    async fn a_caller_past_its_share_leaves_the_others_followed_upstream() {
+        let (url, up) = upstream().await;
+        let proxy = Proxy::new("up", Upstream::url(&url));
+        proxy.0.followed.lock().unwrap().share = 2;
+        let bus = Bus::new(64);
+        let mut gateway = bus.subscribe();
+        proxy.attach(Notifier { bus, relay: None });
+        let [greedy, other] = keys(&["greedy", "other"])[..] else {
+            unreachable!()
+        };
+        let mine: Vec<_> = (0..2)
+            .map(|i| proxy.follow(&format!("weather://up/c{i}/now"), greedy))
+            .collect();
+        assert!(mine.iter().all(Option::is_some));
+        // Its share held: its next ones are not followed.
+        assert!(proxy.follow("weather://up/c2/now", greedy).is_none());
+        assert!(proxy.follow("docs://up/readme", greedy).is_none());
+        // The gateway's watch of the upstream's lists, and the two follows.
+        listeners(&up, 3).await;
+        let theirs = proxy.follow("docs://up/readme", other);
+        assert!(theirs.is_some());
+        listeners(&up, 4).await;
+        assert!(updated(&up, &mut gateway).await);
+        // The greedy caller gone, its follows end upstream; the other's lives.
+        drop(mine);
+        listeners(&up, 2).await;
+        assert!(updated(&up, &mut gateway).await);
+        // Two parts of one URI: one follow upstream, ended with the last.
+        let again = proxy.follow("docs://up/readme", greedy);
+        assert!(again.is_some());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(up.listeners(), 2);
+        drop(theirs);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(up.listeners(), 2);
+        assert!(updated(&up, &mut gateway).await);
+        drop(again);
+        listeners(&up, 1).await;
+        assert!(!updated(&up, &mut gateway).await);
+    }
 }

@@ -263,16 +263,19 @@ fn subscription(
         // Only to what the server serves, and the caller may read: a
         // subscription to anything else is memory held for nothing, or a
         // way around the resource's scopes.
-        if let Err(e) = shared.catalog.followable_uri(extensions, uri) {
-            return Err(render::error(session.revision, e));
-        }
+        let caller = shared.admission.caller_key(extensions);
+        // A proxied resource is followed upstream while the session holds the subscription.
+        let following = match shared.catalog.followable_uri(extensions, uri, caller) {
+            Ok(following) => following,
+            Err(e) => return Err(render::error(session.revision, e)),
+        };
         let held = shared.admission.hold(
-            shared.admission.caller_key(extensions),
+            caller,
             uri.len() + super::HELD_OVERHEAD,
             "this subscription",
         )?;
         if let Err(SubscribeRefused::TooManyForSession(n)) =
-            shared.hub.subscribe(session, uri, held)
+            shared.hub.subscribe(session, uri, held, following)
         {
             return Err(RpcError::internal(format!(
                 "This session holds {n} resource subscriptions, the most it may; unsubscribe from one first"

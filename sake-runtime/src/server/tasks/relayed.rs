@@ -242,7 +242,7 @@ mod tests {
     use crate::handler::BoxFuture;
     use crate::handler::context::Context;
     use crate::handler::events::Notifier;
-    use crate::server::source::{ListKind, Listed};
+    use crate::server::source::{Following, ListKind, Listed};
     use crate::tasks::MemoryTaskStore;
 
     fn tasks() -> Tasks {
@@ -277,7 +277,9 @@ mod tests {
         ) -> BoxFuture<Result<Value, RpcError>> {
             unreachable!("a link forwards nothing")
         }
-        fn follow(&self, _: &str) {}
+        fn follow(&self, _: &str, _: crate::quota::Key) -> Option<Following> {
+            None
+        }
         fn attach(&self, _: Notifier) {}
     }
 
