@@ -153,6 +153,11 @@ impl Composition {
                 )));
             }
         }
+        // Without a remote server nothing is placed: the names are not gathered (a
+        // thousand-tool program would copy a thousand names at start-up for nothing).
+        if sources.is_empty() {
+            return Ok(());
+        }
         let placement = crate::server::source::Placement {
             tools: registry
                 .tools
