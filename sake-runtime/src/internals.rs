@@ -14,7 +14,7 @@ use crate::protocol::Revision;
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::meta::Params;
 use crate::protocol::types::ClientCapabilities;
-use crate::server::session::{Session, Sessions};
+use crate::server::session::{Session, Sessions, now_secs};
 use crate::signing::Signer;
 
 /// Whether the endpoint serves a request with these headers and params statelessly
@@ -60,7 +60,7 @@ impl Keys {
 
     /// Whether the endpoint would accept `token` as a session id.
     pub fn verify_session(&self, token: &str) -> bool {
-        self.sessions.verify(token).is_ok()
+        self.sessions.verify_at(token, now_secs()).is_ok()
     }
 
     /// The `requestState` a `tools/call` of `name` with `arguments`, by `principal`, gets

@@ -283,11 +283,18 @@ impl Sessions {
         self.signer.sign(Domain::Session, &payload)
     }
 
-    /// Checks a token (the bytes of an `Mcp-Session-Id`): signed by this key, not expired,
-    /// not ended. The session is shared with the cache of verified tokens: a remembered token
-    /// costs a reference count, not a copy of the session's strings, and is checked against
-    /// the records of ended sessions only when one was recorded since it last passed them.
+    /// `verify_at` now.
+    #[cfg(test)]
     pub fn verify(&self, token: impl AsRef<[u8]>) -> Result<Arc<Session>, Refused> {
+        self.verify_at(token, now_secs())
+    }
+
+    /// Checks a token (the bytes of an `Mcp-Session-Id`) at `now` (Unix seconds, read once
+    /// for the request): signed by this key, not expired, not ended. The session is shared
+    /// with the cache of verified tokens: a remembered token costs a reference count, not a
+    /// copy of the session's strings, and is checked against the records of ended sessions
+    /// only when one was recorded since it last passed them.
+    pub fn verify_at(&self, token: impl AsRef<[u8]>, now: u64) -> Result<Arc<Session>, Refused> {
         let token = token.as_ref();
         // Read before the records are: an end recorded after this is seen next time.
         let generation = self.refusals.load(Ordering::SeqCst);
@@ -313,7 +320,7 @@ impl Sessions {
                 (session, None)
             }
         };
-        let checked = if session.expires == 0 || now_secs() >= session.expires {
+        let checked = if session.expires == 0 || now >= session.expires {
             Err(Refused::Expired)
         } else if passed == Some(generation) {
             Ok(())
@@ -402,8 +409,15 @@ impl Sessions {
     }
 
     /// Whether a token of this session should be replaced by a fresh one.
+    #[cfg(test)]
     pub fn needs_refresh(&self, session: &Session) -> bool {
-        now_secs().saturating_sub(session.issued_at) >= self.refresh_after.as_secs()
+        self.needs_refresh_at(session, now_secs())
+    }
+
+    /// Whether a token of this session should be replaced by a fresh one, at `now` (Unix
+    /// seconds).
+    pub fn needs_refresh_at(&self, session: &Session, now: u64) -> bool {
+        now.saturating_sub(session.issued_at) >= self.refresh_after.as_secs()
     }
 
     /// Ends a session: its tokens are refused from now on (in this process), until it would

@@ -36,7 +36,7 @@ use crate::server::Shared;
 use crate::server::dispatch::{Dispatched, raw_str};
 use crate::server::hub::SubscribeRefused;
 use crate::server::inflight::Inflight;
-use crate::server::session::{Refused, Session};
+use crate::server::session::{Refused, Session, now_secs};
 
 /// What one request of a session gave.
 pub(crate) enum Started {
@@ -494,6 +494,7 @@ impl Connection {
         &self,
         hints: &Hints<'_>,
         extensions: &http::Extensions,
+        now: u64,
     ) -> Result<Option<Arc<Session>>, RpcError> {
         let Some(raw) = hints.headers.and_then(|h| h.session_id.first) else {
             return Ok(None);
@@ -502,7 +503,7 @@ impl Connection {
         // and the signature check (of a token not remembered) refuses a byte that is no
         // visible ASCII.
         let token = raw.as_bytes().trim_ascii();
-        let verified = self.shared.sessions.verify(token).and_then(|s| {
+        let verified = self.shared.sessions.verify_at(token, now).and_then(|s| {
             // A session opened by one caller is nobody else's: not another caller's, and not
             // an anonymous caller's either (nor the reverse).
             if self
@@ -544,7 +545,9 @@ impl Connection {
         if let Some(scope) = self.carrier.scope() {
             return self.held_message(scope, message, params, hints, bytes, extensions);
         }
-        let session = match self.named_session(hints, &extensions) {
+        // The clock read once: the session's expiry, then whether its id is renewed.
+        let now = now_secs();
+        let session = match self.named_session(hints, &extensions, now) {
             Ok(Some(s)) => s,
             // JSON-RPC: an error names the request whenever its id could be read.
             Err(e) => return Reply::error(Era::Legacy, message.request_id().cloned(), e),
@@ -591,7 +594,7 @@ impl Connection {
         let refreshed = self
             .shared
             .sessions
-            .needs_refresh(&session)
+            .needs_refresh_at(&session, now)
             .then(|| self.shared.sessions.mint(&session));
         match message {
             Incoming::Notification { method, params } => {
@@ -733,7 +736,7 @@ impl Connection {
             None if !self.carrier.per_request() => {
                 return Reply::error(Era::Legacy, None, batch_without_session());
             }
-            None => match self.named_session(hints, &extensions) {
+            None => match self.named_session(hints, &extensions, now_secs()) {
                 Ok(Some(s)) => s,
                 Ok(None) => return Reply::error(era_hint, None, batch_without_session()),
                 Err(e) => return Reply::error(Era::Legacy, None, e),
@@ -788,7 +791,7 @@ impl Connection {
         &self,
         hints: &Hints<'_>,
     ) -> Result<Option<SessionStream>, RpcError> {
-        let Some(session) = self.named_session(hints, &self.extensions)? else {
+        let Some(session) = self.named_session(hints, &self.extensions, now_secs())? else {
             return Ok(None);
         };
         if let Some(v) = hints.headers.and_then(|h| h.protocol_version.first)
@@ -818,7 +821,7 @@ impl Connection {
     /// Ends the session a per-request connection's headers name (Streamable HTTP DELETE),
     /// here and on every replica. `Ok(false)` without a session.
     pub(crate) fn end_session(&self, hints: &Hints<'_>) -> Result<bool, RpcError> {
-        let Some(session) = self.named_session(hints, &self.extensions)? else {
+        let Some(session) = self.named_session(hints, &self.extensions, now_secs())? else {
             return Ok(false);
         };
         self.shared.lifecycle.end_session(&session);
