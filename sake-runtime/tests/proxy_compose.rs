@@ -17,7 +17,7 @@ use sake::testing::TestClient;
 use serde_json::{Value, json};
 
 mod gateway;
-use gateway::{empty, serve};
+use gateway::{empty, named_gateway, serve};
 
 /// The two eras every behaviour is checked on.
 const REVISIONS: [Revision; 2] = [Revision::V2026_07_28, Revision::V2025_11_25];
@@ -445,44 +445,13 @@ async fn a_sessions_end_or_expiry_ends_what_it_followed_upstream() {
     drop(updates);
 }
 
-#[derive(Clone)]
-struct User(String);
-
-/// A gateway of `up` that names its callers by their `x-user` header, as an authorization
-/// layer would by their token.
-async fn named_gateway(up: &str) -> String {
-    let service = empty()
-        .proxy("up", Upstream::url(up))
-        .principal(|ext| ext.get::<User>().map(|u| u.0.clone()))
-        .quiet(true)
-        .build()
-        .unwrap();
-    let app = service.router().layer(axum::middleware::from_fn(
-        |mut req: axum::extract::Request, next: axum::middleware::Next| async move {
-            let user = req
-                .headers()
-                .get("x-user")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            if let Some(u) = user {
-                req.extensions_mut().insert(User(u));
-            }
-            next.run(req).await
-        },
-    ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{addr}/mcp")
-}
-
 /// One caller past its share of the upstream's follows (128) cannot keep another caller's
 /// resource from being followed: the other still gets its updates, on both eras.
 #[tokio::test]
 async fn a_caller_past_its_share_leaves_the_others_followed() {
     for rev in REVISIONS {
         let (up_url, up) = observed_upstream().await;
-        let gw = named_gateway(&up_url).await;
+        let gw = named_gateway("up", Upstream::url(&up_url)).await;
         let user = |name: &'static str| {
             Client::builder().revision(rev).header(
                 axum::http::HeaderName::from_static("x-user"),

@@ -15,7 +15,7 @@ use sake::prelude::*;
 use serde_json::json;
 
 mod gateway;
-use gateway::{empty, serve};
+use gateway::{empty, named_gateway, serve};
 
 async fn upstream() -> String {
     serve(Server::from_registry()).await
@@ -58,37 +58,6 @@ async fn slow_confirm(ctx: Context) -> Result<String, InputError> {
 async fn endless_task() -> String {
     std::future::pending::<()>().await;
     String::new()
-}
-
-#[derive(Clone)]
-struct User(String);
-
-/// A gateway that names its callers by their `x-user` header, as an authorization layer
-/// would by their token.
-async fn named_gateway(upstream: Upstream) -> String {
-    let service = empty()
-        .proxy("", upstream)
-        .principal(|ext| ext.get::<User>().map(|u| u.0.clone()))
-        .quiet(true)
-        .build()
-        .unwrap();
-    let app = service.router().layer(axum::middleware::from_fn(
-        |mut req: axum::extract::Request, next: axum::middleware::Next| async move {
-            let user = req
-                .headers()
-                .get("x-user")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            if let Some(u) = user {
-                req.extensions_mut().insert(User(u));
-            }
-            next.run(req).await
-        },
-    ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{addr}/mcp")
 }
 
 /// A 2026-07-28 client of `user` (`None`: anonymous) that takes tasks and answers forms
@@ -146,7 +115,7 @@ fn task_upstreams(up: &str) -> [Upstream; 2] {
 async fn an_upstream_task_is_the_callers_task_under_the_gateways_id() {
     let up = upstream().await;
     for upstream in task_upstreams(&up) {
-        let gw = named_gateway(upstream).await;
+        let gw = named_gateway("", upstream).await;
         let alice = caller(&gw, Some("alice")).await;
         let created = alice
             .request(
@@ -213,7 +182,7 @@ async fn an_upstream_task_is_the_callers_task_under_the_gateways_id() {
 async fn an_upstream_tasks_question_is_answered_with_tasks_update() {
     let up = upstream().await;
     for upstream in task_upstreams(&up) {
-        let gw = named_gateway(upstream).await;
+        let gw = named_gateway("", upstream).await;
         let alice = caller(&gw, Some("alice")).await;
         let created = alice
             .request("tools/call", json!({"name": "slow_confirm"}))
@@ -250,7 +219,7 @@ async fn an_upstream_tasks_question_is_answered_with_tasks_update() {
 async fn an_upstream_task_is_cancelled_through_the_gateway() {
     let up = upstream().await;
     for upstream in task_upstreams(&up) {
-        let gw = named_gateway(upstream).await;
+        let gw = named_gateway("", upstream).await;
         let alice = caller(&gw, Some("alice")).await;
         let created = alice
             .request("tools/call", json!({"name": "endless_task"}))
@@ -278,7 +247,7 @@ async fn an_upstream_task_is_cancelled_through_the_gateway() {
 #[tokio::test]
 async fn without_tasks_on_either_side_a_task_tool_answers_as_a_call() {
     let up = upstream().await;
-    let gw = named_gateway(Upstream::url(&up).revision(Revision::V2025_11_25)).await;
+    let gw = named_gateway("", Upstream::url(&up).revision(Revision::V2025_11_25)).await;
     let alice = caller(&gw, Some("alice")).await;
     let out = alice
         .request(
@@ -293,7 +262,7 @@ async fn without_tasks_on_either_side_a_task_tool_answers_as_a_call() {
         json!([{"type": "text", "text": "3"}]),
         "{out}"
     );
-    let gw = named_gateway(Upstream::url(&up)).await;
+    let gw = named_gateway("", Upstream::url(&up)).await;
     let legacy = Client::builder()
         .revision(Revision::V2025_11_25)
         .connect(&gw)
