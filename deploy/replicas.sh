@@ -188,10 +188,13 @@ SID=$(printf '%s\n' "$init" | sed -n 's/^mcp-session-id: //Ip' | head -1)
 post 3951 "$SID" '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null
 out=$(post 3951 "$SID" '{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"test://static-text"}}' | tail -1)
 [[ "$out" == *'"result":{}'* ]] || { echo "FAILED: resources/subscribe -> $out"; status=1; }
-curl -sSN "http://127.0.0.1:3951/mcp" -H "Accept: text/event-stream" -H "Mcp-Session-Id: $SID" \
+curl -sSN -D "$WORK/get.head" "http://127.0.0.1:3951/mcp" -H "Accept: text/event-stream" -H "Mcp-Session-Id: $SID" \
   -H "MCP-Protocol-Version: 2025-11-25" >"$WORK/get.sse" 2>/dev/null &
 PIDS[get]=$!
-sleep 0.3
+# The update is published once the stream is open (its head received), not after a fixed
+# pause a loaded machine may outlast.
+wait_for "$WORK/get.head" "200" 5 || true
+sleep 0.1
 t0=$(date +%s%N)
 modern 3953 tools/call test_trigger_resource_update '{"name":"test_trigger_resource_update","arguments":{"uri":"test://static-text"}}' >/dev/null
 if wait_for "$WORK/get.sse" '"method":"notifications/resources/updated","params":{"uri":"test://static-text"}' 2; then
