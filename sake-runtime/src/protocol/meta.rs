@@ -331,9 +331,20 @@ impl ClientInfoField for &RawValue {
     }
 }
 
-/// Checked while the request was read (an object, the same `ImplementationCheck`): found
-/// again in the request's bytes if something asks for it.
-impl ClientInfoField for ObjectOnly<ImplementationCheck<'_>> {
+/// A `clientInfo` checked while the request was read (an object, the same
+/// `ImplementationCheck`) and not kept: what was read is dropped at once, so the request
+/// being read (moved several times on its way out of serde) does not carry it.
+struct InfoChecked;
+
+impl<'de> Deserialize<'de> for InfoChecked {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        ObjectOnly::<ImplementationCheck<'de>>::deserialize(d).map(|_| InfoChecked)
+    }
+}
+
+/// Checked while the request was read: found again in the request's bytes if something asks
+/// for it.
+impl ClientInfoField for InfoChecked {
     fn check(self, raw: &RawMeta) -> Result<InfoSource, RpcError> {
         raw.message()
             .cloned()
@@ -627,8 +638,7 @@ pub fn decode_request(message: &[u8]) -> Option<(RequestId, &str, Params<'_>)> {
 
 /// `params` of a 2026-07-28 request read in one pass: `_meta`'s fields and `clientInfo`'s
 /// too.
-type ModernParams<'a> =
-    ObjectOnly<Params<'a, ObjectOnly<MetaFields<'a, ObjectOnly<ImplementationCheck<'a>>>>>>;
+type ModernParams<'a> = ObjectOnly<Params<'a, ObjectOnly<MetaFields<'a, InfoChecked>>>>;
 
 /// A request whose every member has the type the careful path wants; `P` is how `params` is
 /// read (an absent `params` is `None` when `P` is an `Option`, else no request of this kind).
