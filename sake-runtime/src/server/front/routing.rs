@@ -205,28 +205,28 @@ pub(super) fn check_modern<'a>(
     if !shared.offers(method.needs()) {
         return Err(RpcError::method_not_found(method_name));
     }
-    // 12. `Mcp-Param-*` headers of the tool's `x-mcp-header` arguments. (An unknown tool is
-    // the dispatcher's -32602.)
-    if method == Method::ToolsCall
-        && let Some(entry) = params
-            .name
-            .and_then(raw_str)
-            .and_then(|n| shared.catalog.registry.tool(&n))
-        && !entry.headers.is_empty()
-    {
-        check_param_headers(headers.map, &entry.headers, params.arguments)?;
-    }
-    // A source's tool (`Server::proxy`): the `x-mcp-header` arguments of its listing.
+    // 12. `Mcp-Param-*` headers of the tool's `x-mcp-header` arguments: a tool of this
+    // server's, or a source's (`Server::proxy`), by the `x-mcp-header` arguments of its
+    // listing. (An unknown tool is the dispatcher's -32602.)
     if method == Method::ToolsCall
         && let Some(name) = params.name.and_then(raw_str)
-        && shared.catalog.registry.tool(&name).is_none()
-        && let Some(declared) = shared
-            .catalog
-            .source_of(crate::server::source::ListKind::Tools, &name)
-            .and_then(|s| s.tool_headers(&name))
-        && !declared.is_empty()
     {
-        check_param_headers(headers.map, &declared, params.arguments)?;
+        match shared.catalog.registry.tool(&name) {
+            Some(entry) if !entry.headers.is_empty() => {
+                check_param_headers(headers.map, &entry.headers, params.arguments)?;
+            }
+            Some(_) => {}
+            None => {
+                if let Some(declared) = shared
+                    .catalog
+                    .source_of(crate::server::source::ListKind::Tools, &name)
+                    .and_then(|s| s.tool_headers(&name))
+                    && !declared.is_empty()
+                {
+                    check_param_headers(headers.map, &declared, params.arguments)?;
+                }
+            }
+        }
     }
     Ok((rev, method, meta))
 }
