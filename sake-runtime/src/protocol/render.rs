@@ -8,7 +8,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::jsonrpc::{RpcError, code};
-use super::types::{Implementation, Prompt, Resource, ResourceTemplate, Tool};
+use super::types::{
+    CallToolResult, Content, Implementation, Prompt, Resource, ResourceTemplate, Tool,
+};
 use super::version::{Features, Revision};
 
 /// Caching hints (`ttlMs`, `cacheScope`) of 2026-07-28 list and read results.
@@ -145,6 +147,33 @@ pub fn result<T: Serialize + ?Sized>(
         legacy_shape(f, shape, &mut value);
         serde_json::to_vec(&value).unwrap_or_else(|_| b"{}".to_vec())
     }
+}
+
+/// Renders a tool's result for `rev`: [`result`] with [`Shape::CallTool`], but when its types
+/// show it has nothing [`legacy_shape`] would change (no structured content; text, image and
+/// audio blocks whose annotations the revision has), the serialised bytes are not searched
+/// for it.
+pub fn tool_result(rev: Revision, env: &ResultEnv, cache: Cache, body: &CallToolResult) -> Vec<u8> {
+    let f = rev.features();
+    let plain = body.structured_content.is_none()
+        && body.content.iter().all(|block| {
+            let annotations = match block {
+                Content::Text(t) => &t.annotations,
+                Content::Image(m) | Content::Audio(m) => &m.annotations,
+                Content::ResourceLink(_) | Content::Resource(_) => return false,
+            };
+            f.last_modified
+                || annotations
+                    .as_ref()
+                    .is_none_or(|a| a.last_modified.is_none())
+        });
+    result(
+        rev,
+        env,
+        if plain { Shape::Plain } else { Shape::CallTool },
+        cache,
+        body,
+    )
 }
 
 /// Whether serialised `bytes` may hold something [`legacy_shape`] changes for this revision:
@@ -421,6 +450,37 @@ mod tests {
     use super::*;
     use crate::protocol::types::{CallToolResult, Content, ToolAnnotations};
     use serde_json::json;
+
+    /// A tool's result rendered without the search of its bytes is the result rendered with
+    /// it, on every revision, whatever the result holds.
+    #[test]
+    fn tool_results_render_as_any_call_result() {
+        let bodies = [
+            json!({"content": [{"type": "text", "text": "5"}]}),
+            json!({"content": [{"type": "text", "text": "\"title\": no key", "_meta": {"title": 1}}], "_meta": {"icons": []}}),
+            json!({"content": [{"type": "text", "text": "t", "annotations": {"priority": 0.5}}], "isError": true}),
+            json!({"content": [{"type": "text", "text": "t", "annotations": {"lastModified": "2025-01-01T00:00:00Z"}}]}),
+            json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png", "annotations": {"lastModified": "2025-01-01T00:00:00Z"}}]}),
+            json!({"content": [{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]}),
+            json!({"content": [{"type": "resource_link", "uri": "file:///a", "name": "a", "title": "A", "icons": []}]}),
+            json!({"content": [{"type": "resource", "resource": {"uri": "u", "text": "t"}}]}),
+            json!({"content": [], "structuredContent": {"n": 1}}),
+            json!({"content": [], "structuredContent": [1, 2]}),
+            json!({"content": []}),
+        ];
+        for body in &bodies {
+            let parsed: CallToolResult = serde_json::from_value(body.clone()).unwrap();
+            for rev in Revision::ALL {
+                let searched = result(rev, &env(), Shape::CallTool, Cache::None, &parsed);
+                let got = tool_result(rev, &env(), Cache::None, &parsed);
+                assert_eq!(
+                    String::from_utf8(got).unwrap(),
+                    String::from_utf8(searched).unwrap(),
+                    "{rev} {body}"
+                );
+            }
+        }
+    }
 
     fn env() -> ResultEnv {
         ResultEnv::new(

@@ -711,10 +711,9 @@ fn finish_tool(
     {
         return Err(RpcError::missing_capability(caps));
     }
-    Ok(Bytes::from(render::result(
+    Ok(Bytes::from(render::tool_result(
         rev,
         &shared.env,
-        Shape::CallTool,
         Cache::None,
         &result,
     )))

@@ -294,10 +294,9 @@ impl Shared {
         {
             return Err(RpcError::missing_capability(caps));
         }
-        Ok(Bytes::from(render::result(
+        Ok(Bytes::from(render::tool_result(
             rev,
             &self.env,
-            render::Shape::CallTool,
             Cache::None,
             &result,
         )))
