@@ -150,9 +150,9 @@ pub fn result<T: Serialize + ?Sized>(
 }
 
 /// Renders a tool's result for `rev`: [`result`] with [`Shape::CallTool`], but when its types
-/// show it has nothing [`legacy_shape`] would change (no structured content; text, image and
-/// audio blocks whose annotations the revision has), the serialised bytes are not searched
-/// for it.
+/// show it has nothing a handshake revision drops or rewrites (no structured content; text,
+/// image and audio blocks whose annotations the revision has), the serialised bytes are not
+/// searched for it.
 pub fn tool_result(rev: Revision, env: &ResultEnv, cache: Cache, body: &CallToolResult) -> Vec<u8> {
     let f = rev.features();
     let plain = body.structured_content.is_none()
