@@ -609,7 +609,7 @@ pub struct ModernRequest<'a> {
 /// [`parse_modern_meta`]), which names what is wrong. Whatever this accepts, that path
 /// accepts too, with the same result; the tests hold the two to that.
 pub fn decode_modern_request(message: &Bytes) -> Option<ModernRequest<'_>> {
-    let mut params = Params::<'_, ModernMeta_<'_>>::default();
+    let mut params = Params::<'_, ModernMetaFields<'_>>::default();
     let (id, method) = read_request(message, &mut Required(&mut params))?;
     let (meta, params) = params.take_meta();
     // `_meta`'s fields were cut out in the same pass; they are checked as the careful path
@@ -639,7 +639,7 @@ pub fn decode_request(message: &[u8]) -> Option<(RequestId, &str, Params<'_>)> {
 
 /// `_meta` of a 2026-07-28 request read in the same pass as the rest: its fields, and
 /// `clientInfo` checked.
-type ModernMeta_<'a> = ObjectOnly<MetaFields<'a, InfoChecked>>;
+type ModernMetaFields<'a> = ObjectOnly<MetaFields<'a, InfoChecked>>;
 
 /// Reads a JSON-RPC request (an object with `jsonrpc: "2.0"`, `id`, `method`, no `result` or
 /// `error`) from `message`, its `params` written into `params` where they stay.
@@ -787,29 +787,49 @@ impl<'a, M: Deserialize<'a>> Visitor<'a> for ParamsInPlace<'_, 'a, M> {
     }
 
     fn visit_map<A: MapAccess<'a>>(self, mut map: A) -> Result<(), A::Error> {
-        let p = self.0;
+        // Every field by name, none left out: a field added to `Params` does not compile here
+        // until this reader reads it as the derived one does.
+        let Params {
+            meta,
+            name,
+            uri,
+            arguments,
+            cursor,
+            input_responses,
+            request_state,
+            reference,
+            argument,
+            context,
+            level,
+            protocol_version,
+            capabilities,
+            client_info,
+            notifications,
+            request_id,
+            task_id,
+        } = self.0;
         // The members met so far, one bit each: a member twice is an error even when the
         // first was `null` (which reads as absent).
         let mut seen = 0u32;
         while let Some(key) = map.next_key::<&'a str>()? {
-            let (bit, field): (u32, Option<&mut Option<&'a RawValue>>) = match key {
-                "_meta" => (0, None),
-                "name" => (1, Some(&mut p.name)),
-                "uri" => (2, Some(&mut p.uri)),
-                "arguments" => (3, Some(&mut p.arguments)),
-                "cursor" => (4, Some(&mut p.cursor)),
-                "inputResponses" => (5, Some(&mut p.input_responses)),
-                "requestState" => (6, Some(&mut p.request_state)),
-                "ref" => (7, Some(&mut p.reference)),
-                "argument" => (8, Some(&mut p.argument)),
-                "context" => (9, Some(&mut p.context)),
-                "level" => (10, Some(&mut p.level)),
-                "protocolVersion" => (11, Some(&mut p.protocol_version)),
-                "capabilities" => (12, Some(&mut p.capabilities)),
-                "clientInfo" => (13, Some(&mut p.client_info)),
-                "notifications" => (14, Some(&mut p.notifications)),
-                "requestId" => (15, Some(&mut p.request_id)),
-                "taskId" => (16, Some(&mut p.task_id)),
+            let (bit, member) = match key {
+                "_meta" => (0, Member::Meta),
+                "name" => (1, Member::Raw(&mut *name)),
+                "uri" => (2, Member::Raw(&mut *uri)),
+                "arguments" => (3, Member::Raw(&mut *arguments)),
+                "cursor" => (4, Member::Raw(&mut *cursor)),
+                "inputResponses" => (5, Member::Present(&mut *input_responses)),
+                "requestState" => (6, Member::Present(&mut *request_state)),
+                "ref" => (7, Member::Raw(&mut *reference)),
+                "argument" => (8, Member::Raw(&mut *argument)),
+                "context" => (9, Member::Raw(&mut *context)),
+                "level" => (10, Member::Raw(&mut *level)),
+                "protocolVersion" => (11, Member::Raw(&mut *protocol_version)),
+                "capabilities" => (12, Member::Raw(&mut *capabilities)),
+                "clientInfo" => (13, Member::Raw(&mut *client_info)),
+                "notifications" => (14, Member::Raw(&mut *notifications)),
+                "requestId" => (15, Member::Raw(&mut *request_id)),
+                "taskId" => (16, Member::Raw(&mut *task_id)),
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
                     continue;
@@ -819,17 +839,25 @@ impl<'a, M: Deserialize<'a>> Visitor<'a> for ParamsInPlace<'_, 'a, M> {
                 return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
             }
             seen |= 1 << bit;
-            match field {
-                None => p.meta = map.next_value()?,
-                // Kept when `null`, to be refused (see the fields).
-                Some(field) if bit == 5 || bit == 6 => {
-                    *field = Some(map.next_value::<&'a RawValue>()?);
-                }
-                Some(field) => *field = map.next_value()?,
+            match member {
+                Member::Meta => *meta = map.next_value()?,
+                Member::Raw(field) => *field = map.next_value()?,
+                Member::Present(field) => *field = Some(map.next_value::<&'a RawValue>()?),
             }
         }
         Ok(())
     }
+}
+
+/// Where a member of `params` goes, and how it is read.
+enum Member<'f, 'a> {
+    /// `_meta`, read as the reader's `M`.
+    Meta,
+    /// A raw value; `null` reads as absent.
+    Raw(&'f mut Option<&'a RawValue>),
+    /// A raw value kept even when `null`, to be refused (`inputResponses`, `requestState`;
+    /// see the fields).
+    Present(&'f mut Option<&'a RawValue>),
 }
 
 /// A `T` read only from a JSON object: serde reads a struct from an array too (by position),
