@@ -155,18 +155,21 @@ pub fn result<T: Serialize + ?Sized>(
 /// searched for it.
 pub fn tool_result(rev: Revision, env: &ResultEnv, cache: Cache, body: &CallToolResult) -> Vec<u8> {
     let f = rev.features();
-    let plain = body.structured_content.is_none()
-        && body.content.iter().all(|block| {
-            let annotations = match block {
-                Content::Text(t) => &t.annotations,
-                Content::Image(m) | Content::Audio(m) => &m.annotations,
-                Content::ResourceLink(_) | Content::Resource(_) => return false,
-            };
-            f.last_modified
-                || annotations
-                    .as_ref()
-                    .is_none_or(|a| a.last_modified.is_none())
-        });
+    // 2026-07-28 drops nothing (the shape is not looked at there); before it, what
+    // `legacy_shape` changes in a tool's result, read from the result's types.
+    let plain = f.result_type
+        || body.structured_content.is_none()
+            && body.content.iter().all(|block| {
+                let annotations = match block {
+                    Content::Text(t) => &t.annotations,
+                    Content::Image(m) | Content::Audio(m) => &m.annotations,
+                    Content::ResourceLink(_) | Content::Resource(_) => return false,
+                };
+                f.last_modified
+                    || annotations
+                        .as_ref()
+                        .is_none_or(|a| a.last_modified.is_none())
+            });
     result(
         rev,
         env,
@@ -261,6 +264,9 @@ fn modern_value(env: &ResultEnv, rev: Revision, cache: Cache, value: Value) -> V
     serde_json::to_vec(&out).unwrap_or_else(|_| b"{}".to_vec())
 }
 
+/// What a handshake revision drops or rewrites in a result. A rule added here for a tool's
+/// result is one [`tool_result`] must know too: it skips this for the results its types say
+/// have nothing of the kind (`tool_results_render_as_any_call_result` holds the two together).
 fn legacy_shape(f: &Features, shape: Shape, value: &mut Value) {
     let Value::Object(obj) = value else { return };
     match shape {
