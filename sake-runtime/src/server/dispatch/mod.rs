@@ -17,7 +17,7 @@ mod remote;
 
 use super::Shared;
 use super::catalog::{self, Pages, decode_cursor};
-use super::invoker::{Call, Function, Prompt, Resource, Round, Step, Tool, View};
+use super::invoker::{Call, Function, Prompt, Resource, Round, Running, Step, Tool, View};
 use super::source::ListKind;
 use crate::handler::context::RequestParts;
 use crate::handler::input::{Mrtr, RoundKey, merge_capabilities};
@@ -272,7 +272,7 @@ impl Shared {
         + 'static,
     ) -> Result<Dispatched, RpcError> {
         let rev = parts.revision;
-        let mut running = self.invoker.start(Call {
+        let running = self.invoker.start(Call {
             parts,
             function,
             round: Round::OfRequest {
@@ -282,32 +282,13 @@ impl Shared {
                 responses: params.input_responses,
             },
         })?;
-        let shared = self.clone();
-        Ok(Dispatched::Pending(Box::pin(async move {
-            let limit = shared.config.limits.request_timeout;
-            let step = running
-                .within(limit)
-                .await
-                .map_err(|e| render::error(rev, e))?;
-            let round = running.round().cloned();
-            match (step, round) {
-                (Step::Asked(asked), Some(round)) => {
-                    // The function's future is dropped with `running`: anything it spawned
-                    // sees the cancellation.
-                    Ok(shared.input_required(rev, &round, asked))
-                }
-                (Step::Returned(v), round) => {
-                    running.disarm();
-                    if let Some(e) = running.failure() {
-                        return Err(render::error(rev, e));
-                    }
-                    finish(&shared, rev, v, round.as_deref()).map_err(|e| render::error(rev, e))
-                }
-                (Step::Asked(_), None) => {
-                    Err(RpcError::internal("input was asked outside a round"))
-                }
-            }
-        })))
+        // Built straight into its box: the future is allocated first and written once,
+        // where `Box::pin` of an `async` block writes it on the stack and copies it over.
+        let boxed = Box::write(
+            Box::new_uninit(),
+            finish_running(self.clone(), rev, running, finish),
+        );
+        Ok(Dispatched::Pending(Box::into_pin(boxed)))
     }
 
     /// The `input_required` answer to a round whose function asked the client `asked`: the
@@ -766,4 +747,35 @@ fn view_contents(view: &ViewEntry, html: String) -> ReadResourceResult {
     let mut text = TextResourceContents::new(view.def.uri, html).with_mime_type(apps::MIME_TYPE);
     text.meta = view.meta.to_meta();
     ReadResourceResult::new(vec![ResourceContents::Text(text)])
+}
+
+/// What [`Shared::run`]'s request waits for: the function's next step within the request
+/// timeout, rendered by `finish` (or the round's `input_required`).
+async fn finish_running<T: super::invoker::Output>(
+    shared: Arc<Shared>,
+    rev: Revision,
+    mut running: Running<T>,
+    finish: impl FnOnce(&Shared, Revision, T, Option<&Mrtr>) -> Result<Bytes, RpcError>,
+) -> Result<Bytes, RpcError> {
+    let limit = shared.config.limits.request_timeout;
+    let step = running
+        .within(limit)
+        .await
+        .map_err(|e| render::error(rev, e))?;
+    let round = running.round().cloned();
+    match (step, round) {
+        (Step::Asked(asked), Some(round)) => {
+            // The function's future is dropped with `running`: anything it spawned
+            // sees the cancellation.
+            Ok(shared.input_required(rev, &round, asked))
+        }
+        (Step::Returned(v), round) => {
+            running.disarm();
+            if let Some(e) = running.failure() {
+                return Err(render::error(rev, e));
+            }
+            finish(&shared, rev, v, round.as_deref()).map_err(|e| render::error(rev, e))
+        }
+        (Step::Asked(_), None) => Err(RpcError::internal("input was asked outside a round")),
+    }
 }
