@@ -786,11 +786,11 @@ fn throughput_shaped(
         } else {
             "session tools/call"
         };
-        let (what, floor) = if shape.connections > 32 {
-            (format!("{era}, {} connections", shape.connections), 0.8)
-        } else {
-            (format!("{era}, {} load thread(s)", shape.threads), 0.85)
-        };
+        let what = format!(
+            "{era}, {} connections, {} load thread(s)",
+            shape.connections, shape.threads
+        );
+        let floor = if shape.connections > 32 { 0.8 } else { 0.85 };
         rep.target(
             &format!("{what} ≥ {floor}× bare axum"),
             vs(ax),
