@@ -37,6 +37,14 @@ use crate::protocol::types::{
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
+/// Boxes the future `make` makes, written straight into the allocation: the box is allocated
+/// before `make` runs, where `Box::pin(make())` makes the future on the stack and copies all of
+/// it over (for a request's large future, tens of cache lines read and written per request).
+#[inline(always)]
+pub(crate) fn boxed_in_place<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
+    Box::into_pin(Box::write(Box::new_uninit(), make()))
+}
+
 /// Where an annotated function is defined, for start-up errors.
 #[derive(Clone, Copy, Debug)]
 pub struct Location {

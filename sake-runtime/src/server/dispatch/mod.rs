@@ -21,7 +21,9 @@ use super::invoker::{Call, Function, Prompt, Resource, Round, Running, Step, Too
 use super::source::ListKind;
 use crate::handler::context::RequestParts;
 use crate::handler::input::{Mrtr, RoundKey, merge_capabilities};
-use crate::handler::{BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport};
+use crate::handler::{
+    BoxFuture, CompleteFn, CompletionRequest, ResourceRequest, TaskSupport, boxed_in_place,
+};
 use crate::protocol::Revision;
 use crate::protocol::apps;
 use crate::protocol::jsonrpc::RpcError;
@@ -282,13 +284,10 @@ impl Shared {
                 responses: params.input_responses,
             },
         })?;
-        // Built straight into its box: the future is allocated first and written once,
-        // where `Box::pin` of an `async` block writes it on the stack and copies it over.
-        let boxed = Box::write(
-            Box::new_uninit(),
-            finish_running(self.clone(), rev, running, finish),
-        );
-        Ok(Dispatched::Pending(Box::into_pin(boxed)))
+        let shared = self.clone();
+        Ok(Dispatched::Pending(boxed_in_place(move || {
+            finish_running(shared, rev, running, finish)
+        })))
     }
 
     /// The `input_required` answer to a round whose function asked the client `asked`: the
